@@ -1,0 +1,342 @@
+//! Forgetting and strengthening, MemoryBank policy (DESIGN §4.1).
+//!
+//! Retention is `R(t, S) = exp(-t / S)`, with `t` the time since the last recall in
+//! configurable units (default one day) and `S` the strength. Recall sets `S += 1` and
+//! `last_recalled_at = now`. The reference implementation computed `exp(-t / 5*S)`, which
+//! parses as `exp(-t·S/5)` and makes recalled memories die *faster*; the property tests
+//! below pin the direction so that can never come back.
+//!
+//! A sweep turns retention into decisions: `threshold` archives when `R < θ`,
+//! `stochastic` archives when a seeded, logged draw exceeds `R` (the paper's literal
+//! reading), `rank` never archives. Pinned memories never decay. Everything here is a
+//! function of `(state, now, policy)`; the store applies the decisions.
+
+use chrono::Duration;
+
+use crate::InvalidInput;
+use crate::id::MemoryId;
+use crate::memory::ForgettingState;
+use crate::time::Timestamp;
+
+/// Memory strength S: finite and positive, so `exp(-t/S)` is always defined.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Strength(f64);
+
+impl Strength {
+    /// Strength of a new memory.
+    pub const INITIAL: Strength = Strength(1.0);
+
+    /// Validates a strength: finite and > 0.
+    pub fn new(value: f64) -> Result<Self, InvalidInput> {
+        if value.is_finite() && value > 0.0 {
+            Ok(Self(value))
+        } else {
+            Err(InvalidInput::new("strength", format!("{value} must be a finite number above 0")))
+        }
+    }
+    /// The value.
+    pub fn get(self) -> f64 {
+        self.0
+    }
+    /// One recall's worth stronger.
+    pub fn strengthened(self) -> Self {
+        Self(self.0 + 1.0)
+    }
+}
+
+/// `exp(-elapsed/S)`, in [0, 1]. Negative elapsed time (a memory dated in the future of
+/// `now`) counts as zero: retention never exceeds 1.
+pub fn retention(elapsed_units: f64, strength: Strength) -> f64 {
+    if elapsed_units.is_nan() || elapsed_units <= 0.0 {
+        return 1.0;
+    }
+    (-elapsed_units / strength.get()).exp().clamp(0.0, 1.0)
+}
+
+/// What counts as a recall that strengthens a memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecallMode {
+    /// Being in the top k returned by a recall (the paper's reading; the default).
+    Retrieved,
+    /// Being confirmed as used through the feedback call (e.g. the companion cited it).
+    Used,
+}
+
+/// How a sweep turns retention into a decision.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DecisionMode {
+    /// Archive when `R < theta`.
+    Threshold {
+        /// The retention below which a memory is archived (default 0.05, i.e. t ≈ 3·S units).
+        theta: f64,
+    },
+    /// Archive when a uniform draw in [0, 1) exceeds `R`; the draw is derived from the seed,
+    /// the memory id and the sweep time, and logged, so a sweep is reproducible.
+    Stochastic {
+        /// Seed of the draws.
+        seed: u64,
+    },
+    /// Never archive; retention only weights ranking.
+    Rank,
+}
+
+/// The MemoryBank forgetting policy of a deployment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ForgettingPolicy {
+    /// The unit of `t` (default one day).
+    pub unit: Duration,
+    /// How a sweep decides.
+    pub mode: DecisionMode,
+    /// What counts as a recall.
+    pub recall_mode: RecallMode,
+    /// The largest fraction of examined memories one sweep may archive (default 1.0: the curve decides).
+    pub max_archive_fraction: f64,
+}
+
+impl Default for ForgettingPolicy {
+    fn default() -> Self {
+        Self { unit: Duration::days(1), mode: DecisionMode::Threshold { theta: 0.05 }, recall_mode: RecallMode::Retrieved, max_archive_fraction: 1.0 }
+    }
+}
+
+/// Why a sweep archived a memory.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ArchiveReason {
+    /// Retention fell below θ.
+    Threshold {
+        /// The threshold in force.
+        theta: f64,
+    },
+    /// The draw exceeded retention.
+    Draw {
+        /// The uniform draw in [0, 1).
+        draw: f64,
+        /// The seed it came from.
+        seed: u64,
+    },
+}
+
+/// The numbers behind one memory's fate in a sweep.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Assessment {
+    /// The memory.
+    pub id: MemoryId,
+    /// Elapsed time since the last recall, in policy units.
+    pub elapsed_units: f64,
+    /// Strength S.
+    pub strength: f64,
+    /// Retention R (1.0 for pinned memories).
+    pub retention: f64,
+    /// `Some` when the policy says archive.
+    pub archive: Option<ArchiveReason>,
+}
+
+/// What a sweep would do over one scope.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SweepPlan {
+    /// How many active memories were examined.
+    pub examined: usize,
+    /// Those to archive now, lowest retention first.
+    pub archive: Vec<Assessment>,
+    /// How many the policy would archive but the per-pass cap held back.
+    pub deferred: usize,
+}
+
+impl ForgettingPolicy {
+    /// Checks the policy's numbers.
+    pub fn validate(&self) -> Result<(), InvalidInput> {
+        if self.unit <= Duration::zero() {
+            return Err(InvalidInput::new("forgetting.unit", "must be longer than zero"));
+        }
+        if let DecisionMode::Threshold { theta } = self.mode {
+            if !(theta > 0.0 && theta < 1.0) {
+                return Err(InvalidInput::new("forgetting.theta", format!("{theta} must lie strictly between 0 and 1")));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.max_archive_fraction) {
+            return Err(InvalidInput::new("forgetting.max_archive_fraction", format!("{} must lie in [0, 1]", self.max_archive_fraction)));
+        }
+        Ok(())
+    }
+
+    /// Time since the last recall, in policy units.
+    pub fn elapsed_units(&self, state: &ForgettingState, now: Timestamp) -> f64 {
+        let elapsed = now - state.last_recalled_at;
+        elapsed.num_milliseconds() as f64 / self.unit.num_milliseconds() as f64
+    }
+
+    /// Retention of a memory now; 1.0 when pinned.
+    pub fn retention_of(&self, state: &ForgettingState, now: Timestamp) -> f64 {
+        if state.pinned { 1.0 } else { retention(self.elapsed_units(state, now), state.strength) }
+    }
+
+    /// The state after a recall at `now`: one stronger, recall clock reset. A recall dated
+    /// before the last one (clock skew, imported history) never moves the clock backwards.
+    pub fn strengthen(&self, state: &ForgettingState, now: Timestamp) -> ForgettingState {
+        ForgettingState {
+            strength: state.strength.strengthened(),
+            recall_count: state.recall_count.saturating_add(1),
+            last_recalled_at: state.last_recalled_at.max(now),
+            ..*state
+        }
+    }
+
+    /// The numbers and the decision for one memory at `now`.
+    pub fn assess(&self, id: MemoryId, state: &ForgettingState, now: Timestamp) -> Assessment {
+        let elapsed_units = self.elapsed_units(state, now);
+        let retention = self.retention_of(state, now);
+        let archive = if state.pinned {
+            None
+        } else {
+            match self.mode {
+                DecisionMode::Threshold { theta } => (retention < theta).then_some(ArchiveReason::Threshold { theta }),
+                DecisionMode::Stochastic { seed } => {
+                    let draw = uniform_draw(seed, id, now);
+                    (draw > retention).then_some(ArchiveReason::Draw { draw, seed })
+                }
+                DecisionMode::Rank => None,
+            }
+        };
+        Assessment { id, elapsed_units, strength: state.strength.get(), retention, archive }
+    }
+
+    /// Plans a sweep over the active memories of one scope.
+    pub fn plan_sweep<'a>(&self, memories: impl IntoIterator<Item = (MemoryId, &'a ForgettingState)>, now: Timestamp) -> SweepPlan {
+        let mut examined = 0;
+        let mut archive: Vec<Assessment> = memories
+            .into_iter()
+            .inspect(|_| examined += 1)
+            .map(|(id, state)| self.assess(id, state, now))
+            .filter(|a| a.archive.is_some())
+            .collect();
+        archive.sort_by(|a, b| a.retention.total_cmp(&b.retention).then(a.id.cmp(&b.id)));
+        let cap = (self.max_archive_fraction * examined as f64 + 1e-9).floor() as usize;
+        let deferred = archive.len().saturating_sub(cap);
+        archive.truncate(cap);
+        SweepPlan { examined, archive, deferred }
+    }
+}
+
+/// A uniform draw in [0, 1) that depends only on (seed, id, now): splitmix64 over their mix.
+fn uniform_draw(seed: u64, id: MemoryId, now: Timestamp) -> f64 {
+    let id_bits = id.as_uuid().as_u128();
+    let mut x = seed ^ (id_bits as u64) ^ ((id_bits >> 64) as u64).rotate_left(17) ^ (now.timestamp_millis() as u64).rotate_left(41);
+    x = x.wrapping_add(0x9E3779B97F4A7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D049BB133111EB);
+    x ^= x >> 31;
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use proptest::prelude::*;
+
+    fn t0() -> Timestamp {
+        chrono::Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).unwrap()
+    }
+
+    fn state(strength: f64, last: Timestamp) -> ForgettingState {
+        ForgettingState { strength: Strength::new(strength).unwrap(), ..ForgettingState::new(last) }
+    }
+
+    #[test]
+    fn the_curve_matches_the_paper_not_the_reference_code() {
+        // One day after a memory with S = 1: e^-1.
+        assert!((retention(1.0, Strength::INITIAL) - (-1.0f64).exp()).abs() < 1e-12);
+        // S = 5, t = 1: e^-0.2 ≈ 0.819. The reference code's exp(-t/5*S) gives e^-1 ≈ 0.368.
+        assert!((retention(1.0, Strength::new(5.0).unwrap()) - 0.8187307530779818).abs() < 1e-12);
+        // Default threshold 0.05: a fresh memory goes after ln(20) ≈ 3.0 days.
+        let policy = ForgettingPolicy::default();
+        let id = MemoryId::generate(t0());
+        assert!(policy.assess(id, &state(1.0, t0()), t0() + Duration::hours(71)).archive.is_none());
+        assert!(policy.assess(id, &state(1.0, t0()), t0() + Duration::hours(73)).archive.is_some());
+    }
+
+    #[test]
+    fn strength_rejects_nonsense() {
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(Strength::new(bad).is_err());
+        }
+    }
+
+    #[test]
+    fn sweep_cap_archives_the_weakest_first() {
+        let policy = ForgettingPolicy { max_archive_fraction: 0.5, ..Default::default() };
+        let now = t0() + Duration::days(30);
+        let ids: Vec<MemoryId> = (0..4).map(|_| MemoryId::generate(t0())).collect();
+        let states = [state(1.0, t0()), state(2.0, t0()), state(3.0, t0()), state(50.0, t0())];
+        let plan = policy.plan_sweep(ids.iter().copied().zip(states.iter()), now);
+        assert_eq!(plan.examined, 4);
+        assert_eq!(plan.archive.len(), 2);
+        assert_eq!(plan.deferred, 1);
+        assert_eq!(plan.archive[0].id, ids[0]);
+        assert_eq!(plan.archive[1].id, ids[1]);
+    }
+
+    #[test]
+    fn stochastic_draws_are_reproducible() {
+        let policy = ForgettingPolicy { mode: DecisionMode::Stochastic { seed: 7 }, ..Default::default() };
+        let id = MemoryId::generate(t0());
+        let s = state(1.0, t0());
+        let now = t0() + Duration::days(1);
+        assert_eq!(policy.assess(id, &s, now), policy.assess(id, &s, now));
+        // About e^-1 of memories survive one day at S = 1.
+        let survivors = (0..4000).filter(|_| policy.assess(MemoryId::generate(t0()), &s, now).archive.is_none()).count();
+        let rate = survivors as f64 / 4000.0;
+        assert!((rate - (-1.0f64).exp()).abs() < 0.03, "survival rate {rate}");
+    }
+
+    proptest! {
+        #[test]
+        fn retention_is_a_probability(t in -1e6f64..1e6, s in 1e-6f64..1e6) {
+            let r = retention(t, Strength::new(s).unwrap());
+            prop_assert!((0.0..=1.0).contains(&r));
+        }
+
+        #[test]
+        fn retention_falls_with_time(t in 0f64..1e4, dt in 1e-3f64..1e3, s in 1e-3f64..1e3) {
+            let s = Strength::new(s).unwrap();
+            prop_assert!(retention(t + dt, s) <= retention(t, s));
+        }
+
+        #[test]
+        fn retention_rises_with_strength(t in 1e-3f64..1e4, s in 1e-3f64..1e3, ds in 1e-3f64..1e3) {
+            prop_assert!(retention(t, Strength::new(s + ds).unwrap()) >= retention(t, Strength::new(s).unwrap()));
+        }
+
+        /// Strengthening at any moment never brings the archive time earlier: for every
+        /// later instant, the recalled memory's retention is at least the unrecalled one's.
+        #[test]
+        fn recall_never_shortens_survival(s in 1f64..100.0, recall_after_h in 0i64..2000, probe_after_h in 0i64..5000) {
+            let policy = ForgettingPolicy::default();
+            let before = state(s, t0());
+            let recall_at = t0() + Duration::hours(recall_after_h);
+            let after = policy.strengthen(&before, recall_at);
+            prop_assert!(after.strength > before.strength);
+            let probe = recall_at + Duration::hours(probe_after_h);
+            prop_assert!(policy.retention_of(&after, probe) >= policy.retention_of(&before, probe));
+        }
+
+        #[test]
+        fn pinned_is_never_archived(s in 1e-3f64..1e3, days in 0i64..100_000, seed in any::<u64>(), stochastic in any::<bool>()) {
+            let mode = if stochastic { DecisionMode::Stochastic { seed } } else { DecisionMode::Threshold { theta: 0.99 } };
+            let policy = ForgettingPolicy { mode, ..Default::default() };
+            let pinned = ForgettingState { pinned: true, ..state(s, t0()) };
+            let a = policy.assess(MemoryId::generate(t0()), &pinned, t0() + Duration::days(days));
+            prop_assert!(a.archive.is_none());
+            prop_assert_eq!(a.retention, 1.0);
+        }
+
+        #[test]
+        fn sweep_never_exceeds_its_cap(n in 0usize..50, fraction in 0f64..=1.0, days in 0i64..30) {
+            let policy = ForgettingPolicy { max_archive_fraction: fraction, ..Default::default() };
+            let states: Vec<_> = (0..n).map(|i| (MemoryId::generate(t0()), state(1.0 + i as f64 * 0.1, t0()))).collect();
+            let plan = policy.plan_sweep(states.iter().map(|(id, s)| (*id, s)), t0() + Duration::days(days));
+            prop_assert_eq!(plan.examined, n);
+            prop_assert!(plan.archive.len() as f64 <= fraction * n as f64 + 1e-9);
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! membank's domain: scopes, memories, events, time, forgetting policies, scoring and
+//! fusion, and the text rules of the lexical index.
+//!
+//! This crate is pure: no I/O, no async, no SQL, no reading of the system clock inside
+//! logic. Every function that depends on time takes `now` (or a [`Clock`]) as an
+//! argument, so tests and simulations run months in microseconds. Randomness (ids,
+//! stochastic forgetting draws) is either passed in or derived deterministically
+//! from a seed.
+
+pub mod error;
+pub mod event;
+pub mod forgetting;
+pub mod fusion;
+pub mod id;
+pub mod limits;
+pub mod memory;
+pub mod scope;
+pub mod text;
+pub mod time;
+
+pub use error::InvalidInput;
+pub use event::{Event, EventKind};
+pub use forgetting::{DecisionMode, ForgettingPolicy, RecallMode, Strength, retention};
+pub use id::{EventId, MemoryId};
+pub use memory::{ForgettingState, Kind, Layer, Memory, Source, Status};
+pub use scope::{AgentLabel, Scope, TenantId, UserId};
+pub use time::{Clock, ManualClock, SystemClock, Timestamp};

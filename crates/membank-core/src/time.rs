@@ -1,0 +1,133 @@
+//! Time: the injected clock, instants, and the day bucket of a memory.
+//!
+//! Engine logic never reads the system clock; it asks a [`Clock`]. Production uses
+//! [`SystemClock`]; tests and simulations use [`ManualClock`] and move it by hand.
+
+use std::sync::Mutex;
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+use crate::InvalidInput;
+
+/// An instant, in UTC. Stored with millisecond precision.
+pub type Timestamp = DateTime<Utc>;
+
+/// Where "now" comes from.
+pub trait Clock: Send + Sync {
+    /// The current instant.
+    fn now(&self) -> Timestamp;
+}
+
+/// The machine's clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        truncate_to_millis(Utc::now())
+    }
+}
+
+/// A clock that only moves when told to; for tests and simulations.
+#[derive(Debug)]
+pub struct ManualClock(Mutex<Timestamp>);
+
+impl ManualClock {
+    /// A clock standing at `start`.
+    pub fn new(start: Timestamp) -> Self {
+        Self(Mutex::new(truncate_to_millis(start)))
+    }
+    /// Moves the clock to `to`.
+    pub fn set(&self, to: Timestamp) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = truncate_to_millis(to);
+    }
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: chrono::Duration) {
+        let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *guard += by;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Drops sub-millisecond precision, which the store does not keep, so a value read back
+/// equals the value written.
+pub fn truncate_to_millis(t: Timestamp) -> Timestamp {
+    DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
+}
+
+/// Parses an RFC 3339 instant (`2024-05-04T18:30:00+08:00`, `2024-05-04T10:30:00Z`) or a
+/// bare date (`2024-05-04`, taken as midnight UTC).
+pub fn parse_instant(field: &'static str, text: &str) -> Result<Timestamp, InvalidInput> {
+    let text = text.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(truncate_to_millis(t.with_timezone(&Utc)));
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        if let Some(t) = d.and_hms_opt(0, 0, 0) {
+            return Ok(t.and_utc());
+        }
+    }
+    Err(InvalidInput::new(field, format!("{:?} is not an RFC 3339 time such as 2024-05-04T18:30:00Z (or a date such as 2024-05-04)", crate::id::truncate(text, 80))))
+}
+
+/// A validated IANA time zone (e.g. `Asia/Shanghai`), used to find a memory's local day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserTimeZone(chrono_tz::Tz);
+
+impl UserTimeZone {
+    /// Coordinated Universal Time, the default for a new user.
+    pub const UTC: Self = Self(chrono_tz::UTC);
+
+    /// Parses an IANA zone name.
+    pub fn parse(name: &str) -> Result<Self, InvalidInput> {
+        name.trim()
+            .parse::<chrono_tz::Tz>()
+            .map(Self)
+            .map_err(|_| InvalidInput::new("time_zone", format!("{:?} is not an IANA time zone such as Europe/Berlin or Asia/Shanghai", crate::id::truncate(name, 60))))
+    }
+    /// The zone's IANA name.
+    pub fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    /// The local calendar date of `at` in this zone: the day a memory belongs to.
+    pub fn day_of(&self, at: Timestamp) -> NaiveDate {
+        at.with_timezone(&self.0).date_naive()
+    }
+}
+
+impl Default for UserTimeZone {
+    fn default() -> Self {
+        Self::UTC
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn day_bucket_follows_the_users_zone() {
+        let at = parse_instant("at", "2024-05-04T20:00:00Z").unwrap();
+        assert_eq!(UserTimeZone::UTC.day_of(at).to_string(), "2024-05-04");
+        let shanghai = UserTimeZone::parse("Asia/Shanghai").unwrap();
+        assert_eq!(shanghai.day_of(at).to_string(), "2024-05-05");
+        let la = UserTimeZone::parse("America/Los_Angeles").unwrap();
+        assert_eq!(la.day_of(parse_instant("at", "2024-05-05T03:00:00Z").unwrap()).to_string(), "2024-05-04");
+    }
+
+    #[test]
+    fn instants_parse_or_explain() {
+        assert_eq!(parse_instant("at", "2024-05-04").unwrap().to_rfc3339(), "2024-05-04T00:00:00+00:00");
+        assert_eq!(parse_instant("at", "2024-05-04T18:30:00+08:00").unwrap().to_rfc3339(), "2024-05-04T10:30:00+00:00");
+        for bad in ["", "yesterday", "2024-13-01", "2024-05-04T25:00:00Z", "\u{0}"] {
+            let err = parse_instant("at", bad).unwrap_err();
+            assert_eq!(err.field, "at");
+        }
+        assert!(UserTimeZone::parse("Mars/Olympus").is_err());
+    }
+}
