@@ -1,1 +1,146 @@
-fn main() {}
+//! `membank`: the one binary. Parses arguments, loads configuration, installs the tracing
+//! subscriber, calls the engine and renders the answer (human text, or `--json`), and
+//! maps errors to exit codes. No engine logic lives here.
+//!
+//! Exit codes: 0 success; 2 usage; 3 invalid input; 4 not found; 5 conflict with the
+//! memory's state; 6 incompatible database or model; 7 embedding model missing;
+//! 1 anything else.
+
+mod bench;
+mod commands;
+mod config;
+mod embedder;
+mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Long-term memory for LLM agents and AI companions.
+#[derive(Debug, Parser)]
+#[command(name = "membank", version, about, propagate_version = true)]
+pub struct Cli {
+    /// SQLite database file (default: <data dir>/membank/membank.db).
+    #[arg(long, global = true, env = "MEMBANK_DB")]
+    pub db: Option<PathBuf>,
+    /// Configuration file (TOML).
+    #[arg(long, global = true, env = "MEMBANK_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Tenant the users belong to.
+    #[arg(long, global = true, env = "MEMBANK_TENANT")]
+    pub tenant: Option<String>,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Embedding settings.
+    #[command(flatten)]
+    pub embedding: EmbeddingArgs,
+    /// Forgetting settings.
+    #[command(flatten)]
+    pub forgetting: ForgettingArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where vectors come from.
+#[derive(Debug, Args)]
+pub struct EmbeddingArgs {
+    /// `local` (in-process all-MiniLM-L6-v2) or `openai` (any OpenAI-compatible /v1/embeddings).
+    #[arg(long, global = true, env = "MEMBANK_EMBEDDER")]
+    pub embedder: Option<String>,
+    /// Local model directory (default: <data dir>/membank/models/all-MiniLM-L6-v2).
+    #[arg(long, global = true, env = "MEMBANK_MODEL_DIR")]
+    pub model_dir: Option<PathBuf>,
+    /// Threads for the local model.
+    #[arg(long, global = true, env = "MEMBANK_THREADS")]
+    pub threads: Option<usize>,
+    /// Base URL of an OpenAI-compatible embeddings endpoint, e.g. http://localhost:11434/v1.
+    #[arg(long, global = true, env = "MEMBANK_EMBED_BASE_URL")]
+    pub embed_base_url: Option<String>,
+    /// Model name at that endpoint.
+    #[arg(long, global = true, env = "MEMBANK_EMBED_MODEL")]
+    pub embed_model: Option<String>,
+    /// API key for that endpoint.
+    #[arg(long, global = true, env = "MEMBANK_EMBED_API_KEY", hide_env_values = true)]
+    pub embed_api_key: Option<String>,
+}
+
+/// Forgetting policy overrides.
+#[derive(Debug, Args)]
+pub struct ForgettingArgs {
+    /// Decision mode: threshold, stochastic or rank.
+    #[arg(long, global = true, env = "MEMBANK_FORGETTING_MODE")]
+    pub forgetting_mode: Option<String>,
+    /// Retention threshold θ for threshold mode.
+    #[arg(long, global = true, env = "MEMBANK_THRESHOLD")]
+    pub threshold: Option<f64>,
+    /// Seed for stochastic mode.
+    #[arg(long, global = true, env = "MEMBANK_SEED")]
+    pub seed: Option<u64>,
+    /// What counts as a recall: retrieved or used.
+    #[arg(long, global = true, env = "MEMBANK_RECALL_MODE")]
+    pub recall_mode: Option<String>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Store one exchange; prints the new memory's id.
+    Remember(commands::RememberArgs),
+    /// Store a free-form note; prints the new memory's id.
+    Note(commands::NoteArgs),
+    /// Find the memories most relevant to a query (strengthens them by default).
+    Recall(commands::RecallArgs),
+    /// List a user's memories with their strength and retention.
+    List(commands::ListArgs),
+    /// Show memories by id.
+    Show(commands::IdsArgs),
+    /// Archive memories (forgotten, restorable).
+    Forget(commands::ForgetArgs),
+    /// Restore archived memories.
+    Restore(commands::IdsArgs),
+    /// Pin memories: they never decay.
+    Pin(commands::IdsArgs),
+    /// Unpin memories.
+    Unpin(commands::IdsArgs),
+    /// Erase memories for good (content, vector and index removed; a tombstone event stays).
+    Erase(commands::IdsArgs),
+    /// Run the forgetting curve over a user's memories.
+    Sweep(commands::SweepArgs),
+    /// Show a user's event log.
+    Events(commands::EventsArgs),
+    /// List users, or set a user's time zone.
+    Users(commands::UsersArgs),
+    /// Check the database's integrity.
+    Check,
+    /// Manage the local embedding model.
+    Models {
+        /// What to do with the model.
+        #[command(subcommand)]
+        command: commands::ModelsCommand,
+    },
+    /// Measure speed (embedding throughput, recall latency, sweep time).
+    Bench {
+        /// Which benchmark.
+        #[command(subcommand)]
+        command: bench::BenchCommand,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("MEMBANK_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")))
+        .with_writer(std::io::stderr)
+        .init();
+    match commands::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            let code = commands::exit_code(&err);
+            eprintln!("error: {err:#}");
+            ExitCode::from(code)
+        }
+    }
+}

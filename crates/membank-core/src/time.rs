@@ -5,6 +5,7 @@
 
 use std::sync::Mutex;
 
+pub use chrono::SecondsFormat;
 use chrono::{DateTime, NaiveDate, Utc};
 
 use crate::InvalidInput;

@@ -1,1 +1,79 @@
-//! placeholder
+//! membank's operations as typed requests and responses: remember, note, recall, list,
+//! show, forget, restore, pin, erase, sweep, events.
+//!
+//! The engine knows no transport: the CLI, the REST server and the MCP server are thin
+//! adapters that parse into these request structs, call [`Engine`], and render the
+//! response. It owns the rules that span store and model (validation, the day bucket in
+//! the user's zone, the recall pipeline, when recall strengthens) and takes time from an
+//! injected [`Clock`].
+
+mod error;
+mod ops;
+mod recall;
+
+use std::sync::Arc;
+
+pub use error::EngineError;
+pub use membank_core as core;
+pub use membank_embed::Embedder;
+pub use membank_store::{Store, SweepReport};
+pub use ops::*;
+pub use recall::{RecallConfig, RecallHit, RecallRequest, RecallResponse};
+
+use membank_core::forgetting::ForgettingPolicy;
+use membank_core::Clock;
+
+/// Settings of an engine, built by the binary from its configuration.
+#[derive(Debug, Clone, Default)]
+pub struct EngineConfig {
+    /// The forgetting policy (MemoryBank).
+    pub forgetting: ForgettingPolicy,
+    /// Recall pipeline settings.
+    pub recall: RecallConfig,
+}
+
+/// The memory engine: a store, an embedder, a clock and a configuration.
+pub struct Engine {
+    store: Arc<dyn Store>,
+    embedder: Arc<dyn Embedder>,
+    clock: Arc<dyn Clock>,
+    config: EngineConfig,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("model", &self.embedder.model_id()).field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Builds an engine. Fails if the configuration is invalid.
+    pub fn new(store: Arc<dyn Store>, embedder: Arc<dyn Embedder>, clock: Arc<dyn Clock>, config: EngineConfig) -> Result<Self, EngineError> {
+        config.forgetting.validate()?;
+        Ok(Self { store, embedder, clock, config })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The store (for operations tools such as integrity checks).
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The embedder.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// Now, by the engine's clock.
+    pub fn now(&self) -> membank_core::Timestamp {
+        self.clock.now()
+    }
+
+    fn model(&self) -> membank_store::EmbeddingModel {
+        membank_store::EmbeddingModel { id: self.embedder.model_id().to_string(), dim: self.embedder.dim() }
+    }
+}

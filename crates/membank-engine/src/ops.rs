@@ -1,0 +1,243 @@
+//! The write and inspection operations, one request struct each.
+
+use std::collections::BTreeMap;
+
+use chrono::{Duration, NaiveDate};
+use membank_core::event::Event;
+use membank_core::limits::{MAX_PAGE_SIZE, MAX_TEXT_BYTES};
+use membank_core::memory::turn_content;
+use membank_core::time::UserTimeZone;
+use membank_core::{ForgettingState, InvalidInput, Kind, Memory, MemoryId, Scope, Source, Status, Timestamp};
+use membank_store::{EventQuery, ListQuery, NewMemory, StatusCounts, SweepReport};
+
+use crate::{Engine, EngineError};
+
+/// How far in the future an `occurred_at` may lie (clock skew between a client and us).
+const MAX_FUTURE_SKEW: Duration = Duration::hours(24);
+
+/// Checks a text field: not blank, within [`MAX_TEXT_BYTES`]. Returns it unchanged
+/// (white space inside a message is the person's, not ours to trim).
+pub fn validate_text(field: &'static str, text: &str) -> Result<(), InvalidInput> {
+    if text.trim().is_empty() {
+        return Err(InvalidInput::new(field, "must not be empty or only white space"));
+    }
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(InvalidInput::new(field, format!("is {} bytes; the limit is {MAX_TEXT_BYTES} bytes", text.len())));
+    }
+    if text.contains('\0') {
+        return Err(InvalidInput::new(field, "must not contain NUL characters"));
+    }
+    Ok(())
+}
+
+/// Store one exchange: what the person said and, optionally, the assistant's reply.
+#[derive(Debug, Clone)]
+pub struct RememberTurn {
+    /// Whose memory.
+    pub scope: Scope,
+    /// The person's words.
+    pub user_text: String,
+    /// The assistant's reply.
+    pub assistant_text: Option<String>,
+    /// When it was said (default: now).
+    pub occurred_at: Option<Timestamp>,
+    /// Free-form string metadata.
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// Store a free-form note an agent chose to save.
+#[derive(Debug, Clone)]
+pub struct RememberNote {
+    /// Whose memory.
+    pub scope: Scope,
+    /// The note.
+    pub text: String,
+    /// Who said it (default: agent).
+    pub source: Source,
+    /// When it happened (default: now).
+    pub occurred_at: Option<Timestamp>,
+    /// Free-form string metadata.
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// List memories of a scope.
+#[derive(Debug, Clone)]
+pub struct ListRequest {
+    /// Whose memories.
+    pub scope: Scope,
+    /// Filters and paging (statuses empty: active only).
+    pub query: ListQuery,
+}
+
+/// A page of memories with the retention each has now.
+#[derive(Debug, Clone)]
+pub struct ListResponse {
+    /// When retention was computed.
+    pub now: Timestamp,
+    /// The memories, each with its retention now.
+    pub memories: Vec<(Memory, f64)>,
+    /// Counts per status for the whole scope.
+    pub counts: StatusCounts,
+}
+
+/// Run the forgetting policy over one scope.
+#[derive(Debug, Clone)]
+pub struct SweepRequest {
+    /// Whose memories.
+    pub scope: Scope,
+    /// The sweep's time (default: now).
+    pub now: Option<Timestamp>,
+    /// Report only; change nothing.
+    pub dry_run: bool,
+    /// Override the policy's per-pass cap.
+    pub max_archive_fraction: Option<f64>,
+}
+
+impl Engine {
+    fn prepare(&self, scope: &Scope, occurred_at: Option<Timestamp>) -> Result<(Timestamp, Timestamp, NaiveDate), EngineError> {
+        let now = self.clock.now();
+        let occurred_at = occurred_at.map(membank_core::time::truncate_to_millis).unwrap_or(now);
+        if occurred_at > now + MAX_FUTURE_SKEW {
+            return Err(InvalidInput::new("occurred_at", format!("{} lies more than a day in the future", occurred_at.to_rfc3339())).into());
+        }
+        let user = self.store.ensure_user(&scope.tenant, &scope.user, now)?;
+        let zone = UserTimeZone::parse(&user.time_zone)?;
+        Ok((now, occurred_at, zone.day_of(occurred_at)))
+    }
+
+    fn store_new(&self, memory: Memory, embed_text: &str) -> Result<Memory, EngineError> {
+        let vector = self.embedder.embed(&[embed_text])?.pop().ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
+        let memory = self.store.insert(NewMemory { memory, embedding: Some((self.model(), vector)) })?;
+        tracing::debug!(id = %memory.id, kind = %memory.kind, "stored memory");
+        Ok(memory)
+    }
+
+    /// Stores one turn. It is recallable as soon as this returns.
+    pub fn remember_turn(&self, request: RememberTurn) -> Result<Memory, EngineError> {
+        validate_text("user_text", &request.user_text)?;
+        if let Some(reply) = &request.assistant_text {
+            validate_text("assistant_text", reply)?;
+        }
+        let (now, occurred_at, day) = self.prepare(&request.scope, request.occurred_at)?;
+        let content = turn_content(&request.user_text, request.assistant_text.as_deref());
+        let memory = Memory {
+            id: MemoryId::generate(now),
+            scope: request.scope,
+            kind: Kind::Turn,
+            source: Source::User,
+            content: Some(content.clone()),
+            user_text: Some(request.user_text),
+            assistant_text: request.assistant_text,
+            occurred_at,
+            recorded_at: now,
+            day,
+            forgetting: ForgettingState::new(occurred_at),
+            status: Status::Active,
+            superseded_by: None,
+            derived_from: Vec::new(),
+            metadata: request.metadata,
+        };
+        self.store_new(memory, &content)
+    }
+
+    /// Stores a note.
+    pub fn remember_note(&self, request: RememberNote) -> Result<Memory, EngineError> {
+        validate_text("text", &request.text)?;
+        if request.source == Source::Derived {
+            return Err(InvalidInput::new("source", "derived memories are made by membank, not stored as notes").into());
+        }
+        let (now, occurred_at, day) = self.prepare(&request.scope, request.occurred_at)?;
+        let memory = Memory {
+            id: MemoryId::generate(now),
+            scope: request.scope,
+            kind: Kind::Note,
+            source: request.source,
+            content: Some(request.text.clone()),
+            user_text: None,
+            assistant_text: None,
+            occurred_at,
+            recorded_at: now,
+            day,
+            forgetting: ForgettingState::new(occurred_at),
+            status: Status::Active,
+            superseded_by: None,
+            derived_from: Vec::new(),
+            metadata: request.metadata,
+        };
+        self.store_new(memory, &request.text)
+    }
+
+    /// Lists memories with their retention now.
+    pub fn list(&self, mut request: ListRequest) -> Result<ListResponse, EngineError> {
+        if request.query.limit == 0 || request.query.limit > MAX_PAGE_SIZE {
+            return Err(InvalidInput::new("limit", format!("must be between 1 and {MAX_PAGE_SIZE}")).into());
+        }
+        if request.query.statuses.is_empty() {
+            request.query.statuses = vec![Status::Active];
+        }
+        let now = self.clock.now();
+        let policy = &self.config.forgetting;
+        let memories = self.store.list(&request.scope, &request.query)?;
+        let counts = self.store.counts(&request.scope)?;
+        Ok(ListResponse { now, memories: memories.into_iter().map(|m| { let r = policy.retention_of(&m.forgetting, now); (m, r) }).collect(), counts })
+    }
+
+    /// One memory with its retention now.
+    pub fn show(&self, scope: &Scope, id: MemoryId) -> Result<(Memory, f64), EngineError> {
+        let memory = self.store.get(scope, id)?;
+        let retention = self.config.forgetting.retention_of(&memory.forgetting, self.clock.now());
+        Ok((memory, retention))
+    }
+
+    /// Archives a memory on request (restorable).
+    pub fn forget(&self, scope: &Scope, id: MemoryId, reason: Option<&str>) -> Result<Memory, EngineError> {
+        if let Some(reason) = reason {
+            validate_text("reason", reason)?;
+        }
+        Ok(self.store.archive(scope, id, reason.unwrap_or("requested"), self.clock.now())?)
+    }
+
+    /// Restores an archived memory.
+    pub fn restore(&self, scope: &Scope, id: MemoryId) -> Result<Memory, EngineError> {
+        Ok(self.store.restore(scope, id, self.clock.now())?)
+    }
+
+    /// Pins (never decays) or unpins a memory.
+    pub fn set_pinned(&self, scope: &Scope, id: MemoryId, pinned: bool) -> Result<Memory, EngineError> {
+        Ok(self.store.set_pinned(scope, id, pinned, self.clock.now())?)
+    }
+
+    /// Erases a memory's content for good, leaving a tombstone.
+    pub fn erase(&self, scope: &Scope, id: MemoryId) -> Result<Memory, EngineError> {
+        Ok(self.store.erase(scope, id, self.clock.now())?)
+    }
+
+    /// Runs the forgetting policy over one scope.
+    pub fn sweep(&self, request: SweepRequest) -> Result<SweepReport, EngineError> {
+        let mut policy = self.config.forgetting;
+        if let Some(fraction) = request.max_archive_fraction {
+            policy.max_archive_fraction = fraction;
+        }
+        policy.validate()?;
+        let now = request.now.unwrap_or_else(|| self.clock.now());
+        Ok(self.store.sweep(&request.scope, &policy, now, request.dry_run)?)
+    }
+
+    /// Strengthens memories the caller confirms it used (the `used` recall mode's feedback).
+    pub fn confirm_used(&self, scope: &Scope, ids: &[MemoryId], query_id: Option<&str>) -> Result<Vec<Memory>, EngineError> {
+        Ok(self.store.confirm_used(scope, ids, query_id, &self.config.forgetting, self.clock.now())?)
+    }
+
+    /// The event log of a scope.
+    pub fn events(&self, scope: &Scope, query: &EventQuery) -> Result<Vec<Event>, EngineError> {
+        if query.limit > 10_000 {
+            return Err(InvalidInput::new("limit", "must be at most 10000").into());
+        }
+        Ok(self.store.events(scope, query)?)
+    }
+
+    /// Sets a user's time zone (IANA name) for the day bucket of future memories.
+    pub fn set_time_zone(&self, scope: &Scope, time_zone: &str) -> Result<String, EngineError> {
+        Ok(self.store.set_time_zone(&scope.tenant, &scope.user, time_zone, self.clock.now())?.time_zone)
+    }
+}

@@ -1,0 +1,158 @@
+//! The recall pipeline (DESIGN §5, first version): embed the query, take dense (exact
+//! cosine over this user's vectors) and lexical (BM25 over CJK-aware terms) candidates,
+//! fuse them by reciprocal rank, optionally weight by retention, keep the top k, and
+//! strengthen what was returned when the policy says a retrieval is a recall.
+//!
+//! Every hit carries its own scores: its cosine, its BM25 score, its fused score and its
+//! retention. Nothing here is shared across hits.
+
+use std::collections::HashMap;
+
+use chrono::NaiveDate;
+use membank_core::forgetting::RecallMode;
+use membank_core::fusion::reciprocal_rank_fusion;
+use membank_core::limits::MAX_RECALL_K;
+use membank_core::{EventId, InvalidInput, Kind, Memory, MemoryId, Scope, Timestamp, text};
+use membank_store::{RecallRecord, SearchFilter};
+
+use crate::ops::validate_text;
+use crate::{Engine, EngineError};
+
+/// Settings of the recall pipeline.
+#[derive(Debug, Clone, Copy)]
+pub struct RecallConfig {
+    /// How many candidates each retriever contributes before fusion.
+    pub candidates: usize,
+    /// The RRF damping constant.
+    pub rrf_k: f64,
+    /// Weight of the dense list in fusion.
+    pub dense_weight: f64,
+    /// Weight of the lexical list in fusion.
+    pub lexical_weight: f64,
+    /// Multiply fused scores by retention (memories fading on the curve rank lower).
+    pub weight_by_retention: bool,
+}
+
+impl Default for RecallConfig {
+    fn default() -> Self {
+        Self { candidates: 50, rrf_k: membank_core::fusion::RRF_K, dense_weight: 1.0, lexical_weight: 1.0, weight_by_retention: false }
+    }
+}
+
+/// Find the memories relevant to a query.
+#[derive(Debug, Clone)]
+pub struct RecallRequest {
+    /// Whose memories.
+    pub scope: Scope,
+    /// The query, usually the person's new message.
+    pub query: String,
+    /// How many results (1..=200).
+    pub k: usize,
+    /// The query's own time (default: now); strengthening happens at this time.
+    pub now: Option<Timestamp>,
+    /// Only these kinds (empty: all).
+    pub kinds: Vec<Kind>,
+    /// Only memories on or after this day.
+    pub day_from: Option<NaiveDate>,
+    /// Only memories on or before this day.
+    pub day_to: Option<NaiveDate>,
+    /// Include archived memories (audits; they are never strengthened).
+    pub include_archived: bool,
+    /// Override whether this recall strengthens what it returns (default: per policy).
+    pub strengthen: Option<bool>,
+    /// Override retention weighting (default: per configuration).
+    pub weight_by_retention: Option<bool>,
+}
+
+impl RecallRequest {
+    /// A plain recall of `k` memories for `query`.
+    pub fn new(scope: Scope, query: impl Into<String>, k: usize) -> Self {
+        Self { scope, query: query.into(), k, now: None, kinds: Vec::new(), day_from: None, day_to: None, include_archived: false, strengthen: None, weight_by_retention: None }
+    }
+}
+
+/// One recalled memory with its own scores.
+#[derive(Debug, Clone)]
+pub struct RecallHit {
+    /// The memory (after strengthening, if this recall strengthened it).
+    pub memory: Memory,
+    /// The fused score this hit was ranked by.
+    pub score: f64,
+    /// Its cosine similarity to the query, if it was a dense candidate.
+    pub dense: Option<f64>,
+    /// Its BM25 score, if it was a lexical candidate.
+    pub lexical: Option<f64>,
+    /// Its retention at the query's time (before this recall).
+    pub retention: f64,
+}
+
+/// The result of a recall.
+#[derive(Debug, Clone)]
+pub struct RecallResponse {
+    /// Identifies this recall in the event log.
+    pub query_id: String,
+    /// The query's time.
+    pub now: Timestamp,
+    /// Whether the returned memories were strengthened.
+    pub strengthened: bool,
+    /// Best first.
+    pub results: Vec<RecallHit>,
+}
+
+impl Engine {
+    /// Recalls the memories most relevant to a query.
+    pub fn recall(&self, request: RecallRequest) -> Result<RecallResponse, EngineError> {
+        validate_text("query", &request.query)?;
+        if request.k == 0 || request.k > MAX_RECALL_K {
+            return Err(InvalidInput::new("k", format!("must be between 1 and {MAX_RECALL_K}")).into());
+        }
+        if let (Some(from), Some(to)) = (request.day_from, request.day_to) {
+            if from > to {
+                return Err(InvalidInput::new("date range", format!("starts ({from}) after it ends ({to})")).into());
+            }
+        }
+        let now = request.now.map(membank_core::time::truncate_to_millis).unwrap_or_else(|| self.clock.now());
+        let config = &self.config.recall;
+        let filter = SearchFilter { kinds: request.kinds.clone(), day_from: request.day_from, day_to: request.day_to, include_archived: request.include_archived };
+        let candidates = config.candidates.max(request.k);
+
+        let query_vector = self.embedder.embed(&[request.query.as_str()])?.pop().ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
+        let dense = self.store.dense_search(&request.scope, &self.model(), &query_vector, &filter, candidates)?;
+        let lexical = self.store.lexical_search(&request.scope, &text::query_terms(&request.query), &filter, candidates)?;
+
+        let dense_ids: Vec<MemoryId> = dense.iter().map(|h| h.id).collect();
+        let lexical_ids: Vec<MemoryId> = lexical.iter().map(|h| h.id).collect();
+        let fused = reciprocal_rank_fusion(&[(&dense_ids, config.dense_weight), (&lexical_ids, config.lexical_weight)], config.rrf_k);
+        let dense_score: HashMap<MemoryId, f64> = dense.iter().map(|h| (h.id, h.score)).collect();
+        let lexical_score: HashMap<MemoryId, f64> = lexical.iter().map(|h| (h.id, h.score)).collect();
+
+        let weight = request.weight_by_retention.unwrap_or(config.weight_by_retention);
+        let policy = &self.config.forgetting;
+        let fused_ids: Vec<MemoryId> = fused.iter().map(|(id, _)| *id).collect();
+        let memories: HashMap<MemoryId, Memory> = self.store.get_many(&request.scope, &fused_ids)?.into_iter().map(|m| (m.id, m)).collect();
+        let mut hits: Vec<RecallHit> = fused
+            .into_iter()
+            .filter_map(|(id, fused_score)| {
+                let memory = memories.get(&id)?.clone();
+                let retention = policy.retention_of(&memory.forgetting, now);
+                let score = if weight { fused_score * retention } else { fused_score };
+                Some(RecallHit { memory, score, dense: dense_score.get(&id).copied(), lexical: lexical_score.get(&id).copied(), retention })
+            })
+            .collect();
+        // Stable sort: equal scores keep fusion order.
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        hits.truncate(request.k);
+
+        let strengthen = request.strengthen.unwrap_or(policy.recall_mode == RecallMode::Retrieved);
+        let query_id = EventId::generate(now).to_string();
+        // Logging a recall is a write; an inspection recall (`strengthen: false`) writes nothing.
+        if request.strengthen != Some(false) && !hits.is_empty() {
+            let record = RecallRecord { query_id: query_id.clone(), now, results: hits.iter().map(|h| (h.memory.id, h.score)).collect() };
+            let updated = self.store.record_recall(&request.scope, &record, strengthen.then_some(policy))?;
+            for (hit, memory) in hits.iter_mut().zip(updated) {
+                hit.memory = memory;
+            }
+        }
+        Ok(RecallResponse { query_id, now, strengthened: strengthen && !hits.is_empty(), results: hits })
+    }
+}

@@ -1,0 +1,262 @@
+//! JSON shapes of memories, recalls, sweeps and events, converted from engine types.
+//!
+//! Shapes are stable: fields are added, never renamed or removed. Times are RFC 3339 in
+//! UTC; days are `YYYY-MM-DD` in the user's time zone.
+
+use membank_engine::core::event::Event;
+use membank_engine::core::forgetting::ArchiveReason;
+use membank_engine::core::Memory;
+use membank_engine::{ListResponse, RecallHit, RecallResponse, SweepReport};
+use serde::Serialize;
+
+/// A memory on the wire.
+#[derive(Debug, Serialize)]
+pub struct MemoryOut {
+    /// Stable id.
+    pub id: String,
+    /// `turn`, `note`, …
+    pub kind: &'static str,
+    /// Who said it.
+    pub source: &'static str,
+    /// The recalled text (`null` once erased).
+    pub content: Option<String>,
+    /// For turns: the person's words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_text: Option<String>,
+    /// For turns: the assistant's reply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assistant_text: Option<String>,
+    /// Local calendar day.
+    pub day: String,
+    /// When it was said.
+    pub occurred_at: String,
+    /// When it was stored.
+    pub recorded_at: String,
+    /// Lifecycle state.
+    pub status: &'static str,
+    /// Strength S.
+    pub strength: f64,
+    /// Recalls so far.
+    pub recall_count: u32,
+    /// Last recall (or `occurred_at`).
+    pub last_recalled_at: String,
+    /// Never decays when true.
+    pub pinned: bool,
+    /// The user it belongs to.
+    pub user: String,
+    /// Agent label.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Session label.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Provenance of derived memories.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub derived_from: Vec<String>,
+    /// Free-form metadata.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub metadata: std::collections::BTreeMap<String, String>,
+}
+
+impl From<&Memory> for MemoryOut {
+    fn from(m: &Memory) -> Self {
+        Self {
+            id: m.id.to_string(),
+            kind: m.kind.as_str(),
+            source: m.source.as_str(),
+            content: m.content.clone(),
+            user_text: m.user_text.clone(),
+            assistant_text: m.assistant_text.clone(),
+            day: m.day.to_string(),
+            occurred_at: rfc3339(m.occurred_at),
+            recorded_at: rfc3339(m.recorded_at),
+            status: m.status.as_str(),
+            strength: m.forgetting.strength.get(),
+            recall_count: m.forgetting.recall_count,
+            last_recalled_at: rfc3339(m.forgetting.last_recalled_at),
+            pinned: m.forgetting.pinned,
+            user: m.scope.user.to_string(),
+            agent: m.scope.agent.as_ref().map(ToString::to_string),
+            session: m.scope.session.as_ref().map(ToString::to_string),
+            derived_from: m.derived_from.iter().map(ToString::to_string).collect(),
+            metadata: m.metadata.clone(),
+        }
+    }
+}
+
+/// A memory with its retention now.
+#[derive(Debug, Serialize)]
+pub struct MemoryWithRetention {
+    /// The memory.
+    #[serde(flatten)]
+    pub memory: MemoryOut,
+    /// Retention `exp(-t/S)` now (1 when pinned).
+    pub retention: f64,
+}
+
+/// One recall result.
+#[derive(Debug, Serialize)]
+pub struct RecallHitOut {
+    /// The memory.
+    #[serde(flatten)]
+    pub memory: MemoryOut,
+    /// The fused score this hit was ranked by.
+    pub score: f64,
+    /// Its cosine similarity to the query, if a dense candidate.
+    pub dense_score: Option<f64>,
+    /// Its BM25 score, if a lexical candidate.
+    pub lexical_score: Option<f64>,
+    /// Its retention at the query's time, before this recall.
+    pub retention: f64,
+}
+
+impl From<&RecallHit> for RecallHitOut {
+    fn from(h: &RecallHit) -> Self {
+        Self { memory: (&h.memory).into(), score: h.score, dense_score: h.dense, lexical_score: h.lexical, retention: h.retention }
+    }
+}
+
+/// A recall's answer: `{"query_id", "now", "strengthened", "results": [...]}`.
+#[derive(Debug, Serialize)]
+pub struct RecallOut {
+    /// Identifies the recall in the event log.
+    pub query_id: String,
+    /// The query's time.
+    pub now: String,
+    /// Whether the results were strengthened.
+    pub strengthened: bool,
+    /// Best first.
+    pub results: Vec<RecallHitOut>,
+}
+
+impl From<&RecallResponse> for RecallOut {
+    fn from(r: &RecallResponse) -> Self {
+        Self { query_id: r.query_id.clone(), now: rfc3339(r.now), strengthened: r.strengthened, results: r.results.iter().map(Into::into).collect() }
+    }
+}
+
+/// A page of memories.
+#[derive(Debug, Serialize)]
+pub struct ListOut {
+    /// When retention was computed.
+    pub now: String,
+    /// The memories.
+    pub memories: Vec<MemoryWithRetention>,
+    /// Counts per status over the whole scope.
+    pub counts: CountsOut,
+}
+
+/// Counts per status.
+#[derive(Debug, Serialize)]
+pub struct CountsOut {
+    /// Recallable.
+    pub active: u64,
+    /// Forgotten, restorable.
+    pub archived: u64,
+    /// Replaced by a fusion.
+    pub superseded: u64,
+    /// Erased.
+    pub erased: u64,
+}
+
+impl From<&ListResponse> for ListOut {
+    fn from(l: &ListResponse) -> Self {
+        Self {
+            now: rfc3339(l.now),
+            memories: l.memories.iter().map(|(m, r)| MemoryWithRetention { memory: m.into(), retention: *r }).collect(),
+            counts: CountsOut { active: l.counts.active, archived: l.counts.archived, superseded: l.counts.superseded, erased: l.counts.erased },
+        }
+    }
+}
+
+/// One archived memory in a sweep report, with the numbers that decided it.
+#[derive(Debug, Serialize)]
+pub struct ArchivedOut {
+    /// The memory.
+    pub id: String,
+    /// Time since last recall, in policy units.
+    pub t: f64,
+    /// Strength S.
+    #[serde(rename = "S")]
+    pub strength: f64,
+    /// Retention R.
+    #[serde(rename = "R")]
+    pub retention: f64,
+    /// `threshold` or `stochastic`.
+    pub mode: &'static str,
+    /// The threshold θ, in threshold mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
+    /// The draw, in stochastic mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draw: Option<f64>,
+}
+
+/// A sweep's report.
+#[derive(Debug, Serialize)]
+pub struct SweepOut {
+    /// The sweep's time.
+    pub now: String,
+    /// True when nothing was changed.
+    pub dry_run: bool,
+    /// Active memories examined.
+    pub examined: usize,
+    /// Archived (or would be).
+    pub archived: Vec<ArchivedOut>,
+    /// Held back by the per-pass cap.
+    pub deferred: usize,
+    /// Examined minus archived.
+    pub kept: usize,
+}
+
+impl From<&SweepReport> for SweepOut {
+    fn from(r: &SweepReport) -> Self {
+        Self {
+            now: rfc3339(r.now),
+            dry_run: r.dry_run,
+            examined: r.examined,
+            archived: r
+                .archived
+                .iter()
+                .map(|a| {
+                    let (mode, threshold, draw) = match a.archive {
+                        Some(ArchiveReason::Threshold { theta }) => ("threshold", Some(theta), None),
+                        Some(ArchiveReason::Draw { draw, .. }) => ("stochastic", None, Some(draw)),
+                        None => ("none", None, None),
+                    };
+                    ArchivedOut { id: a.id.to_string(), t: a.elapsed_units, strength: a.strength, retention: a.retention, mode, threshold, draw }
+                })
+                .collect(),
+            deferred: r.deferred,
+            kept: r.kept,
+        }
+    }
+}
+
+/// One event of the log.
+#[derive(Debug, Serialize)]
+pub struct EventOut {
+    /// Position in the log.
+    pub seq: i64,
+    /// Stable id.
+    pub id: String,
+    /// What happened.
+    pub kind: &'static str,
+    /// The memory concerned.
+    pub memory_id: Option<String>,
+    /// When.
+    pub at: String,
+    /// The numbers behind it.
+    pub data: serde_json::Value,
+}
+
+impl From<&Event> for EventOut {
+    fn from(e: &Event) -> Self {
+        Self { seq: e.seq, id: e.id.to_string(), kind: e.kind.as_str(), memory_id: e.memory_id.map(|id| id.to_string()), at: rfc3339(e.at), data: e.data.clone() }
+    }
+}
+
+/// RFC 3339 in UTC with millisecond precision and a `Z`.
+pub fn rfc3339(t: membank_engine::core::Timestamp) -> String {
+    t.to_rfc3339_opts(membank_engine::core::time::SecondsFormat::Millis, true)
+}

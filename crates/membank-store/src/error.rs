@@ -1,0 +1,55 @@
+//! The store's error type. Each variant says whose fault it is; none carries SQL text
+//! to the caller's user (the database error is kept as a source for logs).
+
+use membank_core::InvalidInput;
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Caller's: the memory (or user) does not exist in this scope.
+    #[error("{what} not found")]
+    NotFound {
+        /// What was looked for, e.g. `memory 0192…`.
+        what: String,
+    },
+    /// Caller's: a value breaks a domain rule.
+    #[error(transparent)]
+    Invalid(#[from] InvalidInput),
+    /// Caller's: the operation does not apply to the memory's current state
+    /// (restoring an active memory, pinning an erased one).
+    #[error("{0}")]
+    Conflict(String),
+    /// Caller's configuration: the store holds vectors of another embedding model.
+    #[error("this store holds vectors of {store_model} ({store_dim} dimensions) but was given {given_model} ({given_dim}); re-embedding is an explicit migration, mixing is refused")]
+    ModelMismatch {
+        /// The store's model.
+        store_model: String,
+        /// Its dimension.
+        store_dim: usize,
+        /// The model given.
+        given_model: String,
+        /// Its dimension.
+        given_dim: usize,
+    },
+    /// Caller's: the database file was written by a newer membank.
+    #[error("database schema version {found} is newer than this membank supports ({supported}); upgrade membank")]
+    NewerSchema {
+        /// Version in the file.
+        found: i64,
+        /// Newest version this build knows.
+        supported: i64,
+    },
+    /// The file is not a membank database, or is damaged.
+    #[error("not a usable membank database: {0}")]
+    Corrupt(String),
+    /// Ours or the machine's: the database failed (disk full, locked too long, I/O).
+    #[error("database error: {0}")]
+    Database(#[from] rusqlite::Error),
+}
+
+impl StoreError {
+    pub(crate) fn memory_not_found(id: impl std::fmt::Display) -> Self {
+        StoreError::NotFound { what: format!("memory {id}") }
+    }
+}

@@ -1,0 +1,731 @@
+//! The embedded store: one SQLite file in WAL mode.
+//!
+//! One writer connection behind a mutex (SQLite has one writer at a time anyway) and a
+//! pool of `query_only` reader connections, so reads never block on writes and can never
+//! write. Every statement filters by the user's row, resolved from `(tenant, user)` first.
+
+mod schema;
+mod vectors;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use chrono::{DateTime, NaiveDate};
+use membank_core::event::{Event, EventKind, NewEvent};
+use membank_core::forgetting::{ArchiveReason, DecisionMode, ForgettingPolicy};
+use membank_core::{EventId, ForgettingState, Memory, MemoryId, Scope, Status, Strength, TenantId, Timestamp, UserId, text};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use serde_json::json;
+
+pub use schema::CURRENT_VERSION;
+use vectors::{Labels, VectorCache};
+
+use crate::types::*;
+use crate::{Store, StoreError};
+
+/// The SQLite implementation of [`Store`].
+pub struct SqliteStore {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+    vectors: VectorCache,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+const MEMORY_COLUMNS: &str = "m.seq, m.id, u.tenant, u.user_key, m.agent, m.session, m.kind, m.source, m.content, m.user_text, \
+    m.assistant_text, m.occurred_at, m.recorded_at, m.day, m.strength, m.recall_count, m.last_recalled_at, m.pinned, m.layer, \
+    m.importance, m.status, m.superseded_by, m.derived_from, m.metadata";
+
+impl SqliteStore {
+    /// Opens (creating if absent) the database at `path` and brings its schema up to date.
+    /// Opening never changes memories: no sweep, no re-index.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let mut writer = Connection::open(&path)?;
+        configure(&writer, false)?;
+        schema::migrate(&mut writer)?;
+        Ok(Self { path, writer: Mutex::new(writer), readers: Mutex::new(Vec::new()), vectors: VectorCache::default() })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the open file.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        self.read(|conn| Ok(conn.query_row("PRAGMA user_version", [], |row| row.get(0))?))
+    }
+
+    /// Writes a consistent copy of the database to `to` (online: readers and writers may go on).
+    pub fn read_only_backup(&self, to: &Path) -> Result<(), StoreError> {
+        let target = to.to_str().ok_or_else(|| StoreError::Corrupt("backup path is not UTF-8".into()))?;
+        let conn = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        conn.execute("VACUUM INTO ?1", [target])?;
+        Ok(())
+    }
+
+    /// Runs SQLite's integrity check and FTS5's own; returns the problems found (empty: healthy).
+    pub fn integrity_check(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|conn| {
+            let mut problems: Vec<String> = conn
+                .prepare("PRAGMA integrity_check")?
+                .query_map([], |row| row.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .filter(|line| line != "ok")
+                .collect();
+            let orphans: i64 = conn.query_row("SELECT count(*) FROM embeddings e LEFT JOIN memories m ON m.seq = e.memory_seq WHERE m.seq IS NULL OR m.user_row != e.user_row OR m.status = 'erased'", [], |r| r.get(0))?;
+            if orphans > 0 {
+                problems.push(format!("{orphans} vectors without a live memory of the same user"));
+            }
+            Ok(problems)
+        })
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let conn = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let conn = match conn {
+            Some(conn) => conn,
+            None => {
+                let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)?;
+                configure(&conn, true)?;
+                conn
+            }
+        };
+        // A deferred transaction gives the closure one consistent snapshot.
+        conn.execute_batch("BEGIN")?;
+        let result = f(&conn);
+        let _ = conn.execute_batch("COMMIT");
+        self.readers.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
+        result
+    }
+
+    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut conn = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let value = f(&tx)?;
+        tx.commit()?;
+        Ok(value)
+    }
+}
+
+fn configure(conn: &Connection, reader: bool) -> Result<(), StoreError> {
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(schema::not_a_database)?;
+    if reader {
+        conn.execute_batch("PRAGMA query_only = ON;")?;
+    } else {
+        // WAL: readers never block the writer. FULL: a commit is on disk before we acknowledge it.
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(schema::not_a_database)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Corrupt(format!("could not switch the journal to WAL (got {mode})")));
+        }
+        conn.execute_batch("PRAGMA synchronous = FULL;")?;
+    }
+    Ok(())
+}
+
+fn millis(t: Timestamp) -> i64 {
+    t.timestamp_millis()
+}
+
+fn from_millis(ms: i64) -> Result<Timestamp, rusqlite::Error> {
+    DateTime::from_timestamp_millis(ms).ok_or_else(|| rusqlite::Error::IntegralValueOutOfRange(0, ms))
+}
+
+fn corrupt<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> rusqlite::Error {
+    move |e| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, format!("bad {what}: {e}").into())
+}
+
+fn row_to_memory(row: &Row<'_>) -> rusqlite::Result<Memory> {
+    let text = |i: usize| row.get::<_, String>(i);
+    let derived: Vec<String> = serde_json::from_str(&text(22)?).map_err(corrupt("derived_from"))?;
+    Ok(Memory {
+        id: text(1)?.parse().map_err(corrupt("id"))?,
+        scope: Scope {
+            tenant: TenantId::new(&text(2)?).map_err(corrupt("tenant"))?,
+            user: UserId::new(&text(3)?).map_err(corrupt("user"))?,
+            agent: row.get::<_, Option<String>>(4)?.map(|a| membank_core::AgentLabel::new(&a)).transpose().map_err(corrupt("agent"))?,
+            session: row.get::<_, Option<String>>(5)?.map(|s| membank_core::AgentLabel::new(&s)).transpose().map_err(corrupt("session"))?,
+        },
+        kind: text(6)?.parse().map_err(corrupt("kind"))?,
+        source: text(7)?.parse().map_err(corrupt("source"))?,
+        content: row.get(8)?,
+        user_text: row.get(9)?,
+        assistant_text: row.get(10)?,
+        occurred_at: from_millis(row.get(11)?)?,
+        recorded_at: from_millis(row.get(12)?)?,
+        day: NaiveDate::parse_from_str(&text(13)?, "%Y-%m-%d").map_err(corrupt("day"))?,
+        forgetting: ForgettingState {
+            strength: Strength::new(row.get(14)?).map_err(corrupt("strength"))?,
+            recall_count: row.get(15)?,
+            last_recalled_at: from_millis(row.get(16)?)?,
+            pinned: row.get(17)?,
+            layer: text(18)?.parse().map_err(corrupt("layer"))?,
+            importance: row.get(19)?,
+        },
+        status: text(20)?.parse().map_err(corrupt("status"))?,
+        superseded_by: row.get::<_, Option<String>>(21)?.map(|s| s.parse()).transpose().map_err(corrupt("superseded_by"))?,
+        derived_from: derived.iter().map(|s| s.parse()).collect::<Result<_, _>>().map_err(corrupt("derived_from"))?,
+        metadata: serde_json::from_str(&text(23)?).map_err(corrupt("metadata"))?,
+    })
+}
+
+/// The user's row and revision, if the user exists.
+fn user_row(conn: &Connection, tenant: &TenantId, user: &UserId) -> Result<Option<(i64, i64)>, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT id, revision FROM users WHERE tenant = ?1 AND user_key = ?2")?
+        .query_row(params![tenant.as_str(), user.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?)
+}
+
+fn user_record(conn: &Connection, row: i64) -> Result<UserRecord, StoreError> {
+    Ok(conn.query_row("SELECT user_key, time_zone, created_at FROM users WHERE id = ?1", [row], |r| {
+        Ok(UserRecord { user: r.get(0)?, time_zone: r.get(1)?, created_at: from_millis(r.get(2)?)? })
+    })?)
+}
+
+/// SQL narrowing to the scope's agent/session labels (`?A` and `?S` bound by the caller).
+const LABEL_FILTER: &str = "AND (:agent IS NULL OR m.agent = :agent) AND (:session IS NULL OR m.session = :session)";
+
+fn fetch_one(conn: &Connection, user: i64, scope: &Scope, id: MemoryId) -> Result<(i64, Memory), StoreError> {
+    let sql = format!("SELECT {MEMORY_COLUMNS} FROM memories m JOIN users u ON u.id = m.user_row WHERE m.id = :id AND m.user_row = :user {LABEL_FILTER}");
+    conn.prepare_cached(&sql)?
+        .query_row(
+            rusqlite::named_params! { ":id": id.to_string(), ":user": user, ":agent": scope.agent.as_ref().map(|a| a.as_str()), ":session": scope.session.as_ref().map(|s| s.as_str()) },
+            |row| Ok((row.get::<_, i64>(0)?, row_to_memory(row)?)),
+        )
+        .optional()?
+        .ok_or_else(|| StoreError::memory_not_found(id))
+}
+
+fn append_event(tx: &Transaction<'_>, user: i64, event: &NewEvent) -> Result<(), StoreError> {
+    tx.prepare_cached("INSERT INTO events (id, user_row, memory_id, kind, at, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?.execute(params![
+        EventId::generate(event.at).to_string(),
+        user,
+        event.memory_id.map(|id| id.to_string()),
+        event.kind.as_str(),
+        millis(event.at),
+        event.data.to_string(),
+    ])?;
+    Ok(())
+}
+
+fn bump_revision(tx: &Transaction<'_>, user: i64) -> Result<(), StoreError> {
+    tx.prepare_cached("UPDATE users SET revision = revision + 1 WHERE id = ?1")?.execute([user])?;
+    Ok(())
+}
+
+/// What the full-text index holds for a memory: for turns both sides without labels.
+fn index_body(memory: &Memory) -> String {
+    match (&memory.user_text, &memory.assistant_text) {
+        (Some(user), assistant) => text::index_text(&format!("{user}\n{}", assistant.as_deref().unwrap_or(""))),
+        _ => text::index_text(memory.content.as_deref().unwrap_or("")),
+    }
+}
+
+fn scope_tag(user: i64) -> String {
+    format!("u{user}")
+}
+
+fn check_model(conn: &Connection, model: &EmbeddingModel) -> Result<bool, StoreError> {
+    let stored: Option<(String, String)> = conn
+        .query_row("SELECT (SELECT value FROM store_meta WHERE key = 'embedding_model'), (SELECT value FROM store_meta WHERE key = 'embedding_dim')", [], |row| {
+            Ok(row.get::<_, Option<String>>(0)?.zip(row.get::<_, Option<String>>(1)?))
+        })?;
+    match stored {
+        None => Ok(false),
+        Some((id, dim)) => {
+            let dim: usize = dim.parse().map_err(|_| StoreError::Corrupt("bad embedding_dim".into()))?;
+            if id != model.id || dim != model.dim {
+                return Err(StoreError::ModelMismatch { store_model: id, store_dim: dim, given_model: model.id.clone(), given_dim: model.dim });
+            }
+            Ok(true)
+        }
+    }
+}
+
+/// Changes a memory's status and logs why, in the caller's transaction.
+fn set_status(tx: &Transaction<'_>, user: i64, seq: i64, status: Status) -> Result<(), StoreError> {
+    tx.prepare_cached("UPDATE memories SET status = ?1 WHERE seq = ?2 AND user_row = ?3")?.execute(params![status.as_str(), seq, user])?;
+    bump_revision(tx, user)
+}
+
+impl SqliteStore {
+    /// Resolves the scope's user for a write, or fails with NotFound.
+    fn existing_user(tx: &Connection, scope: &Scope) -> Result<i64, StoreError> {
+        user_row(tx, &scope.tenant, &scope.user)?.map(|(row, _)| row).ok_or_else(|| StoreError::NotFound { what: format!("user {}", scope.user) })
+    }
+
+    fn mutate(&self, scope: &Scope, id: MemoryId, f: impl FnOnce(&Transaction<'_>, i64, i64, &Memory) -> Result<(), StoreError>) -> Result<Memory, StoreError> {
+        self.write(|tx| {
+            let user = Self::existing_user(tx, scope).map_err(|_| StoreError::memory_not_found(id))?;
+            let (seq, memory) = fetch_one(tx, user, scope, id)?;
+            f(tx, user, seq, &memory)?;
+            Ok(fetch_one(tx, user, scope, id)?.1)
+        })
+    }
+}
+
+impl Store for SqliteStore {
+    fn ensure_user(&self, tenant: &TenantId, user: &UserId, now: Timestamp) -> Result<UserRecord, StoreError> {
+        if let Some((row, _)) = self.read(|conn| user_row(conn, tenant, user))? {
+            return self.read(|conn| user_record(conn, row));
+        }
+        self.write(|tx| {
+            tx.prepare_cached("INSERT INTO users (tenant, user_key, created_at) VALUES (?1, ?2, ?3) ON CONFLICT (tenant, user_key) DO NOTHING")?
+                .execute(params![tenant.as_str(), user.as_str(), millis(now)])?;
+            let (row, _) = user_row(tx, tenant, user)?.ok_or_else(|| StoreError::Corrupt("user vanished after insert".into()))?;
+            user_record(tx, row)
+        })
+    }
+
+    fn find_user(&self, tenant: &TenantId, user: &UserId) -> Result<Option<UserRecord>, StoreError> {
+        self.read(|conn| user_row(conn, tenant, user)?.map(|(row, _)| user_record(conn, row)).transpose())
+    }
+
+    fn set_time_zone(&self, tenant: &TenantId, user: &UserId, time_zone: &str, now: Timestamp) -> Result<UserRecord, StoreError> {
+        let zone = membank_core::time::UserTimeZone::parse(time_zone)?;
+        self.ensure_user(tenant, user, now)?;
+        self.write(|tx| {
+            tx.execute("UPDATE users SET time_zone = ?1 WHERE tenant = ?2 AND user_key = ?3", params![zone.name(), tenant.as_str(), user.as_str()])?;
+            let (row, _) = user_row(tx, tenant, user)?.ok_or_else(|| StoreError::NotFound { what: format!("user {user}") })?;
+            user_record(tx, row)
+        })
+    }
+
+    fn list_users(&self, tenant: &TenantId) -> Result<Vec<UserRecord>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare("SELECT id FROM users WHERE tenant = ?1 ORDER BY id")?;
+            let rows: Vec<i64> = stmt.query_map([tenant.as_str()], |r| r.get(0))?.collect::<Result<_, _>>()?;
+            rows.into_iter().map(|row| user_record(conn, row)).collect()
+        })
+    }
+
+    fn insert(&self, new: NewMemory) -> Result<Memory, StoreError> {
+        self.write(|tx| {
+            let (user, id) = insert_in(tx, new.clone())?;
+            Ok(fetch_one(tx, user, &new.memory.scope, id)?.1)
+        })
+    }
+
+    fn insert_many(&self, batch: Vec<NewMemory>) -> Result<usize, StoreError> {
+        let n = batch.len();
+        self.write(|tx| {
+            for new in batch {
+                insert_in(tx, new)?;
+            }
+            Ok(n)
+        })
+    }
+
+
+    fn get(&self, scope: &Scope, id: MemoryId) -> Result<Memory, StoreError> {
+        self.read(|conn| {
+            let user = user_row(conn, &scope.tenant, &scope.user)?.ok_or_else(|| StoreError::memory_not_found(id))?.0;
+            Ok(fetch_one(conn, user, scope, id)?.1)
+        })
+    }
+
+    fn get_many(&self, scope: &Scope, ids: &[MemoryId]) -> Result<Vec<Memory>, StoreError> {
+        self.read(|conn| {
+            let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                match fetch_one(conn, user, scope, *id) {
+                    Ok((_, memory)) => out.push(memory),
+                    Err(StoreError::NotFound { .. }) => {}
+                    Err(other) => return Err(other),
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn list(&self, scope: &Scope, query: &ListQuery) -> Result<Vec<Memory>, StoreError> {
+        self.read(|conn| {
+            let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
+            let mut sql = format!("SELECT {MEMORY_COLUMNS} FROM memories m JOIN users u ON u.id = m.user_row WHERE m.user_row = :user {LABEL_FILTER}");
+            let statuses: Vec<&str> = if query.statuses.is_empty() { vec!["active", "archived", "superseded"] } else { query.statuses.iter().map(|s| s.as_str()).collect() };
+            sql.push_str(&format!(" AND m.status IN ({})", quoted_list(&statuses)));
+            if !query.kinds.is_empty() {
+                let kinds: Vec<&str> = query.kinds.iter().map(|k| k.as_str()).collect();
+                sql.push_str(&format!(" AND m.kind IN ({})", quoted_list(&kinds)));
+            }
+            if query.pinned_only {
+                sql.push_str(" AND m.pinned = 1");
+            }
+            sql.push_str(" AND (:from IS NULL OR m.day >= :from) AND (:to IS NULL OR m.day <= :to)");
+            sql.push_str(if query.oldest_first { " ORDER BY m.occurred_at ASC, m.seq ASC" } else { " ORDER BY m.occurred_at DESC, m.seq DESC" });
+            sql.push_str(" LIMIT :limit OFFSET :offset");
+            let mut stmt = conn.prepare(&sql)?;
+            let rows = stmt.query_map(
+                rusqlite::named_params! {
+                    ":user": user,
+                    ":agent": scope.agent.as_ref().map(|a| a.as_str()),
+                    ":session": scope.session.as_ref().map(|s| s.as_str()),
+                    ":from": query.day_from.map(|d| d.format("%Y-%m-%d").to_string()),
+                    ":to": query.day_to.map(|d| d.format("%Y-%m-%d").to_string()),
+                    ":limit": query.limit as i64,
+                    ":offset": query.offset as i64,
+                },
+                row_to_memory,
+            )?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+
+    fn counts(&self, scope: &Scope) -> Result<StatusCounts, StoreError> {
+        self.read(|conn| {
+            let mut counts = StatusCounts::default();
+            let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(counts) };
+            let sql = format!("SELECT m.status, count(*) FROM memories m WHERE m.user_row = :user {LABEL_FILTER} GROUP BY m.status");
+            let mut stmt = conn.prepare(&sql)?;
+            let mut rows = stmt.query(rusqlite::named_params! { ":user": user, ":agent": scope.agent.as_ref().map(|a| a.as_str()), ":session": scope.session.as_ref().map(|s| s.as_str()) })?;
+            while let Some(row) = rows.next()? {
+                let n = row.get::<_, i64>(1)?.max(0) as u64;
+                match row.get::<_, String>(0)?.as_str() {
+                    "active" => counts.active = n,
+                    "archived" => counts.archived = n,
+                    "superseded" => counts.superseded = n,
+                    "erased" => counts.erased = n,
+                    _ => {}
+                }
+            }
+            Ok(counts)
+        })
+    }
+
+    fn dense_search(&self, scope: &Scope, model: &EmbeddingModel, query: &[f32], filter: &SearchFilter, limit: usize) -> Result<Vec<Hit>, StoreError> {
+        if query.len() != model.dim {
+            return Err(StoreError::Invalid(membank_core::InvalidInput::new("query vector", format!("has {} dimensions, the model {}", query.len(), model.dim))));
+        }
+        self.read(|conn| {
+            let Some((user, revision)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
+            if !check_model(conn, model)? || limit == 0 {
+                return Ok(Vec::new());
+            }
+            let labels = Labels { agent: scope.agent.as_ref().map(|a| a.as_str()), session: scope.session.as_ref().map(|s| s.as_str()) };
+            self.vectors.search(conn, user, revision, model.dim, query, filter, &labels, limit)
+        })
+    }
+
+    fn lexical_search(&self, scope: &Scope, terms: &[String], filter: &SearchFilter, limit: usize) -> Result<Vec<Hit>, StoreError> {
+        if terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.read(|conn| {
+            let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
+            // Terms are quoted FTS5 strings, so no query syntax can be injected through them.
+            let alternatives: Vec<String> = terms.iter().map(|t| format!("\"{}\"", t.replace('"', "\"\""))).collect();
+            let expression = format!("scope_tag : {} AND body : ({})", scope_tag(user), alternatives.join(" OR "));
+            let statuses = if filter.include_archived { "'active', 'archived', 'superseded'" } else { "'active'" };
+            let mut sql = format!(
+                "SELECT m.id, -bm25(memory_fts, 0.0, 1.0) AS score FROM memory_fts JOIN memories m ON m.seq = memory_fts.rowid
+                 WHERE memory_fts MATCH :expr AND m.user_row = :user AND m.status IN ({statuses}) {LABEL_FILTER}
+                 AND (:from IS NULL OR m.day >= :from) AND (:to IS NULL OR m.day <= :to)"
+            );
+            if !filter.kinds.is_empty() {
+                let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
+                sql.push_str(&format!(" AND m.kind IN ({})", quoted_list(&kinds)));
+            }
+            sql.push_str(" ORDER BY score DESC, m.seq ASC LIMIT :limit");
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(
+                rusqlite::named_params! {
+                    ":expr": expression,
+                    ":user": user,
+                    ":agent": scope.agent.as_ref().map(|a| a.as_str()),
+                    ":session": scope.session.as_ref().map(|s| s.as_str()),
+                    ":from": filter.day_from.map(|d| d.format("%Y-%m-%d").to_string()),
+                    ":to": filter.day_to.map(|d| d.format("%Y-%m-%d").to_string()),
+                    ":limit": limit as i64,
+                },
+                |row| Ok((row.get::<_, String>(0)?, row.get::<_, f64>(1)?)),
+            )?;
+            rows.map(|row| {
+                let (id, score) = row?;
+                Ok(Hit { id: id.parse().map_err(|_| StoreError::Corrupt("bad memory id".into()))?, score })
+            })
+            .collect()
+        })
+    }
+
+    fn record_recall(&self, scope: &Scope, recall: &RecallRecord, strengthen: Option<&ForgettingPolicy>) -> Result<Vec<Memory>, StoreError> {
+        if recall.results.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.write(|tx| {
+            let user = Self::existing_user(tx, scope)?;
+            for (rank, (id, score)) in recall.results.iter().enumerate() {
+                let data = json!({ "query_id": recall.query_id, "rank": rank + 1, "score": score });
+                append_event(tx, user, &NewEvent::about(*id, EventKind::Recalled, recall.now, data))?;
+            }
+            if strengthen.is_some() {
+                let ids: Vec<MemoryId> = recall.results.iter().map(|(id, _)| *id).collect();
+                strengthen_all(tx, user, &ids, Some(&recall.query_id), recall.now)?;
+            }
+            let mut out = Vec::new();
+            for (id, _) in &recall.results {
+                out.push(fetch_one(tx, user, scope, *id)?.1);
+            }
+            Ok(out)
+        })
+    }
+
+    fn confirm_used(&self, scope: &Scope, ids: &[MemoryId], query_id: Option<&str>, _policy: &ForgettingPolicy, now: Timestamp) -> Result<Vec<Memory>, StoreError> {
+        self.write(|tx| {
+            let user = Self::existing_user(tx, scope)?;
+            for id in ids {
+                fetch_one(tx, user, scope, *id)?;
+            }
+            strengthen_all(tx, user, ids, query_id, now)?;
+            ids.iter().map(|id| Ok(fetch_one(tx, user, scope, *id)?.1)).collect()
+        })
+    }
+
+    fn archive(&self, scope: &Scope, id: MemoryId, reason: &str, now: Timestamp) -> Result<Memory, StoreError> {
+        self.mutate(scope, id, |tx, user, seq, memory| {
+            if memory.status != Status::Active {
+                return Err(StoreError::Conflict(format!("memory {id} is {}, only an active memory can be forgotten", memory.status)));
+            }
+            set_status(tx, user, seq, Status::Archived)?;
+            append_event(tx, user, &NewEvent::about(id, EventKind::Archived, now, json!({ "policy": "request", "reason": reason })))
+        })
+    }
+
+    fn restore(&self, scope: &Scope, id: MemoryId, now: Timestamp) -> Result<Memory, StoreError> {
+        self.mutate(scope, id, |tx, user, seq, memory| {
+            if !matches!(memory.status, Status::Archived | Status::Superseded) {
+                return Err(StoreError::Conflict(format!("memory {id} is {}, only an archived or superseded memory can be restored", memory.status)));
+            }
+            set_status(tx, user, seq, Status::Active)?;
+            tx.execute("UPDATE memories SET last_recalled_at = max(last_recalled_at, ?1), superseded_by = NULL WHERE seq = ?2", params![millis(now), seq])?;
+            let data = json!({ "previous_status": memory.status.as_str(), "last_recalled_at_before": memory.forgetting.last_recalled_at.to_rfc3339() });
+            append_event(tx, user, &NewEvent::about(id, EventKind::Restored, now, data))
+        })
+    }
+
+    fn set_pinned(&self, scope: &Scope, id: MemoryId, pinned: bool, now: Timestamp) -> Result<Memory, StoreError> {
+        self.mutate(scope, id, |tx, user, seq, memory| {
+            if memory.status == Status::Erased {
+                return Err(StoreError::Conflict(format!("memory {id} is erased")));
+            }
+            if memory.forgetting.pinned == pinned {
+                return Ok(());
+            }
+            tx.execute("UPDATE memories SET pinned = ?1 WHERE seq = ?2", params![pinned, seq])?;
+            let kind = if pinned { EventKind::Pinned } else { EventKind::Unpinned };
+            append_event(tx, user, &NewEvent::about(id, kind, now, json!({})))
+        })
+    }
+
+    fn erase(&self, scope: &Scope, id: MemoryId, now: Timestamp) -> Result<Memory, StoreError> {
+        self.mutate(scope, id, |tx, user, seq, memory| {
+            if memory.status == Status::Erased {
+                return Ok(());
+            }
+            tx.execute(
+                "UPDATE memories SET content = NULL, user_text = NULL, assistant_text = NULL, metadata = '{}', status = 'erased' WHERE seq = ?1",
+                [seq],
+            )?;
+            tx.execute("DELETE FROM embeddings WHERE memory_seq = ?1", [seq])?;
+            tx.execute("DELETE FROM memory_fts WHERE rowid = ?1", [seq])?;
+            bump_revision(tx, user)?;
+            append_event(tx, user, &NewEvent::about(id, EventKind::Erased, now, json!({ "previous_status": memory.status.as_str() })))
+        })
+    }
+
+    fn sweep(&self, scope: &Scope, policy: &ForgettingPolicy, now: Timestamp, dry_run: bool) -> Result<SweepReport, StoreError> {
+        policy.validate()?;
+        let plan_in = |conn: &Connection| -> Result<Option<(i64, Vec<(MemoryId, i64)>, membank_core::forgetting::SweepPlan)>, StoreError> {
+            let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(None) };
+            let sql = format!(
+                "SELECT m.seq, m.id, m.strength, m.recall_count, m.last_recalled_at, m.pinned, m.layer, m.importance FROM memories m
+                 WHERE m.user_row = :user AND m.status = 'active' {LABEL_FILTER}"
+            );
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(
+                rusqlite::named_params! { ":user": user, ":agent": scope.agent.as_ref().map(|a| a.as_str()), ":session": scope.session.as_ref().map(|s| s.as_str()) },
+                |row| {
+                    let id: MemoryId = row.get::<_, String>(1)?.parse().map_err(corrupt("id"))?;
+                    let state = ForgettingState {
+                        strength: Strength::new(row.get(2)?).map_err(corrupt("strength"))?,
+                        recall_count: row.get(3)?,
+                        last_recalled_at: from_millis(row.get(4)?)?,
+                        pinned: row.get(5)?,
+                        layer: row.get::<_, String>(6)?.parse().map_err(corrupt("layer"))?,
+                        importance: row.get(7)?,
+                    };
+                    Ok((row.get::<_, i64>(0)?, id, state))
+                },
+            )?;
+            let rows: Vec<(i64, MemoryId, ForgettingState)> = rows.collect::<Result<_, _>>()?;
+            let plan = policy.plan_sweep(rows.iter().map(|(_, id, state)| (*id, state)), now);
+            Ok(Some((user, rows.iter().map(|(seq, id, _)| (*id, *seq)).collect(), plan)))
+        };
+        let report = |plan: membank_core::forgetting::SweepPlan| SweepReport {
+            now,
+            dry_run,
+            examined: plan.examined,
+            kept: plan.examined - plan.archive.len(),
+            deferred: plan.deferred,
+            archived: plan.archive,
+        };
+        if dry_run {
+            return self.read(|conn| Ok(report(plan_in(conn)?.map(|(_, _, plan)| plan).unwrap_or_default())));
+        }
+        self.write(|tx| {
+            let Some((user, seqs, plan)) = plan_in(tx)? else { return Ok(report(Default::default())) };
+            let seq_of: std::collections::HashMap<MemoryId, i64> = seqs.into_iter().collect();
+            for assessment in &plan.archive {
+                let seq = seq_of[&assessment.id];
+                tx.prepare_cached("UPDATE memories SET status = 'archived' WHERE seq = ?1 AND user_row = ?2")?.execute(params![seq, user])?;
+                let mut data = json!({
+                    "policy": "memorybank",
+                    "unit_seconds": policy.unit.num_seconds(),
+                    "t": assessment.elapsed_units,
+                    "strength": assessment.strength,
+                    "retention": assessment.retention,
+                });
+                match assessment.archive {
+                    Some(ArchiveReason::Threshold { theta }) => {
+                        data["mode"] = json!("threshold");
+                        data["threshold"] = json!(theta);
+                    }
+                    Some(ArchiveReason::Draw { draw, seed }) => {
+                        data["mode"] = json!("stochastic");
+                        data["draw"] = json!(draw);
+                        data["seed"] = json!(seed);
+                    }
+                    None => {}
+                }
+                append_event(tx, user, &NewEvent::about(assessment.id, EventKind::Archived, now, data))?;
+            }
+            if !plan.archive.is_empty() {
+                bump_revision(tx, user)?;
+            }
+            let mode = match policy.mode {
+                DecisionMode::Threshold { .. } => "threshold",
+                DecisionMode::Stochastic { .. } => "stochastic",
+                DecisionMode::Rank => "rank",
+            };
+            let data = json!({ "policy": "memorybank", "mode": mode, "examined": plan.examined, "archived": plan.archive.len(), "deferred": plan.deferred });
+            append_event(tx, user, &NewEvent { memory_id: None, kind: EventKind::Swept, at: now, data })?;
+            Ok(report(plan))
+        })
+    }
+
+    fn events(&self, scope: &Scope, query: &EventQuery) -> Result<Vec<Event>, StoreError> {
+        self.read(|conn| {
+            let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
+            let limit = if query.limit == 0 { 1000 } else { query.limit };
+            let mut stmt = conn.prepare_cached(
+                "SELECT seq, id, memory_id, kind, at, data FROM events WHERE user_row = :user
+                 AND (:memory IS NULL OR memory_id = :memory) AND seq > :after ORDER BY seq LIMIT :limit",
+            )?;
+            let rows = stmt.query_map(
+                rusqlite::named_params! { ":user": user, ":memory": query.memory_id.map(|id| id.to_string()), ":after": query.after_seq.unwrap_or(0), ":limit": limit as i64 },
+                |row| {
+                    Ok(Event {
+                        seq: row.get(0)?,
+                        id: row.get::<_, String>(1)?.parse().map_err(corrupt("event id"))?,
+                        memory_id: row.get::<_, Option<String>>(2)?.map(|s| s.parse()).transpose().map_err(corrupt("memory id"))?,
+                        kind: row.get::<_, String>(3)?.parse().map_err(corrupt("event kind"))?,
+                        at: from_millis(row.get(4)?)?,
+                        data: serde_json::from_str(&row.get::<_, String>(5)?).map_err(corrupt("event data"))?,
+                    })
+                },
+            )?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
+    }
+}
+
+/// Inserts one memory with its vector, index row and event, in the caller's transaction.
+fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), StoreError> {
+    let memory = new.memory;
+    if let Some((model, vector)) = &new.embedding {
+        if vector.len() != model.dim || vector.iter().any(|x| !x.is_finite()) {
+            return Err(StoreError::Invalid(membank_core::InvalidInput::new("embedding", format!("expected {} finite numbers, got {}", model.dim, vector.len()))));
+        }
+    }
+    let user = SqliteStore::existing_user(tx, &memory.scope)?;
+    let derived: Vec<String> = memory.derived_from.iter().map(ToString::to_string).collect();
+    tx.prepare_cached(
+        "INSERT INTO memories (id, user_row, agent, session, kind, source, content, user_text, assistant_text, occurred_at, recorded_at, day,
+          strength, recall_count, last_recalled_at, pinned, layer, importance, status, superseded_by, derived_from, metadata)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+    )?
+    .execute(params![
+        memory.id.to_string(),
+        user,
+        memory.scope.agent.as_ref().map(|a| a.as_str()),
+        memory.scope.session.as_ref().map(|s| s.as_str()),
+        memory.kind.as_str(),
+        memory.source.as_str(),
+        memory.content,
+        memory.user_text,
+        memory.assistant_text,
+        millis(memory.occurred_at),
+        millis(memory.recorded_at),
+        memory.day.format("%Y-%m-%d").to_string(),
+        memory.forgetting.strength.get(),
+        memory.forgetting.recall_count,
+        millis(memory.forgetting.last_recalled_at),
+        memory.forgetting.pinned,
+        memory.forgetting.layer.as_str(),
+        memory.forgetting.importance,
+        memory.status.as_str(),
+        memory.superseded_by.map(|id| id.to_string()),
+        serde_json::to_string(&derived).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        serde_json::to_string(&memory.metadata).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+    ])?;
+    let seq = tx.last_insert_rowid();
+    if let Some((model, vector)) = &new.embedding {
+        if !check_model(tx, model)? {
+            tx.execute("INSERT INTO store_meta (key, value) VALUES ('embedding_model', ?1), ('embedding_dim', ?2)", params![model.id, model.dim.to_string()])?;
+        }
+        let blob: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+        tx.prepare_cached("INSERT INTO embeddings (memory_seq, user_row, model, dim, vector) VALUES (?1, ?2, ?3, ?4, ?5)")?
+            .execute(params![seq, user, model.id, model.dim as i64, blob])?;
+    }
+    if memory.status != Status::Erased {
+        tx.prepare_cached("INSERT INTO memory_fts (rowid, scope_tag, body) VALUES (?1, ?2, ?3)")?.execute(params![seq, scope_tag(user), index_body(&memory)])?;
+    }
+    let data = json!({ "kind": memory.kind.as_str(), "source": memory.source.as_str(), "occurred_at": memory.occurred_at.to_rfc3339(), "derived_from": derived });
+    append_event(tx, user, &NewEvent::about(memory.id, EventKind::Created, memory.recorded_at, data))?;
+    Ok((user, memory.id))
+}
+
+/// `S += 1`, `recall_count += 1`, `last_recalled_at = max(last, now)` as one atomic UPDATE
+/// per memory (no read-modify-write, so concurrent recalls never lose an increment),
+/// mirroring [`ForgettingPolicy::strengthen`].
+fn strengthen_all(tx: &Transaction<'_>, user: i64, ids: &[MemoryId], query_id: Option<&str>, now: Timestamp) -> Result<(), StoreError> {
+    for id in ids {
+        let after: Option<f64> = tx
+            .prepare_cached(
+                "UPDATE memories SET strength = strength + 1.0, recall_count = recall_count + 1, last_recalled_at = max(last_recalled_at, ?1)
+                 WHERE id = ?2 AND user_row = ?3 AND status = 'active' RETURNING strength",
+            )?
+            .query_row(params![millis(now), id.to_string(), user], |row| row.get(0))
+            .optional()?;
+        if let Some(after) = after {
+            let data = json!({ "query_id": query_id, "strength_before": after - 1.0, "strength_after": after });
+            append_event(tx, user, &NewEvent::about(*id, EventKind::Strengthened, now, data))?;
+        }
+    }
+    Ok(())
+}
+
+fn quoted_list(values: &[&str]) -> String {
+    // Only our own enum texts reach here, never user input.
+    values.iter().map(|v| format!("'{v}'")).collect::<Vec<_>>().join(", ")
+}
+

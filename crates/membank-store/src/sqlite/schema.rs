@@ -1,0 +1,124 @@
+//! Versioned migrations, applied in order on open. The version lives in SQLite's
+//! `user_version`. A file of a newer version is refused, never "repaired".
+//!
+//! A migration is never edited once released: add a new one. Each released version keeps
+//! a fixture database in `tests/fixtures/` that the tests open and upgrade.
+
+use rusqlite::Connection;
+
+use crate::StoreError;
+
+/// Migrations by target version (index 0 brings a new file to version 1).
+const MIGRATIONS: &[&str] = &[
+    // v1: users, memories, vectors, full-text index, event log.
+    r#"
+    CREATE TABLE store_meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) STRICT;
+
+    CREATE TABLE users (
+        id         INTEGER PRIMARY KEY,
+        tenant     TEXT NOT NULL,
+        user_key   TEXT NOT NULL,
+        time_zone  TEXT NOT NULL DEFAULT 'UTC',
+        created_at INTEGER NOT NULL,
+        -- Bumped by every change that alters which vectors a dense search may return
+        -- (status changes, erasure), so readers in any process know to reload.
+        revision   INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (tenant, user_key)
+    ) STRICT;
+
+    CREATE TABLE memories (
+        seq              INTEGER PRIMARY KEY AUTOINCREMENT,
+        id               TEXT NOT NULL UNIQUE,
+        user_row         INTEGER NOT NULL REFERENCES users(id),
+        agent            TEXT,
+        session          TEXT,
+        kind             TEXT NOT NULL,
+        source           TEXT NOT NULL,
+        content          TEXT,
+        user_text        TEXT,
+        assistant_text   TEXT,
+        occurred_at      INTEGER NOT NULL,
+        recorded_at      INTEGER NOT NULL,
+        day              TEXT NOT NULL,
+        strength         REAL NOT NULL CHECK (strength > 0),
+        recall_count     INTEGER NOT NULL DEFAULT 0,
+        last_recalled_at INTEGER NOT NULL,
+        pinned           INTEGER NOT NULL DEFAULT 0,
+        layer            TEXT NOT NULL DEFAULT 'short',
+        importance       REAL NOT NULL DEFAULT 0.5,
+        status           TEXT NOT NULL DEFAULT 'active',
+        superseded_by    TEXT,
+        derived_from     TEXT NOT NULL DEFAULT '[]',
+        metadata         TEXT NOT NULL DEFAULT '{}'
+    ) STRICT;
+    CREATE INDEX memories_by_user_time ON memories (user_row, occurred_at);
+    CREATE INDEX memories_by_user_status ON memories (user_row, status);
+
+    CREATE TABLE embeddings (
+        memory_seq INTEGER PRIMARY KEY REFERENCES memories(seq),
+        user_row   INTEGER NOT NULL REFERENCES users(id),
+        model      TEXT NOT NULL,
+        dim        INTEGER NOT NULL,
+        vector     BLOB NOT NULL
+    ) STRICT;
+    CREATE INDEX embeddings_by_user ON embeddings (user_row, memory_seq);
+
+    -- Contentless: the text lives in `memories`; rowid = memories.seq. `scope_tag` holds
+    -- one token naming the user, and every query must match it.
+    CREATE VIRTUAL TABLE memory_fts USING fts5 (
+        scope_tag, body,
+        content = '', contentless_delete = 1,
+        tokenize = 'unicode61 remove_diacritics 2'
+    );
+
+    CREATE TABLE events (
+        seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+        id        TEXT NOT NULL UNIQUE,
+        user_row  INTEGER NOT NULL REFERENCES users(id),
+        memory_id TEXT,
+        kind      TEXT NOT NULL,
+        at        INTEGER NOT NULL,
+        data      TEXT NOT NULL
+    ) STRICT;
+    CREATE INDEX events_by_user ON events (user_row, seq);
+    CREATE INDEX events_by_memory ON events (memory_id);
+    "#,
+];
+
+/// The schema version this build writes.
+pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the database to [`CURRENT_VERSION`], one transaction per step.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(not_a_database)?;
+    if found > CURRENT_VERSION {
+        return Err(StoreError::NewerSchema { found, supported: CURRENT_VERSION });
+    }
+    if found == 0 {
+        // A file at version 0 must be empty; anything else is not ours.
+        let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?;
+        if tables > 0 {
+            return Err(StoreError::Corrupt("the file holds tables but no membank schema version".into()));
+        }
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let version = index as i64 + 1;
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", version)?;
+        tx.commit()?;
+        tracing::info!(version, "migrated database schema");
+    }
+    Ok(())
+}
+
+/// SQLite's "file is not a database" becomes our `Corrupt`.
+pub(crate) fn not_a_database(err: rusqlite::Error) -> StoreError {
+    match err.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) => StoreError::Corrupt("the file is not an SQLite database".into()),
+        _ => StoreError::Database(err),
+    }
+}

@@ -1,0 +1,135 @@
+//! Plain data passed to and returned by [`crate::Store`].
+
+use chrono::NaiveDate;
+use membank_core::forgetting::Assessment;
+use membank_core::{Kind, Memory, MemoryId, Status, Timestamp};
+
+/// A registered user and its settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserRecord {
+    /// The user id (trimmed).
+    pub user: String,
+    /// The IANA time zone its days are counted in.
+    pub time_zone: String,
+    /// When it was first written to.
+    pub created_at: Timestamp,
+}
+
+/// The model that made a vector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddingModel {
+    /// Model id, e.g. `sentence-transformers/all-MiniLM-L6-v2`.
+    pub id: String,
+    /// Vector length.
+    pub dim: usize,
+}
+
+/// A memory to store, with its vector.
+#[derive(Debug, Clone)]
+pub struct NewMemory {
+    /// The memory (its scope says whose it is; its status should be `active`).
+    pub memory: Memory,
+    /// Its vector and the model that made it; `None` stores it without dense search.
+    pub embedding: Option<(EmbeddingModel, Vec<f32>)>,
+}
+
+/// Restricts a search.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchFilter {
+    /// Only these kinds (empty: all).
+    pub kinds: Vec<Kind>,
+    /// Only memories whose day is on or after this.
+    pub day_from: Option<NaiveDate>,
+    /// Only memories whose day is on or before this.
+    pub day_to: Option<NaiveDate>,
+    /// Include archived and superseded memories (audits). Erased ones are never returned.
+    pub include_archived: bool,
+}
+
+/// A search result: a memory id and its score in that search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    /// The memory.
+    pub id: MemoryId,
+    /// Cosine similarity (dense) or BM25 score (lexical).
+    pub score: f64,
+}
+
+/// Filters and paging of a list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListQuery {
+    /// Only these statuses (empty: all but erased).
+    pub statuses: Vec<Status>,
+    /// Only these kinds (empty: all).
+    pub kinds: Vec<Kind>,
+    /// Only memories whose day is on or after this.
+    pub day_from: Option<NaiveDate>,
+    /// Only memories whose day is on or before this.
+    pub day_to: Option<NaiveDate>,
+    /// Only pinned ones.
+    pub pinned_only: bool,
+    /// Page size.
+    pub limit: usize,
+    /// Memories to skip.
+    pub offset: usize,
+    /// Oldest first instead of newest first.
+    pub oldest_first: bool,
+}
+
+impl Default for ListQuery {
+    fn default() -> Self {
+        Self { statuses: Vec::new(), kinds: Vec::new(), day_from: None, day_to: None, pinned_only: false, limit: 100, offset: 0, oldest_first: false }
+    }
+}
+
+/// How many memories are in each status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatusCounts {
+    /// Recallable.
+    pub active: u64,
+    /// Forgotten, restorable.
+    pub archived: u64,
+    /// Replaced by a fusion.
+    pub superseded: u64,
+    /// Content erased.
+    pub erased: u64,
+}
+
+/// One recall to log: which memories were returned, in rank order, with their scores.
+#[derive(Debug, Clone)]
+pub struct RecallRecord {
+    /// Identifies the recall in the log.
+    pub query_id: String,
+    /// When it happened.
+    pub now: Timestamp,
+    /// The returned memories, best first, with the fused score each had.
+    pub results: Vec<(MemoryId, f64)>,
+}
+
+/// Filters and paging of the event log.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventQuery {
+    /// Only events about this memory.
+    pub memory_id: Option<MemoryId>,
+    /// Only events after this log position.
+    pub after_seq: Option<i64>,
+    /// Page size (0 means the default of 1,000).
+    pub limit: usize,
+}
+
+/// What a sweep examined and did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepReport {
+    /// When it ran.
+    pub now: Timestamp,
+    /// True when nothing was changed.
+    pub dry_run: bool,
+    /// Active memories examined.
+    pub examined: usize,
+    /// Memories archived (or that would be, on a dry run), with the numbers.
+    pub archived: Vec<Assessment>,
+    /// Memories the policy would archive that the per-pass cap kept this time.
+    pub deferred: usize,
+    /// Examined minus archived.
+    pub kept: usize,
+}
