@@ -1,0 +1,409 @@
+//! The BERT encoder: configuration and weights read from `config.json` and
+//! `model.safetensors`, and a forward pass that turns token ids into mean-pooled,
+//! L2-normalised sentence vectors.
+//!
+//! The forward pass packs the sentences of a batch into one token matrix without padding.
+//! Only self-attention mixes tokens, so every dense layer (the fused query/key/value
+//! projection, the attention output, both feed-forward layers) runs as one large matrix
+//! product over all tokens of the batch, and attention runs per sentence and head on its own
+//! rows. Nothing is computed for padding and no attention mask is needed. Weights are stored
+//! transposed (`in × out`) at load time, the attention scale `1/sqrt(head_dim)` is folded into
+//! the query projection, biases and residuals are written into the output before the product
+//! accumulates onto them.
+//!
+//! It deliberately knows nothing about threads, batching policy or tokenisation (see
+//! `local`), and supports only what BERT sentence encoders use: absolute position
+//! embeddings, exact GELU, single-segment input (token type 0), f32 weights.
+
+use safetensors::{Dtype, SafeTensors};
+use serde::Deserialize;
+
+use crate::kernels::{self, View};
+
+/// The parts of `config.json` the encoder needs.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct BertConfig {
+    #[serde(default)]
+    model_type: Option<String>,
+    pub hidden_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub intermediate_size: usize,
+    pub max_position_embeddings: usize,
+    pub vocab_size: usize,
+    #[serde(default = "default_type_vocab_size")]
+    pub type_vocab_size: usize,
+    #[serde(default = "default_layer_norm_eps")]
+    pub layer_norm_eps: f64,
+    #[serde(default = "default_hidden_act")]
+    hidden_act: String,
+    #[serde(default)]
+    position_embedding_type: Option<String>,
+}
+
+fn default_type_vocab_size() -> usize {
+    2
+}
+fn default_layer_norm_eps() -> f64 {
+    1e-12
+}
+fn default_hidden_act() -> String {
+    "gelu".to_owned()
+}
+
+impl BertConfig {
+    /// Parses and checks `config.json`. The error is a human-readable reason.
+    pub(crate) fn from_json(json: &[u8]) -> Result<Self, String> {
+        let config: Self = serde_json::from_slice(json).map_err(|e| format!("config.json: {e}"))?;
+        if let Some(kind) = &config.model_type
+            && kind != "bert"
+        {
+            return Err(format!("config.json: model_type {kind} is not supported, only bert"));
+        }
+        if config.hidden_act != "gelu" {
+            return Err(format!("config.json: hidden_act {} is not supported, only gelu", config.hidden_act));
+        }
+        if let Some(kind) = &config.position_embedding_type
+            && kind != "absolute"
+        {
+            return Err(format!("config.json: position_embedding_type {kind} is not supported, only absolute"));
+        }
+        let dims = [
+            config.hidden_size,
+            config.num_hidden_layers,
+            config.num_attention_heads,
+            config.intermediate_size,
+            config.max_position_embeddings,
+            config.vocab_size,
+            config.type_vocab_size,
+        ];
+        if dims.iter().any(|&d| d == 0 || d > 1 << 20) {
+            return Err("config.json: a dimension is zero or implausibly large".to_owned());
+        }
+        if config.hidden_size % config.num_attention_heads != 0 {
+            return Err("config.json: hidden_size is not a multiple of num_attention_heads".to_owned());
+        }
+        Ok(config)
+    }
+
+    fn head_dim(&self) -> usize {
+        self.hidden_size / self.num_attention_heads
+    }
+}
+
+/// One encoder layer; matrices are `in × out`, row-major.
+struct Layer {
+    /// Query (pre-scaled), key and value projections side by side: `hidden × 3·hidden`.
+    qkv_weight: Vec<f32>,
+    qkv_bias: Vec<f32>,
+    attention_out_weight: Vec<f32>,
+    attention_out_bias: Vec<f32>,
+    attention_norm_weight: Vec<f32>,
+    attention_norm_bias: Vec<f32>,
+    intermediate_weight: Vec<f32>,
+    intermediate_bias: Vec<f32>,
+    output_weight: Vec<f32>,
+    output_bias: Vec<f32>,
+    output_norm_weight: Vec<f32>,
+    output_norm_bias: Vec<f32>,
+}
+
+/// A loaded BERT encoder.
+pub(crate) struct Bert {
+    config: BertConfig,
+    word_embeddings: Vec<f32>,
+    /// Position embeddings with the token-type-0 embedding already added.
+    position_embeddings: Vec<f32>,
+    embedding_norm_weight: Vec<f32>,
+    embedding_norm_bias: Vec<f32>,
+    layers: Vec<Layer>,
+}
+
+impl std::fmt::Debug for Bert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bert").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+/// Reads tensors by name from a safetensors file, checking dtype and shape.
+struct TensorSource<'a> {
+    tensors: SafeTensors<'a>,
+    prefix: &'static str,
+}
+
+impl TensorSource<'_> {
+    fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, String> {
+        let full = format!("{}{name}", self.prefix);
+        let view = self.tensors.tensor(&full).map_err(|_| format!("model.safetensors: tensor {full} is missing"))?;
+        if view.dtype() != Dtype::F32 {
+            return Err(format!("model.safetensors: tensor {full} has dtype {:?}, expected F32", view.dtype()));
+        }
+        if view.shape() != shape {
+            return Err(format!("model.safetensors: tensor {full} has shape {:?}, expected {shape:?}", view.shape()));
+        }
+        let data = view.data();
+        if data.len() != shape.iter().product::<usize>() * 4 {
+            return Err(format!("model.safetensors: tensor {full} has {} bytes, expected {}", data.len(), shape.iter().product::<usize>() * 4));
+        }
+        Ok(data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    }
+
+    /// A PyTorch `Linear` weight (`out × in`) transposed to `in × out`, scaled by `scale`.
+    fn linear(&self, name: &str, inputs: usize, outputs: usize, scale: f32) -> Result<Vec<f32>, String> {
+        let weight = self.get(name, &[outputs, inputs])?;
+        let mut transposed = vec![0.0f32; inputs * outputs];
+        for (o, row) in weight.chunks_exact(inputs).enumerate() {
+            for (i, &w) in row.iter().enumerate() {
+                transposed[i * outputs + o] = w * scale;
+            }
+        }
+        Ok(transposed)
+    }
+}
+
+impl Bert {
+    /// Builds the encoder from parsed configuration and the bytes of `model.safetensors`.
+    /// The error is a human-readable reason.
+    pub(crate) fn from_safetensors(config: BertConfig, bytes: &[u8]) -> Result<Self, String> {
+        let tensors = SafeTensors::deserialize(bytes).map_err(|e| format!("model.safetensors: {e}"))?;
+        let prefix = if tensors.tensor("embeddings.word_embeddings.weight").is_err()
+            && tensors.tensor("bert.embeddings.word_embeddings.weight").is_ok()
+        {
+            "bert."
+        } else {
+            ""
+        };
+        let source = TensorSource { tensors, prefix };
+        let hidden = config.hidden_size;
+        let inter = config.intermediate_size;
+        let word_embeddings = source.get("embeddings.word_embeddings.weight", &[config.vocab_size, hidden])?;
+        let mut position_embeddings =
+            source.get("embeddings.position_embeddings.weight", &[config.max_position_embeddings, hidden])?;
+        let token_types = source.get("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, hidden])?;
+        for row in position_embeddings.chunks_exact_mut(hidden) {
+            row.iter_mut().zip(&token_types[..hidden]).for_each(|(p, t)| *p += t);
+        }
+        let embedding_norm_weight = source.get("embeddings.LayerNorm.weight", &[hidden])?;
+        let embedding_norm_bias = source.get("embeddings.LayerNorm.bias", &[hidden])?;
+
+        let scale = 1.0 / (config.head_dim() as f32).sqrt();
+        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        for index in 0..config.num_hidden_layers {
+            let name = |suffix: &str| format!("encoder.layer.{index}.{suffix}");
+            let query = source.linear(&name("attention.self.query.weight"), hidden, hidden, scale)?;
+            let key = source.linear(&name("attention.self.key.weight"), hidden, hidden, 1.0)?;
+            let value = source.linear(&name("attention.self.value.weight"), hidden, hidden, 1.0)?;
+            let mut qkv_weight = Vec::with_capacity(hidden * 3 * hidden);
+            for row in 0..hidden {
+                for part in [&query, &key, &value] {
+                    qkv_weight.extend_from_slice(&part[row * hidden..(row + 1) * hidden]);
+                }
+            }
+            let mut qkv_bias = source.get(&name("attention.self.query.bias"), &[hidden])?;
+            qkv_bias.iter_mut().for_each(|b| *b *= scale);
+            qkv_bias.extend(source.get(&name("attention.self.key.bias"), &[hidden])?);
+            qkv_bias.extend(source.get(&name("attention.self.value.bias"), &[hidden])?);
+            layers.push(Layer {
+                qkv_weight,
+                qkv_bias,
+                attention_out_weight: source.linear(&name("attention.output.dense.weight"), hidden, hidden, 1.0)?,
+                attention_out_bias: source.get(&name("attention.output.dense.bias"), &[hidden])?,
+                attention_norm_weight: source.get(&name("attention.output.LayerNorm.weight"), &[hidden])?,
+                attention_norm_bias: source.get(&name("attention.output.LayerNorm.bias"), &[hidden])?,
+                intermediate_weight: source.linear(&name("intermediate.dense.weight"), hidden, inter, 1.0)?,
+                intermediate_bias: source.get(&name("intermediate.dense.bias"), &[inter])?,
+                output_weight: source.linear(&name("output.dense.weight"), inter, hidden, 1.0)?,
+                output_bias: source.get(&name("output.dense.bias"), &[hidden])?,
+                output_norm_weight: source.get(&name("output.LayerNorm.weight"), &[hidden])?,
+                output_norm_bias: source.get(&name("output.LayerNorm.bias"), &[hidden])?,
+            });
+        }
+        Ok(Self { config, word_embeddings, position_embeddings, embedding_norm_weight, embedding_norm_bias, layers })
+    }
+
+    /// Width of the sentence vectors.
+    pub(crate) fn hidden_size(&self) -> usize {
+        self.config.hidden_size
+    }
+
+    /// Number of rows of the word embedding table: every token id must be below it.
+    pub(crate) fn vocab_size(&self) -> usize {
+        self.config.vocab_size
+    }
+
+    /// Longest sequence the position embeddings cover.
+    pub(crate) fn max_positions(&self) -> usize {
+        self.config.max_position_embeddings
+    }
+
+    /// Encodes a batch of token-id sequences (each non-empty, at most `max_positions()` long,
+    /// ids below `vocab_size()`) into mean-pooled, L2-normalised vectors, one per sequence.
+    pub(crate) fn embed_batch(&self, batch: &[&[u32]], scratch: &mut Scratch) -> Vec<Vec<f32>> {
+        let hidden = self.config.hidden_size;
+        let inter = self.config.intermediate_size;
+        let eps = self.config.layer_norm_eps as f32;
+        let tokens: usize = batch.iter().map(|s| s.len()).sum();
+        scratch.prepare(tokens, hidden, inter);
+        let Scratch { x, tmp, qkv, context, intermediate, scores } = scratch;
+
+        // Embeddings: word + (position + token type 0), then layer norm.
+        let mut row_index = 0;
+        for sentence in batch {
+            for (position, &id) in sentence.iter().enumerate() {
+                let row = &mut x[row_index * hidden..(row_index + 1) * hidden];
+                let word = &self.word_embeddings[id as usize * hidden..(id as usize + 1) * hidden];
+                let pos = &self.position_embeddings[position * hidden..(position + 1) * hidden];
+                for ((out, &w), &p) in row.iter_mut().zip(word).zip(pos) {
+                    *out = w + p;
+                }
+                kernels::layer_norm(row, &self.embedding_norm_weight, &self.embedding_norm_bias, eps);
+                row_index += 1;
+            }
+        }
+
+        for layer in &self.layers {
+            // Fused query/key/value projection over all tokens.
+            fill_rows(qkv, &layer.qkv_bias, tokens);
+            kernels::matmul(
+                x,
+                View::dense(0, tokens, hidden),
+                &layer.qkv_weight,
+                View::dense(0, hidden, 3 * hidden),
+                qkv,
+                View::dense(0, tokens, 3 * hidden),
+                true,
+            );
+            self.attention(batch, qkv, context, scores);
+            // Attention output projection + bias + residual, then layer norm.
+            add_rows(tmp, x, &layer.attention_out_bias, tokens);
+            kernels::matmul(
+                context,
+                View::dense(0, tokens, hidden),
+                &layer.attention_out_weight,
+                View::dense(0, hidden, hidden),
+                tmp,
+                View::dense(0, tokens, hidden),
+                true,
+            );
+            for row in tmp[..tokens * hidden].chunks_exact_mut(hidden) {
+                kernels::layer_norm(row, &layer.attention_norm_weight, &layer.attention_norm_bias, eps);
+            }
+            std::mem::swap(x, tmp);
+            // Feed-forward: intermediate + GELU, output + bias + residual, layer norm.
+            fill_rows(intermediate, &layer.intermediate_bias, tokens);
+            kernels::matmul(
+                x,
+                View::dense(0, tokens, hidden),
+                &layer.intermediate_weight,
+                View::dense(0, hidden, inter),
+                intermediate,
+                View::dense(0, tokens, inter),
+                true,
+            );
+            kernels::gelu(&mut intermediate[..tokens * inter]);
+            add_rows(tmp, x, &layer.output_bias, tokens);
+            kernels::matmul(
+                intermediate,
+                View::dense(0, tokens, inter),
+                &layer.output_weight,
+                View::dense(0, inter, hidden),
+                tmp,
+                View::dense(0, tokens, hidden),
+                true,
+            );
+            for row in tmp[..tokens * hidden].chunks_exact_mut(hidden) {
+                kernels::layer_norm(row, &layer.output_norm_weight, &layer.output_norm_bias, eps);
+            }
+            std::mem::swap(x, tmp);
+        }
+
+        // Mean pooling over each sentence's tokens, then L2 normalisation.
+        let mut start = 0;
+        batch
+            .iter()
+            .map(|sentence| {
+                let mut pooled = vec![0.0f32; hidden];
+                for row in x[start * hidden..(start + sentence.len()) * hidden].chunks_exact(hidden) {
+                    pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v);
+                }
+                let inv = 1.0 / sentence.len().max(1) as f32;
+                pooled.iter_mut().for_each(|p| *p *= inv);
+                kernels::l2_normalize(&mut pooled);
+                start += sentence.len();
+                pooled
+            })
+            .collect()
+    }
+
+    /// Self-attention of every sentence and head: `context = softmax(Q·Kᵀ)·V` on the
+    /// sentence's own rows (the scale is already in Q).
+    fn attention(&self, batch: &[&[u32]], qkv: &[f32], context: &mut [f32], scores: &mut Vec<f32>) {
+        let hidden = self.config.hidden_size;
+        let head_dim = self.config.head_dim();
+        let stride = 3 * hidden;
+        let mut start = 0;
+        for sentence in batch {
+            let len = sentence.len();
+            if scores.len() < len * len {
+                scores.resize(len * len, 0.0);
+            }
+            for head in 0..self.config.num_attention_heads {
+                let column = head * head_dim;
+                let query = View::block(start * stride + column, len, head_dim, stride);
+                let key = View::block(start * stride + hidden + column, len, head_dim, stride);
+                let value = View::block(start * stride + 2 * hidden + column, len, head_dim, stride);
+                kernels::matmul(qkv, query, qkv, key.t(), scores, View::dense(0, len, len), false);
+                for row in scores[..len * len].chunks_exact_mut(len) {
+                    kernels::softmax(row);
+                }
+                let out = View::block(start * hidden + column, len, head_dim, hidden);
+                kernels::matmul(scores, View::dense(0, len, len), qkv, value, context, out, false);
+            }
+            start += len;
+        }
+    }
+}
+
+/// Working memory of one forward pass, reused across batches by one thread.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    x: Vec<f32>,
+    tmp: Vec<f32>,
+    qkv: Vec<f32>,
+    context: Vec<f32>,
+    intermediate: Vec<f32>,
+    scores: Vec<f32>,
+}
+
+impl Scratch {
+    fn prepare(&mut self, tokens: usize, hidden: usize, inter: usize) {
+        for (buffer, width) in [
+            (&mut self.x, hidden),
+            (&mut self.tmp, hidden),
+            (&mut self.qkv, 3 * hidden),
+            (&mut self.context, hidden),
+            (&mut self.intermediate, inter),
+        ] {
+            if buffer.len() < tokens * width {
+                buffer.resize(tokens * width, 0.0);
+            }
+        }
+    }
+}
+
+/// Writes `bias` into each of the first `rows` rows of `out`.
+fn fill_rows(out: &mut [f32], bias: &[f32], rows: usize) {
+    for row in out[..rows * bias.len()].chunks_exact_mut(bias.len()) {
+        row.copy_from_slice(bias);
+    }
+}
+
+/// Writes `input + bias` into each of the first `rows` rows of `out`.
+fn add_rows(out: &mut [f32], input: &[f32], bias: &[f32], rows: usize) {
+    let width = bias.len();
+    for (row, inp) in out[..rows * width].chunks_exact_mut(width).zip(input.chunks_exact(width)) {
+        for ((o, &i), &b) in row.iter_mut().zip(inp).zip(bias) {
+            *o = i + b;
+        }
+    }
+}

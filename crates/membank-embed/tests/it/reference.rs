@@ -1,0 +1,65 @@
+//! The local embedder against vectors made by the real sentence-transformers library
+//! (fixture `tests/fixtures/minilm_reference.json`, written by
+//! `bench/embed/make_reference.py`): token ids must be identical, vectors must have cosine
+//! at least 0.999 — in practice they agree to about 1e-6.
+
+use membank_embed::Embedder;
+use serde::Deserialize;
+
+use crate::support::{cosine, embedder};
+
+#[derive(Deserialize)]
+struct Fixture {
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    text: String,
+    token_ids: Vec<u32>,
+    vector: Vec<f32>,
+}
+
+fn fixture() -> Fixture {
+    let json = include_str!("../fixtures/minilm_reference.json");
+    serde_json::from_str(json).expect("fixture parses")
+}
+
+#[test]
+fn token_ids_match_hugging_face() {
+    let embedder = embedder();
+    for case in fixture().cases {
+        assert_eq!(embedder.token_ids(&case.text), case.token_ids, "token ids of {:?}", case.text);
+    }
+}
+
+#[test]
+fn vectors_match_sentence_transformers() {
+    let embedder = embedder();
+    let cases = fixture().cases;
+    assert!(cases.len() >= 20);
+    let texts: Vec<&str> = cases.iter().map(|c| c.text.as_str()).collect();
+    let vectors = embedder.embed(&texts).expect("embedding works");
+    let mut worst = (f32::MAX, "");
+    for (case, vector) in cases.iter().zip(&vectors) {
+        assert_eq!(vector.len(), 384);
+        let similarity = cosine(vector, &case.vector);
+        if similarity < worst.0 {
+            worst = (similarity, case.text.as_str());
+        }
+    }
+    eprintln!("minimum cosine to sentence-transformers: {} ({:?})", worst.0, worst.1);
+    assert!(worst.0 >= 0.999, "cosine {} for {:?}", worst.0, worst.1);
+}
+
+#[test]
+fn one_at_a_time_equals_batched() {
+    let embedder = embedder();
+    let cases = fixture().cases;
+    let texts: Vec<&str> = cases.iter().map(|c| c.text.as_str()).collect();
+    let batched = embedder.embed(&texts).expect("embedding works");
+    for (text, expected) in texts.iter().zip(&batched) {
+        let single = embedder.embed(&[text]).expect("embedding works");
+        assert!(cosine(&single[0], expected) > 0.99999, "{text:?}");
+    }
+}
