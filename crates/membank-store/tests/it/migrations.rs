@@ -1,0 +1,58 @@
+//! Database files of every released schema version open, upgrade and read correctly.
+//! `fixtures/schema-v1.db` was written by the first release's CLI with the real model:
+//! alice has a pinned turn (recalled once), an archived Chinese turn and the time zone
+//! Asia/Shanghai; bob has one note. A new migration must keep this test passing, and the
+//! release that adds it commits a `schema-vN.db` of its own.
+
+use membank_core::{Kind, MemoryId, Scope, Status, TenantId, UserId};
+use membank_store::sqlite::CURRENT_VERSION;
+use membank_store::{EmbeddingModel, EventQuery, ListQuery, SearchFilter, SqliteStore, Store};
+
+fn open_copy(name: &str) -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join(name);
+    std::fs::copy(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name), &copy).unwrap();
+    let store = SqliteStore::open(&copy).unwrap();
+    (dir, store)
+}
+
+fn scope(user: &str) -> Scope {
+    Scope::user(TenantId::default_tenant(), UserId::new(user).unwrap())
+}
+
+#[test]
+fn schema_v1_opens_upgrades_and_reads() {
+    let (_dir, store) = open_copy("schema-v1.db");
+    assert_eq!(store.schema_version().unwrap(), CURRENT_VERSION);
+    assert!(store.integrity_check().unwrap().is_empty());
+
+    let all = ListQuery { statuses: Status::ALL.to_vec(), oldest_first: true, ..Default::default() };
+    let alice = store.list(&scope("alice"), &all).unwrap();
+    assert_eq!(alice.len(), 2);
+    let cat = &alice[0];
+    assert_eq!(cat.id, "01a22b41-fa51-7d45-8540-8898b938cd1f".parse::<MemoryId>().unwrap());
+    assert_eq!(cat.kind, Kind::Turn);
+    assert_eq!(cat.user_text.as_deref(), Some("I adopted a grey cat named Miso"));
+    assert_eq!(cat.assistant_text.as_deref(), Some("Lovely name!"));
+    assert_eq!(cat.day.to_string(), "2024-05-04");
+    assert!(cat.forgetting.pinned);
+    assert_eq!(cat.forgetting.strength.get(), 2.0);
+    assert_eq!(alice[1].status, Status::Archived);
+    assert_eq!(alice[1].content.as_deref(), Some("User: 我的猫叫咪咪"));
+    assert_eq!(store.find_user(&TenantId::default_tenant(), &UserId::new("alice").unwrap()).unwrap().unwrap().time_zone, "Asia/Shanghai");
+
+    let bob = store.list(&scope("bob"), &all).unwrap();
+    assert_eq!(bob.len(), 1);
+    assert_eq!(bob[0].kind, Kind::Note);
+
+    // Vectors and the full-text index survive too.
+    let model = EmbeddingModel { id: "sentence-transformers/all-MiniLM-L6-v2".into(), dim: 384 };
+    let query = vec![1.0 / (384f32).sqrt(); 384];
+    let dense = store.dense_search(&scope("alice"), &model, &query, &SearchFilter::default(), 10).unwrap();
+    assert_eq!(dense.iter().map(|h| h.id).collect::<Vec<_>>(), [cat.id]);
+    let lexical = store.lexical_search(&scope("bob"), &["tea".to_string()], &SearchFilter::default(), 10).unwrap();
+    assert_eq!(lexical.len(), 1);
+    let events = store.events(&scope("alice"), &EventQuery::default()).unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["created", "created", "pinned", "archived", "recalled", "strengthened"]);
+}
