@@ -1,0 +1,58 @@
+//! Configuration layering: defaults < file < environment < flags, and clear errors for a
+//! bad file.
+
+use crate::{Bank, write};
+
+/// Sweeps one 2-day-old memory (S = 1, R = e^-2 ≈ 0.135) under the given threshold
+/// settings and says whether it was archived.
+fn archived_with(bank: &Bank, file_threshold: Option<f64>, env_threshold: Option<&str>, flag_threshold: Option<&str>) -> bool {
+    let config = bank.path("config.toml");
+    match file_threshold {
+        Some(theta) => write(&config, format!("[forgetting]\nthreshold = {theta}\n").as_bytes()),
+        None => write(&config, b""),
+    }
+    let mut command = bank.command();
+    command.arg("--config").arg(&config).arg("--json");
+    if let Some(theta) = env_threshold {
+        command.env("MEMBANK_THRESHOLD", theta);
+    }
+    command.args(["sweep", "--user", "u", "--dry-run", "--now", "2024-01-03T00:00:00Z"]);
+    if let Some(theta) = flag_threshold {
+        command.args(["--threshold", theta]);
+    }
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    !report["archived"].as_array().unwrap().is_empty()
+}
+
+#[test]
+fn flags_beat_env_beat_file_beat_defaults() {
+    let bank = Bank::new();
+    bank.remember("u", "an ordinary day", "2024-01-01T00:00:00Z");
+    assert!(!archived_with(&bank, None, None, None), "default θ = 0.05 keeps R = 0.135");
+    assert!(archived_with(&bank, Some(0.2), None, None), "file θ = 0.2 archives");
+    assert!(!archived_with(&bank, Some(0.2), Some("0.1"), None), "env beats file");
+    assert!(archived_with(&bank, Some(0.2), Some("0.1"), Some("0.3")), "flag beats env");
+}
+
+#[test]
+fn a_bad_config_file_is_a_clear_error() {
+    let bank = Bank::new();
+    let config = bank.path("bad.toml");
+    for (bytes, needle) in [
+        (&b"[forgetting]\nthreshold = \"high\"\n"[..], "invalid"),
+        (&b"[forgeting]\nthreshold = 0.1\n"[..], "unknown field"),
+        (&b"\xff\xfe not utf-8"[..], "not valid UTF-8"),
+        (&b"[forgetting]\nthreshold = 1.5\n"[..], "between 0 and 1"),
+        (&b"[forgetting]\nmode = \"random\"\n"[..], "not one of"),
+    ] {
+        write(&config, bytes);
+        let out = bank.command().arg("--config").arg(&config).args(["list", "--user", "u"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
+    }
+    let missing = bank.command().args(["--config", "/nonexistent/membank.toml", "list", "--user", "u"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read config file"));
+}
