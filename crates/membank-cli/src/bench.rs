@@ -85,11 +85,10 @@ pub fn sentences(data: &std::path::Path, n: usize) -> Result<Vec<String>> {
         for turns in user["history"].as_object().into_iter().flat_map(|h| h.values()) {
             for turn in turns.as_array().into_iter().flatten() {
                 for field in ["query", "response"] {
-                    if let Some(text) = turn[field].as_str() {
-                        if !text.trim().is_empty() && seen.insert(text.to_string()) {
+                    if let Some(text) = turn[field].as_str()
+                        && !text.trim().is_empty() && seen.insert(text.to_string()) {
                             out.push(text.to_string());
                         }
-                    }
                 }
             }
         }
@@ -101,11 +100,10 @@ pub fn sentences(data: &std::path::Path, n: usize) -> Result<Vec<String>> {
                 continue;
             }
             for turn in session.as_array().into_iter().flatten() {
-                if let Some(text) = turn["text"].as_str() {
-                    if seen.insert(text.to_string()) {
+                if let Some(text) = turn["text"].as_str()
+                    && seen.insert(text.to_string()) {
                         out.push(text.to_string());
                     }
-                }
             }
         }
     }

@@ -271,11 +271,10 @@ impl Context {
     }
 
     pub fn open_store(&self) -> Result<Arc<SqliteStore>> {
-        if let Some(parent) = self.db.parent() {
-            if !parent.as_os_str().is_empty() {
+        if let Some(parent) = self.db.parent()
+            && !parent.as_os_str().is_empty() {
                 std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
             }
-        }
         Ok(Arc::new(SqliteStore::open(&self.db).with_context(|| format!("cannot open database {}", self.db.display()))?))
     }
 
@@ -352,7 +351,8 @@ pub fn run(cli: Cli) -> Result<()> {
                 occurred_at: at("at", a.at.as_deref())?,
                 metadata: Default::default(),
             })?;
-            if json { print_json(&wire::MemoryOut::from(&memory)) } else { Ok(println!("{}", memory.id)) }
+            if json { print_json(&wire::MemoryOut::from(&memory)) } else { println!("{}", memory.id);
+            Ok(()) }
         }
         Command::Note(a) => {
             let engine = ctx.engine()?;
@@ -364,7 +364,8 @@ pub fn run(cli: Cli) -> Result<()> {
                 occurred_at: at("at", a.at.as_deref())?,
                 metadata: Default::default(),
             })?;
-            if json { print_json(&wire::MemoryOut::from(&memory)) } else { Ok(println!("{}", memory.id)) }
+            if json { print_json(&wire::MemoryOut::from(&memory)) } else { println!("{}", memory.id);
+            Ok(()) }
         }
         Command::Recall(a) => {
             let engine = ctx.engine()?;
@@ -377,7 +378,8 @@ pub fn run(cli: Cli) -> Result<()> {
             request.strengthen = a.no_strengthen.then_some(false);
             request.weight_by_retention = a.weight_by_retention.then_some(true);
             let response = engine.recall(request)?;
-            if json { print_json(&wire::RecallOut::from(&response)) } else { Ok(print!("{}", render::recall(&response))) }
+            if json { print_json(&wire::RecallOut::from(&response)) } else { print!("{}", render::recall(&response));
+            Ok(()) }
         }
         Command::List(a) => {
             let engine = ctx.engine()?;
@@ -393,7 +395,8 @@ pub fn run(cli: Cli) -> Result<()> {
                 oldest_first: a.oldest_first,
             };
             let response = engine.list(ListRequest { scope: ctx.scope(&a.user, None, None)?, query })?;
-            if json { print_json(&wire::ListOut::from(&response)) } else { Ok(print!("{}", render::list(&response))) }
+            if json { print_json(&wire::ListOut::from(&response)) } else { print!("{}", render::list(&response));
+            Ok(()) }
         }
         Command::Show(a) => {
             let engine = ctx.engine()?;
@@ -404,7 +407,8 @@ pub fn run(cli: Cli) -> Result<()> {
                 let out: Vec<_> = shown.iter().map(|(m, r)| wire::MemoryWithRetention { memory: m.into(), retention: *r }).collect();
                 print_json(&json!({ "memories": out }))
             } else {
-                Ok(print!("{}", shown.iter().map(|(m, r)| render::memory(m, *r)).collect::<Vec<_>>().join("\n")))
+                print!("{}", shown.iter().map(|(m, r)| render::memory(m, *r)).collect::<Vec<_>>().join("\n"));
+                Ok(())
             }
         }
         Command::Forget(a) => {
@@ -452,14 +456,16 @@ pub fn run(cli: Cli) -> Result<()> {
                 let out: Vec<wire::EventOut> = events.iter().map(Into::into).collect();
                 print_json(&json!({ "events": out }))
             } else {
-                Ok(print!("{}", render::events(&events)))
+                print!("{}", render::events(&events));
+                Ok(())
             }
         }
         Command::Users(a) => {
             let engine = ctx.engine()?;
             if let (Some(user), Some(zone)) = (&a.user, &a.time_zone) {
                 let zone = engine.set_time_zone(&ctx.scope(user, None, None)?, zone)?;
-                return if json { print_json(&json!({ "user": user.trim(), "time_zone": zone })) } else { Ok(println!("{} now counts days in {zone}", user.trim())) };
+                return if json { print_json(&json!({ "user": user.trim(), "time_zone": zone })) } else { println!("{} now counts days in {zone}", user.trim());
+                Ok(()) };
             }
             let users = engine.store().list_users(&ctx.tenant)?;
             if json {
@@ -525,9 +531,11 @@ fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
             if ctx.cli_json {
                 print_json(&json!({ "dir": report.dir, "origin": origin, "bytes_written": report.bytes_written }))
             } else if report.bytes_written == 0 {
-                Ok(println!("model already present in {}", report.dir.display()))
+                println!("model already present in {}", report.dir.display());
+                Ok(())
             } else {
-                Ok(println!("fetched all-MiniLM-L6-v2 from {origin} into {} ({} bytes)", report.dir.display(), report.bytes_written))
+                println!("fetched all-MiniLM-L6-v2 from {origin} into {} ({} bytes)", report.dir.display(), report.bytes_written);
+                Ok(())
             }
         }
         ModelsCommand::Status => {

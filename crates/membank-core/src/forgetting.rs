@@ -148,11 +148,10 @@ impl ForgettingPolicy {
         if self.unit <= Duration::zero() {
             return Err(InvalidInput::new("forgetting.unit", "must be longer than zero"));
         }
-        if let DecisionMode::Threshold { theta } = self.mode {
-            if !(theta > 0.0 && theta < 1.0) {
+        if let DecisionMode::Threshold { theta } = self.mode
+            && !(theta > 0.0 && theta < 1.0) {
                 return Err(InvalidInput::new("forgetting.theta", format!("{theta} must lie strictly between 0 and 1")));
             }
-        }
         if !(0.0..=1.0).contains(&self.max_archive_fraction) {
             return Err(InvalidInput::new("forgetting.max_archive_fraction", format!("{} must lie in [0, 1]", self.max_archive_fraction)));
         }

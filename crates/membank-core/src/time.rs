@@ -68,11 +68,10 @@ pub fn parse_instant(field: &'static str, text: &str) -> Result<Timestamp, Inval
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Ok(truncate_to_millis(t.with_timezone(&Utc)));
     }
-    if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
-        if let Some(t) = d.and_hms_opt(0, 0, 0) {
+    if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        && let Some(t) = d.and_hms_opt(0, 0, 0) {
             return Ok(t.and_utc());
         }
-    }
     Err(InvalidInput::new(field, format!("{:?} is not an RFC 3339 time such as 2024-05-04T18:30:00Z (or a date such as 2024-05-04)", crate::id::truncate(text, 80))))
 }
 

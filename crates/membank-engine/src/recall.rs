@@ -106,11 +106,10 @@ impl Engine {
         if request.k == 0 || request.k > MAX_RECALL_K {
             return Err(InvalidInput::new("k", format!("must be between 1 and {MAX_RECALL_K}")).into());
         }
-        if let (Some(from), Some(to)) = (request.day_from, request.day_to) {
-            if from > to {
+        if let (Some(from), Some(to)) = (request.day_from, request.day_to)
+            && from > to {
                 return Err(InvalidInput::new("date range", format!("starts ({from}) after it ends ({to})")).into());
             }
-        }
         let now = request.now.map(membank_core::time::truncate_to_millis).unwrap_or_else(|| self.clock.now());
         let config = &self.config.recall;
         let filter = SearchFilter { kinds: request.kinds.clone(), day_from: request.day_from, day_to: request.day_to, include_archived: request.include_archived };

@@ -25,6 +25,12 @@ pub fn model_dir() -> PathBuf {
     dir
 }
 
+impl Default for Bank {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Bank {
     pub fn new() -> Self {
         Self { dir: tempfile::tempdir().unwrap() }

@@ -251,6 +251,9 @@ fn check_model(conn: &Connection, model: &EmbeddingModel) -> Result<bool, StoreE
     }
 }
 
+/// A sweep's plan for one user: the user's row, each examined memory's row, the plan.
+type PlannedSweep = (i64, Vec<(MemoryId, i64)>, membank_core::forgetting::SweepPlan);
+
 /// Changes a memory's status and logs why, in the caller's transaction.
 fn set_status(tx: &Transaction<'_>, user: i64, seq: i64, status: Status) -> Result<(), StoreError> {
     tx.prepare_cached("UPDATE memories SET status = ?1 WHERE seq = ?2 AND user_row = ?3")?.execute(params![status.as_str(), seq, user])?;
@@ -544,7 +547,7 @@ impl Store for SqliteStore {
 
     fn sweep(&self, scope: &Scope, policy: &ForgettingPolicy, now: Timestamp, dry_run: bool) -> Result<SweepReport, StoreError> {
         policy.validate()?;
-        let plan_in = |conn: &Connection| -> Result<Option<(i64, Vec<(MemoryId, i64)>, membank_core::forgetting::SweepPlan)>, StoreError> {
+        let plan_in = |conn: &Connection| -> Result<Option<PlannedSweep>, StoreError> {
             let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(None) };
             let sql = format!(
                 "SELECT m.seq, m.id, m.strength, m.recall_count, m.last_recalled_at, m.pinned, m.layer, m.importance FROM memories m
@@ -651,11 +654,10 @@ impl Store for SqliteStore {
 /// Inserts one memory with its vector, index row and event, in the caller's transaction.
 fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), StoreError> {
     let memory = new.memory;
-    if let Some((model, vector)) = &new.embedding {
-        if vector.len() != model.dim || vector.iter().any(|x| !x.is_finite()) {
+    if let Some((model, vector)) = &new.embedding
+        && (vector.len() != model.dim || vector.iter().any(|x| !x.is_finite())) {
             return Err(StoreError::Invalid(membank_core::InvalidInput::new("embedding", format!("expected {} finite numbers, got {}", model.dim, vector.len()))));
         }
-    }
     let user = SqliteStore::existing_user(tx, &memory.scope)?;
     let derived: Vec<String> = memory.derived_from.iter().map(ToString::to_string).collect();
     tx.prepare_cached(
