@@ -162,7 +162,7 @@ fn recall(ctx: &Context, sizes: &str, queries: usize, dir: &std::path::Path, dat
     println!("{:>8} {:>12} {:>12} {:>14} {:>14}", "memories", "p50 total", "p95 total", "p50 no-embed", "p95 no-embed");
     for size in sizes.split(',') {
         let size: usize = size.trim().parse().context("--sizes takes numbers such as 1000,10000")?;
-        let path = dir.join(format!("recall-{size}-{}.db", model.id.replace('/', "_")));
+        let path = dir.join(format!("recall-v2-{size}-{}.db", model.id.replace('/', "_")));
         let store = Arc::new(SqliteStore::open(&path)?);
         let scope = Scope::user(TenantId::default_tenant(), UserId::new("bench")?);
         let have = store.counts(&scope)?.active as usize;
@@ -202,18 +202,30 @@ fn recall(ctx: &Context, sizes: &str, queries: usize, dir: &std::path::Path, dat
     Ok(())
 }
 
-/// Adds memories `have..size` to the bench user: real texts (sentence pairs once single
-/// sentences run out, so every text is distinct) and their real vectors.
+/// Adds memories `have..size` to the bench user. Texts are real utterances, then pairs of
+/// them once single ones run out (so every text is distinct). Single utterances get their
+/// real vectors; a pair gets the normalised sum of its two sentences' real vectors, which
+/// keeps building 100k memories to minutes. An exact scan's cost does not depend on the
+/// vectors' values, and BM25 sees the real pair text.
 fn fill(store: &dyn Store, scope: &Scope, model: &EmbeddingModel, embedder: &dyn membank_embed::Embedder, corpus: &[String], have: usize, size: usize) -> Result<()> {
     let start_day = chrono::Utc::now() - chrono::Duration::days(365);
     store.ensure_user(&scope.tenant, &scope.user, start_day)?;
-    let text_of = |i: usize| if i < corpus.len() { corpus[i].clone() } else { format!("{} {}", corpus[i % corpus.len()], corpus[(i / corpus.len() * 31 + i) % corpus.len()]) };
-    for chunk_start in (have..size).step_by(2000) {
-        let chunk_end = (chunk_start + 2000).min(size);
-        let texts: Vec<String> = (chunk_start..chunk_end).map(text_of).collect();
-        let vectors = embedder.embed(&texts.iter().map(String::as_str).collect::<Vec<_>>())?;
-        let batch = texts.into_iter().zip(vectors).enumerate().map(|(j, (text, vector))| {
-            let at = start_day + chrono::Duration::minutes(((chunk_start + j) * 5) as i64);
+    eprintln!("embedding {} sentences; pairs beyond them reuse their vectors (normalised sums)", corpus.len());
+    let base = embedder.embed(&corpus.iter().map(String::as_str).collect::<Vec<_>>())?;
+    let pair = |i: usize| (i % corpus.len(), (i / corpus.len() * 31 + i) % corpus.len());
+    for chunk_start in (have..size).step_by(5000) {
+        let chunk_end = (chunk_start + 5000).min(size);
+        let batch = (chunk_start..chunk_end).map(|i| {
+            let (text, vector) = if i < corpus.len() {
+                (corpus[i].clone(), base[i].clone())
+            } else {
+                let (a, b) = pair(i);
+                let mut v: Vec<f32> = base[a].iter().zip(&base[b]).map(|(x, y)| x + y).collect();
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                v.iter_mut().for_each(|x| *x /= norm);
+                (format!("{} {}", corpus[a], corpus[b]), v)
+            };
+            let at = start_day + chrono::Duration::minutes((i * 5) as i64);
             NewMemory { memory: synthetic_memory(scope, Kind::Turn, text, at), embedding: Some((model.clone(), vector)) }
         });
         store.insert_many(batch.collect())?;
@@ -245,7 +257,7 @@ fn synthetic_memory(scope: &Scope, kind: Kind, text: String, at: membank_engine:
 
 fn sweep(users: usize, per_user: usize, dir: &std::path::Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
-    let path = dir.join(format!("sweep-{users}x{per_user}.db"));
+    let path = dir.join(format!("sweep-v2-{users}x{per_user}.db"));
     let build = !path.exists();
     let store = Arc::new(SqliteStore::open(&path)?);
     let t0 = chrono::DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z")?.to_utc();
@@ -255,9 +267,15 @@ fn sweep(users: usize, per_user: usize, dir: &std::path::Path) -> Result<()> {
         for u in 0..users {
             let scope = Scope::user(tenant.clone(), UserId::new(&format!("user-{u}"))?);
             store.ensure_user(&scope.tenant, &scope.user, t0)?;
-            // Memories spread over 30 days; vectors are not needed to sweep.
+            // Memories spread over 30 days with strengths 1–8 (as if recalled 0–7 times), so
+            // a sweep at day 40 archives some and keeps others; vectors are not needed to sweep.
             let batch = (0..per_user)
-                .map(|i| NewMemory { memory: synthetic_memory(&scope, Kind::Note, format!("note {i} of user {u}"), t0 + chrono::Duration::minutes((i * 43) as i64)), embedding: None })
+                .map(|i| {
+                    let mut memory = synthetic_memory(&scope, Kind::Note, format!("note {i} of user {u}"), t0 + chrono::Duration::minutes((i * 43) as i64));
+                    memory.forgetting.strength = membank_engine::core::Strength::new(1.0 + ((i * 7 + u) % 8) as f64).expect("positive");
+                    memory.forgetting.recall_count = ((i * 7 + u) % 8) as u32;
+                    NewMemory { memory, embedding: None }
+                })
                 .collect();
             store.insert_many(batch)?;
             if u % 50 == 0 {
