@@ -7,12 +7,14 @@
 //! the user's zone, the recall pipeline, when recall strengthens) and takes time from an
 //! injected [`Clock`].
 
+mod edit;
 mod error;
 mod ops;
 mod recall;
 
 use std::sync::Arc;
 
+pub use edit::EditRequest;
 pub use error::EngineError;
 pub use membank_core as core;
 pub use membank_embed::Embedder;

@@ -1,7 +1,27 @@
-//! membank's external interfaces. For now: the wire types shared by the CLI's `--json`
-//! output and (later) the REST and MCP servers, so a recall looks the same everywhere.
+//! membank's external interfaces: the REST API (with its OpenAPI document, API keys,
+//! rate limits and Prometheus metrics), the MCP server (stdio and streamable HTTP), and
+//! the wire types they and the CLI's `--json` share, so a recall looks the same everywhere.
 //!
 //! This is the one place engine types become wire types: domain types never derive
-//! `Serialize` for the wire, so an internal rename never silently changes the API.
+//! `Serialize` for the wire, so an internal rename never silently changes the API. The
+//! engine is synchronous; every engine call here runs on Tokio's blocking pool.
+//!
+//! Entry points: [`rest::router`] (a function of [`AppState`], testable without a
+//! socket), [`serve::serve`] (a listener and a shutdown signal), [`mcp::serve_stdio`].
 
+pub mod error;
+pub mod keys;
+pub mod mcp;
+pub mod metrics;
+pub mod ratelimit;
+pub mod rest;
+pub mod serve;
+pub mod state;
 pub mod wire;
+
+pub use error::ApiError;
+pub use keys::Principal;
+pub use ratelimit::RateLimit;
+pub use rest::{openapi, router};
+pub use serve::{ServeError, check_bind, serve};
+pub use state::{AppState, AuthMode, Limits, ServerConfig};

@@ -8,15 +8,18 @@ use membank_engine::core::forgetting::ArchiveReason;
 use membank_engine::core::Memory;
 use membank_engine::{ListResponse, RecallHit, RecallResponse, SweepReport};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 /// A memory on the wire.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct MemoryOut {
     /// Stable id.
     pub id: String,
     /// `turn`, `note`, …
+    #[schema(value_type = String)]
     pub kind: &'static str,
     /// Who said it.
+    #[schema(value_type = String)]
     pub source: &'static str,
     /// The recalled text (`null` once erased).
     pub content: Option<String>,
@@ -33,6 +36,7 @@ pub struct MemoryOut {
     /// When it was stored.
     pub recorded_at: String,
     /// Lifecycle state.
+    #[schema(value_type = String)]
     pub status: &'static str,
     /// Strength S.
     pub strength: f64,
@@ -85,7 +89,7 @@ impl From<&Memory> for MemoryOut {
 }
 
 /// A memory with its retention now.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct MemoryWithRetention {
     /// The memory.
     #[serde(flatten)]
@@ -95,7 +99,7 @@ pub struct MemoryWithRetention {
 }
 
 /// One recall result.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct RecallHitOut {
     /// The memory.
     #[serde(flatten)]
@@ -117,7 +121,7 @@ impl From<&RecallHit> for RecallHitOut {
 }
 
 /// A recall's answer: `{"query_id", "now", "strengthened", "results": [...]}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct RecallOut {
     /// Identifies the recall in the event log.
     pub query_id: String,
@@ -136,7 +140,7 @@ impl From<&RecallResponse> for RecallOut {
 }
 
 /// A page of memories.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ListOut {
     /// When retention was computed.
     pub now: String,
@@ -147,7 +151,7 @@ pub struct ListOut {
 }
 
 /// Counts per status.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct CountsOut {
     /// Recallable.
     pub active: u64,
@@ -170,7 +174,7 @@ impl From<&ListResponse> for ListOut {
 }
 
 /// One archived memory in a sweep report, with the numbers that decided it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ArchivedOut {
     /// The memory.
     pub id: String,
@@ -183,6 +187,7 @@ pub struct ArchivedOut {
     #[serde(rename = "R")]
     pub retention: f64,
     /// `threshold` or `stochastic`.
+    #[schema(value_type = String)]
     pub mode: &'static str,
     /// The threshold θ, in threshold mode.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -193,7 +198,7 @@ pub struct ArchivedOut {
 }
 
 /// A sweep's report.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct SweepOut {
     /// The sweep's time.
     pub now: String,
@@ -234,19 +239,21 @@ impl From<&SweepReport> for SweepOut {
 }
 
 /// One event of the log.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct EventOut {
     /// Position in the log.
     pub seq: i64,
     /// Stable id.
     pub id: String,
     /// What happened.
+    #[schema(value_type = String)]
     pub kind: &'static str,
     /// The memory concerned.
     pub memory_id: Option<String>,
     /// When.
     pub at: String,
     /// The numbers behind it.
+    #[schema(value_type = Object)]
     pub data: serde_json::Value,
 }
 

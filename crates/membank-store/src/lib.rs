@@ -17,7 +17,7 @@ pub mod sqlite;
 mod types;
 
 pub use error::StoreError;
-pub use sqlite::SqliteStore;
+pub use sqlite::{ApiKeyRecord, ApiKeyStore, NewApiKey, SqliteStore};
 pub use types::*;
 
 use membank_core::event::Event;
@@ -79,4 +79,12 @@ pub trait Store: Send + Sync {
 
     /// The event log of this scope, oldest first, filtered and paged.
     fn events(&self, scope: &Scope, query: &EventQuery) -> Result<Vec<Event>, StoreError>;
+
+    /// Edits with history kept: stores `new` (an edited copy of the active memory `old`)
+    /// and marks `old` superseded by it, logging `edited` and `superseded`, in one
+    /// transaction. Stores that cannot do this answer `Conflict`.
+    fn supersede(&self, scope: &Scope, old: MemoryId, new: NewMemory) -> Result<Memory, StoreError> {
+        let _ = (scope, new);
+        Err(StoreError::Conflict(format!("this store cannot edit memory {old}")))
+    }
 }

@@ -4,6 +4,8 @@
 //! pool of `query_only` reader connections, so reads never block on writes and can never
 //! write. Every statement filters by the user's row, resolved from `(tenant, user)` first.
 
+mod edit;
+mod keys;
 mod schema;
 mod vectors;
 
@@ -17,6 +19,7 @@ use membank_core::{EventId, ForgettingState, Memory, MemoryId, Scope, Status, St
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use serde_json::json;
 
+pub use keys::{ApiKeyRecord, ApiKeyStore, NewApiKey};
 pub use schema::CURRENT_VERSION;
 use vectors::{Labels, VectorCache};
 
@@ -623,6 +626,10 @@ impl Store for SqliteStore {
             append_event(tx, user, &NewEvent { memory_id: None, kind: EventKind::Swept, at: now, data })?;
             Ok(report(plan))
         })
+    }
+
+    fn supersede(&self, scope: &Scope, old: MemoryId, new: NewMemory) -> Result<Memory, StoreError> {
+        edit::supersede(self, scope, old, new)
     }
 
     fn events(&self, scope: &Scope, query: &EventQuery) -> Result<Vec<Event>, StoreError> {

@@ -86,6 +86,20 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX events_by_user ON events (user_row, seq);
     CREATE INDEX events_by_memory ON events (memory_id);
     "#,
+    // v2: API keys of the REST/MCP server (only hashes are stored; see sqlite/keys.rs).
+    r#"
+    CREATE TABLE api_keys (
+        id          INTEGER PRIMARY KEY,
+        key_id      TEXT NOT NULL UNIQUE,
+        hash        TEXT NOT NULL UNIQUE,
+        tenant      TEXT NOT NULL,
+        user_key    TEXT,
+        admin       INTEGER NOT NULL DEFAULT 0,
+        label       TEXT,
+        created_at  INTEGER NOT NULL,
+        revoked_at  INTEGER
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1,0 +1,118 @@
+//! Prometheus metrics, kept in process and rendered in the text exposition format at
+//! `/metrics`: requests and latency histograms per route, and domain counters (memories
+//! stored, recalls, memories strengthened, sweeps, memories archived).
+//!
+//! Hand-written rather than a metrics crate: a few counters and one histogram family do
+//! not justify a registry dependency, and the format is small and stable.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Latency bucket bounds in seconds.
+const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
+
+#[derive(Debug, Default)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    sum: f64,
+    count: u64,
+}
+
+/// All metrics of one server.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(String, String, u16), u64>>,
+    latency: Mutex<BTreeMap<(String, String), Histogram>>,
+    /// Memories stored (turns, notes, edits).
+    pub memories_created: AtomicU64,
+    /// Recalls answered.
+    pub recalls: AtomicU64,
+    /// Memories strengthened by recalls.
+    pub strengthened: AtomicU64,
+    /// Sweeps run (dry runs included).
+    pub sweeps: AtomicU64,
+    /// Memories archived by sweeps and forget requests.
+    pub archived: AtomicU64,
+    /// MCP tool calls.
+    pub mcp_tool_calls: AtomicU64,
+}
+
+impl Metrics {
+    /// Records one answered request.
+    pub fn observe(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+        *self.requests.lock().unwrap_or_else(|e| e.into_inner()).entry((method.to_string(), route.to_string(), status)).or_default() += 1;
+        let mut latency = self.latency.lock().unwrap_or_else(|e| e.into_inner());
+        let histogram = latency.entry((method.to_string(), route.to_string())).or_default();
+        let secs = elapsed.as_secs_f64();
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            if secs <= *bound {
+                histogram.counts[i] += 1;
+            }
+        }
+        histogram.sum += secs;
+        histogram.count += 1;
+    }
+
+    /// Adds to a counter.
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The text exposition format.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "# HELP membank_http_requests_total HTTP requests answered, by method, route and status.");
+        let _ = writeln!(out, "# TYPE membank_http_requests_total counter");
+        for ((method, route, status), n) in self.requests.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = writeln!(out, "membank_http_requests_total{{method=\"{method}\",route=\"{}\",status=\"{status}\"}} {n}", escape(route));
+        }
+        let _ = writeln!(out, "# HELP membank_http_request_duration_seconds Time to answer a request, by method and route.");
+        let _ = writeln!(out, "# TYPE membank_http_request_duration_seconds histogram");
+        for ((method, route), h) in self.latency.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let labels = format!("method=\"{method}\",route=\"{}\"", escape(route));
+            for (bound, count) in BUCKETS.iter().zip(h.counts) {
+                let _ = writeln!(out, "membank_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {count}");
+            }
+            let _ = writeln!(out, "membank_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
+            let _ = writeln!(out, "membank_http_request_duration_seconds_sum{{{labels}}} {}", h.sum);
+            let _ = writeln!(out, "membank_http_request_duration_seconds_count{{{labels}}} {}", h.count);
+        }
+        for (name, help, counter) in [
+            ("membank_memories_created_total", "Memories stored (turns, notes, edits).", &self.memories_created),
+            ("membank_recalls_total", "Recalls answered.", &self.recalls),
+            ("membank_memories_strengthened_total", "Memories strengthened by recalls.", &self.strengthened),
+            ("membank_sweeps_total", "Forgetting sweeps run (dry runs included).", &self.sweeps),
+            ("membank_memories_archived_total", "Memories archived by sweeps and forget requests.", &self.archived),
+            ("membank_mcp_tool_calls_total", "MCP tool calls.", &self.mcp_tool_calls),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", counter.load(Ordering::Relaxed));
+        }
+        out
+    }
+}
+
+fn escape(label: &str) -> String {
+    label.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_cumulative_buckets() {
+        let m = Metrics::default();
+        m.observe("POST", "/v1/users/{user}/recall", 200, Duration::from_millis(3));
+        m.observe("POST", "/v1/users/{user}/recall", 200, Duration::from_millis(30));
+        Metrics::add(&m.recalls, 2);
+        let text = m.render();
+        assert!(text.contains("membank_http_requests_total{method=\"POST\",route=\"/v1/users/{user}/recall\",status=\"200\"} 2"));
+        assert!(text.contains("le=\"0.005\"} 1"));
+        assert!(text.contains("le=\"0.05\"} 2"));
+        assert!(text.contains("le=\"+Inf\"} 2"));
+        assert!(text.contains("membank_recalls_total 2"));
+    }
+}

@@ -1,0 +1,376 @@
+//! Handlers of `/v1/users/{user}/…`: parse (through the extractors), resolve the scope
+//! from the authenticated caller, run the engine operation on the blocking pool, convert
+//! to wire types. No rule lives here that the engine also enforces, except the server's
+//! own (possibly tighter) limits.
+
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::NaiveDate;
+use membank_engine::core::time::parse_instant;
+use membank_engine::core::{InvalidInput, Kind, MemoryId, Scope, Source, Status, Timestamp};
+use membank_engine::{EditRequest, Engine, ListRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest};
+use membank_store::{EventQuery, ListQuery};
+
+use super::extract::{ApiPath, ApiQuery, Caller, JsonBody};
+use super::types::*;
+use crate::error::{ApiError, ErrorResponses};
+use crate::metrics::Metrics;
+use crate::state::AppState;
+use crate::wire::{EventOut, ListOut, MemoryOut, MemoryWithRetention, RecallOut, SweepOut};
+
+fn invalid(err: InvalidInput) -> ApiError {
+    ApiError::Invalid(err.to_string())
+}
+
+fn instant(field: &'static str, value: Option<&str>) -> Result<Option<Timestamp>, ApiError> {
+    value.map(|v| parse_instant(field, v)).transpose().map_err(invalid)
+}
+
+fn day(field: &'static str, value: Option<&str>) -> Result<Option<NaiveDate>, ApiError> {
+    value
+        .map(|v| NaiveDate::parse_from_str(v.trim(), "%Y-%m-%d").map_err(|_| ApiError::Invalid(format!("{field}: {v:?} is not a date such as 2024-05-04"))))
+        .transpose()
+}
+
+fn parse_list<T: std::str::FromStr<Err = InvalidInput>>(values: impl IntoIterator<Item = impl AsRef<str>>) -> Result<Vec<T>, ApiError> {
+    values.into_iter().filter(|v| !v.as_ref().trim().is_empty()).map(|v| v.as_ref().trim().parse::<T>().map_err(invalid)).collect()
+}
+
+/// A path id that does not parse cannot exist: answered like any unknown id.
+fn memory_id(raw: &str) -> Result<MemoryId, ApiError> {
+    raw.parse().map_err(|_| ApiError::NotFound(format!("memory {} not found", raw.chars().take(64).collect::<String>())))
+}
+
+fn check_text(state: &AppState, field: &str, text: &str) -> Result<(), ApiError> {
+    let limit = state.config().limits.text_bytes;
+    if text.len() > limit {
+        return Err(ApiError::Invalid(format!("{field}: is {} bytes; the limit is {limit} bytes", text.len())));
+    }
+    Ok(())
+}
+
+fn turn_request(state: &AppState, caller: &Caller, user: &str, turn: TurnIn) -> Result<RememberTurn, ApiError> {
+    check_text(state, "user_text", &turn.user_text)?;
+    if let Some(reply) = &turn.assistant_text {
+        check_text(state, "assistant_text", reply)?;
+    }
+    Ok(RememberTurn {
+        scope: caller.scope_with(user, turn.agent.as_deref(), turn.session.as_deref())?,
+        user_text: turn.user_text,
+        assistant_text: turn.assistant_text,
+        occurred_at: instant("occurred_at", turn.occurred_at.as_deref())?,
+        metadata: checked_metadata(turn.metadata)?,
+    })
+}
+
+fn checked_metadata(metadata: Option<std::collections::BTreeMap<String, String>>) -> Result<std::collections::BTreeMap<String, String>, ApiError> {
+    let metadata = metadata.unwrap_or_default();
+    if metadata.len() > 64 {
+        return Err(ApiError::Invalid("metadata: at most 64 entries".into()));
+    }
+    if metadata.iter().any(|(k, v)| k.len() > 256 || v.len() > 4096 || k.contains('\0') || v.contains('\0')) {
+        return Err(ApiError::Invalid("metadata: keys at most 256 bytes, values at most 4096 bytes, no NUL".into()));
+    }
+    Ok(metadata)
+}
+
+/// Store one exchange.
+#[utoipa::path(post, path = "/v1/users/{user}/turns", tag = "memories",
+    params(UserPath),
+    request_body = TurnIn,
+    responses((status = 201, description = "Stored; recallable at once", body = MemoryOut), ErrorResponses))]
+pub async fn remember_turn(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(turn): JsonBody<TurnIn>) -> Result<(StatusCode, Json<MemoryOut>), ApiError> {
+    let request = turn_request(&state, &caller, &user, turn)?;
+    let memory = state.run(move |engine| Ok(engine.remember_turn(request)?)).await?;
+    Metrics::add(&state.metrics().memories_created, 1);
+    Ok((StatusCode::CREATED, Json((&memory).into())))
+}
+
+/// Store several exchanges, in order. All are validated before any is stored.
+#[utoipa::path(post, path = "/v1/users/{user}/turns/batch", tag = "memories",
+    params(UserPath),
+    request_body = TurnBatchIn,
+    responses((status = 201, description = "Stored, in input order", body = BatchOut), ErrorResponses))]
+pub async fn remember_turns(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(batch): JsonBody<TurnBatchIn>) -> Result<(StatusCode, Json<BatchOut>), ApiError> {
+    let limit = state.config().limits.batch;
+    if batch.turns.is_empty() || batch.turns.len() > limit {
+        return Err(ApiError::Invalid(format!("turns: give between 1 and {limit} turns")));
+    }
+    let requests = batch.turns.into_iter().map(|t| turn_request(&state, &caller, &user, t)).collect::<Result<Vec<_>, _>>()?;
+    for r in &requests {
+        membank_engine::validate_text("user_text", &r.user_text).map_err(invalid)?;
+        if let Some(reply) = &r.assistant_text {
+            membank_engine::validate_text("assistant_text", reply).map_err(invalid)?;
+        }
+    }
+    let memories = state.run(move |engine| requests.into_iter().map(|r| engine.remember_turn(r).map_err(ApiError::from)).collect::<Result<Vec<_>, _>>()).await?;
+    Metrics::add(&state.metrics().memories_created, memories.len() as u64);
+    Ok((StatusCode::CREATED, Json(BatchOut { memories: memories.iter().map(Into::into).collect() })))
+}
+
+/// Store a free-form note.
+#[utoipa::path(post, path = "/v1/users/{user}/notes", tag = "memories",
+    params(UserPath),
+    request_body = NoteIn,
+    responses((status = 201, description = "Stored; recallable at once", body = MemoryOut), ErrorResponses))]
+pub async fn remember_note(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(note): JsonBody<NoteIn>) -> Result<(StatusCode, Json<MemoryOut>), ApiError> {
+    check_text(&state, "text", &note.text)?;
+    let request = RememberNote {
+        scope: caller.scope_with(&user, note.agent.as_deref(), note.session.as_deref())?,
+        text: note.text,
+        source: note.source.as_deref().unwrap_or("agent").parse::<Source>().map_err(invalid)?,
+        occurred_at: instant("occurred_at", note.occurred_at.as_deref())?,
+        metadata: checked_metadata(note.metadata)?,
+    };
+    let memory = state.run(move |engine| Ok(engine.remember_note(request)?)).await?;
+    Metrics::add(&state.metrics().memories_created, 1);
+    Ok((StatusCode::CREATED, Json((&memory).into())))
+}
+
+/// Find the memories most relevant to a query; strengthens what it returns (per policy).
+#[utoipa::path(post, path = "/v1/users/{user}/recall", tag = "recall",
+    params(UserPath),
+    request_body = RecallIn,
+    responses((status = 200, description = "Best first; each score is that memory's own", body = RecallOut), ErrorResponses))]
+pub async fn recall(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(body): JsonBody<RecallIn>) -> Result<Json<RecallOut>, ApiError> {
+    check_text(&state, "query", &body.query)?;
+    let k = body.k.unwrap_or(5) as usize;
+    let max_k = state.config().limits.k;
+    if k == 0 || k > max_k {
+        return Err(ApiError::Invalid(format!("k: must be between 1 and {max_k}")));
+    }
+    let mut request = RecallRequest::new(caller.scope_with(&user, body.agent.as_deref(), body.session.as_deref())?, body.query, k);
+    request.now = instant("now", body.now.as_deref())?;
+    request.kinds = parse_list::<Kind>(body.kinds.unwrap_or_default())?;
+    request.day_from = day("from", body.from.as_deref())?;
+    request.day_to = day("to", body.to.as_deref())?;
+    request.include_archived = body.include_archived.unwrap_or(false);
+    request.strengthen = body.strengthen;
+    request.weight_by_retention = body.weight_by_retention;
+    let response = state.run(move |engine| Ok(engine.recall(request)?)).await?;
+    Metrics::add(&state.metrics().recalls, 1);
+    if response.strengthened {
+        Metrics::add(&state.metrics().strengthened, response.results.len() as u64);
+    }
+    Ok(Json((&response).into()))
+}
+
+/// List memories with their strength and retention now, filtered and paged.
+#[utoipa::path(get, path = "/v1/users/{user}/memories", tag = "memories",
+    params(UserPath, ListParams),
+    responses((status = 200, description = "A page, newest first unless asked otherwise", body = ListOut), ErrorResponses))]
+pub async fn list(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, ApiQuery(params): ApiQuery<ListParams>) -> Result<Json<ListOut>, ApiError> {
+    let limit = params.limit.unwrap_or(50) as usize;
+    let max = state.config().limits.page_size;
+    if limit == 0 || limit > max {
+        return Err(ApiError::Invalid(format!("limit: must be between 1 and {max}")));
+    }
+    let query = ListQuery {
+        statuses: parse_list::<Status>(params.status.as_deref().unwrap_or("").split(','))?,
+        kinds: parse_list::<Kind>(params.kind.as_deref().unwrap_or("").split(','))?,
+        day_from: day("from", params.from.as_deref())?,
+        day_to: day("to", params.to.as_deref())?,
+        pinned_only: params.pinned.unwrap_or(false),
+        limit,
+        offset: params.offset.unwrap_or(0) as usize,
+        oldest_first: match params.order.as_deref() {
+            None | Some("newest") => false,
+            Some("oldest") => true,
+            Some(other) => return Err(ApiError::Invalid(format!("order: {other:?} is not newest or oldest"))),
+        },
+    };
+    let scope = caller.scope(&user)?;
+    let response = state.run(move |engine| Ok(engine.list(ListRequest { scope, query })?)).await?;
+    Ok(Json((&response).into()))
+}
+
+/// One memory with its retention now.
+#[utoipa::path(get, path = "/v1/users/{user}/memories/{id}", tag = "memories",
+    params(MemoryPath),
+    responses((status = 200, description = "The memory", body = MemoryWithRetention), ErrorResponses))]
+pub async fn show(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>) -> Result<Json<MemoryWithRetention>, ApiError> {
+    let scope = caller.scope(&user)?;
+    let id = memory_id(&id)?;
+    let (memory, retention) = state.run(move |engine| Ok(engine.show(&scope, id)?)).await?;
+    Ok(Json(MemoryWithRetention { memory: (&memory).into(), retention }))
+}
+
+/// Edit a memory's text. The edited text is a new memory (returned); the old version is
+/// kept as `superseded` by it, so history is never lost.
+#[utoipa::path(patch, path = "/v1/users/{user}/memories/{id}", tag = "memories",
+    params(MemoryPath),
+    request_body = EditIn,
+    responses((status = 200, description = "The new version; `derived_from` names the old one", body = MemoryOut), ErrorResponses))]
+pub async fn edit(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>, JsonBody(body): JsonBody<EditIn>) -> Result<Json<MemoryOut>, ApiError> {
+    for (field, value) in [("text", &body.text), ("user_text", &body.user_text), ("assistant_text", &body.assistant_text)] {
+        if let Some(value) = value {
+            check_text(&state, field, value)?;
+        }
+    }
+    let scope = caller.scope(&user)?;
+    let id = memory_id(&id)?;
+    let request = EditRequest { scope, id, text: body.text, user_text: body.user_text, assistant_text: body.assistant_text };
+    let memory = state.run(move |engine| Ok(engine.edit(request)?)).await?;
+    Metrics::add(&state.metrics().memories_created, 1);
+    Ok(Json((&memory).into()))
+}
+
+async fn change(state: AppState, caller: Caller, user: String, id: String, op: impl FnOnce(&Engine, &Scope, MemoryId) -> Result<membank_engine::core::Memory, membank_engine::EngineError> + Send + 'static) -> Result<Json<MemoryOut>, ApiError> {
+    let scope = caller.scope(&user)?;
+    let id = memory_id(&id)?;
+    let memory = state.run(move |engine| Ok(op(engine, &scope, id)?)).await?;
+    Ok(Json((&memory).into()))
+}
+
+/// Pin a memory: it never decays.
+#[utoipa::path(post, path = "/v1/users/{user}/memories/{id}/pin", tag = "memories",
+    params(MemoryPath),
+    responses((status = 200, description = "The pinned memory", body = MemoryOut), ErrorResponses))]
+pub async fn pin(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>) -> Result<Json<MemoryOut>, ApiError> {
+    change(state, caller, user, id, |e, s, id| e.set_pinned(s, id, true)).await
+}
+
+/// Unpin a memory.
+#[utoipa::path(post, path = "/v1/users/{user}/memories/{id}/unpin", tag = "memories",
+    params(MemoryPath),
+    responses((status = 200, description = "The unpinned memory", body = MemoryOut), ErrorResponses))]
+pub async fn unpin(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>) -> Result<Json<MemoryOut>, ApiError> {
+    change(state, caller, user, id, |e, s, id| e.set_pinned(s, id, false)).await
+}
+
+/// Forget (archive) a memory; restorable.
+#[utoipa::path(post, path = "/v1/users/{user}/memories/{id}/forget", tag = "memories",
+    params(MemoryPath, ForgetParams),
+    responses((status = 200, description = "The archived memory", body = MemoryOut), ErrorResponses))]
+pub async fn forget(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>, ApiQuery(params): ApiQuery<ForgetParams>) -> Result<Json<MemoryOut>, ApiError> {
+    if let Some(reason) = &params.reason {
+        check_text(&state, "reason", reason)?;
+    }
+    let metrics_state = state.clone();
+    let out = change(state, caller, user, id, move |e, s, id| e.forget(s, id, params.reason.as_deref())).await?;
+    Metrics::add(&metrics_state.metrics().archived, 1);
+    Ok(out)
+}
+
+/// Restore an archived or superseded memory.
+#[utoipa::path(post, path = "/v1/users/{user}/memories/{id}/restore", tag = "memories",
+    params(MemoryPath),
+    responses((status = 200, description = "The restored memory", body = MemoryOut), ErrorResponses))]
+pub async fn restore(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>) -> Result<Json<MemoryOut>, ApiError> {
+    change(state, caller, user, id, |e, s, id| e.restore(s, id)).await
+}
+
+/// Erase a memory for good: content, vector and index row go; a content-free tombstone stays.
+#[utoipa::path(delete, path = "/v1/users/{user}/memories/{id}", tag = "memories",
+    params(MemoryPath),
+    responses((status = 200, description = "The tombstone", body = MemoryOut), ErrorResponses))]
+pub async fn erase(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>) -> Result<Json<MemoryOut>, ApiError> {
+    change(state, caller, user, id, |e, s, id| e.erase(s, id)).await
+}
+
+/// Confirm memories were used in a reply (strengthens them; the `used` recall mode).
+#[utoipa::path(post, path = "/v1/users/{user}/memories/used", tag = "recall",
+    params(UserPath),
+    request_body = UsedIn,
+    responses((status = 200, description = "The strengthened memories", body = BatchOut), ErrorResponses))]
+pub async fn used(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(body): JsonBody<UsedIn>) -> Result<Json<BatchOut>, ApiError> {
+    let limit = state.config().limits.batch;
+    if body.ids.is_empty() || body.ids.len() > limit {
+        return Err(ApiError::Invalid(format!("ids: give between 1 and {limit} ids")));
+    }
+    let scope = caller.scope(&user)?;
+    let ids = body.ids.iter().map(|id| memory_id(id)).collect::<Result<Vec<_>, _>>()?;
+    if let Some(q) = &body.query_id {
+        check_text(&state, "query_id", q)?;
+    }
+    let memories = state.run(move |engine| Ok(engine.confirm_used(&scope, &ids, body.query_id.as_deref())?)).await?;
+    Metrics::add(&state.metrics().strengthened, memories.len() as u64);
+    Ok(Json(BatchOut { memories: memories.iter().map(Into::into).collect() }))
+}
+
+/// Run the forgetting curve over this user's memories (archives, never deletes).
+#[utoipa::path(post, path = "/v1/users/{user}/sweep", tag = "forgetting",
+    params(UserPath),
+    request_body = SweepIn,
+    responses((status = 200, description = "What was examined and archived, with the numbers", body = SweepOut), ErrorResponses))]
+pub async fn sweep(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(body): JsonBody<SweepIn>) -> Result<Json<SweepOut>, ApiError> {
+    let request = SweepRequest { scope: caller.scope(&user)?, now: instant("now", body.now.as_deref())?, dry_run: body.dry_run.unwrap_or(false), max_archive_fraction: body.max_archive_fraction };
+    let dry_run = request.dry_run;
+    let report = state.run(move |engine| Ok(engine.sweep(request)?)).await?;
+    Metrics::add(&state.metrics().sweeps, 1);
+    if !dry_run {
+        Metrics::add(&state.metrics().archived, report.archived.len() as u64);
+    }
+    Ok(Json((&report).into()))
+}
+
+/// The user's event log (content-free), oldest first.
+#[utoipa::path(get, path = "/v1/users/{user}/events", tag = "events",
+    params(UserPath, EventParams),
+    responses((status = 200, description = "A page of events", body = EventsOut), ErrorResponses))]
+pub async fn events(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, ApiQuery(params): ApiQuery<EventParams>) -> Result<Json<EventsOut>, ApiError> {
+    let limit = params.limit.unwrap_or(1000) as usize;
+    if limit == 0 || limit > 10_000 {
+        return Err(ApiError::Invalid("limit: must be between 1 and 10000".into()));
+    }
+    let memory_id = params.memory.as_deref().map(memory_id).transpose()?;
+    let query = EventQuery { memory_id, after_seq: params.after, limit };
+    let scope = caller.scope(&user)?;
+    let events = state.run(move |engine| Ok(engine.events(&scope, &query)?)).await?;
+    Ok(Json(EventsOut { events: events.iter().map(Into::into).collect() }))
+}
+
+/// Everything stored about this user, memories of every status and the event log.
+#[utoipa::path(get, path = "/v1/users/{user}/export", tag = "memories",
+    params(UserPath),
+    responses((status = 200, description = "The export", body = ExportOut), ErrorResponses))]
+pub async fn export(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>) -> Result<Json<ExportOut>, ApiError> {
+    let scope = caller.scope(&user)?;
+    let out = state
+        .run(move |engine| {
+            let store = engine.store();
+            let time_zone = store.find_user(&scope.tenant, &scope.user)?.map(|u| u.time_zone).unwrap_or_default();
+            let mut memories = Vec::new();
+            let page = membank_engine::core::limits::MAX_PAGE_SIZE;
+            loop {
+                let query = ListQuery { statuses: vec![Status::Active, Status::Archived, Status::Superseded, Status::Erased], limit: page, offset: memories.len(), oldest_first: true, ..Default::default() };
+                let batch = store.list(&scope, &query)?;
+                let done = batch.len() < page;
+                memories.extend(batch.iter().map(MemoryOut::from));
+                if done {
+                    break;
+                }
+            }
+            let mut events: Vec<EventOut> = Vec::new();
+            loop {
+                let after = events.last().map(|e| e.seq);
+                let batch = store.events(&scope, &EventQuery { memory_id: None, after_seq: after, limit: 10_000 })?;
+                let done = batch.len() < 10_000;
+                events.extend(batch.iter().map(EventOut::from));
+                if done {
+                    break;
+                }
+            }
+            Ok(ExportOut { format: "membank.user-export".into(), version: 1, tenant: scope.tenant.to_string(), user: scope.user.to_string(), time_zone, memories, events })
+        })
+        .await?;
+    Ok(Json(out))
+}
+
+/// The users of the caller's tenant.
+#[utoipa::path(get, path = "/v1/users", tag = "users",
+    responses((status = 200, description = "Users in creation order", body = UsersOut), ErrorResponses))]
+pub async fn users(State(state): State<AppState>, caller: Caller) -> Result<Json<UsersOut>, ApiError> {
+    let tenant = caller.tenant.clone();
+    let bound = caller.principal.user.clone();
+    let users = state.run(move |engine| Ok(engine.store().list_users(&tenant)?)).await?;
+    let users = users
+        .into_iter()
+        // A key bound to one user sees only that user.
+        .filter(|u| bound.as_ref().is_none_or(|b| b.as_str() == u.user))
+        .map(|u| UserOut { user: u.user, time_zone: u.time_zone, created_at: crate::wire::rfc3339(u.created_at) })
+        .collect();
+    Ok(Json(UsersOut { users }))
+}

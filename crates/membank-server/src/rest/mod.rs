@@ -1,0 +1,213 @@
+//! The REST API: the router, its middleware (metrics, authentication, rate limit, body
+//! limit), the system endpoints (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`,
+//! `/v1/admin/check`) and the OpenAPI document.
+//!
+//! The document is generated from the handlers themselves: each handler carries its
+//! `#[utoipa::path]` and is registered with `utoipa_axum::routes!`, which adds the route
+//! and its documentation in one step, so a route cannot exist undocumented or be
+//! documented at another path than it is served.
+
+pub mod extract;
+mod memories;
+pub mod types;
+
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::error::{ApiError, ErrorResponses};
+use crate::keys::{Principal, authenticate};
+use crate::state::{AppState, AuthMode};
+use types::{CheckOut, HealthOut};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "membank", description = "Long-term memory for LLM agents: remember turns and notes, recall what is relevant, forget on an Ebbinghaus curve unless recalled. Every request acts for one user of the caller's tenant; send `Authorization: Bearer KEY` unless the server runs in loopback no-auth mode."),
+    modifiers(&BearerAuth),
+    components(schemas(crate::error::ErrorBody, crate::error::ErrorDetail)),
+    security(("bearer" = [])),
+    tags((name = "memories"), (name = "recall"), (name = "forgetting"), (name = "events"), (name = "users"), (name = "system"))
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("bearer", SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()));
+    }
+}
+
+/// The documented API routes and their OpenAPI document.
+fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(memories::remember_turn))
+        .routes(routes!(memories::remember_turns))
+        .routes(routes!(memories::remember_note))
+        .routes(routes!(memories::recall))
+        .routes(routes!(memories::list))
+        .routes(routes!(memories::show, memories::edit, memories::erase))
+        .routes(routes!(memories::pin))
+        .routes(routes!(memories::unpin))
+        .routes(routes!(memories::forget))
+        .routes(routes!(memories::restore))
+        .routes(routes!(memories::used))
+        .routes(routes!(memories::sweep))
+        .routes(routes!(memories::events))
+        .routes(routes!(memories::export))
+        .routes(routes!(memories::users))
+        .routes(routes!(admin_check))
+        .split_for_parts()
+}
+
+/// The OpenAPI document of the REST API (also served at `/openapi.json`).
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let (_, mut doc) = api();
+    for (path, item) in system_paths() {
+        doc.paths.paths.insert(path, item);
+    }
+    doc
+}
+
+#[derive(OpenApi)]
+#[openapi(paths(healthz, readyz, metrics))]
+struct SystemDoc;
+
+fn system_paths() -> Vec<(String, utoipa::openapi::PathItem)> {
+    let mut doc = SystemDoc::openapi();
+    // System endpoints need no key.
+    for item in doc.paths.paths.values_mut() {
+        if let Some(op) = item.get.as_mut() {
+            op.security = Some(vec![utoipa::openapi::security::SecurityRequirement::default()]);
+        }
+    }
+    doc.paths.paths.into_iter().collect()
+}
+
+/// The whole HTTP application over `state`: REST under `/v1`, MCP at `/mcp`, system
+/// endpoints at the root. Testable without a socket (`tower::ServiceExt::oneshot`).
+pub fn router(state: AppState) -> Router {
+    let (api, _) = api();
+    let body_limit = state.config().limits.body_bytes;
+    let authenticated = api
+        .nest_service("/mcp", crate::mcp::http_service(state.clone()))
+        .layer(middleware::from_fn_with_state(state.clone(), auth));
+    let doc = openapi();
+    let doc_json = serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into());
+    Router::new()
+        .route("/healthz", axum::routing::get(healthz))
+        .route("/readyz", axum::routing::get(readyz))
+        .route("/metrics", axum::routing::get(metrics))
+        .route("/openapi.json", axum::routing::get(move || std::future::ready(([(header::CONTENT_TYPE, "application/json")], doc_json.clone()))))
+        .merge(authenticated)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound("no such endpoint; see /openapi.json".into())
+}
+
+async fn method_not_allowed() -> Response {
+    let body = crate::error::ErrorBody { error: crate::error::ErrorDetail { code: "method_not_allowed".into(), message: "this endpoint does not take that method; see /openapi.json".into() } };
+    (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
+}
+
+/// Counts each request and its latency by route template (never by raw path, so user
+/// ids do not become label values).
+async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let method = request.method().as_str().to_string();
+    let route = request.extensions().get::<MatchedPath>().map(|m| m.as_str().to_string());
+    let response = next.run(request).await;
+    let route = route.unwrap_or_else(|| if response.status() == StatusCode::NOT_FOUND { "unmatched".into() } else { "other".into() });
+    state.metrics().observe(&method, &route, response.status().as_u16(), start.elapsed());
+    response
+}
+
+/// Establishes the caller: a valid bearer key, or the local principal in loopback no-auth
+/// mode; then applies the caller's rate limit.
+async fn auth(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let principal = match state.config().auth {
+        AuthMode::LoopbackOpen => Principal::local(state.config().tenant.clone()),
+        AuthMode::Keys => {
+            let presented = match bearer(&request) {
+                Ok(key) => key,
+                Err(err) => return err.into_response(),
+            };
+            let store = state.store().clone();
+            match tokio::task::spawn_blocking(move || authenticate(store.as_ref(), &presented)).await {
+                Ok(Ok(Some(principal))) => principal,
+                Ok(Ok(None)) => return ApiError::Unauthorized("unknown or revoked API key".into()).into_response(),
+                Ok(Err(err)) => return ApiError::from(err).into_response(),
+                Err(_) => return ApiError::Internal.into_response(),
+            }
+        }
+    };
+    let bucket = principal.key_id.clone().unwrap_or_else(|| "local".into());
+    if let Err(wait) = state.inner.limiter.check(&bucket, Instant::now()) {
+        return ApiError::RateLimited { retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64 }.into_response();
+    }
+    request.extensions_mut().insert(principal);
+    next.run(request).await
+}
+
+fn bearer(request: &Request) -> Result<String, ApiError> {
+    let value = request.headers().get(header::AUTHORIZATION).ok_or_else(|| ApiError::Unauthorized("send an API key: Authorization: Bearer KEY".into()))?;
+    let value = value.to_str().map_err(|_| ApiError::Unauthorized("the Authorization header is not visible ASCII".into()))?;
+    let key = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")).ok_or_else(|| ApiError::Unauthorized("use Authorization: Bearer KEY".into()))?;
+    Ok(key.trim().to_string())
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "system", responses((status = 200, description = "Alive", body = HealthOut)))]
+async fn healthz() -> Json<HealthOut> {
+    Json(HealthOut { status: "ok".into() })
+}
+
+/// Readiness: the model is loaded and the database answers.
+#[utoipa::path(get, path = "/readyz", tag = "system", responses((status = 200, description = "Ready", body = HealthOut), (status = 503, description = "Not ready", body = HealthOut)))]
+async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<HealthOut>) {
+    if !state.is_ready() {
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(HealthOut { status: "warming up".into() }));
+    }
+    let store = state.store().clone();
+    match tokio::task::spawn_blocking(move || store.schema_version()).await {
+        Ok(Ok(_)) => (StatusCode::OK, Json(HealthOut { status: "ok".into() })),
+        _ => (StatusCode::SERVICE_UNAVAILABLE, Json(HealthOut { status: "database unavailable".into() })),
+    }
+}
+
+/// Prometheus metrics (text exposition format).
+#[utoipa::path(get, path = "/metrics", tag = "system", responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
+async fn metrics(State(state): State<AppState>) -> Response {
+    let mut response = state.metrics().render().into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+    response
+}
+
+/// Integrity check of the database (admin key only).
+#[utoipa::path(get, path = "/v1/admin/check", tag = "system", responses((status = 200, description = "The check's result", body = CheckOut), ErrorResponses))]
+async fn admin_check(State(state): State<AppState>, caller: extract::Caller) -> Result<Json<CheckOut>, ApiError> {
+    caller.require_admin()?;
+    let store = state.store().clone();
+    let out = tokio::task::spawn_blocking(move || -> Result<CheckOut, ApiError> {
+        let problems = store.integrity_check()?;
+        Ok(CheckOut { ok: problems.is_empty(), problems, schema_version: store.schema_version()? })
+    })
+    .await
+    .map_err(|_| ApiError::Internal)??;
+    Ok(Json(out))
+}

@@ -1,0 +1,143 @@
+//! The server's state and configuration: the engine, the key store, limits, the rate
+//! limiter and metrics. The router is a function of this state, so tests build one with
+//! a temporary database and a test embedder and call it without a socket.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use membank_engine::core::limits::{MAX_PAGE_SIZE, MAX_RECALL_K, MAX_TEXT_BYTES};
+use membank_engine::core::TenantId;
+use membank_engine::Engine;
+use membank_store::SqliteStore;
+
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+use crate::ratelimit::{RateLimit, RateLimiter};
+
+/// Whether requests must carry an API key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMode {
+    /// Every `/v1` and `/mcp` request needs `Authorization: Bearer KEY`.
+    Keys,
+    /// No keys exist: anyone who can reach the socket acts for the configured tenant.
+    /// Only allowed on loopback addresses (checked by [`crate::serve::check_bind`]).
+    LoopbackOpen,
+}
+
+/// Input limits, documented in the README. Each is at most the engine's own limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest request body, in bytes.
+    pub body_bytes: usize,
+    /// Largest text field, in bytes.
+    pub text_bytes: usize,
+    /// Largest `k` of a recall.
+    pub k: usize,
+    /// Largest page of a list or event query.
+    pub page_size: usize,
+    /// Most items in one batch request (turns batch, ids of `used`).
+    pub batch: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { body_bytes: 1024 * 1024, text_bytes: MAX_TEXT_BYTES, k: MAX_RECALL_K, page_size: MAX_PAGE_SIZE, batch: 100 }
+    }
+}
+
+/// Settings of the server, built by the binary from its configuration.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Tenant of the no-auth mode, and the default tenant of admin keys.
+    pub tenant: TenantId,
+    /// Keys required or loopback-open.
+    pub auth: AuthMode,
+    /// Input limits.
+    pub limits: Limits,
+    /// Per-key request rate.
+    pub rate_limit: RateLimit,
+}
+
+impl ServerConfig {
+    /// Defaults for `tenant` and `auth`.
+    pub fn new(tenant: TenantId, auth: AuthMode) -> Self {
+        Self { tenant, auth, limits: Limits::default(), rate_limit: RateLimit::default() }
+    }
+}
+
+pub(crate) struct Inner {
+    pub engine: Arc<Engine>,
+    pub store: Arc<SqliteStore>,
+    pub config: ServerConfig,
+    pub metrics: Metrics,
+    pub limiter: RateLimiter,
+    pub ready: AtomicBool,
+}
+
+/// Shared state of all handlers (cheap to clone).
+#[derive(Clone)]
+pub struct AppState {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState").field("config", &self.inner.config).finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// State over an engine and the SQLite store it uses (for keys and integrity checks).
+    /// It starts ready; call [`AppState::set_ready`] to hold `/readyz` back during warm-up.
+    pub fn new(engine: Arc<Engine>, store: Arc<SqliteStore>, config: ServerConfig) -> Self {
+        let limiter = RateLimiter::new(config.rate_limit);
+        Self { inner: Arc::new(Inner { engine, store, config, metrics: Metrics::default(), limiter, ready: AtomicBool::new(true) }) }
+    }
+
+    /// Marks the server ready (or not) for `/readyz`.
+    pub fn set_ready(&self, ready: bool) {
+        self.inner.ready.store(ready, Ordering::SeqCst);
+    }
+
+    /// Whether the server said it is ready.
+    pub fn is_ready(&self) -> bool {
+        self.inner.ready.load(Ordering::SeqCst)
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.inner.engine
+    }
+
+    /// The store (keys, integrity check).
+    pub fn store(&self) -> &Arc<SqliteStore> {
+        &self.inner.store
+    }
+
+    /// Runs a synchronous engine call on the blocking pool. A panic inside becomes a 500,
+    /// never a dead server.
+    pub async fn run<T, F>(&self, f: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Engine) -> Result<T, ApiError> + Send + 'static,
+    {
+        let engine = self.inner.engine.clone();
+        match tokio::task::spawn_blocking(move || f(&engine)).await {
+            Ok(result) => result,
+            Err(err) => {
+                tracing::error!(error = %err, "engine task failed");
+                Err(ApiError::Internal)
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! Helpers: a state over a temporary database, requests through `oneshot`, keys.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use membank_embed::HashEmbedder;
+use membank_engine::core::{SystemClock, TenantId};
+use membank_engine::Engine;
+use membank_server::{AppState, AuthMode, RateLimit, ServerConfig};
+use membank_store::SqliteStore;
+use serde_json::Value;
+use tower::ServiceExt;
+
+pub struct TestServer {
+    pub state: AppState,
+    pub store: Arc<SqliteStore>,
+    pub _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub fn new(auth: AuthMode) -> Self {
+        Self::with(auth, |_| {})
+    }
+
+    pub fn with(auth: AuthMode, adjust: impl FnOnce(&mut ServerConfig)) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
+        let engine = Arc::new(Engine::new(store.clone(), Arc::new(HashEmbedder::new(64)), Arc::new(SystemClock), Default::default()).unwrap());
+        let mut config = ServerConfig::new(TenantId::new("default").unwrap(), auth);
+        config.rate_limit = RateLimit { per_second: 0.0, burst: 1.0 };
+        adjust(&mut config);
+        Self { state: AppState::new(engine, store.clone(), config), store, _dir: dir }
+    }
+
+    pub fn router(&self) -> Router {
+        membank_server::router(self.state.clone())
+    }
+
+    /// Creates a key; returns the secret.
+    pub fn key(&self, tenant: &str, user: Option<&str>, admin: bool) -> String {
+        let user = user.map(|u| membank_engine::core::UserId::new(u).unwrap());
+        membank_server::keys::create_key(self.store.as_ref(), TenantId::new(tenant).unwrap(), user, admin, None, chrono::Utc::now()).unwrap().key
+    }
+}
+
+/// A request builder with the usual headers.
+pub fn request(method: &str, path: &str, key: Option<&str>, body: Option<&Value>) -> Request<Body> {
+    let mut builder = Request::builder().method(method).uri(path);
+    if let Some(key) = key {
+        builder = builder.header("authorization", format!("Bearer {key}"));
+    }
+    match body {
+        Some(body) => builder.header("content-type", "application/json").body(Body::from(body.to_string())).unwrap(),
+        None => builder.body(Body::empty()).unwrap(),
+    }
+}
+
+/// Sends one request through the router; returns status and JSON (or `Value::Null`).
+pub async fn send(app: &Router, req: Request<Body>) -> (StatusCode, Value) {
+    let response = app.clone().oneshot(req).await.unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), 64 * 1024 * 1024).await.unwrap();
+    let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, json)
+}
+
+pub async fn call(app: &Router, method: &str, path: &str, key: Option<&str>, body: Option<Value>) -> (StatusCode, Value) {
+    send(app, request(method, path, key, body.as_ref())).await
+}
+
+/// Asserts the error shape and code.
+pub fn assert_error(result: &(StatusCode, Value), status: StatusCode, code: &str) {
+    assert_eq!(result.0, status, "body: {}", result.1);
+    assert_eq!(result.1["error"]["code"], code, "body: {}", result.1);
+    let message = result.1["error"]["message"].as_str().expect("message");
+    assert!(!message.is_empty());
+    for leak in ["SELECT", "sqlite", "panicked", "rusqlite", "/tmp/"] {
+        assert!(!message.contains(leak), "message leaks internals: {message}");
+    }
+}
+
+/// A raw MCP (streamable HTTP) session through the router, for in-process tests.
+pub struct McpSession {
+    app: Router,
+    key: Option<String>,
+    user: Option<String>,
+    session: Option<String>,
+    next_id: u64,
+}
+
+impl McpSession {
+    pub async fn open(app: &Router, key: Option<&str>, user: Option<&str>) -> Self {
+        let mut s = Self { app: app.clone(), key: key.map(str::to_string), user: user.map(str::to_string), session: None, next_id: 1 };
+        let init = s
+            .rpc("initialize", serde_json::json!({ "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": { "name": "membank-test", "version": "0" } }))
+            .await;
+        assert!(init.get("result").is_some(), "initialize failed: {init}");
+        s.notify("notifications/initialized").await;
+        s
+    }
+
+    fn base(&self, body: String) -> Request<Body> {
+        let mut b = Request::builder().method("POST").uri("/mcp").header("content-type", "application/json").header("accept", "application/json, text/event-stream").header("host", "127.0.0.1");
+        if let Some(key) = &self.key {
+            b = b.header("authorization", format!("Bearer {key}"));
+        }
+        if let Some(user) = &self.user {
+            b = b.header("x-membank-user", user.as_str());
+        }
+        if let Some(session) = &self.session {
+            b = b.header("mcp-session-id", session.as_str());
+        }
+        b.body(Body::from(body)).unwrap()
+    }
+
+    async fn notify(&mut self, method: &str) {
+        let body = serde_json::json!({ "jsonrpc": "2.0", "method": method }).to_string();
+        let response = self.app.clone().oneshot(self.base(body)).await.unwrap();
+        assert!(response.status().is_success(), "{method}: {}", response.status());
+    }
+
+    /// One JSON-RPC request; returns the response message.
+    pub async fn rpc(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string();
+        let response = self.app.clone().oneshot(self.base(body)).await.unwrap();
+        let status = response.status();
+        if let Some(session) = response.headers().get("mcp-session-id") {
+            self.session = Some(session.to_str().unwrap().to_string());
+        }
+        let bytes = axum::body::to_bytes(response.into_body(), 16 << 20).await.unwrap();
+        let text = String::from_utf8_lossy(&bytes).to_string();
+        if !status.is_success() {
+            return serde_json::json!({ "http_status": status.as_u16(), "body": text });
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(&text) {
+            return v;
+        }
+        for line in text.lines() {
+            if let Some(data) = line.strip_prefix("data:") {
+                if let Ok(v) = serde_json::from_str::<Value>(data.trim()) {
+                    if v["id"] == id {
+                        return v;
+                    }
+                }
+            }
+        }
+        panic!("no response to {method} in {text:?}");
+    }
+
+    /// Calls a tool; returns (is_error, text of all content blocks).
+    pub async fn tool(&mut self, name: &str, arguments: Value) -> (bool, String) {
+        let v = self.rpc("tools/call", serde_json::json!({ "name": name, "arguments": arguments })).await;
+        if v.get("http_status").is_some() {
+            return (true, v.to_string());
+        }
+        let result = &v["result"];
+        if result.is_null() {
+            return (true, v["error"].to_string());
+        }
+        let text = result["content"].as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")).unwrap_or_default();
+        (result["isError"] == true, text)
+    }
+}
+
+/// A small deterministic generator (xorshift64*), so randomised tests are reproducible by seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
