@@ -79,4 +79,9 @@ pub trait Store: Send + Sync {
 
     /// The event log of this scope, oldest first, filtered and paged.
     fn events(&self, scope: &Scope, query: &EventQuery) -> Result<Vec<Event>, StoreError>;
+
+    /// Stores a derived memory (summary, portrait) and marks each memory in `replaces`
+    /// (of the same scope) as superseded by it, in one transaction. `Conflict` if one of
+    /// them is already superseded or erased; nothing is deleted.
+    fn insert_superseding(&self, new: NewMemory, replaces: &[MemoryId], now: Timestamp) -> Result<Memory, StoreError>;
 }

@@ -4,6 +4,7 @@
 //! pool of `query_only` reader connections, so reads never block on writes and can never
 //! write. Every statement filters by the user's row, resolved from `(tenant, user)` first.
 
+mod derived;
 mod schema;
 mod vectors;
 
@@ -645,6 +646,10 @@ impl Store for SqliteStore {
             )?;
             Ok(rows.collect::<Result<_, _>>()?)
         })
+    }
+
+    fn insert_superseding(&self, new: NewMemory, replaces: &[MemoryId], now: Timestamp) -> Result<Memory, StoreError> {
+        derived::insert_superseding(self, new, replaces, now)
     }
 }
 
