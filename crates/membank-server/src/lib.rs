@@ -5,3 +5,4 @@
 //! `Serialize` for the wire, so an internal rename never silently changes the API.
 
 pub mod wire;
+pub mod wire_companion;

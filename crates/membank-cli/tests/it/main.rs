@@ -8,6 +8,7 @@
 #![allow(missing_docs)]
 
 mod bad_input;
+mod chat;
 mod durability;
 mod round_trip;
 
