@@ -240,6 +240,7 @@ pub struct Context {
     pub tenant: TenantId,
     pub embedder: EmbedderChoice,
     pub engine_config: membank_engine::EngineConfig,
+    pub llm: crate::llm_config::LlmSettings,
 }
 
 impl Context {
@@ -267,7 +268,8 @@ impl Context {
         };
         let f = &cli.forgetting;
         let engine_config = config::engine_config(&file, f.forgetting_mode.as_deref(), f.threshold, f.seed, f.recall_mode.as_deref())?;
-        Ok(Self { cli_json: cli.json, db, tenant, embedder, engine_config })
+        let llm = crate::llm_config::LlmSettings::resolve(&cli.llm, &file.llm);
+        Ok(Self { cli_json: cli.json, db, tenant, embedder, engine_config, llm })
     }
 
     pub fn open_store(&self) -> Result<Arc<SqliteStore>> {
@@ -284,7 +286,7 @@ impl Context {
         Ok(Engine::new(store, embedder, Arc::new(SystemClock), self.engine_config.clone())?)
     }
 
-    fn scope(&self, user: &str, agent: Option<&str>, session: Option<&str>) -> Result<Scope> {
+    pub fn scope(&self, user: &str, agent: Option<&str>, session: Option<&str>) -> Result<Scope> {
         let mut scope = Scope::user(self.tenant.clone(), UserId::new(user)?);
         scope.agent = agent.map(membank_engine::core::AgentLabel::new).transpose()?;
         scope.session = session.map(membank_engine::core::AgentLabel::new).transpose()?;
@@ -330,7 +332,7 @@ fn parse_all<T: std::str::FromStr<Err = membank_engine::core::InvalidInput>>(val
     Ok(values.iter().map(|v| v.parse::<T>()).collect::<Result<Vec<_>, _>>()?)
 }
 
-fn print_json(value: &impl serde::Serialize) -> Result<()> {
+pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
@@ -490,6 +492,9 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Models { command } => models(&ctx, command),
         Command::Bench { command } => crate::bench::run(&ctx, command),
+        Command::Summarize(a) => crate::chat::summarize(&ctx, a),
+        Command::Profile(a) => crate::chat::profile(&ctx, a),
+        Command::Chat(a) => crate::chat::chat(&ctx, a),
     }
 }
 
@@ -560,6 +565,8 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
                 EngineError::Conflict(_) => 5,
                 EngineError::Incompatible(_) => 6,
                 EngineError::Embed(membank_embed::EmbedError::ModelMissing { .. }) => 7,
+                EngineError::LlmNotConfigured => 8,
+                EngineError::Llm(_) => 9,
                 _ => 1,
             };
         }

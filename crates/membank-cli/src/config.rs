@@ -31,6 +31,9 @@ pub struct FileConfig {
     /// Recall settings.
     #[serde(default)]
     pub recall: RecallFile,
+    /// Chat model settings (summaries, portraits, the companion).
+    #[serde(default)]
+    pub llm: crate::llm_config::LlmFile,
 }
 
 /// `[embedding]`.

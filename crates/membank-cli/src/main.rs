@@ -4,12 +4,14 @@
 //!
 //! Exit codes: 0 success; 2 usage; 3 invalid input; 4 not found; 5 conflict with the
 //! memory's state; 6 incompatible database or model; 7 embedding model missing;
-//! 1 anything else.
+//! 8 no LLM configured (summarize, chat); 9 the LLM failed; 1 anything else.
 
 mod bench;
+mod chat;
 mod commands;
 mod config;
 mod embedder;
+mod llm_config;
 mod render;
 
 use std::path::PathBuf;
@@ -39,6 +41,9 @@ pub struct Cli {
     /// Forgetting settings.
     #[command(flatten)]
     pub forgetting: ForgettingArgs,
+    /// Chat model settings.
+    #[command(flatten)]
+    pub llm: llm_config::LlmArgs,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -121,6 +126,12 @@ pub enum Command {
         #[command(subcommand)]
         command: commands::ModelsCommand,
     },
+    /// Summarize each day's conversations and the whole history (needs an LLM; incremental).
+    Summarize(chat::SummarizeArgs),
+    /// Show a user's global portrait and summary with the days they draw on.
+    Profile(chat::ProfileArgs),
+    /// Talk with the memory-backed companion (needs an LLM).
+    Chat(chat::ChatArgs),
     /// Measure speed (embedding throughput, recall latency, sweep time).
     Bench {
         /// Which benchmark.

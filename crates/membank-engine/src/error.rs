@@ -3,6 +3,7 @@
 
 use membank_core::InvalidInput;
 use membank_embed::EmbedError;
+use membank_llm::LlmError;
 use membank_store::StoreError;
 
 /// Why an operation failed.
@@ -27,6 +28,12 @@ pub enum EngineError {
     /// The store failed (ours or the machine's).
     #[error("storage failed: {0}")]
     Storage(String),
+    /// Caller's configuration: the operation needs a chat model and none is configured.
+    #[error("no LLM is configured: set MEMBANK_LLM_BASE_URL and MEMBANK_LLM_MODEL (and MEMBANK_LLM_API_KEY if the endpoint needs one), or the [llm] table of the config file, e.g. base_url = \"http://localhost:11434/v1\", model = \"llama3.2\"")]
+    LlmNotConfigured,
+    /// The chat model failed (unreachable, unauthorised, model missing, context too long, …).
+    #[error(transparent)]
+    Llm(#[from] LlmError),
 }
 
 impl EngineError {
@@ -40,6 +47,8 @@ impl EngineError {
             EngineError::Embed(EmbedError::ModelMissing { .. }) => "model_missing",
             EngineError::Embed(_) => "embedding_failed",
             EngineError::Storage(_) => "storage_failed",
+            EngineError::LlmNotConfigured => "llm_not_configured",
+            EngineError::Llm(err) => err.code(),
         }
     }
 }

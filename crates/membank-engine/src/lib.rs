@@ -8,9 +8,11 @@
 //! injected [`Clock`].
 
 mod edit;
+mod chat;
 mod error;
 mod ops;
 mod recall;
+mod summarize;
 
 use std::sync::Arc;
 
@@ -21,6 +23,9 @@ pub use membank_embed::Embedder;
 pub use membank_store::{Store, SweepReport};
 pub use ops::*;
 pub use recall::{RecallConfig, RecallHit, RecallRequest, RecallResponse};
+pub use chat::{ChatRequest, ChatResponse, CitedMemory};
+pub use membank_llm::Llm;
+pub use summarize::{DayOutcome, DayProfile, DerivedOutcome, ProfileRequest, ProfileResponse, SummarizeRequest, SummarizeResponse};
 
 use membank_core::forgetting::ForgettingPolicy;
 use membank_core::Clock;
@@ -40,6 +45,8 @@ pub struct Engine {
     embedder: Arc<dyn Embedder>,
     clock: Arc<dyn Clock>,
     config: EngineConfig,
+    /// The chat model for summaries, portraits and the companion; `None` when not configured.
+    llm: Option<Arc<dyn Llm>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -52,7 +59,18 @@ impl Engine {
     /// Builds an engine. Fails if the configuration is invalid.
     pub fn new(store: Arc<dyn Store>, embedder: Arc<dyn Embedder>, clock: Arc<dyn Clock>, config: EngineConfig) -> Result<Self, EngineError> {
         config.forgetting.validate()?;
-        Ok(Self { store, embedder, clock, config })
+        Ok(Self { store, embedder, clock, config, llm: None })
+    }
+
+    /// The same engine with a chat model for summarize, profile and chat.
+    pub fn with_llm(mut self, llm: Arc<dyn Llm>) -> Self {
+        self.llm = Some(llm);
+        self
+    }
+
+    /// The chat model, or `LlmNotConfigured`.
+    pub fn llm(&self) -> Result<&Arc<dyn Llm>, EngineError> {
+        self.llm.as_ref().ok_or(EngineError::LlmNotConfigured)
     }
 
     /// The configuration in force.

@@ -25,3 +25,4 @@ pub use ratelimit::RateLimit;
 pub use rest::{openapi, router};
 pub use serve::{ServeError, check_bind, serve};
 pub use state::{AppState, AuthMode, Limits, ServerConfig};
+pub mod wire_companion;

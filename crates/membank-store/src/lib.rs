@@ -87,4 +87,8 @@ pub trait Store: Send + Sync {
         let _ = (scope, new);
         Err(StoreError::Conflict(format!("this store cannot edit memory {old}")))
     }
+    /// Stores a derived memory (summary, portrait) and marks each memory in `replaces`
+    /// (of the same scope) as superseded by it, in one transaction. `Conflict` if one of
+    /// them is already superseded or erased; nothing is deleted.
+    fn insert_superseding(&self, new: NewMemory, replaces: &[MemoryId], now: Timestamp) -> Result<Memory, StoreError>;
 }

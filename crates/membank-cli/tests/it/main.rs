@@ -9,6 +9,7 @@
 
 mod bad_input;
 mod config;
+mod chat;
 mod durability;
 mod round_trip;
 

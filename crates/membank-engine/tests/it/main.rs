@@ -3,10 +3,13 @@
 
 #![allow(missing_docs)]
 
+mod companion;
 mod forgetting;
 mod input;
 mod isolation;
+mod llm_world;
 mod recall;
+mod summarize;
 
 use std::sync::Arc;
 
@@ -21,7 +24,7 @@ pub struct World {
     pub engine: Engine,
     pub clock: Arc<ManualClock>,
     pub store: Arc<SqliteStore>,
-    _dir: tempfile::TempDir,
+    pub _dir: tempfile::TempDir,
 }
 
 pub fn t0() -> Timestamp {

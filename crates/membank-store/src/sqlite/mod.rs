@@ -6,6 +6,7 @@
 
 mod edit;
 mod keys;
+mod derived;
 mod schema;
 mod vectors;
 
@@ -655,6 +656,10 @@ impl Store for SqliteStore {
             )?;
             Ok(rows.collect::<Result<_, _>>()?)
         })
+    }
+
+    fn insert_superseding(&self, new: NewMemory, replaces: &[MemoryId], now: Timestamp) -> Result<Memory, StoreError> {
+        derived::insert_superseding(self, new, replaces, now)
     }
 }
 

