@@ -7,11 +7,12 @@ use membank_engine::core::forgetting::RecallMode;
 use membank_engine::core::Memory;
 use membank_engine::{ChatResponse, DayOutcome, DerivedOutcome, ProfileResponse, SummarizeResponse};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::wire::{MemoryOut, rfc3339};
 
 /// A memory the companion drew on, short form.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct CitedOut {
     /// Its label in the prompt (`M1`, …).
     pub label: String,
@@ -37,7 +38,7 @@ fn cited(label: String, m: &Memory, score: Option<f64>) -> CitedOut {
 }
 
 /// One companion reply.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ChatOut {
     /// The reply.
     pub reply: String,
@@ -82,7 +83,7 @@ impl From<&ChatResponse> for ChatOut {
 }
 
 /// What happened to one derived memory: `unchanged`, `made`, `archived` or `absent`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct DerivedOut {
     /// The outcome.
     pub outcome: &'static str,
@@ -107,7 +108,7 @@ impl From<&DerivedOutcome> for DerivedOut {
 }
 
 /// One day of a summarize run.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct DayOut {
     /// The day.
     pub day: String,
@@ -126,7 +127,7 @@ impl From<&DayOutcome> for DayOut {
 }
 
 /// A summarize run.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct SummarizeOut {
     /// Model calls made.
     pub llm_calls: usize,
@@ -153,7 +154,7 @@ impl From<&SummarizeResponse> for SummarizeOut {
 }
 
 /// One day of a profile.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct DayProfileOut {
     /// The day.
     pub day: String,
@@ -164,7 +165,7 @@ pub struct DayProfileOut {
 }
 
 /// A user's profile.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ProfileOut {
     /// The global portrait.
     pub global_portrait: Option<MemoryOut>,

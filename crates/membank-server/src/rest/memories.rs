@@ -24,7 +24,7 @@ fn invalid(err: InvalidInput) -> ApiError {
     ApiError::Invalid(err.to_string())
 }
 
-fn instant(field: &'static str, value: Option<&str>) -> Result<Option<Timestamp>, ApiError> {
+pub(super) fn instant(field: &'static str, value: Option<&str>) -> Result<Option<Timestamp>, ApiError> {
     value.map(|v| parse_instant(field, v)).transpose().map_err(invalid)
 }
 
@@ -43,7 +43,7 @@ fn memory_id(raw: &str) -> Result<MemoryId, ApiError> {
     raw.parse().map_err(|_| ApiError::NotFound(format!("memory {} not found", raw.chars().take(64).collect::<String>())))
 }
 
-fn check_text(state: &AppState, field: &str, text: &str) -> Result<(), ApiError> {
+pub(super) fn check_text(state: &AppState, field: &str, text: &str) -> Result<(), ApiError> {
     let limit = state.config().limits.text_bytes;
     if text.len() > limit {
         return Err(ApiError::Invalid(format!("{field}: is {} bytes; the limit is {limit} bytes", text.len())));

@@ -7,6 +7,7 @@
 //! and its documentation in one step, so a route cannot exist undocumented or be
 //! documented at another path than it is served.
 
+mod companion;
 pub mod extract;
 mod memories;
 pub mod types;
@@ -33,7 +34,7 @@ use types::{CheckOut, HealthOut};
     modifiers(&BearerAuth),
     components(schemas(crate::error::ErrorBody, crate::error::ErrorDetail)),
     security(("bearer" = [])),
-    tags((name = "memories"), (name = "recall"), (name = "forgetting"), (name = "events"), (name = "users"), (name = "system"))
+    tags((name = "memories"), (name = "recall"), (name = "forgetting"), (name = "events"), (name = "users"), (name = "companion"), (name = "system"))
 )]
 struct ApiDoc;
 
@@ -65,6 +66,9 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(memories::events))
         .routes(routes!(memories::export))
         .routes(routes!(memories::users))
+        .routes(routes!(companion::chat))
+        .routes(routes!(companion::summarize))
+        .routes(routes!(companion::profile))
         .routes(routes!(admin_check))
         .split_for_parts()
 }

@@ -1,0 +1,85 @@
+//! The LLM-backed routes: companion chat, incremental summarisation and the profile.
+//! Thin adapters over the engine's `chat`, `summarize` and `profile`; without a configured
+//! LLM, chat and summarize answer 503 with a message saying so (profile works without one).
+
+use axum::Json;
+use axum::extract::State;
+use membank_engine::{ChatRequest, ProfileRequest, SummarizeRequest};
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::extract::{ApiPath, Caller, JsonBody};
+use super::types::UserPath;
+use crate::error::{ApiError, ErrorResponses};
+use crate::state::AppState;
+use crate::wire_companion::{ChatOut, ProfileOut, SummarizeOut};
+
+/// A message to the companion.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChatIn {
+    /// What the person says.
+    pub message: String,
+    /// How many memories to recall for the prompt (default 8).
+    pub k: Option<u32>,
+    /// The message's time (RFC 3339; default now).
+    pub now: Option<String>,
+    /// Who the companion is (default: membank's companion persona).
+    pub persona: Option<String>,
+}
+
+/// Options of a summarisation run.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SummarizeIn {
+    /// Redo every day even if nothing changed (after a prompt or model change).
+    pub force: Option<bool>,
+}
+
+/// Talk to the memory-backed companion: recalls for the message, answers from memory with
+/// dates (saying plainly when it does not remember), stores the exchange as a turn and
+/// strengthens the memories it used.
+#[utoipa::path(post, path = "/v1/users/{user}/chat", tag = "companion",
+    params(UserPath),
+    request_body = ChatIn,
+    responses((status = 200, description = "The reply and the memories it drew on", body = ChatOut), ErrorResponses))]
+pub async fn chat(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(body): JsonBody<ChatIn>) -> Result<Json<ChatOut>, ApiError> {
+    super::memories::check_text(&state, "message", &body.message)?;
+    let mut request = ChatRequest::new(caller.scope_with(&user, None, None)?, body.message);
+    if let Some(k) = body.k {
+        let max_k = state.config().limits.k;
+        if k == 0 || k as usize > max_k {
+            return Err(ApiError::Invalid(format!("k: must be between 1 and {max_k}")));
+        }
+        request.k = k as usize;
+    }
+    request.now = super::memories::instant("now", body.now.as_deref())?;
+    if let Some(persona) = body.persona {
+        super::memories::check_text(&state, "persona", &persona)?;
+        request.persona = Some(persona);
+    }
+    let response = state.run(move |engine| Ok(engine.chat(request)?)).await?;
+    Ok(Json((&response).into()))
+}
+
+/// Summarise the user's days incrementally (only days whose turns changed), then the
+/// global summary and portrait if a day changed.
+#[utoipa::path(post, path = "/v1/users/{user}/summarize", tag = "companion",
+    params(UserPath),
+    request_body(content = SummarizeIn, description = "Optional; `{}` by default"),
+    responses((status = 200, description = "What was made, kept or archived", body = SummarizeOut), ErrorResponses))]
+pub async fn summarize(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(body): JsonBody<SummarizeIn>) -> Result<Json<SummarizeOut>, ApiError> {
+    let request = SummarizeRequest { scope: caller.scope_with(&user, None, None)?, force: body.force.unwrap_or(false) };
+    let response = state.run(move |engine| Ok(engine.summarize(request)?)).await?;
+    Ok(Json((&response).into()))
+}
+
+/// The user's global portrait and summary with the days they draw on.
+#[utoipa::path(get, path = "/v1/users/{user}/profile", tag = "companion",
+    params(UserPath),
+    responses((status = 200, description = "Portrait and summary (empty until summarised)", body = ProfileOut), ErrorResponses))]
+pub async fn profile(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>) -> Result<Json<ProfileOut>, ApiError> {
+    let request = ProfileRequest { scope: caller.scope_with(&user, None, None)? };
+    let response = state.run(move |engine| Ok(engine.profile(request)?)).await?;
+    Ok(Json((&response).into()))
+}
