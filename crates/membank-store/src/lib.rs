@@ -79,4 +79,8 @@ pub trait Store: Send + Sync {
 
     /// The event log of this scope, oldest first, filtered and paged.
     fn events(&self, scope: &Scope, query: &EventQuery) -> Result<Vec<Event>, StoreError>;
+
+    /// The values of one metadata key among this scope's memories (any status but erased),
+    /// each with the memory carrying it. Imports use it to skip records they already stored.
+    fn metadata_index(&self, scope: &Scope, key: &str) -> Result<std::collections::HashMap<String, MemoryId>, StoreError>;
 }
