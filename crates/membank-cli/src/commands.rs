@@ -484,6 +484,8 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Models { command } => models(&ctx, command),
         Command::Bench { command } => crate::bench::run(&ctx, command),
+        Command::Import(a) => crate::import::run(&ctx, a),
+        Command::Eval { command } => crate::eval::run(&ctx, command),
     }
 }
 

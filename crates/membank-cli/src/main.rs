@@ -10,6 +10,9 @@ mod bench;
 mod commands;
 mod config;
 mod embedder;
+mod eval;
+mod import;
+mod progress;
 mod render;
 
 use std::path::PathBuf;
@@ -120,6 +123,14 @@ pub enum Command {
         /// What to do with the model.
         #[command(subcommand)]
         command: commands::ModelsCommand,
+    },
+    /// Import history: the reference MemoryBank JSON, or LoCoMo / LongMemEval conversations.
+    Import(import::ImportArgs),
+    /// Run a benchmark (MemoryBank probing questions, LoCoMo, LongMemEval) and score retrieval.
+    Eval {
+        /// Which benchmark.
+        #[command(subcommand)]
+        command: eval::EvalCommand,
     },
     /// Measure speed (embedding throughput, recall latency, sweep time).
     Bench {

@@ -8,15 +8,20 @@
 //! injected [`Clock`].
 
 mod error;
+mod expansion;
+pub mod import;
 mod ops;
 mod recall;
+pub mod temporal;
 
 use std::sync::Arc;
 
 pub use error::EngineError;
 pub use membank_core as core;
+pub use membank_embed as embed;
 pub use membank_embed::Embedder;
 pub use membank_store::{Store, SweepReport};
+pub use import::{ImportReport, ImportRequest, ImportSet};
 pub use ops::*;
 pub use recall::{RecallConfig, RecallHit, RecallRequest, RecallResponse};
 

@@ -4,6 +4,7 @@
 #![allow(missing_docs)]
 
 mod forgetting;
+mod import;
 mod input;
 mod isolation;
 mod recall;
