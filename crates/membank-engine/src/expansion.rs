@@ -12,7 +12,8 @@
 //! the answer is about ("I read *Solitude*" → "what was its name?"). Each of the best
 //! candidates lends a share of its fused score to the turns right before and after it on
 //! the same day, so the context of an answer comes along and a turn that only makes sense
-//! with its neighbour can still be found.
+//! with its neighbour can still be found. Only single utterances lend (a note, or a turn
+//! without its reply): a turn holding a whole exchange already carries its context.
 
 use std::collections::HashMap;
 
@@ -71,7 +72,12 @@ impl Engine {
         let memories = self.store.get_many(scope, &source_ids)?;
         let mut day_of: HashMap<MemoryId, NaiveDate> = HashMap::new();
         for memory in &memories {
-            if matches!(memory.kind, Kind::Turn | Kind::Note) {
+            // A turn that holds both sides of an exchange carries its own context; only a
+            // single utterance (a LoCoMo line, a message without its reply) lends to its
+            // neighbours. Measured: lending from whole exchanges pushed answers down on the
+            // MemoryBank questions, lending from single lines lifted LoCoMo recall.
+            let single_utterance = memory.kind == Kind::Note || memory.assistant_text.is_none();
+            if matches!(memory.kind, Kind::Turn | Kind::Note) && single_utterance {
                 day_of.insert(memory.id, memory.day);
             }
         }
