@@ -9,6 +9,7 @@
 
 mod bad_input;
 mod durability;
+mod import;
 mod round_trip;
 
 use std::path::{Path, PathBuf};
