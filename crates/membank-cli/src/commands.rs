@@ -495,6 +495,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Summarize(a) => crate::chat::summarize(&ctx, a),
         Command::Profile(a) => crate::chat::profile(&ctx, a),
         Command::Chat(a) => crate::chat::chat(&ctx, a),
+        Command::Import(a) => crate::import::run(&ctx, a),
+        Command::Eval { command } => crate::eval::run(&ctx, command),
     }
 }
 

@@ -80,6 +80,12 @@ pub struct RecallFile {
     pub candidates: Option<usize>,
     /// Weight results by retention.
     pub weight_by_retention: Option<bool>,
+    /// Fusion weight of day-restricted lists for exact dates in a query (0: off).
+    pub exact_time_weight: Option<f64>,
+    /// The same for vague spans ("last week").
+    pub fuzzy_time_weight: Option<f64>,
+    /// Share of a candidate's score lent to its adjacent turns (0: off).
+    pub neighbour_weight: Option<f64>,
 }
 
 /// Reads the file named by `explicit` (must exist) or the default location (may be absent).
@@ -128,6 +134,18 @@ pub fn engine_config(file: &FileConfig, mode: Option<&str>, threshold: Option<f6
     }
     if let Some(weight) = file.recall.weight_by_retention {
         recall.weight_by_retention = weight;
+    }
+    for (value, field, name) in [
+        (file.recall.exact_time_weight, &mut recall.exact_time_weight, "exact_time_weight"),
+        (file.recall.fuzzy_time_weight, &mut recall.fuzzy_time_weight, "fuzzy_time_weight"),
+        (file.recall.neighbour_weight, &mut recall.neighbour_weight, "neighbour_weight"),
+    ] {
+        if let Some(value) = value {
+            if !(0.0..=100.0).contains(&value) {
+                bail!("recall.{name} must be between 0 and 100");
+            }
+            *field = value;
+        }
     }
     Ok(EngineConfig { forgetting: policy, recall })
 }

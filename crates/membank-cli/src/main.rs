@@ -12,6 +12,9 @@ mod commands;
 mod config;
 mod embedder;
 mod llm_config;
+mod eval;
+mod import;
+mod progress;
 mod render;
 
 use std::path::PathBuf;
@@ -132,6 +135,14 @@ pub enum Command {
     Profile(chat::ProfileArgs),
     /// Talk with the memory-backed companion (needs an LLM).
     Chat(chat::ChatArgs),
+    /// Import history: the reference MemoryBank JSON, or LoCoMo / LongMemEval conversations.
+    Import(import::ImportArgs),
+    /// Run a benchmark (MemoryBank probing questions, LoCoMo, LongMemEval) and score retrieval.
+    Eval {
+        /// Which benchmark.
+        #[command(subcommand)]
+        command: eval::EvalCommand,
+    },
     /// Measure speed (embedding throughput, recall latency, sweep time).
     Bench {
         /// Which benchmark.

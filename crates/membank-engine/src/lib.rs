@@ -10,17 +10,22 @@
 mod edit;
 mod chat;
 mod error;
+mod expansion;
+pub mod import;
 mod ops;
 mod recall;
 mod summarize;
+pub mod temporal;
 
 use std::sync::Arc;
 
 pub use edit::EditRequest;
 pub use error::EngineError;
 pub use membank_core as core;
+pub use membank_embed as embed;
 pub use membank_embed::Embedder;
 pub use membank_store::{Store, SweepReport};
+pub use import::{ImportReport, ImportRequest, ImportSet};
 pub use ops::*;
 pub use recall::{RecallConfig, RecallHit, RecallRequest, RecallResponse};
 pub use chat::{ChatRequest, ChatResponse, CitedMemory};

@@ -31,11 +31,27 @@ pub struct RecallConfig {
     pub lexical_weight: f64,
     /// Multiply fused scores by retention (memories fading on the curve rank lower).
     pub weight_by_retention: bool,
+    /// Fusion weight of each day-restricted list when the query names an exact date
+    /// ("on May 4th", "yesterday"); 0 turns time boosts off (see `expansion`).
+    pub exact_time_weight: f64,
+    /// The same for vague spans ("a few days ago", "last week").
+    pub fuzzy_time_weight: f64,
+    /// Share of a candidate's score lent to the turns before and after it (0: off).
+    pub neighbour_weight: f64,
 }
 
 impl Default for RecallConfig {
     fn default() -> Self {
-        Self { candidates: 50, rrf_k: membank_core::fusion::RRF_K, dense_weight: 1.0, lexical_weight: 1.0, weight_by_retention: false }
+        Self {
+            candidates: 50,
+            rrf_k: membank_core::fusion::RRF_K,
+            dense_weight: 1.0,
+            lexical_weight: 1.0,
+            weight_by_retention: false,
+            exact_time_weight: 2.0,
+            fuzzy_time_weight: 0.3,
+            neighbour_weight: 0.4,
+        }
     }
 }
 
@@ -82,6 +98,8 @@ pub struct RecallHit {
     pub dense: Option<f64>,
     /// Its BM25 score, if it was a lexical candidate.
     pub lexical: Option<f64>,
+    /// The part of `score` lent by an adjacent turn that ranked well (neighbour expansion).
+    pub neighbour: Option<f64>,
     /// Its retention at the query's time (before this recall).
     pub retention: f64,
 }
@@ -97,6 +115,8 @@ pub struct RecallResponse {
     pub strengthened: bool,
     /// Best first.
     pub results: Vec<RecallHit>,
+    /// The days a time expression in the query referred to, if one was found and used.
+    pub time_range: Option<(NaiveDate, NaiveDate)>,
 }
 
 impl Engine {
@@ -115,27 +135,49 @@ impl Engine {
         let filter = SearchFilter { kinds: request.kinds.clone(), day_from: request.day_from, day_to: request.day_to, include_archived: request.include_archived };
         let candidates = config.candidates.max(request.k);
 
-        let query_vector = self.embedder.embed(&[request.query.as_str()])?.pop().ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
+        // A time expression boosts its days unless the caller set the days explicitly.
+        let time = if request.day_from.is_none() && request.day_to.is_none() && config.exact_time_weight + config.fuzzy_time_weight > 0.0 {
+            self.time_boost(&request.scope, &request.query, now)?
+        } else {
+            None
+        };
+        let search_text = time.as_ref().map(|t| t.expression.strip(&request.query)).filter(|q| !text::query_terms(q).is_empty()).unwrap_or_else(|| request.query.clone());
+
+        let query_vector = self.embedder.embed(&[search_text.as_str()])?.pop().ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
+        let terms = text::query_terms(&search_text);
         let dense = self.store.dense_search(&request.scope, &self.model(), &query_vector, &filter, candidates)?;
-        let lexical = self.store.lexical_search(&request.scope, &text::query_terms(&request.query), &filter, candidates)?;
+        let lexical = self.store.lexical_search(&request.scope, &terms, &filter, candidates)?;
 
         let dense_ids: Vec<MemoryId> = dense.iter().map(|h| h.id).collect();
         let lexical_ids: Vec<MemoryId> = lexical.iter().map(|h| h.id).collect();
-        let fused = reciprocal_rank_fusion(&[(&dense_ids, config.dense_weight), (&lexical_ids, config.lexical_weight)], config.rrf_k);
-        let dense_score: HashMap<MemoryId, f64> = dense.iter().map(|h| (h.id, h.score)).collect();
-        let lexical_score: HashMap<MemoryId, f64> = lexical.iter().map(|h| (h.id, h.score)).collect();
+        let mut dense_score: HashMap<MemoryId, f64> = dense.iter().map(|h| (h.id, h.score)).collect();
+        let mut lexical_score: HashMap<MemoryId, f64> = lexical.iter().map(|h| (h.id, h.score)).collect();
+        let mut lists: Vec<(Vec<MemoryId>, f64)> = vec![(dense_ids, config.dense_weight), (lexical_ids, config.lexical_weight)];
+        if let Some(time) = &time {
+            let weight = if time.expression.exact { config.exact_time_weight } else { config.fuzzy_time_weight };
+            let in_range = SearchFilter { day_from: Some(time.from), day_to: Some(time.to), ..filter.clone() };
+            let dense = self.store.dense_search(&request.scope, &self.model(), &query_vector, &in_range, candidates)?;
+            let lexical = self.store.lexical_search(&request.scope, &terms, &in_range, candidates)?;
+            lists.push((dense.iter().map(|h| h.id).collect(), weight * config.dense_weight));
+            lists.push((lexical.iter().map(|h| h.id).collect(), weight * config.lexical_weight));
+            dense_score.extend(dense.iter().map(|h| (h.id, h.score)));
+            lexical_score.extend(lexical.iter().map(|h| (h.id, h.score)));
+        }
+        let weighted: Vec<(&[MemoryId], f64)> = lists.iter().map(|(ids, w)| (ids.as_slice(), *w)).collect();
+        let fused = reciprocal_rank_fusion(&weighted, config.rrf_k);
+        let fused = self.expand_neighbours(&request.scope, &filter, &fused, config.neighbour_weight)?;
 
         let weight = request.weight_by_retention.unwrap_or(config.weight_by_retention);
         let policy = &self.config.forgetting;
-        let fused_ids: Vec<MemoryId> = fused.iter().map(|(id, _)| *id).collect();
+        let fused_ids: Vec<MemoryId> = fused.iter().map(|(id, _, _)| *id).collect();
         let memories: HashMap<MemoryId, Memory> = self.store.get_many(&request.scope, &fused_ids)?.into_iter().map(|m| (m.id, m)).collect();
         let mut hits: Vec<RecallHit> = fused
             .into_iter()
-            .filter_map(|(id, fused_score)| {
+            .filter_map(|(id, fused_score, neighbour)| {
                 let memory = memories.get(&id)?.clone();
                 let retention = policy.retention_of(&memory.forgetting, now);
                 let score = if weight { fused_score * retention } else { fused_score };
-                Some(RecallHit { memory, score, dense: dense_score.get(&id).copied(), lexical: lexical_score.get(&id).copied(), retention })
+                Some(RecallHit { memory, score, dense: dense_score.get(&id).copied(), lexical: lexical_score.get(&id).copied(), neighbour, retention })
             })
             .collect();
         // Stable sort: equal scores keep fusion order.
@@ -152,6 +194,7 @@ impl Engine {
                 hit.memory = memory;
             }
         }
-        Ok(RecallResponse { query_id, now, strengthened: strengthen && !hits.is_empty(), results: hits })
+        let time_range = time.map(|t| (t.from, t.to));
+        Ok(RecallResponse { query_id, now, strengthened: strengthen && !hits.is_empty(), results: hits, time_range })
     }
 }

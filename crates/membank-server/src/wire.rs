@@ -112,11 +112,14 @@ pub struct RecallHitOut {
     pub lexical_score: Option<f64>,
     /// Its retention at the query's time, before this recall.
     pub retention: f64,
+    /// The part of `score` lent by an adjacent turn (neighbour expansion), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub neighbour_score: Option<f64>,
 }
 
 impl From<&RecallHit> for RecallHitOut {
     fn from(h: &RecallHit) -> Self {
-        Self { memory: (&h.memory).into(), score: h.score, dense_score: h.dense, lexical_score: h.lexical, retention: h.retention }
+        Self { memory: (&h.memory).into(), score: h.score, dense_score: h.dense, lexical_score: h.lexical, retention: h.retention, neighbour_score: h.neighbour }
     }
 }
 
@@ -131,11 +134,20 @@ pub struct RecallOut {
     pub strengthened: bool,
     /// Best first.
     pub results: Vec<RecallHitOut>,
+    /// The days a time expression in the query referred to (`[from, to]`), if one was used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_range: Option<[String; 2]>,
 }
 
 impl From<&RecallResponse> for RecallOut {
     fn from(r: &RecallResponse) -> Self {
-        Self { query_id: r.query_id.clone(), now: rfc3339(r.now), strengthened: r.strengthened, results: r.results.iter().map(Into::into).collect() }
+        Self {
+            query_id: r.query_id.clone(),
+            now: rfc3339(r.now),
+            strengthened: r.strengthened,
+            results: r.results.iter().map(Into::into).collect(),
+            time_range: r.time_range.map(|(from, to)| [from.to_string(), to.to_string()]),
+        }
     }
 }
 

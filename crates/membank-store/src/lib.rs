@@ -91,4 +91,7 @@ pub trait Store: Send + Sync {
     /// (of the same scope) as superseded by it, in one transaction. `Conflict` if one of
     /// them is already superseded or erased; nothing is deleted.
     fn insert_superseding(&self, new: NewMemory, replaces: &[MemoryId], now: Timestamp) -> Result<Memory, StoreError>;
+    /// The values of one metadata key among this scope's memories (any status but erased),
+    /// each with the memory carrying it. Imports use it to skip records they already stored.
+    fn metadata_index(&self, scope: &Scope, key: &str) -> Result<std::collections::HashMap<String, MemoryId>, StoreError>;
 }

@@ -11,6 +11,7 @@ mod bad_input;
 mod config;
 mod chat;
 mod durability;
+mod import;
 mod round_trip;
 
 use std::path::{Path, PathBuf};

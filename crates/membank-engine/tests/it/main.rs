@@ -5,6 +5,7 @@
 
 mod companion;
 mod forgetting;
+mod import;
 mod input;
 mod isolation;
 mod llm_world;

@@ -7,6 +7,7 @@
 mod edit;
 mod keys;
 mod derived;
+mod lookup;
 mod schema;
 mod vectors;
 
@@ -92,7 +93,7 @@ impl SqliteStore {
         })
     }
 
-    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+    pub(super) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let conn = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let conn = match conn {
             Some(conn) => conn,
@@ -182,7 +183,7 @@ fn row_to_memory(row: &Row<'_>) -> rusqlite::Result<Memory> {
 }
 
 /// The user's row and revision, if the user exists.
-fn user_row(conn: &Connection, tenant: &TenantId, user: &UserId) -> Result<Option<(i64, i64)>, StoreError> {
+pub(super) fn user_row(conn: &Connection, tenant: &TenantId, user: &UserId) -> Result<Option<(i64, i64)>, StoreError> {
     Ok(conn
         .prepare_cached("SELECT id, revision FROM users WHERE tenant = ?1 AND user_key = ?2")?
         .query_row(params![tenant.as_str(), user.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -660,6 +661,10 @@ impl Store for SqliteStore {
 
     fn insert_superseding(&self, new: NewMemory, replaces: &[MemoryId], now: Timestamp) -> Result<Memory, StoreError> {
         derived::insert_superseding(self, new, replaces, now)
+    }
+
+    fn metadata_index(&self, scope: &Scope, key: &str) -> Result<std::collections::HashMap<String, MemoryId>, StoreError> {
+        lookup::metadata_index(self, scope, key)
     }
 }
 
