@@ -13,6 +13,8 @@
 # Usage: scripts/real-llm-demo.sh [DATA_DIR]   (default ../shared/data/memorybank)
 # Env:   MEMBANK_DEMO_VENV (default ~/.local/share/membank/llm/venv), MEMBANK_DEMO_PORT (8089),
 #        MEMBANK_DEMO_USERS ("Emily Frank"), MEMBANK_DEMO_BIN (default: target/debug/membank, built if missing),
+#        MEMBANK_DEMO_THREADS (llama.cpp threads, default 1: on a busy machine two spinning
+#        threads wait on each other and run many times slower than one),
 #        MEMBANK_DEMO_DAYS (import only each user's first N days; default all: on a shared
 #        2-core machine one call of the 270M model takes minutes, so 2 keeps the run under an hour).
 set -euo pipefail
@@ -43,7 +45,7 @@ fi
 echo "== starting llama-cpp-python's server on 127.0.0.1:$PORT"
 # scripts/llm_server.py is the stock server plus a Gemma 3 chat format that keeps the system message.
 nice -n 10 "$VENV/bin/python" scripts/llm_server.py --model "$GGUF" --model_alias gemma3-270m --chat_format gemma3-system \
-  --host 127.0.0.1 --port "$PORT" --n_ctx 4096 --n_threads 2 > "$WORK/server.log" 2>&1 &
+  --host 127.0.0.1 --port "$PORT" --n_ctx 4096 --n_threads "${MEMBANK_DEMO_THREADS:-1}" > "$WORK/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; rm -rf "$WORK"' EXIT
 for _ in $(seq 1 120); do
@@ -59,7 +61,7 @@ export MEMBANK_LLM_MODEL="gemma3-270m"
 cat > "$WORK/config.toml" <<TOML
 [llm]
 context_tokens = 4096
-reply_tokens = 160
+reply_tokens = 128
 temperature = 0.2
 timeout_seconds = 600
 TOML
