@@ -87,6 +87,12 @@ for user in $USERS; do
   echo "== membank summarize --user $user"
   time "$BIN" summarize --user "$user"
 done
+FIRST=${USERS%% *}
+echo "== incremental: membank summarize --user $FIRST again, nothing new (expect 0 LLM calls)"
+"$BIN" summarize --user "$FIRST"
+echo "== incremental: one more turn on 2023-04-28, then summarize (expect that day and the globals only)"
+"$BIN" remember --user "$FIRST" --user-text "By the way, the squirrel in the park was eating a walnut." --at 2023-04-28T18:00:00Z > /dev/null
+"$BIN" summarize --user "$FIRST"
 for user in $USERS; do
   echo "== membank profile --user $user"
   "$BIN" profile --user "$user"
