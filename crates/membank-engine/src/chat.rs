@@ -139,6 +139,9 @@ impl Engine {
         if omitted > 0 {
             tracing::warn!(omitted, "recalled memories left out of the prompt to fit the model's context window");
         }
+        // In `retrieved` mode the recall strengthened everything it returned, including
+        // memories left out of the prompt.
+        let retrieved_ids: Vec<MemoryId> = if recall.strengthened { recall.results.iter().map(|h| h.memory.id).collect() } else { Vec::new() };
         let mut recalled = recall.results;
         recalled.truncate(included);
 
@@ -154,7 +157,7 @@ impl Engine {
             .collect();
         let recall_mode = self.config.forgetting.recall_mode;
         let strengthened: Vec<MemoryId> = match recall_mode {
-            RecallMode::Retrieved => if recall.strengthened { recalled.iter().map(|h| h.memory.id).collect() } else { Vec::new() },
+            RecallMode::Retrieved => retrieved_ids,
             RecallMode::Used => {
                 let ids: Vec<MemoryId> = used.iter().map(|c| c.memory.id).collect();
                 if !ids.is_empty() {
@@ -232,10 +235,11 @@ fn cited_labels(reply: &str, count: usize) -> Vec<usize> {
         for token in after[..close].split([',', ';', ' ']) {
             let token = token.trim();
             let Some(number) = token.strip_prefix('M').or_else(|| token.strip_prefix('m')) else { continue };
-            if let Ok(n) = number.parse::<usize>() {
-                if (1..=count).contains(&n) && !out.contains(&(n - 1)) {
-                    out.push(n - 1);
-                }
+            if let Ok(n) = number.parse::<usize>()
+                && (1..=count).contains(&n)
+                && !out.contains(&(n - 1))
+            {
+                out.push(n - 1);
             }
         }
         rest = &after[close..];

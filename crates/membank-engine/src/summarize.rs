@@ -158,7 +158,8 @@ impl Engine {
     pub fn summarize(&self, request: SummarizeRequest) -> Result<SummarizeResponse, EngineError> {
         let llm = self.llm()?.clone();
         let scope = Scope::user(request.scope.tenant.clone(), request.scope.user.clone());
-        let user = self.store.ensure_user(&scope.tenant, &scope.user, self.clock.now())?;
+        // Summarising is not a reason to create a user: an unknown one is `NotFound`.
+        let user = self.store.find_user(&scope.tenant, &scope.user)?.ok_or_else(|| EngineError::NotFound(format!("user {}", scope.user)))?;
         let mut calls = 0usize;
 
         let sources = self.by_day(&scope, &[Kind::Turn, Kind::Note], &[Status::Active])?;
@@ -204,7 +205,7 @@ impl Engine {
             outcomes.push(DayOutcome { day, sources: day_sources.len(), summary, portrait });
         }
 
-        let global = |kind: Kind| -> Result<Option<Memory>, EngineError> { Ok(self.current_global(&scope, kind)?) };
+        let global = |kind: Kind| self.current_global(&scope, kind);
         // The globals draw on the current daily memories of days that still have sources
         // (a daily archived by a sweep still counts; one whose day is empty does not).
         let dailies = |kind| -> Result<Vec<Memory>, EngineError> {
@@ -316,10 +317,11 @@ impl Engine {
                 _ => Ok(DerivedOutcome::Absent),
             };
         }
-        if let Some(old) = existing {
-            if !force && old.metadata.get(meta::FINGERPRINT).map(String::as_str) == Some(fingerprint) {
-                return Ok(DerivedOutcome::Unchanged(old.id));
-            }
+        if let Some(old) = existing
+            && !force
+            && old.metadata.get(meta::FINGERPRINT).map(String::as_str) == Some(fingerprint)
+        {
+            return Ok(DerivedOutcome::Unchanged(old.id));
         }
         let (text, chunks) = self.condense(llm.as_ref(), &job, material, calls)?;
         let now = self.clock.now();

@@ -6,7 +6,7 @@ use membank_llm::stub::{Recorded, Reply, StubServer};
 
 use crate::Bank;
 
-fn with_llm<'a>(bank: &Bank, stub: &StubServer, args: &[&'a str]) -> std::process::Output {
+fn with_llm(bank: &Bank, stub: &StubServer, args: &[&str]) -> std::process::Output {
     bank.command().env("MEMBANK_LLM_BASE_URL", stub.base_url()).env("MEMBANK_LLM_MODEL", "stub-model").env("MEMBANK_LLM_API_KEY", "sk-cli").args(args).output().unwrap()
 }
 

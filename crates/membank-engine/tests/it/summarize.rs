@@ -215,3 +215,12 @@ fn a_failing_model_stops_the_run_with_its_error() {
 fn run_err(w: &crate::World) -> EngineError {
     w.engine.summarize(SummarizeRequest { scope: scope("alice"), force: false }).unwrap_err()
 }
+
+#[test]
+fn summarising_an_unknown_user_is_not_found_and_creates_nobody() {
+    let lw = llm_world(echo_stub(), EngineConfig::default());
+    let err = lw.world.engine.summarize(SummarizeRequest { scope: scope("nobody"), force: false }).unwrap_err();
+    assert!(matches!(err, EngineError::NotFound(_)), "{err:?}");
+    assert!(membank_store::Store::list_users(lw.world.store.as_ref(), &membank_engine::core::TenantId::default_tenant()).unwrap().is_empty());
+    assert_eq!(lw.stub.count(), 0);
+}
