@@ -484,6 +484,9 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Models { command } => models(&ctx, command),
         Command::Bench { command } => crate::bench::run(&ctx, command),
+        Command::Serve(args) => crate::serve::serve(&ctx, args),
+        Command::Mcp(args) => crate::serve::mcp(&ctx, args),
+        Command::Keys { command } => crate::serve::keys(&ctx, command),
     }
 }
 

@@ -7,10 +7,12 @@
 //! 1 anything else.
 
 mod bench;
+mod bench_http;
 mod commands;
 mod config;
 mod embedder;
 mod render;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -120,6 +122,16 @@ pub enum Command {
         /// What to do with the model.
         #[command(subcommand)]
         command: commands::ModelsCommand,
+    },
+    /// Run the REST API (OpenAPI at /openapi.json), MCP at /mcp, health and metrics.
+    Serve(serve::ServeArgs),
+    /// Serve the MCP tools over stdio for one user (for MCP hosts such as Claude Desktop).
+    Mcp(serve::McpArgs),
+    /// Manage API keys of the server (stored hashed).
+    Keys {
+        /// What to do with keys.
+        #[command(subcommand)]
+        command: serve::KeysCommand,
     },
     /// Measure speed (embedding throughput, recall latency, sweep time).
     Bench {

@@ -10,6 +10,7 @@
 mod bad_input;
 mod durability;
 mod round_trip;
+mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
