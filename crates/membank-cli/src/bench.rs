@@ -228,7 +228,7 @@ pub(crate) fn fill(store: &dyn Store, scope: &Scope, model: &EmbeddingModel, emb
     Ok(())
 }
 
-fn synthetic_memory(scope: &Scope, kind: Kind, text: String, at: membank_engine::core::Timestamp) -> Memory {
+pub(crate) fn synthetic_memory(scope: &Scope, kind: Kind, text: String, at: membank_engine::core::Timestamp) -> Memory {
     Memory {
         id: MemoryId::generate(at),
         scope: scope.clone(),
