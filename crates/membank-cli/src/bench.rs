@@ -53,6 +53,8 @@ pub enum BenchCommand {
         #[arg(long, default_value = "../shared/data")]
         data: PathBuf,
     },
+    /// Recall latency over real HTTP on loopback (query embedding included), 1 and N clients.
+    Http(crate::bench_http::HttpArgs),
     /// Sweep time over many users.
     Sweep {
         /// Users.
@@ -73,6 +75,7 @@ pub fn run(ctx: &Context, command: BenchCommand) -> Result<()> {
         BenchCommand::Embed { n, threads, runs, data } => embed(ctx, n, &threads, runs, &data),
         BenchCommand::Recall { sizes, queries, dir, data } => recall(ctx, &sizes, queries, &dir, &data),
         BenchCommand::Sweep { users, per_user, dir } => sweep(users, per_user, &dir),
+        BenchCommand::Http(args) => crate::bench_http::run(ctx, args),
     }
 }
 
@@ -120,7 +123,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
@@ -207,7 +210,7 @@ fn recall(ctx: &Context, sizes: &str, queries: usize, dir: &std::path::Path, dat
 /// real vectors; a pair gets the normalised sum of its two sentences' real vectors, which
 /// keeps building 100k memories to minutes. An exact scan's cost does not depend on the
 /// vectors' values, and BM25 sees the real pair text.
-fn fill(store: &dyn Store, scope: &Scope, model: &EmbeddingModel, embedder: &dyn membank_embed::Embedder, corpus: &[String], have: usize, size: usize) -> Result<()> {
+pub(crate) fn fill(store: &dyn Store, scope: &Scope, model: &EmbeddingModel, embedder: &dyn membank_embed::Embedder, corpus: &[String], have: usize, size: usize) -> Result<()> {
     let start_day = chrono::Utc::now() - chrono::Duration::days(365);
     store.ensure_user(&scope.tenant, &scope.user, start_day)?;
     eprintln!("embedding {} sentences; pairs beyond them reuse their vectors (normalised sums)", corpus.len());
@@ -235,7 +238,7 @@ fn fill(store: &dyn Store, scope: &Scope, model: &EmbeddingModel, embedder: &dyn
     Ok(())
 }
 
-fn synthetic_memory(scope: &Scope, kind: Kind, text: String, at: membank_engine::core::Timestamp) -> Memory {
+pub(crate) fn synthetic_memory(scope: &Scope, kind: Kind, text: String, at: membank_engine::core::Timestamp) -> Memory {
     Memory {
         id: MemoryId::generate(at),
         scope: scope.clone(),

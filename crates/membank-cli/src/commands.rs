@@ -497,6 +497,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Chat(a) => crate::chat::chat(&ctx, a),
         Command::Import(a) => crate::import::run(&ctx, a),
         Command::Eval { command } => crate::eval::run(&ctx, command),
+        Command::Serve(args) => crate::serve::serve(&ctx, args),
+        Command::Mcp(args) => crate::serve::mcp(&ctx, args),
+        Command::Keys { command } => crate::serve::keys(&ctx, command),
     }
 }
 

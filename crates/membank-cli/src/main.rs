@@ -8,6 +8,7 @@
 
 mod bench;
 mod chat;
+mod bench_http;
 mod commands;
 mod config;
 mod embedder;
@@ -16,6 +17,7 @@ mod eval;
 mod import;
 mod progress;
 mod render;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -142,6 +144,16 @@ pub enum Command {
         /// Which benchmark.
         #[command(subcommand)]
         command: eval::EvalCommand,
+    },
+    /// Run the REST API (OpenAPI at /openapi.json), MCP at /mcp, health and metrics.
+    Serve(serve::ServeArgs),
+    /// Serve the MCP tools over stdio for one user (for MCP hosts such as Claude Desktop).
+    Mcp(serve::McpArgs),
+    /// Manage API keys of the server (stored hashed).
+    Keys {
+        /// What to do with keys.
+        #[command(subcommand)]
+        command: serve::KeysCommand,
     },
     /// Measure speed (embedding throughput, recall latency, sweep time).
     Bench {

@@ -13,6 +13,7 @@ mod chat;
 mod durability;
 mod import;
 mod round_trip;
+mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -32,7 +32,7 @@ use types::{CheckOut, HealthOut};
 #[openapi(
     info(title = "membank", description = "Long-term memory for LLM agents: remember turns and notes, recall what is relevant, forget on an Ebbinghaus curve unless recalled. Every request acts for one user of the caller's tenant; send `Authorization: Bearer KEY` unless the server runs in loopback no-auth mode."),
     modifiers(&BearerAuth),
-    components(schemas(crate::error::ErrorBody, crate::error::ErrorDetail)),
+    components(schemas(crate::error::ErrorBody, crate::error::ErrorDetail, HealthOut, CheckOut)),
     security(("bearer" = [])),
     tags((name = "memories"), (name = "recall"), (name = "forgetting"), (name = "events"), (name = "users"), (name = "companion"), (name = "system"))
 )]

@@ -25,11 +25,11 @@ pub struct TurnIn {
     pub occurred_at: Option<String>,
     /// Agent label.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f]*\S[^\u0000-\u001f\u007f]*$")]
+    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$")]
     pub agent: Option<String>,
     /// Session label.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f]*\S[^\u0000-\u001f\u007f]*$")]
+    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$")]
     pub session: Option<String>,
     /// Free-form string metadata.
     #[serde(default)]
@@ -69,11 +69,11 @@ pub struct NoteIn {
     pub occurred_at: Option<String>,
     /// Agent label.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f]*\S[^\u0000-\u001f\u007f]*$")]
+    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$")]
     pub agent: Option<String>,
     /// Session label.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f]*\S[^\u0000-\u001f\u007f]*$")]
+    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$")]
     pub session: Option<String>,
     /// Free-form string metadata.
     #[serde(default)]
@@ -118,11 +118,11 @@ pub struct RecallIn {
     pub weight_by_retention: Option<bool>,
     /// Narrow to an agent label.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f]*\S[^\u0000-\u001f\u007f]*$")]
+    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$")]
     pub agent: Option<String>,
     /// Narrow to a session label.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f]*\S[^\u0000-\u001f\u007f]*$")]
+    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$")]
     pub session: Option<String>,
 }
 
@@ -184,8 +184,10 @@ pub struct ListParams {
     /// Only pinned memories.
     pub pinned: Option<bool>,
     /// Only memories on or after this day (YYYY-MM-DD).
+    #[param(pattern = r"^\d{4}-\d{2}-\d{2}$")]
     pub from: Option<String>,
     /// Only memories on or before this day (YYYY-MM-DD).
+    #[param(pattern = r"^\d{4}-\d{2}-\d{2}$")]
     pub to: Option<String>,
     /// Page size (default 50, at most 1000).
     #[param(minimum = 1, maximum = 1000)]
@@ -309,7 +311,7 @@ pub enum KindName {
 #[into_params(parameter_in = Path)]
 pub struct UserPath {
     /// The person the memories are about (trimmed; no control characters).
-    #[param(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f/]*\S[^\u0000-\u001f\u007f/]*$")]
+    #[param(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f/]*\S[^\u0000-\u001f\u007f-\u009f/]*$")]
     pub user: String,
 }
 
@@ -318,7 +320,7 @@ pub struct UserPath {
 #[into_params(parameter_in = Path)]
 pub struct MemoryPath {
     /// The person the memory is about.
-    #[param(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f/]*\S[^\u0000-\u001f\u007f/]*$")]
+    #[param(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f/]*\S[^\u0000-\u001f\u007f-\u009f/]*$")]
     pub user: String,
     /// The memory id.
     #[param(pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]

@@ -25,7 +25,10 @@ impl TestServer {
     }
 
     pub fn with(auth: AuthMode, adjust: impl FnOnce(&mut ServerConfig)) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        // On tmpfs when there is one: these tests are about behaviour, not durability,
+        // and a per-commit fsync on a shared disk would make them slow for nothing.
+        let shm = std::path::Path::new("/dev/shm");
+        let dir = if shm.is_dir() { tempfile::tempdir_in(shm).unwrap() } else { tempfile::tempdir().unwrap() };
         let store = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
         let engine = Arc::new(Engine::new(store.clone(), Arc::new(HashEmbedder::new(64)), Arc::new(SystemClock), Default::default()).unwrap());
         let mut config = ServerConfig::new(TenantId::new("default").unwrap(), auth);

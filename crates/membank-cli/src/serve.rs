@@ -1,0 +1,183 @@
+//! `membank serve`, `membank mcp` and `membank keys`: the binary's side of the server.
+//! Opens the store, decides the auth mode (keys exist ⇒ keys required; none ⇒ loopback
+//! only, said loudly), builds the engine, and hands a listener and a shutdown signal to
+//! `membank_server::serve`. No HTTP logic lives here.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result, bail};
+use clap::{Args, Subcommand};
+use membank_engine::core::{SystemClock, UserId};
+use membank_engine::Engine;
+use membank_server::{AppState, AuthMode, Limits, RateLimit, ServerConfig};
+use membank_store::{ApiKeyStore, SqliteStore};
+use serde_json::json;
+
+use crate::commands::Context;
+use crate::embedder::LazyEmbedder;
+
+/// `serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Without API keys only loopback addresses are allowed.
+    #[arg(long, env = "MEMBANK_ADDR", default_value = "127.0.0.1:8787")]
+    pub addr: SocketAddr,
+    /// Requests per second per API key (0: unlimited).
+    #[arg(long, env = "MEMBANK_RATE_LIMIT", default_value_t = 50.0)]
+    pub rate_limit: f64,
+    /// Burst size per API key.
+    #[arg(long, env = "MEMBANK_RATE_BURST", default_value_t = 100.0)]
+    pub rate_burst: f64,
+    /// Largest request body in bytes.
+    #[arg(long, env = "MEMBANK_BODY_LIMIT", default_value_t = 1024 * 1024)]
+    pub body_limit: usize,
+    /// Largest text field in bytes (at most 32768).
+    #[arg(long, env = "MEMBANK_TEXT_LIMIT", default_value_t = 32 * 1024)]
+    pub text_limit: usize,
+    /// Largest recall k (at most 200).
+    #[arg(long, env = "MEMBANK_MAX_K", default_value_t = 200)]
+    pub max_k: usize,
+    /// Largest list page (at most 1000).
+    #[arg(long, env = "MEMBANK_MAX_PAGE", default_value_t = 1000)]
+    pub max_page: usize,
+    /// Most items per batch request.
+    #[arg(long, env = "MEMBANK_MAX_BATCH", default_value_t = 100)]
+    pub max_batch: usize,
+}
+
+/// `mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The person the tools act for (the model cannot choose another).
+    #[arg(long, env = "MEMBANK_USER")]
+    pub user: String,
+}
+
+/// `keys …`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create a key for the tenant given by --tenant; prints the key once.
+    Create {
+        /// Bind the key to one user of the tenant.
+        #[arg(long)]
+        user: Option<String>,
+        /// An operations key: may act for any tenant (header X-Membank-Tenant) and call /v1/admin.
+        #[arg(long)]
+        admin: bool,
+        /// A label to recognise the key by.
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// List keys (never their secrets).
+    List,
+    /// Revoke a key by its id (the hex between `mbk_` and the second `_`).
+    Revoke {
+        /// Key id.
+        id: String,
+    },
+}
+
+fn limits(args: &ServeArgs) -> Result<Limits> {
+    let engine = Limits::default();
+    let check = |name: &str, value: usize, max: usize| if value == 0 || value > max { bail!("{name} must be between 1 and {max}") } else { Ok(value) };
+    Ok(Limits {
+        body_bytes: check("--body-limit", args.body_limit, 64 * 1024 * 1024)?,
+        text_bytes: check("--text-limit", args.text_limit, engine.text_bytes)?,
+        k: check("--max-k", args.max_k, engine.k)?,
+        page_size: check("--max-page", args.max_page, engine.page_size)?,
+        batch: check("--max-batch", args.max_batch, 10_000)?,
+    })
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+/// `membank serve`.
+pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
+    let store = ctx.open_store()?;
+    let keys = store.live_key_count()?;
+    membank_server::check_bind(args.addr, keys > 0)?;
+    let auth = if keys > 0 { AuthMode::Keys } else { AuthMode::LoopbackOpen };
+    let mut config = ServerConfig::new(ctx.tenant.clone(), auth);
+    config.limits = limits(&args)?;
+    config.rate_limit = RateLimit { per_second: args.rate_limit.max(0.0), burst: args.rate_burst.max(1.0) };
+    let embedder = Arc::new(LazyEmbedder::new(ctx.embedder.clone()));
+    let engine = Arc::new(Engine::new(store.clone(), embedder.clone(), Arc::new(SystemClock), ctx.engine_config.clone())?);
+    let state = AppState::new(engine, store, config);
+    state.set_ready(false);
+    runtime()?.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
+        let local = listener.local_addr()?;
+        if auth == AuthMode::LoopbackOpen {
+            eprintln!("WARNING: no API keys exist, so membank runs WITHOUT AUTHENTICATION on {local} (loopback only).");
+            eprintln!("WARNING: every local process can read and change every memory of tenant {:?}. Create a key with `membank keys create --tenant T` and restart to require keys.", ctx.tenant.as_str());
+        } else {
+            eprintln!("membank: {keys} API key(s) active; every /v1 and /mcp request needs Authorization: Bearer KEY");
+        }
+        eprintln!("membank: listening on http://{local} (REST /v1, MCP /mcp, OpenAPI /openapi.json, metrics /metrics)");
+        let warm = state.clone();
+        tokio::task::spawn_blocking(move || match membank_embed::Embedder::embed(embedder.as_ref(), &["warm up"]) {
+            Ok(_) => warm.set_ready(true),
+            Err(err) => tracing::error!(error = %err, "the embedding model failed to load; /readyz stays 503 and recall/remember answer 503"),
+        });
+        membank_server::serve(listener, state, membank_server::serve::shutdown_signal()).await?;
+        eprintln!("membank: stopped");
+        anyhow::Ok(())
+    })
+}
+
+/// `membank mcp`.
+pub fn mcp(ctx: &Context, args: McpArgs) -> Result<()> {
+    let scope = membank_server::mcp::stdio_scope(ctx.tenant.clone(), &args.user)?;
+    let engine = Arc::new(ctx.engine()?);
+    runtime()?.block_on(membank_server::mcp::serve_stdio(engine, scope))?;
+    Ok(())
+}
+
+/// `membank keys …`.
+pub fn keys(ctx: &Context, command: KeysCommand) -> Result<()> {
+    let store: Arc<SqliteStore> = ctx.open_store()?;
+    let now = chrono::Utc::now();
+    match command {
+        KeysCommand::Create { user, admin, label } => {
+            let user = user.as_deref().map(UserId::new).transpose()?;
+            let created = membank_server::keys::create_key(store.as_ref(), ctx.tenant.clone(), user, admin, label, now)?;
+            if ctx.cli_json {
+                println!("{}", serde_json::to_string_pretty(&json!({ "key": created.key, "id": created.record.key_id, "tenant": created.record.tenant.as_str(), "admin": admin }))?);
+            } else {
+                println!("{}", created.key);
+                eprintln!("key {} for tenant {}{}: store it now, it is not shown again", created.record.key_id, created.record.tenant, if admin { " (admin)" } else { "" });
+            }
+        }
+        KeysCommand::List => {
+            let keys = store.list_keys()?;
+            if ctx.cli_json {
+                let out: Vec<_> = keys
+                    .iter()
+                    .map(|k| json!({ "id": k.key_id, "tenant": k.tenant.as_str(), "user": k.user.as_ref().map(|u| u.as_str()), "admin": k.admin, "label": k.label, "created_at": membank_server::wire::rfc3339(k.created_at), "revoked_at": k.revoked_at.map(membank_server::wire::rfc3339) }))
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&json!({ "keys": out }))?);
+            } else {
+                for k in keys {
+                    let state = match k.revoked_at {
+                        Some(at) => format!("revoked {}", membank_server::wire::rfc3339(at)),
+                        None => "active".into(),
+                    };
+                    println!("{}\t{}\t{}\t{}\t{}\t{}", k.key_id, k.tenant, k.user.as_ref().map(|u| u.as_str()).unwrap_or("*"), if k.admin { "admin" } else { "-" }, state, k.label.unwrap_or_default());
+                }
+            }
+        }
+        KeysCommand::Revoke { id } => {
+            let record = store.revoke_key(id.trim(), now).map_err(membank_engine::EngineError::from)?;
+            if ctx.cli_json {
+                println!("{}", serde_json::to_string_pretty(&json!({ "id": record.key_id, "revoked": true }))?);
+            } else {
+                println!("revoked {}", record.key_id);
+            }
+        }
+    }
+    Ok(())
+}
+

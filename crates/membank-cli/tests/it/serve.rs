@@ -1,0 +1,135 @@
+//! `membank serve`, `keys` and `mcp` as processes: the loud no-auth warning, refusal of a
+//! non-loopback address without keys, a curl-like round trip over a real socket with and
+//! without a key, SIGTERM shutting down cleanly, and the MCP tools over stdio through
+//! the rmcp client spawning `membank mcp`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+
+use crate::Bank;
+
+struct Server {
+    child: Child,
+    addr: String,
+    banner: String,
+}
+
+impl Server {
+    fn start(bank: &Bank) -> Self {
+        let mut child = bank.command().args(["serve", "--addr", "127.0.0.1:0"]).stderr(Stdio::piped()).stdout(Stdio::null()).spawn().unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut banner = String::new();
+        let addr = loop {
+            let mut line = String::new();
+            assert!(stderr.read_line(&mut line).unwrap() > 0, "server exited early: {banner}");
+            banner.push_str(&line);
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                break rest.split_whitespace().next().unwrap().to_string();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        Self { child, addr, banner }
+    }
+
+    fn request(&self, method: &str, path: &str, key: Option<&str>, body: Option<&str>) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        let auth = key.map(|k| format!("Authorization: Bearer {k}\r\n")).unwrap_or_default();
+        let body = body.unwrap_or("");
+        write!(stream, "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let status = response.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (status, response.split("\r\n\r\n").nth(1).unwrap_or("").to_string())
+    }
+
+    fn wait_ready(&self) {
+        for _ in 0..600 {
+            if self.request("GET", "/readyz", None, None).0 == 200 {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the server never became ready");
+    }
+
+    fn stop(mut self) {
+        let status = std::process::Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        let exit = self.child.wait().unwrap();
+        assert!(exit.success(), "serve did not shut down cleanly: {exit:?}");
+    }
+}
+
+#[test]
+fn serve_without_keys_is_loopback_only_and_says_so() {
+    let bank = Bank::new();
+    let err = bank.fails(&["serve", "--addr", "0.0.0.0:0"], 1);
+    assert!(err.contains("refusing to listen") && err.contains("without API keys"), "{err}");
+    let server = Server::start(&bank);
+    assert!(server.banner.contains("WITHOUT AUTHENTICATION"), "{}", server.banner);
+    server.wait_ready();
+    let (status, body) = server.request("POST", "/v1/users/alice/turns", None, Some(r#"{"user_text":"I adopted a grey cat named Miso","assistant_text":"Lovely name!"}"#));
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = server.request("POST", "/v1/users/alice/recall", None, Some(r#"{"query":"what is my cat called?","k":3}"#));
+    assert_eq!(status, 200, "{body}");
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(body["results"][0]["content"].as_str().unwrap().contains("Miso"));
+    server.stop();
+    // The database is intact after the shutdown.
+    bank.ok(&["check"]);
+}
+
+#[test]
+fn keys_are_created_listed_revoked_and_required() {
+    let bank = Bank::new();
+    let key = bank.ok(&["--tenant", "acme", "keys", "create", "--label", "ci"]).trim().to_string();
+    assert!(key.starts_with("mbk_"), "{key}");
+    let id = key.split('_').nth(1).unwrap().to_string();
+    let listed = bank.json(&["keys", "list"]);
+    assert_eq!(listed["keys"][0]["id"], id.as_str());
+    assert!(!listed.to_string().contains(&key), "keys list must never show a secret");
+    let raw = std::fs::read(bank.db()).unwrap();
+    assert!(!raw.windows(key.len()).any(|w| w == key.as_bytes()), "the key must be stored hashed");
+
+    let server = Server::start(&bank);
+    assert!(!server.banner.contains("WITHOUT AUTHENTICATION"));
+    server.wait_ready();
+    assert_eq!(server.request("GET", "/v1/users/alice/memories", None, None).0, 401);
+    assert_eq!(server.request("POST", "/v1/users/alice/notes", Some(&key), Some(r#"{"text":"likes tea"}"#)).0, 201);
+    server.stop();
+
+    bank.ok(&["keys", "revoke", &id]);
+    bank.fails(&["keys", "revoke", &id], 5);
+    bank.fails(&["keys", "revoke", "nope"], 4);
+    let server = Server::start(&bank);
+    // Keys existed once but none is live: the server falls back to loopback no-auth.
+    assert!(server.banner.contains("WITHOUT AUTHENTICATION"));
+    server.wait_ready();
+    server.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_over_stdio_with_the_rmcp_client() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    let bank = Bank::new();
+    let mut command = tokio::process::Command::from(bank.command());
+    command.args(["mcp", "--user", "alice"]);
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 6);
+    let args = |v: serde_json::Value| v.as_object().unwrap().clone();
+    let saved = client.call_tool(CallToolRequestParams::new("remember").with_arguments(args(serde_json::json!({ "text": "Alice's cat is called Miso", "occurred_at": "2024-05-04T10:00:00Z" })))).await.unwrap();
+    assert_ne!(saved.is_error, Some(true));
+    let recalled = client.call_tool(CallToolRequestParams::new("recall").with_arguments(args(serde_json::json!({ "query": "cat's name" })))).await.unwrap();
+    let text: String = recalled.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+    assert!(text.contains("Miso") && text.contains("2024-05-04"), "{text}");
+    client.cancel().await.unwrap();
+    // It acted for alice, as configured.
+    let listed = bank.json(&["list", "--user", "alice"]);
+    assert_eq!(listed["memories"].as_array().unwrap().len(), 1);
+    assert_eq!(bank.json(&["list", "--user", "bob"])["memories"].as_array().unwrap().len(), 0);
+}
