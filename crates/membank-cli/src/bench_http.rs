@@ -21,7 +21,7 @@ use membank_engine::Engine;
 use membank_server::{AppState, AuthMode, RateLimit, ServerConfig};
 use membank_store::{EmbeddingModel, SqliteStore, Store};
 
-use crate::bench::{fill, percentile, sentences, synthetic_memory};
+use crate::bench::{fill, percentile, sentences};
 use crate::commands::Context;
 
 /// `bench http`.

@@ -104,8 +104,19 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
     config.limits = limits(&args)?;
     config.rate_limit = RateLimit { per_second: args.rate_limit.max(0.0), burst: args.rate_burst.max(1.0) };
     let embedder = Arc::new(LazyEmbedder::new(ctx.embedder.clone()));
-    let engine = Arc::new(Engine::new(store.clone(), embedder.clone(), Arc::new(SystemClock), ctx.engine_config.clone())?);
-    let state = AppState::new(engine, store, config);
+    let mut engine = Engine::new(store.clone(), embedder.clone(), Arc::new(SystemClock), ctx.engine_config.clone())?;
+    // Chat and summarize need an LLM; without one the server still serves memory and
+    // answers those routes 503 with how to configure one.
+    let llm = match ctx.llm.client() {
+        Ok(llm) => Some(llm),
+        Err(err) if is_not_configured(&err) => None,
+        Err(err) => return Err(err),
+    };
+    if let Some(llm) = llm {
+        eprintln!("membank: companion chat and summaries use the LLM {}", llm.model());
+        engine = engine.with_llm(llm);
+    }
+    let state = AppState::new(Arc::new(engine), store, config);
     state.set_ready(false);
     runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
@@ -126,6 +137,10 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
         eprintln!("membank: stopped");
         anyhow::Ok(())
     })
+}
+
+fn is_not_configured(err: &anyhow::Error) -> bool {
+    matches!(err.downcast_ref::<membank_engine::EngineError>(), Some(membank_engine::EngineError::LlmNotConfigured))
 }
 
 /// `membank mcp`.

@@ -3,6 +3,7 @@
 //! server on 127.0.0.1:0 (concurrency, MCP with the rmcp client, graceful shutdown).
 //! The engine runs on temporary SQLite files with the hashing test embedder.
 
+mod companion;
 mod concurrency;
 mod errors;
 mod isolation;
