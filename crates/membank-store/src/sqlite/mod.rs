@@ -77,7 +77,13 @@ impl SqliteStore {
 
     /// Runs SQLite's integrity check and FTS5's own; returns the problems found (empty: healthy).
     pub fn integrity_check(&self) -> Result<Vec<String>, StoreError> {
-        self.read(|conn| {
+        // A fresh connection, not a pooled reader: FTS5's integrity check trusts the index
+        // structure a connection has cached, and a pooled reader's cache may predate
+        // segment merges made by the writer, which then reads as "corruption found reading
+        // blob …" although the index is sound (seen intermittently in the isolation test).
+        let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)?;
+        configure(&conn, true)?;
+        let check = |conn: &Connection| {
             let mut problems: Vec<String> = conn
                 .prepare("PRAGMA integrity_check")?
                 .query_map([], |row| row.get::<_, String>(0))?
@@ -90,7 +96,8 @@ impl SqliteStore {
                 problems.push(format!("{orphans} vectors without a live memory of the same user"));
             }
             Ok(problems)
-        })
+        };
+        check(&conn)
     }
 
     pub(super) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
