@@ -58,15 +58,22 @@ impl BertConfig {
         if let Some(kind) = &config.model_type
             && kind != "bert"
         {
-            return Err(format!("config.json: model_type {kind} is not supported, only bert"));
+            return Err(format!(
+                "config.json: model_type {kind} is not supported, only bert"
+            ));
         }
         if config.hidden_act != "gelu" {
-            return Err(format!("config.json: hidden_act {} is not supported, only gelu", config.hidden_act));
+            return Err(format!(
+                "config.json: hidden_act {} is not supported, only gelu",
+                config.hidden_act
+            ));
         }
         if let Some(kind) = &config.position_embedding_type
             && kind != "absolute"
         {
-            return Err(format!("config.json: position_embedding_type {kind} is not supported, only absolute"));
+            return Err(format!(
+                "config.json: position_embedding_type {kind} is not supported, only absolute"
+            ));
         }
         let dims = [
             config.hidden_size,
@@ -80,8 +87,13 @@ impl BertConfig {
         if dims.iter().any(|&d| d == 0 || d > 1 << 20) {
             return Err("config.json: a dimension is zero or implausibly large".to_owned());
         }
-        if config.hidden_size % config.num_attention_heads != 0 {
-            return Err("config.json: hidden_size is not a multiple of num_attention_heads".to_owned());
+        if !config
+            .hidden_size
+            .is_multiple_of(config.num_attention_heads)
+        {
+            return Err(
+                "config.json: hidden_size is not a multiple of num_attention_heads".to_owned(),
+            );
         }
         Ok(config)
     }
@@ -121,7 +133,9 @@ pub(crate) struct Bert {
 
 impl std::fmt::Debug for Bert {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Bert").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Bert")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -134,22 +148,44 @@ struct TensorSource<'a> {
 impl TensorSource<'_> {
     fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, String> {
         let full = format!("{}{name}", self.prefix);
-        let view = self.tensors.tensor(&full).map_err(|_| format!("model.safetensors: tensor {full} is missing"))?;
+        let view = self
+            .tensors
+            .tensor(&full)
+            .map_err(|_| format!("model.safetensors: tensor {full} is missing"))?;
         if view.dtype() != Dtype::F32 {
-            return Err(format!("model.safetensors: tensor {full} has dtype {:?}, expected F32", view.dtype()));
+            return Err(format!(
+                "model.safetensors: tensor {full} has dtype {:?}, expected F32",
+                view.dtype()
+            ));
         }
         if view.shape() != shape {
-            return Err(format!("model.safetensors: tensor {full} has shape {:?}, expected {shape:?}", view.shape()));
+            return Err(format!(
+                "model.safetensors: tensor {full} has shape {:?}, expected {shape:?}",
+                view.shape()
+            ));
         }
         let data = view.data();
         if data.len() != shape.iter().product::<usize>() * 4 {
-            return Err(format!("model.safetensors: tensor {full} has {} bytes, expected {}", data.len(), shape.iter().product::<usize>() * 4));
+            return Err(format!(
+                "model.safetensors: tensor {full} has {} bytes, expected {}",
+                data.len(),
+                shape.iter().product::<usize>() * 4
+            ));
         }
-        Ok(data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+        Ok(data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
     }
 
     /// A PyTorch `Linear` weight (`out × in`) transposed to `in × out`, scaled by `scale`.
-    fn linear(&self, name: &str, inputs: usize, outputs: usize, scale: f32) -> Result<Vec<f32>, String> {
+    fn linear(
+        &self,
+        name: &str,
+        inputs: usize,
+        outputs: usize,
+        scale: f32,
+    ) -> Result<Vec<f32>, String> {
         let weight = self.get(name, &[outputs, inputs])?;
         let mut transposed = vec![0.0f32; inputs * outputs];
         for (o, row) in weight.chunks_exact(inputs).enumerate() {
@@ -165,9 +201,12 @@ impl Bert {
     /// Builds the encoder from parsed configuration and the bytes of `model.safetensors`.
     /// The error is a human-readable reason.
     pub(crate) fn from_safetensors(config: BertConfig, bytes: &[u8]) -> Result<Self, String> {
-        let tensors = SafeTensors::deserialize(bytes).map_err(|e| format!("model.safetensors: {e}"))?;
+        let tensors =
+            SafeTensors::deserialize(bytes).map_err(|e| format!("model.safetensors: {e}"))?;
         let prefix = if tensors.tensor("embeddings.word_embeddings.weight").is_err()
-            && tensors.tensor("bert.embeddings.word_embeddings.weight").is_ok()
+            && tensors
+                .tensor("bert.embeddings.word_embeddings.weight")
+                .is_ok()
         {
             "bert."
         } else {
@@ -176,12 +215,22 @@ impl Bert {
         let source = TensorSource { tensors, prefix };
         let hidden = config.hidden_size;
         let inter = config.intermediate_size;
-        let word_embeddings = source.get("embeddings.word_embeddings.weight", &[config.vocab_size, hidden])?;
-        let mut position_embeddings =
-            source.get("embeddings.position_embeddings.weight", &[config.max_position_embeddings, hidden])?;
-        let token_types = source.get("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, hidden])?;
+        let word_embeddings = source.get(
+            "embeddings.word_embeddings.weight",
+            &[config.vocab_size, hidden],
+        )?;
+        let mut position_embeddings = source.get(
+            "embeddings.position_embeddings.weight",
+            &[config.max_position_embeddings, hidden],
+        )?;
+        let token_types = source.get(
+            "embeddings.token_type_embeddings.weight",
+            &[config.type_vocab_size, hidden],
+        )?;
         for row in position_embeddings.chunks_exact_mut(hidden) {
-            row.iter_mut().zip(&token_types[..hidden]).for_each(|(p, t)| *p += t);
+            row.iter_mut()
+                .zip(&token_types[..hidden])
+                .for_each(|(p, t)| *p += t);
         }
         let embedding_norm_weight = source.get("embeddings.LayerNorm.weight", &[hidden])?;
         let embedding_norm_bias = source.get("embeddings.LayerNorm.bias", &[hidden])?;
@@ -190,7 +239,8 @@ impl Bert {
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for index in 0..config.num_hidden_layers {
             let name = |suffix: &str| format!("encoder.layer.{index}.{suffix}");
-            let query = source.linear(&name("attention.self.query.weight"), hidden, hidden, scale)?;
+            let query =
+                source.linear(&name("attention.self.query.weight"), hidden, hidden, scale)?;
             let key = source.linear(&name("attention.self.key.weight"), hidden, hidden, 1.0)?;
             let value = source.linear(&name("attention.self.value.weight"), hidden, hidden, 1.0)?;
             let mut qkv_weight = Vec::with_capacity(hidden * 3 * hidden);
@@ -206,11 +256,23 @@ impl Bert {
             layers.push(Layer {
                 qkv_weight,
                 qkv_bias,
-                attention_out_weight: source.linear(&name("attention.output.dense.weight"), hidden, hidden, 1.0)?,
+                attention_out_weight: source.linear(
+                    &name("attention.output.dense.weight"),
+                    hidden,
+                    hidden,
+                    1.0,
+                )?,
                 attention_out_bias: source.get(&name("attention.output.dense.bias"), &[hidden])?,
-                attention_norm_weight: source.get(&name("attention.output.LayerNorm.weight"), &[hidden])?,
-                attention_norm_bias: source.get(&name("attention.output.LayerNorm.bias"), &[hidden])?,
-                intermediate_weight: source.linear(&name("intermediate.dense.weight"), hidden, inter, 1.0)?,
+                attention_norm_weight: source
+                    .get(&name("attention.output.LayerNorm.weight"), &[hidden])?,
+                attention_norm_bias: source
+                    .get(&name("attention.output.LayerNorm.bias"), &[hidden])?,
+                intermediate_weight: source.linear(
+                    &name("intermediate.dense.weight"),
+                    hidden,
+                    inter,
+                    1.0,
+                )?,
                 intermediate_bias: source.get(&name("intermediate.dense.bias"), &[inter])?,
                 output_weight: source.linear(&name("output.dense.weight"), inter, hidden, 1.0)?,
                 output_bias: source.get(&name("output.dense.bias"), &[hidden])?,
@@ -218,7 +280,14 @@ impl Bert {
                 output_norm_bias: source.get(&name("output.LayerNorm.bias"), &[hidden])?,
             });
         }
-        Ok(Self { config, word_embeddings, position_embeddings, embedding_norm_weight, embedding_norm_bias, layers })
+        Ok(Self {
+            config,
+            word_embeddings,
+            position_embeddings,
+            embedding_norm_weight,
+            embedding_norm_bias,
+            layers,
+        })
     }
 
     /// Width of the sentence vectors.
@@ -244,7 +313,14 @@ impl Bert {
         let eps = self.config.layer_norm_eps as f32;
         let tokens: usize = batch.iter().map(|s| s.len()).sum();
         scratch.prepare(tokens, hidden, inter);
-        let Scratch { x, tmp, qkv, context, intermediate, scores } = scratch;
+        let Scratch {
+            x,
+            tmp,
+            qkv,
+            context,
+            intermediate,
+            scores,
+        } = scratch;
 
         // Embeddings: word + (position + token type 0), then layer norm.
         let mut row_index = 0;
@@ -256,7 +332,12 @@ impl Bert {
                 for ((out, &w), &p) in row.iter_mut().zip(word).zip(pos) {
                     *out = w + p;
                 }
-                kernels::layer_norm(row, &self.embedding_norm_weight, &self.embedding_norm_bias, eps);
+                kernels::layer_norm(
+                    row,
+                    &self.embedding_norm_weight,
+                    &self.embedding_norm_bias,
+                    eps,
+                );
                 row_index += 1;
             }
         }
@@ -286,7 +367,12 @@ impl Bert {
                 true,
             );
             for row in tmp[..tokens * hidden].chunks_exact_mut(hidden) {
-                kernels::layer_norm(row, &layer.attention_norm_weight, &layer.attention_norm_bias, eps);
+                kernels::layer_norm(
+                    row,
+                    &layer.attention_norm_weight,
+                    &layer.attention_norm_bias,
+                    eps,
+                );
             }
             std::mem::swap(x, tmp);
             // Feed-forward: intermediate + GELU, output + bias + residual, layer norm.
@@ -323,7 +409,8 @@ impl Bert {
             .iter()
             .map(|sentence| {
                 let mut pooled = vec![0.0f32; hidden];
-                for row in x[start * hidden..(start + sentence.len()) * hidden].chunks_exact(hidden) {
+                for row in x[start * hidden..(start + sentence.len()) * hidden].chunks_exact(hidden)
+                {
                     pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v);
                 }
                 let inv = 1.0 / sentence.len().max(1) as f32;
@@ -351,13 +438,30 @@ impl Bert {
                 let column = head * head_dim;
                 let query = View::block(start * stride + column, len, head_dim, stride);
                 let key = View::block(start * stride + hidden + column, len, head_dim, stride);
-                let value = View::block(start * stride + 2 * hidden + column, len, head_dim, stride);
-                kernels::matmul(qkv, query, qkv, key.t(), scores, View::dense(0, len, len), false);
+                let value =
+                    View::block(start * stride + 2 * hidden + column, len, head_dim, stride);
+                kernels::matmul(
+                    qkv,
+                    query,
+                    qkv,
+                    key.t(),
+                    scores,
+                    View::dense(0, len, len),
+                    false,
+                );
                 for row in scores[..len * len].chunks_exact_mut(len) {
                     kernels::softmax(row);
                 }
                 let out = View::block(start * hidden + column, len, head_dim, hidden);
-                kernels::matmul(scores, View::dense(0, len, len), qkv, value, context, out, false);
+                kernels::matmul(
+                    scores,
+                    View::dense(0, len, len),
+                    qkv,
+                    value,
+                    context,
+                    out,
+                    false,
+                );
             }
             start += len;
         }
@@ -401,7 +505,10 @@ fn fill_rows(out: &mut [f32], bias: &[f32], rows: usize) {
 /// Writes `input + bias` into each of the first `rows` rows of `out`.
 fn add_rows(out: &mut [f32], input: &[f32], bias: &[f32], rows: usize) {
     let width = bias.len();
-    for (row, inp) in out[..rows * width].chunks_exact_mut(width).zip(input.chunks_exact(width)) {
+    for (row, inp) in out[..rows * width]
+        .chunks_exact_mut(width)
+        .zip(input.chunks_exact(width))
+    {
         for ((o, &i), &b) in row.iter_mut().zip(inp).zip(bias) {
             *o = i + b;
         }

