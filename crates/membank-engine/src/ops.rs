@@ -30,6 +30,28 @@ pub fn validate_text(field: &'static str, text: &str) -> Result<(), InvalidInput
     Ok(())
 }
 
+/// A new active memory with fresh forgetting state, not yet stored.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fresh_memory(scope: Scope, kind: Kind, source: Source, content: String, occurred_at: Timestamp, now: Timestamp, day: NaiveDate, metadata: BTreeMap<String, String>) -> Memory {
+    Memory {
+        id: MemoryId::generate(now),
+        scope,
+        kind,
+        source,
+        content: Some(content),
+        user_text: None,
+        assistant_text: None,
+        occurred_at,
+        recorded_at: now,
+        day,
+        forgetting: ForgettingState::new(occurred_at),
+        status: Status::Active,
+        superseded_by: None,
+        derived_from: Vec::new(),
+        metadata,
+    }
+}
+
 /// Store one exchange: what the person said and, optionally, the assistant's reply.
 #[derive(Debug, Clone)]
 pub struct RememberTurn {
@@ -120,23 +142,9 @@ impl Engine {
         }
         let (now, occurred_at, day) = self.prepare(&request.scope, request.occurred_at)?;
         let content = turn_content(&request.user_text, request.assistant_text.as_deref());
-        let memory = Memory {
-            id: MemoryId::generate(now),
-            scope: request.scope,
-            kind: Kind::Turn,
-            source: Source::User,
-            content: Some(content.clone()),
-            user_text: Some(request.user_text),
-            assistant_text: request.assistant_text,
-            occurred_at,
-            recorded_at: now,
-            day,
-            forgetting: ForgettingState::new(occurred_at),
-            status: Status::Active,
-            superseded_by: None,
-            derived_from: Vec::new(),
-            metadata: request.metadata,
-        };
+        let mut memory = fresh_memory(request.scope, Kind::Turn, Source::User, content.clone(), occurred_at, now, day, request.metadata);
+        memory.user_text = Some(request.user_text);
+        memory.assistant_text = request.assistant_text;
         self.store_new(memory, &content)
     }
 
@@ -147,23 +155,7 @@ impl Engine {
             return Err(InvalidInput::new("source", "derived memories are made by membank, not stored as notes").into());
         }
         let (now, occurred_at, day) = self.prepare(&request.scope, request.occurred_at)?;
-        let memory = Memory {
-            id: MemoryId::generate(now),
-            scope: request.scope,
-            kind: Kind::Note,
-            source: request.source,
-            content: Some(request.text.clone()),
-            user_text: None,
-            assistant_text: None,
-            occurred_at,
-            recorded_at: now,
-            day,
-            forgetting: ForgettingState::new(occurred_at),
-            status: Status::Active,
-            superseded_by: None,
-            derived_from: Vec::new(),
-            metadata: request.metadata,
-        };
+        let memory = fresh_memory(request.scope, Kind::Note, request.source, request.text.clone(), occurred_at, now, day, request.metadata);
         self.store_new(memory, &request.text)
     }
 
