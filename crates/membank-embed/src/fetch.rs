@@ -156,14 +156,7 @@ pub fn fetch_model(dest: &Path, source: FetchSource) -> Result<FetchReport, Embe
 /// Errors: [`EmbedError::ModelMissing`] naming the first missing file,
 /// [`EmbedError::InvalidModel`] saying what does not match, [`EmbedError::Io`].
 pub fn verify_model_dir(dir: &Path) -> Result<(), EmbedError> {
-    for file in MODEL_FILES {
-        if !dir.join(file).is_file() {
-            return Err(EmbedError::ModelMissing {
-                dir: dir.to_path_buf(),
-                file: file.to_owned(),
-            });
-        }
-    }
+    crate::local::require_files(dir)?;
     let invalid = |reason: String| EmbedError::InvalidModel {
         dir: dir.to_path_buf(),
         reason,

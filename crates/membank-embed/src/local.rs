@@ -70,14 +70,7 @@ impl LocalEmbedder {
     /// safetensors, wrong tensor shapes, a model other than all-MiniLM-L6-v2);
     /// [`EmbedError::Io`] when reading fails.
     pub fn open(dir: &Path, options: LocalOptions) -> Result<Self, EmbedError> {
-        for file in MODEL_FILES {
-            if !dir.join(file).is_file() {
-                return Err(EmbedError::ModelMissing {
-                    dir: dir.to_path_buf(),
-                    file: file.to_owned(),
-                });
-            }
-        }
+        require_files(dir)?;
         let invalid = |reason: String| EmbedError::InvalidModel {
             dir: dir.to_path_buf(),
             reason,
@@ -206,6 +199,19 @@ impl LocalEmbedder {
         }
         out
     }
+}
+
+/// Fails with [`EmbedError::ModelMissing`] naming the first of [`MODEL_FILES`] absent from `dir`.
+pub(crate) fn require_files(dir: &Path) -> Result<(), EmbedError> {
+    for file in MODEL_FILES {
+        if !dir.join(file).is_file() {
+            return Err(EmbedError::ModelMissing {
+                dir: dir.to_path_buf(),
+                file: file.to_owned(),
+            });
+        }
+    }
+    Ok(())
 }
 
 impl Embedder for LocalEmbedder {
