@@ -162,7 +162,7 @@ fn recall(ctx: &Context, sizes: &str, queries: usize, dir: &std::path::Path, dat
     let corpus = sentences(data, 4000)?;
     let questions: Vec<String> = corpus.iter().step_by(7).take(queries.max(1)).map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" ")).collect();
     println!("recall latency, one user, k = 10, {} queries per size, strengthening off (read path only)", questions.len());
-    println!("{:>8} {:>12} {:>12} {:>14} {:>14}", "memories", "p50 total", "p95 total", "p50 no-embed", "p95 no-embed");
+    println!("{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>11}", "memories", "p50 total", "p95 total", "p50 no-embed", "p95 no-embed", "p50 dense", "p50 BM25");
     for size in sizes.split(',') {
         let size: usize = size.trim().parse().context("--sizes takes numbers such as 1000,10000")?;
         let path = dir.join(format!("recall-v2-{size}-{}.db", model.id.replace('/', "_")));
@@ -183,6 +183,7 @@ fn recall(ctx: &Context, sizes: &str, queries: usize, dir: &std::path::Path, dat
         engine.recall(warm)?;
         let mut total = Vec::new();
         let mut search_only = Vec::new();
+        let (mut dense_only, mut lexical_only) = (Vec::new(), Vec::new());
         for (q, vector) in questions.iter().zip(&vectors) {
             let mut request = RecallRequest::new(scope.clone(), q.clone(), 10);
             request.strengthen = Some(false);
@@ -192,15 +193,29 @@ fn recall(ctx: &Context, sizes: &str, queries: usize, dir: &std::path::Path, dat
             let start = Instant::now();
             let filter = Default::default();
             let dense = store.dense_search(&scope, &model, vector, &filter, 50)?;
+            let dense_done = Instant::now();
             let lexical = store.lexical_search(&scope, &membank_engine::core::text::query_terms(q), &filter, 50)?;
+            lexical_only.push(dense_done.elapsed());
+            dense_only.push(dense_done - start);
             let ids: Vec<MemoryId> = dense.iter().chain(&lexical).map(|h| h.id).collect();
             store.get_many(&scope, &ids[..ids.len().min(10)])?;
             search_only.push(start.elapsed());
         }
         total.sort();
         search_only.sort();
+        dense_only.sort();
+        lexical_only.sort();
         let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1000.0);
-        println!("{:>8} {:>12} {:>12} {:>14} {:>14}", size, ms(percentile(&total, 0.5)), ms(percentile(&total, 0.95)), ms(percentile(&search_only, 0.5)), ms(percentile(&search_only, 0.95)));
+        println!(
+            "{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>11}",
+            size,
+            ms(percentile(&total, 0.5)),
+            ms(percentile(&total, 0.95)),
+            ms(percentile(&search_only, 0.5)),
+            ms(percentile(&search_only, 0.95)),
+            ms(percentile(&dense_only, 0.5)),
+            ms(percentile(&lexical_only, 0.5))
+        );
     }
     Ok(())
 }

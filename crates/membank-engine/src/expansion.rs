@@ -15,7 +15,7 @@
 //! with its neighbour can still be found. Only single utterances lend (a note, or a turn
 //! without its reply): a turn holding a whole exchange already carries its context.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::NaiveDate;
 use membank_core::time::UserTimeZone;
@@ -70,7 +70,7 @@ impl Engine {
         let sources: Vec<(MemoryId, f64)> = fused.iter().take(EXPANSION_SOURCES).copied().collect();
         let source_ids: Vec<MemoryId> = sources.iter().map(|(id, _)| *id).collect();
         let memories = self.store.get_many(scope, &source_ids)?;
-        let mut day_of: HashMap<MemoryId, NaiveDate> = HashMap::new();
+        let mut lends: HashSet<MemoryId> = HashSet::new();
         for memory in &memories {
             // A turn that holds both sides of an exchange carries its own context; only a
             // single utterance (a LoCoMo line, a message without its reply) lends to its
@@ -78,30 +78,22 @@ impl Engine {
             // MemoryBank questions, lending from single lines lifted LoCoMo recall.
             let single_utterance = memory.kind == Kind::Note || memory.assistant_text.is_none();
             if matches!(memory.kind, Kind::Turn | Kind::Note) && single_utterance {
-                day_of.insert(memory.id, memory.day);
+                lends.insert(memory.id);
             }
         }
-        let mut days: Vec<NaiveDate> = day_of.values().copied().collect();
-        days.sort();
-        days.dedup();
         let kinds: Vec<Kind> = if filter.kinds.is_empty() { vec![Kind::Turn, Kind::Note] } else { filter.kinds.iter().copied().filter(|k| matches!(k, Kind::Turn | Kind::Note)).collect() };
         if kinds.is_empty() {
             return Ok(out);
         }
-        let statuses = if filter.include_archived { vec![Status::Active, Status::Archived, Status::Superseded] } else { vec![Status::Active] };
-        let mut order: HashMap<NaiveDate, Vec<MemoryId>> = HashMap::new();
-        for day in days {
-            let query = ListQuery { statuses: statuses.clone(), kinds: kinds.clone(), day_from: Some(day), day_to: Some(day), limit: membank_core::limits::MAX_PAGE_SIZE, oldest_first: true, ..Default::default() };
-            order.insert(day, self.store.list(scope, &query)?.into_iter().map(|m| m.id).collect());
-        }
+        let lenders: Vec<MemoryId> = sources.iter().map(|(id, _)| *id).filter(|id| lends.contains(id)).collect();
+        let admitted = SearchFilter { kinds, day_from: None, day_to: None, include_archived: filter.include_archived };
+        let adjacent: HashMap<MemoryId, [Option<MemoryId>; 2]> = self.store.adjacent(scope, &lenders, &admitted)?.into_iter().map(|a| (a.id, [a.before, a.after])).collect();
         let mut boost: HashMap<MemoryId, f64> = HashMap::new();
         for (id, score) in &sources {
-            let Some(ids) = day_of.get(id).and_then(|day| order.get(day)) else { continue };
-            let Some(position) = ids.iter().position(|x| x == id) else { continue };
-            let neighbours = [position.checked_sub(1).map(|p| ids[p]), ids.get(position + 1).copied()];
-            for neighbour in neighbours.into_iter().flatten() {
+            let Some(neighbours) = adjacent.get(id) else { continue };
+            for neighbour in neighbours.iter().flatten() {
                 let share = weight * score;
-                let entry = boost.entry(neighbour).or_insert(0.0);
+                let entry = boost.entry(*neighbour).or_insert(0.0);
                 *entry = entry.max(share);
             }
         }

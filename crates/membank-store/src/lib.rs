@@ -13,6 +13,7 @@
 //! It deliberately knows nothing of embeddings models, HTTP or the CLI.
 
 mod error;
+mod kernels;
 pub mod sqlite;
 mod types;
 
@@ -94,4 +95,9 @@ pub trait Store: Send + Sync {
     /// The values of one metadata key among this scope's memories (any status but erased),
     /// each with the memory carrying it. Imports use it to skip records they already stored.
     fn metadata_index(&self, scope: &Scope, key: &str) -> Result<std::collections::HashMap<String, MemoryId>, StoreError>;
+    /// For each of `ids` (of this scope), the memory just before and just after it on the
+    /// same day, in `(occurred_at, insertion)` order, among the memories that `filter`
+    /// admits (its kinds and statuses; its day range is ignored). Ids not found are left out.
+    /// Neighbour expansion uses it: the turn before an answer often names its subject.
+    fn adjacent(&self, scope: &Scope, ids: &[MemoryId], filter: &SearchFilter) -> Result<Vec<Adjacent>, StoreError>;
 }

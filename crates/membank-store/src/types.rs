@@ -46,6 +46,17 @@ pub struct SearchFilter {
     pub include_archived: bool,
 }
 
+/// A memory's neighbours on its day (see [`crate::Store::adjacent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Adjacent {
+    /// The memory asked about.
+    pub id: MemoryId,
+    /// The one just before it on the same day, if any.
+    pub before: Option<MemoryId>,
+    /// The one just after it on the same day, if any.
+    pub after: Option<MemoryId>,
+}
+
 /// A search result: a memory id and its score in that search.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hit {

@@ -100,6 +100,14 @@ const MIGRATIONS: &[&str] = &[
         revoked_at  INTEGER
     ) STRICT;
     "#,
+    // v3: memories by day, in order. Listing a day and finding a memory's neighbours on its
+    // day (neighbour expansion on every recall) otherwise walk all of a user's rows:
+    // measured 90% of a 100k-memory recall's time.
+    r#"
+    CREATE INDEX memories_by_user_day ON memories (user_row, day, occurred_at, seq);
+    -- The lexical index's freshness check: the newest row of a user in one seek.
+    CREATE INDEX memories_by_user_seq ON memories (user_row, seq);
+    "#,
 ];
 
 /// The schema version this build writes.
