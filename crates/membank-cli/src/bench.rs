@@ -136,7 +136,7 @@ fn embed(ctx: &Context, n: usize, threads: &str, runs: usize, data: &std::path::
     for t in threads.split(',') {
         let t: usize = t.trim().parse().context("--threads takes numbers such as 1,2")?;
         let choice = match &ctx.embedder {
-            EmbedderChoice::Local { dir, .. } => EmbedderChoice::Local { dir: dir.clone(), threads: t },
+            EmbedderChoice::Local { dir, expect, .. } => EmbedderChoice::Local { dir: dir.clone(), expect: *expect, threads: t },
             other => other.clone(),
         };
         let embedder = choice.load()?;
