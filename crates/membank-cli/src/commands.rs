@@ -610,8 +610,11 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
                 _ => 1,
             };
         }
-        if let Some(membank_embed::EmbedError::ModelMissing { .. }) = cause.downcast_ref::<membank_embed::EmbedError>() {
-            return 7;
+        match cause.downcast_ref::<membank_embed::EmbedError>() {
+            Some(membank_embed::EmbedError::ModelMissing { .. }) => return 7,
+            // A --local-model (or config) name that is not a known model: a usage error.
+            Some(membank_embed::EmbedError::UnknownModel { .. }) => return 2,
+            _ => {}
         }
     }
     1
