@@ -204,7 +204,11 @@ pub(crate) fn build(map: &BTreeMap<String, String>) -> Result<Vec<u8>, String> {
         }
     }
     let mut blob = Vec::with_capacity(4 + units.len() * 4 + normalized.len());
-    blob.extend_from_slice(&u32::try_from(units.len() * 4).map_err(|e| e.to_string())?.to_le_bytes());
+    blob.extend_from_slice(
+        &u32::try_from(units.len() * 4)
+            .map_err(|e| e.to_string())?
+            .to_le_bytes(),
+    );
     for unit in &units {
         blob.extend_from_slice(&unit.to_le_bytes());
     }
@@ -294,19 +298,30 @@ mod tests {
             .map(|c| (c.to_string(), format!("<{}>", u32::from(c))))
             .collect();
         let charsmap = CharsMap::from_bytes(&build(&map).expect("builds")).expect("parses");
-        for c in (0x1F00u32..0x3100).chain(0x1D3F0..0x1D510).filter_map(char::from_u32) {
+        for c in (0x1F00u32..0x3100)
+            .chain(0x1D3F0..0x1D510)
+            .filter_map(char::from_u32)
+        {
             let expected = map
                 .get(&c.to_string())
                 .cloned()
                 .unwrap_or_else(|| c.to_string());
-            assert_eq!(charsmap.normalize(&c.to_string()), expected, "U+{:04X}", u32::from(c));
+            assert_eq!(
+                charsmap.normalize(&c.to_string()),
+                expected,
+                "U+{:04X}",
+                u32::from(c)
+            );
         }
     }
 
     #[test]
     fn base64_round_trips() {
         for bytes in [&b""[..], b"a", b"ab", b"abc", b"abcd", &[0, 255, 128, 7, 9]] {
-            assert_eq!(base64_decode(&base64_encode(bytes)).expect("decodes"), bytes);
+            assert_eq!(
+                base64_decode(&base64_encode(bytes)).expect("decodes"),
+                bytes
+            );
         }
         assert_eq!(base64_encode(b"Man"), "TWFu");
         assert_eq!(base64_encode(b"Ma"), "TWE=");
@@ -317,7 +332,8 @@ mod tests {
     fn malformed_blobs_are_rejected_and_never_panic() {
         assert!(CharsMap::from_bytes(b"").is_err());
         assert!(CharsMap::from_bytes(&[8, 0, 0, 0, 1]).is_err());
-        let garbage = CharsMap::from_bytes(&[4, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f]).expect("shape ok");
+        let garbage =
+            CharsMap::from_bytes(&[4, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f]).expect("shape ok");
         assert_eq!(garbage.normalize("abc"), "abc");
     }
 }

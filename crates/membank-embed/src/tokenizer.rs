@@ -21,8 +21,8 @@
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
 use crate::unigram::UnigramTokenizer;
+use serde::Deserialize;
 use unicode_categories::UnicodeCategories;
 use unicode_normalization_alignments::UnicodeNormalization;
 
@@ -49,7 +49,8 @@ impl Tokenizer {
             #[serde(rename = "type")]
             kind: Option<String>,
         }
-        let kind: Kind = serde_json::from_slice(json).map_err(|e| format!("tokenizer.json: {e}"))?;
+        let kind: Kind =
+            serde_json::from_slice(json).map_err(|e| format!("tokenizer.json: {e}"))?;
         match kind.model.kind.as_deref() {
             Some("Unigram") => UnigramTokenizer::from_json(json).map(Self::Unigram),
             Some("WordPiece") | None => BertTokenizer::from_json(json).map(Self::WordPiece),

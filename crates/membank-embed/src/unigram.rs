@@ -204,7 +204,11 @@ impl UnigramTokenizer {
                 .min_by_key(|(at, ..)| *at);
             match found {
                 Some((at, length, id, lstrip, rstrip)) => {
-                    let before = if lstrip { rest[..at].trim_end() } else { &rest[..at] };
+                    let before = if lstrip {
+                        rest[..at].trim_end()
+                    } else {
+                        &rest[..at]
+                    };
                     self.encode_segment(before, first, &mut ids, limit);
                     first = false;
                     if ids.len() < limit {
@@ -303,7 +307,8 @@ impl UnigramTokenizer {
         let chars = bounds.len() - 1;
         // best[i]: score of the best segmentation of the first i characters, and the last
         // piece of it as (start char, id or None for unknown).
-        let mut best: Vec<(f64, usize, Option<u32>)> = vec![(f64::NEG_INFINITY, 0, None); chars + 1];
+        let mut best: Vec<(f64, usize, Option<u32>)> =
+            vec![(f64::NEG_INFINITY, 0, None); chars + 1];
         best[0].0 = 0.0;
         for i in 0..chars {
             let here = best[i].0;
@@ -367,14 +372,17 @@ fn normalizer_steps(value: &serde_json::Value) -> Result<Vec<Step>, String> {
             if encoded.is_empty() {
                 return Ok(Vec::new());
             }
-            let blob = base64_decode(encoded).map_err(|e| format!("tokenizer.json: precompiled_charsmap: {e}"))?;
+            let blob = base64_decode(encoded)
+                .map_err(|e| format!("tokenizer.json: precompiled_charsmap: {e}"))?;
             Ok(vec![Step::Charsmap(
                 CharsMap::from_bytes(&blob).map_err(|e| format!("tokenizer.json: {e}"))?,
             )])
         }
         "Replace" => {
             let pattern = value.get("pattern");
-            let regex = pattern.and_then(|p| p.get("Regex")).and_then(|r| r.as_str());
+            let regex = pattern
+                .and_then(|p| p.get("Regex"))
+                .and_then(|r| r.as_str());
             let content = value.get("content").and_then(|c| c.as_str()).unwrap_or("");
             if regex == Some(" {2,}") {
                 Ok(vec![Step::CollapseSpaces {
@@ -388,8 +396,14 @@ fn normalizer_steps(value: &serde_json::Value) -> Result<Vec<Step>, String> {
             }
         }
         "Strip" => Ok(vec![Step::Strip {
-            left: value.get("strip_left").and_then(|b| b.as_bool()).unwrap_or(true),
-            right: value.get("strip_right").and_then(|b| b.as_bool()).unwrap_or(true),
+            left: value
+                .get("strip_left")
+                .and_then(|b| b.as_bool())
+                .unwrap_or(true),
+            right: value
+                .get("strip_right")
+                .and_then(|b| b.as_bool())
+                .unwrap_or(true),
         }]),
         other => Err(format!(
             "tokenizer.json: normalizer {other} is not supported for Unigram models (Precompiled, Replace, Strip)"
@@ -566,7 +580,14 @@ mod tests {
     #[test]
     fn hostile_text_never_panics() {
         let tokenizer = plain();
-        for text in ["\u{10FFFF}\u{E000}", "\0\0", "  ", "<mask><mask>", "<s", "a\u{301}\u{302}"] {
+        for text in [
+            "\u{10FFFF}\u{E000}",
+            "\0\0",
+            "  ",
+            "<mask><mask>",
+            "<s",
+            "a\u{301}\u{302}",
+        ] {
             let ids = tokenizer.encode(text, 16);
             assert!(ids.len() >= 2 && ids.len() <= 16, "{text:?}");
             assert_eq!((ids[0], ids[ids.len() - 1]), (0, 2));

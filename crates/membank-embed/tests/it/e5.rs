@@ -72,10 +72,15 @@ fn e5() -> Option<&'static LocalEmbedder> {
     static EMBEDDER: OnceLock<Option<LocalEmbedder>> = OnceLock::new();
     EMBEDDER
         .get_or_init(|| {
-            e5_dir().map(|dir| match LocalEmbedder::open(&dir, LocalOptions { threads: 2 }) {
-                Ok(embedder) => embedder,
-                Err(e) => panic!("loading multilingual-e5-small from {} failed: {e}", dir.display()),
-            })
+            e5_dir().map(
+                |dir| match LocalEmbedder::open(&dir, LocalOptions { threads: 2 }) {
+                    Ok(embedder) => embedder,
+                    Err(e) => panic!(
+                        "loading multilingual-e5-small from {} failed: {e}",
+                        dir.display()
+                    ),
+                },
+            )
         })
         .as_ref()
 }
@@ -178,7 +183,9 @@ fn malformed_e5_directories_say_what_is_wrong() {
     let Some(source) = e5_dir() else { return };
     // Wrong shapes: a config that promises more layers than the weights hold.
     let dir = edited_copy(&source, |d| {
-        edit_json(&d.join("config.json"), |v| v["num_hidden_layers"] = 24.into());
+        edit_json(&d.join("config.json"), |v| {
+            v["num_hidden_layers"] = 24.into()
+        });
     });
     let reason = invalid_reason(dir.path());
     assert!(reason.contains("none of the known models"), "{reason}");
