@@ -147,12 +147,16 @@ impl UnigramTokenizer {
             ),
         };
         let mut added = Vec::new();
+        let mut normalized_contents = Vec::new();
         for token in file.added_tokens {
-            if token.single_word || token.normalized {
+            if token.single_word {
                 return Err(format!(
-                    "tokenizer.json: added token {} uses options (single_word, normalized) that are not supported",
+                    "tokenizer.json: added token {} uses single_word, which is not supported",
                     token.content
                 ));
+            }
+            if token.normalized {
+                normalized_contents.push(token.content.clone());
             }
             if !token.content.is_empty() {
                 added.push((token.content, token.id, token.lstrip, token.rstrip));
@@ -164,7 +168,7 @@ impl UnigramTokenizer {
             .max(added.iter().map(|a| a.1).max().unwrap_or(0))
             .max(bos_id)
             .max(eos_id);
-        Ok(Self {
+        let tokenizer = Self {
             pieces,
             max_piece_chars,
             unk_id,
@@ -177,7 +181,18 @@ impl UnigramTokenizer {
             prepend_always,
             prepend_first,
             added,
-        })
+        };
+        // A `normalized` added token is matched in the normalised text by `tokenizers`; we
+        // match in the raw text, which is the same whenever normalising leaves the token
+        // as it is (true of `<mask>` and the like).
+        for content in normalized_contents {
+            if tokenizer.normalize(&content) != content {
+                return Err(format!(
+                    "tokenizer.json: added token {content:?} is normalized and changes under normalisation, which is not supported"
+                ));
+            }
+        }
+        Ok(tokenizer)
     }
 
     /// The largest token id this tokenizer can produce.
@@ -575,6 +590,27 @@ mod tests {
         assert!(UnigramTokenizer::from_json(fallback.as_bytes()).is_err());
         let no_unk = r#"{"pre_tokenizer": {"type": "Metaspace"}, "model": {"type": "Unigram", "unk_id": 5, "vocab": [["<unk>", 0.0]]}}"#;
         assert!(UnigramTokenizer::from_json(no_unk.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn normalized_added_tokens_are_accepted_only_when_normalisation_keeps_them() {
+        let json = |content: &str| {
+            let map: std::collections::BTreeMap<String, String> =
+                [("Ｍ".to_owned(), "M".to_owned())].into_iter().collect();
+            let charsmap =
+                crate::charsmap::base64_encode(&crate::charsmap::build(&map).expect("builds"));
+            format!(
+                r#"{{"added_tokens": [{{"id": 1, "content": "{content}", "normalized": true}}],
+                    "normalizer": {{"type": "Precompiled", "precompiled_charsmap": "{charsmap}"}},
+                    "pre_tokenizer": {{"type": "Metaspace"}},
+                    "model": {{"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["{content}", 0.0], ["<s>", 0.0], ["</s>", 0.0]]}}}}"#
+            )
+        };
+        if let Err(error) = UnigramTokenizer::from_json(json("<mask>").as_bytes()) {
+            panic!("{error}");
+        }
+        let error = UnigramTokenizer::from_json(json("<Ｍ>").as_bytes()).expect_err("changes");
+        assert!(error.contains("normalized"), "{error}");
     }
 
     #[test]
