@@ -177,7 +177,8 @@ fn recall(ctx: &Context, sizes: &str, queries: usize, dir: &std::path::Path, dat
         }
         let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
         let engine = Engine::new(store.clone(), embedder.clone(), clock, Default::default())?;
-        let vectors = embedder.embed(&questions.iter().map(String::as_str).collect::<Vec<_>>())?;
+        // Embedded as queries, as recall does (e5 puts `query: ` before a query).
+        let vectors = questions.iter().map(|q| embedder.embed_query(q)).collect::<Result<Vec<_>, _>>()?;
         // Warm the vector cache once, as a long-running server has it warm.
         let mut warm = RecallRequest::new(scope.clone(), questions[0].clone(), 10);
         warm.strengthen = Some(false);
