@@ -28,8 +28,9 @@ pub enum BenchCommand {
         /// Number of sentences.
         #[arg(long, default_value_t = 2000)]
         n: usize,
-        /// Thread counts to measure, comma-separated.
-        #[arg(long, default_value = "1,2")]
+        /// Thread counts to measure, comma-separated. (Not `--threads`: that is the global
+        /// number of threads, and clap panicked on the clash of the two.)
+        #[arg(long = "thread-counts", id = "thread_counts", default_value = "1,2")]
         threads: String,
         /// Runs per thread count (the median is reported).
         #[arg(long, default_value_t = 3)]
@@ -134,9 +135,9 @@ fn embed(ctx: &Context, n: usize, threads: &str, runs: usize, data: &std::path::
     println!("embedding {} sentences ({} words, {:.1} per sentence), {} runs each, median", n, tokens, tokens as f64 / n as f64, runs);
     println!("{:>8} {:>14} {:>12}", "threads", "sentences/s", "seconds");
     for t in threads.split(',') {
-        let t: usize = t.trim().parse().context("--threads takes numbers such as 1,2")?;
+        let t: usize = t.trim().parse().context("--thread-counts takes numbers such as 1,2")?;
         let choice = match &ctx.embedder {
-            EmbedderChoice::Local { dir, .. } => EmbedderChoice::Local { dir: dir.clone(), threads: t },
+            EmbedderChoice::Local { dir, expect, .. } => EmbedderChoice::Local { dir: dir.clone(), expect: *expect, threads: t },
             other => other.clone(),
         };
         let embedder = choice.load()?;
@@ -176,7 +177,8 @@ fn recall(ctx: &Context, sizes: &str, queries: usize, dir: &std::path::Path, dat
         }
         let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
         let engine = Engine::new(store.clone(), embedder.clone(), clock, Default::default())?;
-        let vectors = embedder.embed(&questions.iter().map(String::as_str).collect::<Vec<_>>())?;
+        // Embedded as queries, as recall does (e5 puts `query: ` before a query).
+        let vectors = questions.iter().map(|q| embedder.embed_query(q)).collect::<Result<Vec<_>, _>>()?;
         // Warm the vector cache once, as a long-running server has it warm.
         let mut warm = RecallRequest::new(scope.clone(), questions[0].clone(), 10);
         warm.strengthen = Some(false);

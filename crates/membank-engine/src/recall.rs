@@ -143,7 +143,7 @@ impl Engine {
         };
         let search_text = time.as_ref().map(|t| t.expression.strip(&request.query)).filter(|q| !text::query_terms(q).is_empty()).unwrap_or_else(|| request.query.clone());
 
-        let query_vector = self.embedder.embed(&[search_text.as_str()])?.pop().ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
+        let query_vector = self.embedder.embed_query(search_text.as_str())?;
         let terms = text::query_terms(&search_text);
         let dense = self.store.dense_search(&request.scope, &self.model(), &query_vector, &filter, candidates)?;
         let lexical = self.store.lexical_search(&request.scope, &terms, &filter, candidates)?;

@@ -116,3 +116,53 @@ fn a_missing_model_file_exits_7_and_says_how_to_fetch() {
     let out = bank.command().env("MEMBANK_MODEL_DIR", &partial).args(["list", "--user", "alice"]).output().unwrap();
     assert!(out.status.success());
 }
+
+#[test]
+fn an_unknown_local_model_is_a_usage_error_naming_the_known_ones() {
+    let bank = Bank::new();
+    let out = bank.command().args(["--local-model", "bert-base-chinese", "recall", "--user", "alice", "--query", "hello"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bert-base-chinese") && stderr.contains("multilingual-e5-small"), "{stderr}");
+    let out = bank.command().args(["models", "fetch", "--model", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// multilingual-e5-small's directory, or `None` (saying why) when it is absent and
+/// `MEMBANK_REQUIRE_E5` is unset.
+fn e5_dir() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("MEMBANK_E5_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| membank_embed::fetch::default_dir_for(membank_embed::KnownModel::MultilingualE5Small));
+    if dir.join("model.safetensors").exists() {
+        return Some(dir);
+    }
+    let message = format!("multilingual-e5-small is not in {}; run `membank models fetch --model multilingual-e5-small`", dir.display());
+    assert!(std::env::var_os("MEMBANK_REQUIRE_E5").is_none(), "{message}");
+    eprintln!("SKIPPED: {message}");
+    None
+}
+
+#[test]
+fn a_store_keeps_its_model_and_chinese_recall_works_with_e5() {
+    let Some(e5) = e5_dir() else { return };
+    let bank = Bank::new();
+    let with_e5 = |args: &[&str]| bank.command().env("MEMBANK_MODEL_DIR", &e5).args(args).output().unwrap();
+    for (user, assistant) in [
+        ("我昨天去了绿禾公园，看到了一朵很美的樱花。", "真好，樱花季很短。"),
+        ("我最近在学做清蒸鲈鱼。", "听起来很健康。"),
+        ("我的猫叫小白，它很喜欢晒太阳。", "小白真可爱。"),
+    ] {
+        let out = with_e5(&["remember", "--user", "li", "--user-text", user, "--assistant-text", assistant]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = with_e5(&["--json", "recall", "--user", "li", "--k", "1", "--no-strengthen", "--query", "我在公园看到了什么花？"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("樱花"), "{stdout}");
+    // The store now holds e5 vectors: the English model is refused, not mixed in.
+    let out = bank.command().args(["recall", "--user", "li", "--query", "公园"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    assert!(stderr.contains("multilingual-e5-small"), "{stderr}");
+}

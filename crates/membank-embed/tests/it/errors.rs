@@ -119,5 +119,5 @@ fn another_model_is_refused() {
         config.replace("\"hidden_size\": 384", "\"hidden_size\": 768"),
     )
     .expect("write");
-    check_invalid(dir.path(), "not all-MiniLM-L6-v2");
+    check_invalid(dir.path(), "none of the known models");
 }

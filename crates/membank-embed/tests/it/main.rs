@@ -5,6 +5,7 @@
 //! saying how to fetch it. Nothing here touches the network: the OpenAI-compatible client is
 //! tested against a stub server on 127.0.0.1, fetching against a wheel built locally.
 
+mod e5;
 mod errors;
 mod fetch;
 mod local;
