@@ -114,6 +114,10 @@ pub(crate) fn matmul(
         }
         return;
     }
+    if m <= SMALL_M && bv.col_stride == 1 {
+        small_m(a, av, b, bv, c, cv, accumulate);
+        return;
+    }
     let stride = |s: usize| isize::try_from(s).expect("matmul: stride exceeds isize");
     #[allow(unsafe_code)]
     // SAFETY: the asserts above prove that every element sgemm reads lies inside `a` and `b`
@@ -172,6 +176,56 @@ macro_rules! dispatch {
 #[inline(always)]
 fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
     if FMA { a.mul_add(b, c) } else { a * b + c }
+}
+
+/// Up to this many rows of `a`, [`matmul`] streams `b` once instead of packing it.
+///
+/// A recall embeds one short query: `a` has a dozen rows while `b` is a weight matrix of up
+/// to 1536 × 384. matrixmultiply copies `b` into packed panels on every call, so for a
+/// few rows the copy costs more than the product and the weights cross the memory bus
+/// twice. Here each group of four rows of `b` is read once and applied to every row of `c`
+/// (which stays in cache), so a short query reads each weight once.
+const SMALL_M: usize = 24;
+
+fn small_m(a: &[f32], av: View, b: &[f32], bv: View, c: &mut [f32], cv: View, accumulate: bool) {
+    dispatch!(small_m_avx2, small_m_impl(a: &[f32], av: View, b: &[f32], bv: View, c: &mut [f32], cv: View, accumulate: bool));
+}
+
+#[inline(always)]
+fn small_m_impl<const FMA: bool>(a: &[f32], av: View, b: &[f32], bv: View, c: &mut [f32], cv: View, accumulate: bool) {
+    let (m, n, k) = (cv.rows, cv.cols, av.cols);
+    let a_at = |i: usize, p: usize| a[av.offset + i * av.row_stride + p * av.col_stride];
+    let b_row = |p: usize| &b[bv.offset + p * bv.row_stride..bv.offset + p * bv.row_stride + n];
+    for i in 0..m {
+        if !accumulate {
+            let start = cv.offset + i * cv.row_stride;
+            c[start..start + n].fill(0.0);
+        }
+    }
+    let mut p = 0;
+    while p + 4 <= k {
+        let (b0, b1, b2, b3) = (b_row(p), b_row(p + 1), b_row(p + 2), b_row(p + 3));
+        for i in 0..m {
+            let (x0, x1, x2, x3) = (a_at(i, p), a_at(i, p + 1), a_at(i, p + 2), a_at(i, p + 3));
+            let start = cv.offset + i * cv.row_stride;
+            let row = &mut c[start..start + n];
+            for ((((out, &y0), &y1), &y2), &y3) in row.iter_mut().zip(b0).zip(b1).zip(b2).zip(b3) {
+                *out = madd::<FMA>(x3, y3, madd::<FMA>(x2, y2, madd::<FMA>(x1, y1, madd::<FMA>(x0, y0, *out))));
+            }
+        }
+        p += 4;
+    }
+    while p < k {
+        let b0 = b_row(p);
+        for i in 0..m {
+            let x0 = a_at(i, p);
+            let start = cv.offset + i * cv.row_stride;
+            for (out, &y0) in c[start..start + n].iter_mut().zip(b0) {
+                *out = madd::<FMA>(x0, y0, *out);
+            }
+        }
+        p += 1;
+    }
 }
 
 /// Normalises `row` to zero mean and unit variance, then scales by `gamma` and shifts by
@@ -351,6 +405,25 @@ mod tests {
         matmul(&a, av, &b, bv, &mut c, View::dense(0, 5, 4), true);
         let doubled: Vec<f32> = expected.iter().map(|x| 2.0 * x).collect();
         assert_eq!(c, doubled);
+    }
+
+    #[test]
+    fn few_rows_take_the_streaming_path_and_agree_with_naive() {
+        // b dense with unit column stride, k not a multiple of 4: the small-m path for
+        // m ≤ SMALL_M, matrixmultiply above it; both must equal the naive product.
+        let a: Vec<f32> = (0..40 * 9).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
+        let b: Vec<f32> = (0..9 * 37).map(|i| ((i * 5) % 13) as f32 * 0.25).collect();
+        for m in [1, 3, SMALL_M, SMALL_M + 1, 40] {
+            let av = View::block(0, m, 7, 9);
+            let bv = View::block(2, 7, 33, 37);
+            let expected = naive(&a, av, &b, bv);
+            let mut c = vec![1.0; m * 33];
+            matmul(&a, av, &b, bv, &mut c, View::dense(0, m, 33), false);
+            assert_eq!(c, expected, "m = {m}");
+            matmul(&a, av, &b, bv, &mut c, View::dense(0, m, 33), true);
+            let doubled: Vec<f32> = expected.iter().map(|x| 2.0 * x).collect();
+            assert_eq!(c, doubled, "m = {m}, accumulating");
+        }
     }
 
     #[test]

@@ -169,7 +169,10 @@ impl Engine {
 
         let weight = request.weight_by_retention.unwrap_or(config.weight_by_retention);
         let policy = &self.config.forgetting;
-        let fused_ids: Vec<MemoryId> = fused.iter().map(|(id, _, _)| *id).collect();
+        // Without retention weighting the order is already final: read only the rows that
+        // can be returned (a 100k-memory recall spent 6 ms reading every candidate).
+        let needed = if weight { fused.len() } else { request.k.min(fused.len()) };
+        let fused_ids: Vec<MemoryId> = fused.iter().take(needed).map(|(id, _, _)| *id).collect();
         let memories: HashMap<MemoryId, Memory> = self.store.get_many(&request.scope, &fused_ids)?.into_iter().map(|m| (m.id, m)).collect();
         let mut hits: Vec<RecallHit> = fused
             .into_iter()

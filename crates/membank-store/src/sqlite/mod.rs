@@ -357,15 +357,25 @@ impl Store for SqliteStore {
     fn get_many(&self, scope: &Scope, ids: &[MemoryId]) -> Result<Vec<Memory>, StoreError> {
         self.read(|conn| {
             let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
-            let mut out = Vec::with_capacity(ids.len());
-            for id in ids {
-                match fetch_one(conn, user, scope, *id) {
-                    Ok((_, memory)) => out.push(memory),
-                    Err(StoreError::NotFound { .. }) => {}
-                    Err(other) => return Err(other),
-                }
+            // One statement for the whole list (ids travel as one JSON array parameter).
+            let list = serde_json::to_string(&ids.iter().map(|id| id.to_string()).collect::<Vec<_>>()).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            // CROSS JOIN keeps the id list as the outer loop: each id is one seek on the id
+            // index. Left to itself the planner walked all of the user's rows.
+            let sql = format!(
+                "SELECT {MEMORY_COLUMNS} FROM json_each(:ids) j CROSS JOIN memories m ON m.id = j.value JOIN users u ON u.id = m.user_row
+                 WHERE m.user_row = :user {LABEL_FILTER}"
+            );
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(
+                rusqlite::named_params! { ":ids": list, ":user": user, ":agent": scope.agent.as_ref().map(|a| a.as_str()), ":session": scope.session.as_ref().map(|s| s.as_str()) },
+                row_to_memory,
+            )?;
+            let mut found: std::collections::HashMap<MemoryId, Memory> = std::collections::HashMap::with_capacity(ids.len());
+            for row in rows {
+                let memory = row?;
+                found.insert(memory.id, memory);
             }
-            Ok(out)
+            Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
         })
     }
 

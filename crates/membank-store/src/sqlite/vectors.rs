@@ -10,9 +10,9 @@
 //! memory bus per query, which alone costs more than a recall's whole latency budget. So
 //! each row is also kept quantised to `i8` with its own scale (a quarter of the bytes),
 //! and a search runs in two passes:
-//! 1. every admitted row gets an approximate score `a = scale · Σ q_j c_j` and an error
-//!    bound `e = (scale / 2) · ‖q‖₁` (each code is off by at most half a step), plus a
-//!    margin for float rounding;
+//! 1. every admitted row gets an approximate score from its codes and the query quantised
+//!    to `i16` (an exact integer sum), and an error bound `e`: half a quantisation step per
+//!    component on both sides, plus the float rounding of the exact sum;
 //! 2. with `L` the `limit`-th largest lower bound `a − e`, every row whose upper bound
 //!    `a + e` reaches `L` is re-scored exactly in `f32`, and the best `limit` are kept.
 //!
@@ -30,6 +30,9 @@ use rusqlite::{Connection, params};
 
 use crate::types::{Hit, SearchFilter};
 use crate::{StoreError, kernels};
+
+/// From this many admitted rows on, the screening pass is split over two threads.
+const PARALLEL_ROWS: usize = 32_768;
 
 /// What a dense search needs to know of one row besides its vector.
 struct Entry {
@@ -153,19 +156,40 @@ fn scan(cached: &UserVectors, dim: usize, query: &[f32], filter: &SearchFilter, 
     let candidates: Vec<u32> = if rows.len() <= limit {
         rows
     } else {
-        // Pass 1: approximate scores of every admitted row from its int8 codes.
+        // Pass 1: approximate scores of every admitted row from its int8 codes, on two
+        // threads for a large user (the scan is most of a recall's time there).
+        let quantised = kernels::QuantisedQuery::new(query);
         let mut approx = vec![0f32; rows.len()];
-        kernels::dot_i8_rows(&cached.codes, &cached.scales, dim, &rows, query, &mut approx);
+        let threads = if rows.len() >= PARALLEL_ROWS { std::thread::available_parallelism().map_or(1, |n| n.get().min(2)) } else { 1 };
+        if threads > 1 {
+            let half = rows.len() / 2;
+            let (rows_a, rows_b) = rows.split_at(half);
+            let (out_a, out_b) = approx.split_at_mut(half);
+            std::thread::scope(|scope| {
+                scope.spawn(|| kernels::dot_i8_rows(&cached.codes, &cached.scales, dim, rows_b, &quantised, out_b));
+                kernels::dot_i8_rows(&cached.codes, &cached.scales, dim, rows_a, &quantised, out_a);
+            });
+        } else {
+            kernels::dot_i8_rows(&cached.codes, &cached.scales, dim, &rows, &quantised, &mut approx);
+        }
         let l1: f32 = query.iter().map(|x| x.abs()).sum();
-        // Half a quantisation step per component, plus the float rounding of both sums:
-        // each adds at most (dim/8 + 8) roundings of a partial sum no larger than
-        // Σ|q_j x_j| ≤ 127 · scale · ‖q‖₁ (8 lanes, then the lanes and the tail).
+        // Per row: half a step of the row's codes against the query (0.5 · scale · ‖q‖₁),
+        // half a step of the query's codes against the row (0.5 · q_scale · Σ|c_j| · scale,
+        // Σ|c_j| ≤ 127 · dim), and the float rounding of the exact f32 sum, at most
+        // (dim/8 + 16) roundings of partial sums no larger than 127 · scale · ‖q‖₁
+        // (the integer sum is exact).
         let rounding = (dim as f32 / 8.0 + 16.0) * 2.0 * f32::EPSILON * 127.0;
-        let bound = |r: u32| cached.scales[r as usize] * l1 * (0.5 + rounding);
-        let mut lower: Vec<f32> = rows.iter().zip(&approx).map(|(&r, &a)| a - bound(r)).collect();
+        let query_step = 0.5 * quantised.scale * 127.0 * dim as f32;
+        // A few more ulps of `a` and of the bound cover the roundings of computing `a`
+        // (two products and a conversion), the bound itself, and `a ± bound`.
+        let bound = |r: u32, a: f32| {
+            let e = cached.scales[r as usize] * (l1 * (0.5 + rounding) + query_step);
+            e + 8.0 * f32::EPSILON * (e + a.abs())
+        };
+        let mut lower: Vec<f32> = rows.iter().zip(&approx).map(|(&r, &a)| a - bound(r, a)).collect();
         let (_, kth, _) = lower.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
         let floor = *kth;
-        rows.iter().zip(&approx).filter(|&(&r, &a)| a + bound(r) >= floor).map(|(&r, _)| r).collect()
+        rows.iter().zip(&approx).filter(|&(&r, &a)| a + bound(r, a) >= floor).map(|(&r, _)| r).collect()
     };
     // Pass 2: exact f32 scores of the candidates only.
     let mut scored: Vec<(f32, usize)> = candidates.iter().map(|&r| {
@@ -179,4 +203,65 @@ fn scan(cached: &UserVectors, dim: usize, query: &[f32], filter: &SearchFilter, 
     }
     scored.sort_by(by_score);
     scored.into_iter().map(|(score, index)| Hit { id: cached.entries[index].id, score: f64::from(score) }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cache of `n` rows of dimension `dim` with pseudo-random unit vectors, every
+    /// seventh row a copy of an earlier one (exact ties), without SQLite.
+    fn cache(n: usize, dim: usize, seed: u64) -> UserVectors {
+        let mut x = seed;
+        let mut next = move || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((x >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        };
+        let mut cached = UserVectors { loaded: true, ..Default::default() };
+        let day = NaiveDate::from_ymd_opt(2024, 5, 4).expect("valid");
+        for i in 0..n {
+            let mut row: Vec<f32> = if i % 7 == 6 { cached.data[(i / 2) * dim..(i / 2 + 1) * dim].to_vec() } else { (0..dim).map(|_| next()).collect() };
+            let norm = row.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-6);
+            row.iter_mut().for_each(|v| *v /= norm);
+            let scale = kernels::quantise_scale(&row);
+            cached.codes.extend(row.iter().map(|&v| kernels::quantise(v, scale)));
+            cached.scales.push(scale);
+            cached.data.extend_from_slice(&row);
+            let status = if i % 11 == 3 { Status::Archived } else { Status::Active };
+            let at = chrono::DateTime::from_timestamp(1_700_000_000 + i as i64, 0).expect("valid");
+            cached.entries.push(Entry { id: MemoryId::generate(at), kind: Kind::Turn, day, status, agent: None, session: None });
+        }
+        cached
+    }
+
+    /// The plain full scan the screened one must equal: every admitted row in f32.
+    fn brute(cached: &UserVectors, dim: usize, query: &[f32], include_archived: bool, limit: usize) -> Vec<(MemoryId, f32)> {
+        let mut all: Vec<(f32, usize)> = (0..cached.entries.len())
+            .filter(|&i| include_archived || cached.entries[i].status == Status::Active)
+            .map(|i| (kernels::dot(&cached.data[i * dim..(i + 1) * dim], query), i))
+            .collect();
+        all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        all.truncate(limit);
+        all.into_iter().map(|(s, i)| (cached.entries[i].id, s)).collect()
+    }
+
+    #[test]
+    fn screened_scan_equals_the_full_f32_scan() {
+        let labels = Labels { agent: None, session: None };
+        // Below and above the two-thread threshold; small and large dimensions and limits.
+        for (n, dim, seed) in [(500, 384, 1), (5_000, 32, 2), (PARALLEL_ROWS + 1_000, 16, 3)] {
+            let cached = cache(n, dim, seed);
+            for q in 0..6 {
+                // Queries: a stored row (its duplicates tie with it), and fresh directions.
+                let query: Vec<f32> = if q == 0 { cached.data[6 * dim..7 * dim].to_vec() } else { cache(1, dim, seed * 100 + q).data };
+                for limit in [1, 10, 50, 200] {
+                    for include_archived in [false, true] {
+                        let filter = SearchFilter { include_archived, ..Default::default() };
+                        let got: Vec<(MemoryId, f32)> = scan(&cached, dim, &query, &filter, &labels, limit).into_iter().map(|h| (h.id, h.score as f32)).collect();
+                        assert_eq!(got, brute(&cached, dim, &query, include_archived, limit), "n {n}, dim {dim}, query {q}, limit {limit}");
+                    }
+                }
+            }
+        }
+    }
 }
