@@ -89,6 +89,14 @@ pub struct RecallFile {
     pub fuzzy_time_weight: Option<f64>,
     /// Share of a candidate's score lent to its adjacent turns (0: off).
     pub neighbour_weight: Option<f64>,
+    /// Share of a whole exchange's score lent to the next exchange of its day (0: off).
+    pub exchange_neighbour_weight: Option<f64>,
+    /// Boost of memories whose `speaker` the query names (0: off).
+    pub speaker_weight: Option<f64>,
+    /// Fusion weight of the dense (embedding) list.
+    pub dense_weight: Option<f64>,
+    /// Fusion weight of the lexical (BM25) list.
+    pub lexical_weight: Option<f64>,
 }
 
 /// Reads the file named by `explicit` (must exist) or the default location (may be absent).
@@ -142,6 +150,10 @@ pub fn engine_config(file: &FileConfig, mode: Option<&str>, threshold: Option<f6
         (file.recall.exact_time_weight, &mut recall.exact_time_weight, "exact_time_weight"),
         (file.recall.fuzzy_time_weight, &mut recall.fuzzy_time_weight, "fuzzy_time_weight"),
         (file.recall.neighbour_weight, &mut recall.neighbour_weight, "neighbour_weight"),
+        (file.recall.exchange_neighbour_weight, &mut recall.exchange_neighbour_weight, "exchange_neighbour_weight"),
+        (file.recall.speaker_weight, &mut recall.speaker_weight, "speaker_weight"),
+        (file.recall.dense_weight, &mut recall.dense_weight, "dense_weight"),
+        (file.recall.lexical_weight, &mut recall.lexical_weight, "lexical_weight"),
     ] {
         if let Some(value) = value {
             if !(0.0..=100.0).contains(&value) {

@@ -3,7 +3,7 @@
 //! the report object.
 //!
 //! The database is cached under `<cache dir>/membank/eval/`, keyed by the SHA-256 of the
-//! data files and the embedding model, so a second run skips the import; `--eval-db`
+//! data files, the embedding model and the import format version, so a second run skips the import; `--eval-db`
 //! chooses the file and `--fresh` builds in a scratch directory. Evaluation recalls never
 //! strengthen, so a cached database stays exactly as imported.
 
@@ -108,6 +108,7 @@ fn fingerprint(files: &[&Path], model: &str) -> Result<String> {
         }
     }
     hasher.update(model.as_bytes());
+    hasher.update(membank_engine::import::FORMAT_VERSION.to_le_bytes());
     Ok(hasher.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect())
 }
 

@@ -12,8 +12,14 @@
 //! the answer is about ("I read *Solitude*" → "what was its name?"). Each of the best
 //! candidates lends a share of its fused score to the turns right before and after it on
 //! the same day, so the context of an answer comes along and a turn that only makes sense
-//! with its neighbour can still be found. Only single utterances lend (a note, or a turn
-//! without its reply): a turn holding a whole exchange already carries its context.
+//! with its neighbour can still be found. Lines of a transcript (notes: LoCoMo's dialogue,
+//! one utterance each, the two people alternating) lend to both neighbours. A turn (a
+//! person's message to the agent, with or without the agent's reply) lends only forward,
+//! with its own weight, off by default: consecutive turns are separated by the agent's
+//! replies and do not stand in the question → answer relation of adjacent transcript lines.
+//! Measured: lending among LongMemEval's user messages (turns without replies) lowered
+//! session recall_all@5 from .885 to .873 and turn recall_all@5 from .663 to .411; lending
+//! forward from MemoryBank's exchanges raised hit@1 and MRR but lowered hit@3.
 
 use std::collections::{HashMap, HashSet};
 
@@ -62,38 +68,42 @@ impl Engine {
 
     /// Adds to each fused candidate the share it gets from its best-ranked neighbour.
     /// Returns the candidates (old and newly reached) with their new score and the boost.
-    pub(crate) fn expand_neighbours(&self, scope: &Scope, filter: &SearchFilter, fused: &[(MemoryId, f64)], weight: f64) -> Result<Vec<(MemoryId, f64, Option<f64>)>, EngineError> {
+    /// `weight` is the share a transcript line (a note) lends to each neighbour,
+    /// `exchange_weight` the share a turn lends to the next one.
+    pub(crate) fn expand_neighbours(&self, scope: &Scope, filter: &SearchFilter, fused: &[(MemoryId, f64)], weight: f64, exchange_weight: f64) -> Result<Vec<(MemoryId, f64, Option<f64>)>, EngineError> {
         let mut out: Vec<(MemoryId, f64, Option<f64>)> = fused.iter().map(|(id, score)| (*id, *score, None)).collect();
-        if weight <= 0.0 || fused.is_empty() {
+        if (weight <= 0.0 && exchange_weight <= 0.0) || fused.is_empty() {
             return Ok(out);
         }
         let sources: Vec<(MemoryId, f64)> = fused.iter().take(EXPANSION_SOURCES).copied().collect();
         let source_ids: Vec<MemoryId> = sources.iter().map(|(id, _)| *id).collect();
         let memories = self.store.get_many(scope, &source_ids)?;
-        let mut lends: HashSet<MemoryId> = HashSet::new();
+        // Each lending memory, and whether it is a transcript line (see the module docs).
+        let mut line_of: HashMap<MemoryId, bool> = HashMap::new();
         for memory in &memories {
-            // A turn that holds both sides of an exchange carries its own context; only a
-            // single utterance (a LoCoMo line, a message without its reply) lends to its
-            // neighbours. Measured: lending from whole exchanges pushed answers down on the
-            // MemoryBank questions, lending from single lines lifted LoCoMo recall.
-            let single_utterance = memory.kind == Kind::Note || memory.assistant_text.is_none();
-            if matches!(memory.kind, Kind::Turn | Kind::Note) && single_utterance {
-                lends.insert(memory.id);
+            let line = match memory.kind {
+                Kind::Note => true,
+                Kind::Turn => false,
+                _ => continue,
+            };
+            if (line && weight > 0.0) || (!line && exchange_weight > 0.0) {
+                line_of.insert(memory.id, line);
             }
         }
         let kinds: Vec<Kind> = if filter.kinds.is_empty() { vec![Kind::Turn, Kind::Note] } else { filter.kinds.iter().copied().filter(|k| matches!(k, Kind::Turn | Kind::Note)).collect() };
         if kinds.is_empty() {
             return Ok(out);
         }
-        let lenders: Vec<MemoryId> = sources.iter().map(|(id, _)| *id).filter(|id| lends.contains(id)).collect();
+        let lenders: Vec<MemoryId> = sources.iter().map(|(id, _)| *id).filter(|id| line_of.contains_key(id)).collect();
         let admitted = SearchFilter { kinds, day_from: None, day_to: None, include_archived: filter.include_archived };
         let adjacent: HashMap<MemoryId, [Option<MemoryId>; 2]> = self.store.adjacent(scope, &lenders, &admitted)?.into_iter().map(|a| (a.id, [a.before, a.after])).collect();
         let mut boost: HashMap<MemoryId, f64> = HashMap::new();
         for (id, score) in &sources {
-            let Some(neighbours) = adjacent.get(id) else { continue };
-            for neighbour in neighbours.iter().flatten() {
-                let share = weight * score;
-                let entry = boost.entry(*neighbour).or_insert(0.0);
+            let (Some(line), Some([before, after])) = (line_of.get(id), adjacent.get(id)) else { continue };
+            let before = if *line { *before } else { None };
+            let share = (if *line { weight } else { exchange_weight }) * score;
+            for neighbour in [before, *after].into_iter().flatten() {
+                let entry = boost.entry(neighbour).or_insert(0.0);
                 *entry = entry.max(share);
             }
         }

@@ -6,7 +6,7 @@
 //! Every hit carries its own scores: its cosine, its BM25 score, its fused score and its
 //! retention. Nothing here is shared across hits.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::NaiveDate;
 use membank_core::forgetting::RecallMode;
@@ -36,14 +36,22 @@ pub struct RecallConfig {
     pub exact_time_weight: f64,
     /// The same for vague spans ("a few days ago", "last week").
     pub fuzzy_time_weight: f64,
-    /// Share of a candidate's score lent to the turns before and after it (0: off).
+    /// Share of a transcript line's (a note's) score lent to the lines before and after
+    /// it on its day (0: off).
     pub neighbour_weight: f64,
+    /// Share of a turn's (a message to the agent, with or without its reply) score lent
+    /// to the next turn of its day (0: off; see `expansion`).
+    pub exchange_neighbour_weight: f64,
+    /// When the query names a speaker of the candidates (their `speaker` metadata, as in a
+    /// group conversation), their memories' scores are multiplied by `1 + speaker_weight`
+    /// (0: off). See [`named_speakers`].
+    pub speaker_weight: f64,
 }
 
 impl Default for RecallConfig {
     fn default() -> Self {
         Self {
-            candidates: 50,
+            candidates: 150,
             rrf_k: membank_core::fusion::RRF_K,
             dense_weight: 1.0,
             lexical_weight: 1.0,
@@ -51,6 +59,8 @@ impl Default for RecallConfig {
             exact_time_weight: 2.0,
             fuzzy_time_weight: 0.3,
             neighbour_weight: 0.4,
+            exchange_neighbour_weight: 0.0,
+            speaker_weight: 0.5,
         }
     }
 }
@@ -165,21 +175,33 @@ impl Engine {
         }
         let weighted: Vec<(&[MemoryId], f64)> = lists.iter().map(|(ids, w)| (ids.as_slice(), *w)).collect();
         let fused = reciprocal_rank_fusion(&weighted, config.rrf_k);
-        let fused = self.expand_neighbours(&request.scope, &filter, &fused, config.neighbour_weight)?;
+        let fused = self.expand_neighbours(&request.scope, &filter, &fused, config.neighbour_weight, config.exchange_neighbour_weight)?;
 
         let weight = request.weight_by_retention.unwrap_or(config.weight_by_retention);
         let policy = &self.config.forgetting;
-        // Without retention weighting the order is already final: read only the rows that
-        // can be returned (a 100k-memory recall spent 6 ms reading every candidate).
-        let needed = if weight { fused.len() } else { request.k.min(fused.len()) };
+        // Read only the rows that can still reach the top k (a 100k-memory recall spent 6 ms
+        // reading every candidate). Without retention weighting, scores only grow, by the
+        // speaker boost's factor at most, and the k best fused scores stay at least the
+        // k-th one: a candidate below that score divided by the factor can never enter.
+        let needed = if weight || fused.len() <= request.k {
+            fused.len()
+        } else {
+            let kth = fused[request.k - 1].1;
+            let factor = 1.0 + config.speaker_weight.max(0.0);
+            fused.iter().take_while(|(_, score, _)| score * factor >= kth).count()
+        };
         let fused_ids: Vec<MemoryId> = fused.iter().take(needed).map(|(id, _, _)| *id).collect();
         let memories: HashMap<MemoryId, Memory> = self.store.get_many(&request.scope, &fused_ids)?.into_iter().map(|m| (m.id, m)).collect();
+        let named = if config.speaker_weight > 0.0 { named_speakers(&request.query, memories.values()) } else { HashSet::new() };
         let mut hits: Vec<RecallHit> = fused
             .into_iter()
             .filter_map(|(id, fused_score, neighbour)| {
                 let memory = memories.get(&id)?.clone();
                 let retention = policy.retention_of(&memory.forgetting, now);
-                let score = if weight { fused_score * retention } else { fused_score };
+                let mut score = if weight { fused_score * retention } else { fused_score };
+                if speaker_of(&memory).is_some_and(|speaker| named.contains(&speaker)) {
+                    score *= 1.0 + config.speaker_weight;
+                }
                 Some(RecallHit { memory, score, dense: dense_score.get(&id).copied(), lexical: lexical_score.get(&id).copied(), neighbour, retention })
             })
             .collect();
@@ -200,4 +222,26 @@ impl Engine {
         let time_range = time.map(|t| (t.from, t.to));
         Ok(RecallResponse { query_id, now, strengthened: strengthen && !hits.is_empty(), results: hits, time_range })
     }
+}
+
+/// The metadata key naming who said a memory (a participant of a group conversation).
+pub const SPEAKER: &str = "speaker";
+
+/// A memory's speaker as lowercase index terms (`"Mary Ann"` → `"mary ann"`), if it has one.
+fn speaker_of(memory: &Memory) -> Option<String> {
+    let name = text::terms(memory.metadata.get(SPEAKER)?).join(" ");
+    (!name.is_empty()).then_some(name)
+}
+
+/// The speakers among `candidates` that the query names, every word of the name present
+/// ("What did Caroline say…", "Melanie's kids"). In a conversation among several people a
+/// question about one of them is mostly answered by what that person said; a speaker is
+/// only ever boosted, never required, because the answer may be in what another said.
+pub fn named_speakers<'a>(query: &str, candidates: impl IntoIterator<Item = &'a Memory>) -> HashSet<String> {
+    let words: HashSet<String> = text::terms(query).into_iter().collect();
+    candidates
+        .into_iter()
+        .filter_map(speaker_of)
+        .filter(|name| name.split(' ').all(|w| words.contains(w)))
+        .collect()
 }

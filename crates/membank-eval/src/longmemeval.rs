@@ -94,7 +94,41 @@ fn values(ranked: &[String], gold: &HashSet<String>) -> BTreeMap<String, f64> {
     out
 }
 
-/// Imports each question's haystack (idempotently) and asks it.
+/// One scored question, parsed.
+struct Prepared {
+    question_id: String,
+    question_type: String,
+    question: String,
+    now: membank_engine::core::Timestamp,
+    user: membank_engine::import::ImportUser,
+    gold_turns: HashSet<String>,
+    gold_sessions: HashSet<String>,
+}
+
+/// Parses one record; `None` for a question the protocol skips (abstention, or no gold user turn).
+fn prepare(record: &serde_json::Value, index: usize, run: &LongMemEvalRun) -> Result<Option<Prepared>, EvalError> {
+    let at = format!("{} $[{index}]", run.data.display());
+    let field = |name: &str| record.get(name).and_then(|v| v.as_str()).map(String::from).ok_or_else(|| EvalError::data(&at, format!("missing string field {name:?}")));
+    let question_id = field("question_id")?;
+    let question_type = field("question_type")?;
+    let question = field("question")?;
+    let date = field("question_date")?;
+    let now = parse_time(&date).ok_or_else(|| EvalError::data(&at, format!("question_date {date:?} is not a time such as \"2023/05/30 (Tue) 23:40\"")))?;
+    let user = parse_question(record, &format!("$[{index}]")).map_err(|e| EvalError::data(run.data.display(), e.reason))?;
+    let gold_turns: HashSet<String> = user
+        .records
+        .iter()
+        .filter(|r| r.metadata.get("has_answer").is_some_and(|h| h == "true") && r.metadata.get("session_id").is_some_and(|s| s.contains("answer")))
+        .map(|r| r.key.clone())
+        .collect();
+    if question_id.ends_with("_abs") || gold_turns.is_empty() {
+        return Ok(None);
+    }
+    let gold_sessions: HashSet<String> = user.records.iter().filter(|r| gold_turns.contains(&r.key)).filter_map(|r| r.metadata.get("session_id").cloned()).collect();
+    Ok(Some(Prepared { question_id, question_type, question, now, user, gold_turns, gold_sessions }))
+}
+
+/// Imports every question's haystack (idempotently), then asks every question.
 pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Result<LongMemEvalReport, EvalError> {
     let bytes = read(&run.data)?;
     let root: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| EvalError::data(format!("{}:{}", run.data.display(), e.line()), format!("not valid JSON: {e}")))?;
@@ -103,41 +137,37 @@ pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Res
     let records = &records[..run.limit.unwrap_or(records.len()).min(records.len())];
     let tenant = TenantId::new(EVAL_TENANT).map_err(|e| EvalError::data("tenant", e.reason))?;
 
+    // Every haystack is imported before any question is asked. BM25's term statistics are
+    // those of the whole full-text index, so asking while importing would score each
+    // question against a different index, and a rerun on the cached database would not
+    // reproduce the first run.
     let mut import = ImportReport::default();
-    let mut session_means = Means::default();
-    let mut turn_means = Means::default();
-    let mut by_type: BTreeMap<String, (Means, Means)> = BTreeMap::new();
-    let mut questions = Vec::new();
-    let mut skipped = 0;
+    let mut parsed = 0;
     for (index, record) in records.iter().enumerate() {
-        progress("questions", index, records.len());
-        let at = format!("{} $[{index}]", run.data.display());
-        let field = |name: &str| record.get(name).and_then(|v| v.as_str()).ok_or_else(|| EvalError::data(&at, format!("missing string field {name:?}")));
-        let question_id = field("question_id")?;
-        let question_type = field("question_type")?;
-        let question = field("question")?;
-        let date = field("question_date")?;
-        let now = parse_time(date).ok_or_else(|| EvalError::data(&at, format!("question_date {date:?} is not a time such as \"2023/05/30 (Tue) 23:40\"")))?;
-        let user = parse_question(record, &format!("$[{index}]")).map_err(|e| EvalError::data(run.data.display(), e.reason))?;
-        let gold_turns: HashSet<String> = user
-            .records
-            .iter()
-            .filter(|r| r.metadata.get("has_answer").is_some_and(|h| h == "true") && r.metadata.get("session_id").is_some_and(|s| s.contains("answer")))
-            .map(|r| r.key.clone())
-            .collect();
-        if question_id.ends_with("_abs") || gold_turns.is_empty() {
-            skipped += 1;
-            continue;
-        }
-        let gold_sessions: HashSet<String> = user.records.iter().filter(|r| gold_turns.contains(&r.key)).filter_map(|r| r.metadata.get("session_id").cloned()).collect();
-        let scope = Scope::user(tenant.clone(), user.user.clone());
-        let report = engine.import(ImportRequest { tenant: tenant.clone(), set: ImportSet { format: "longmemeval", users: vec![user] } }, &|_, _| {})?;
+        progress("importing", index, records.len());
+        let Some(question) = prepare(record, index, run)? else { continue };
+        let report = engine.import(ImportRequest { tenant: tenant.clone(), set: ImportSet { format: "longmemeval", users: vec![question.user] } }, &|_, _| {})?;
         import.users += report.users;
         import.records += report.records;
         import.imported += report.imported;
         import.skipped += report.skipped;
+        parsed += 1;
+    }
+    progress("importing", records.len(), records.len());
 
-        let mut request = RecallRequest::new(scope, question, DEPTH);
+    let mut session_means = Means::default();
+    let mut turn_means = Means::default();
+    let mut by_type: BTreeMap<String, (Means, Means)> = BTreeMap::new();
+    let mut questions = Vec::with_capacity(parsed);
+    let mut skipped = 0;
+    for (index, record) in records.iter().enumerate() {
+        progress("questions", index, records.len());
+        let Some(Prepared { question_id, question_type, question, now, user, gold_turns, gold_sessions }) = prepare(record, index, run)? else {
+            skipped += 1;
+            continue;
+        };
+        let scope = Scope::user(tenant.clone(), user.user.clone());
+        let mut request = RecallRequest::new(scope, question.clone(), DEPTH);
         request.now = Some(now);
         request.strengthen = Some(false);
         let response = engine.recall(request)?;
@@ -147,19 +177,12 @@ pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Res
         let turn = values(&ranked_turns, &gold_turns);
         session_means.add(&session);
         turn_means.add(&turn);
-        let entry = by_type.entry(question_type.to_string()).or_default();
+        let entry = by_type.entry(question_type.clone()).or_default();
         entry.0.add(&session);
         entry.1.add(&turn);
         let mut gold_list: Vec<String> = gold_sessions.into_iter().collect();
         gold_list.sort();
-        questions.push(LongMemEvalQuestion {
-            question_id: question_id.to_string(),
-            question_type: question_type.to_string(),
-            gold_sessions: gold_list,
-            top_sessions: ranked_sessions.into_iter().take(10).collect(),
-            session,
-            turn,
-        });
+        questions.push(LongMemEvalQuestion { question_id, question_type, gold_sessions: gold_list, top_sessions: ranked_sessions.into_iter().take(10).collect(), session, turn });
     }
     progress("questions", records.len(), records.len());
     let with_n = |means: &Means| {

@@ -2,8 +2,13 @@
 //! conversation in numbered sessions with their date and time.
 //!
 //! Each sample becomes one user (its `sample_id`); each dialogue turn becomes one memory
-//! (kind `note`, source `user`) worded as the LoCoMo paper indexes it:
-//! `<speaker> said, "<text>"` plus ` and shared <blip_caption>` when an image was shared.
+//! (kind `note`, source `user`) holding what was said, plus ` [shared an image: <blip_caption>]`
+//! when an image was shared (the caption is what a captioner would tell a memory service
+//! about the picture; the data's image search `query` is not used: it was written by the
+//! data's generator with knowledge of the dialogue). The speaker is metadata, not text:
+//! the LoCoMo paper's `<speaker> said, "<text>"` wording made every short line of a person
+//! match any question naming them (BM25 favours short documents) and diluted the embedding;
+//! recall boosts a speaker named in the query instead (`recall`, speaker boost).
 //! The turn's `dia_id`, session number and speaker are kept as metadata so evidence can be
 //! matched. Turn `i` of a session happened at the session's time plus `i` seconds.
 //! Keys are `locomo:<dia_id>`. The QA annotations are not memories; the evaluation runner
@@ -80,16 +85,21 @@ pub fn parse_sample(sample: &Value, path: &str) -> Result<ImportUser, InvalidInp
             let speaker = required_str(turn, "speaker", &turn_path)?;
             let dia_id = required_str(turn, "dia_id", &turn_path)?;
             let text = required_str(turn, "text", &turn_path)?;
-            let mut content = format!("{speaker} said, \"{text}\"");
+            let mut content = text.trim().to_string();
             match turn.get("blip_caption") {
-                Some(Value::String(caption)) if !caption.trim().is_empty() => content.push_str(&format!(" and shared {caption}")),
+                Some(Value::String(caption)) if !caption.trim().is_empty() => {
+                    if !content.is_empty() {
+                        content.push(' ');
+                    }
+                    content.push_str(&format!("[shared an image: {}]", caption.trim()));
+                }
                 None | Some(Value::Null) | Some(Value::String(_)) => {}
                 Some(other) => return Err(bad(&format!("{turn_path}.blip_caption"), format!("expected a string, found {}", type_name(other)))),
             }
             let mut record = ImportRecord::other(format!("locomo:{}", dia_id.trim()), turn_path.clone(), Kind::Note, Source::User, content, time + Duration::seconds(index as i64));
             record.metadata.insert("dia_id".into(), dia_id.trim().to_string());
             record.metadata.insert("session".into(), number.to_string());
-            record.metadata.insert("speaker".into(), speaker.to_string());
+            record.metadata.insert("speaker".into(), speaker.trim().to_string());
             records.push(record);
         }
     }

@@ -29,6 +29,12 @@ use crate::{Engine, EngineError};
 /// The metadata key that holds a record's import key.
 pub const IMPORT_KEY: &str = "import_key";
 
+/// Version of how the parsers turn a file into records (wording of contents, keys,
+/// metadata). Anything that caches imported data, such as `membank eval`'s databases, keys
+/// on it, so a change of wording is never measured on a database built the old way.
+/// 2: LoCoMo turns hold the utterance and its image caption, the speaker only as metadata.
+pub const FORMAT_VERSION: u32 = 2;
+
 /// The largest import file read (1 GiB): a guard against being handed a disk image.
 pub const MAX_IMPORT_BYTES: u64 = 1 << 30;
 

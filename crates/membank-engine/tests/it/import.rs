@@ -165,8 +165,9 @@ fn locomo_and_longmemeval_shapes_keep_their_ids() {
         "qa": []}]"#;
     run(&w, import::locomo::parse(locomo.as_bytes()).unwrap());
     let turns = all(&w, "conv-1");
-    assert_eq!(turns[0].content.as_deref(), Some("Ann said, \"I ran a marathon\""));
-    assert_eq!(turns[1].content.as_deref(), Some("Bo said, \"Wow\" and shared a photo of a medal"));
+    assert_eq!(turns[0].content.as_deref(), Some("I ran a marathon"));
+    assert_eq!(turns[1].content.as_deref(), Some("Wow [shared an image: a photo of a medal]"));
+    assert_eq!(turns[1].metadata["speaker"], "Bo");
     assert_eq!(turns[1].metadata["dia_id"], "D1:2");
     assert_eq!(turns[1].occurred_at.to_rfc3339(), "2023-05-08T13:56:01+00:00");
     let bad = locomo.replace("1:56 pm on 8 May, 2023", "soon");

@@ -111,3 +111,85 @@ fn the_day_follows_the_users_time_zone() {
     let utc = w.turn("ana", "late night");
     assert_eq!(utc.day.to_string(), "2024-05-04");
 }
+
+fn note_by(w: &crate::World, user: &str, speaker: &str, text: &str) -> membank_engine::core::Memory {
+    let metadata = [("speaker".to_string(), speaker.to_string())].into_iter().collect();
+    w.engine
+        .remember_note(membank_engine::RememberNote { scope: scope(user), text: text.into(), source: membank_engine::core::Source::User, occurred_at: None, metadata })
+        .unwrap()
+}
+
+fn scores(w: &crate::World, query: &str) -> std::collections::HashMap<membank_engine::core::MemoryId, f64> {
+    let mut request = RecallRequest::new(scope("conv"), query, 10);
+    request.strengthen = Some(false);
+    w.engine.recall(request).unwrap().results.into_iter().map(|h| (h.memory.id, h.score)).collect()
+}
+
+#[test]
+fn a_speaker_named_in_the_query_is_boosted_by_exactly_its_weight() {
+    let mut plain = membank_engine::EngineConfig::default();
+    plain.recall.speaker_weight = 0.0;
+    plain.recall.neighbour_weight = 0.0;
+    let mut boosted = plain.clone();
+    boosted.recall.speaker_weight = 0.5;
+    let (a, b) = (crate::world_with(plain), crate::world_with(boosted));
+    let mut ids = Vec::new();
+    for w in [&a, &b] {
+        let ann = note_by(w, "conv", "Ann", "I adopted a puppy last spring");
+        let bo = note_by(w, "conv", "Mary Jo", "we adopted a kitten from the shelter");
+        ids.push((ann.id, bo.id));
+    }
+    // Same data, same query: only the boost differs. "Mary Jo" is named word by word.
+    let before = scores(&a, "What did Mary Jo adopt?");
+    let after = scores(&b, "What did Mary Jo adopt?");
+    let ((ann_a, bo_a), (ann_b, bo_b)) = (ids[0], ids[1]);
+    assert_eq!(after[&ann_b], before[&ann_a]);
+    assert!((after[&bo_b] - 1.5 * before[&bo_a]).abs() < 1e-15, "{} vs 1.5 × {}", after[&bo_b], before[&bo_a]);
+    // A name only partly in the query ("Mary" without "Jo") boosts nobody.
+    assert_eq!(scores(&b, "What did Mary adopt?")[&bo_b], scores(&a, "What did Mary adopt?")[&bo_a]);
+}
+
+#[test]
+fn a_whole_exchange_lends_only_to_the_next_one() {
+    let mut config = membank_engine::EngineConfig::default();
+    config.recall.neighbour_weight = 0.0;
+    config.recall.exchange_neighbour_weight = 0.3;
+    let w = crate::world_with(config);
+    let exchange = |text: &str| {
+        w.engine
+            .remember_turn(membank_engine::RememberTurn { scope: scope("conv"), user_text: text.into(), assistant_text: Some("I see.".into()), occurred_at: None, metadata: Default::default() })
+            .unwrap()
+    };
+    let before = exchange("Morning! The weather is grey");
+    let topic = exchange("Today I want to talk about my travel plans");
+    let details = exchange("I want to go to Spain and see Madrid");
+    let mut request = RecallRequest::new(scope("conv"), "travel plans", 10);
+    request.strengthen = Some(false);
+    let response = w.engine.recall(request).unwrap();
+    let hit = |id| response.results.iter().find(|h| h.memory.id == id);
+    // What the topic lends is a share of its own fused score, before any score it borrowed.
+    let topic_hit = hit(topic.id).unwrap();
+    let topic_score = topic_hit.score - topic_hit.neighbour.unwrap_or(0.0);
+    let lent = hit(details.id).and_then(|h| h.neighbour).expect("the next exchange borrows");
+    assert!((lent - 0.3 * topic_score).abs() < 1e-15, "{lent} vs 0.3 × {topic_score}");
+    assert_eq!(hit(before.id).and_then(|h| h.neighbour), None, "nothing is lent backwards");
+}
+
+#[test]
+fn by_default_turns_lend_nothing_and_transcript_lines_lend_both_ways() {
+    let w = world();
+    for text in ["Good morning", "I planted tomatoes in the garden", "Nice weather today"] {
+        w.turn("ana", text);
+    }
+    let mut request = RecallRequest::new(scope("ana"), "tomatoes garden", 10);
+    request.strengthen = Some(false);
+    let lent: Vec<Option<f64>> = w.engine.recall(request).unwrap().results.iter().map(|h| h.neighbour).collect();
+    assert!(lent.iter().all(Option::is_none), "{lent:?}");
+
+    let lines: Vec<_> = ["Good morning", "I planted tomatoes in the garden", "Nice weather today"].iter().map(|t| note_by(&w, "conv", "Ann", t)).collect();
+    let mut request = RecallRequest::new(scope("conv"), "tomatoes garden", 10);
+    request.strengthen = Some(false);
+    let response = w.engine.recall(request).unwrap();
+    let lent = |id| response.results.iter().find(|h| h.memory.id == id).and_then(|h| h.neighbour);
+    assert!(lent(lines[0].id).is_some() && lent(lines[2].id).is_some(), "both neighbours of the matching line borrow");
+}
