@@ -6,3 +6,4 @@
 
 mod migrations;
 mod model;
+mod search;

@@ -1,0 +1,133 @@
+//! Neighbour lookups and the lexical index's per-user statistics, on a real SQLite file.
+
+use std::collections::BTreeMap;
+
+use chrono::{Duration, TimeZone, Utc};
+use membank_core::{ForgettingState, Kind, Memory, MemoryId, Scope, Source, Status, TenantId, Timestamp, UserId};
+use membank_store::{Adjacent, NewMemory, SearchFilter, SqliteStore, Store};
+
+fn scope(user: &str) -> Scope {
+    Scope::user(TenantId::default_tenant(), UserId::new(user).unwrap())
+}
+
+fn memory(scope: &Scope, kind: Kind, text: &str, at: Timestamp) -> Memory {
+    Memory {
+        id: MemoryId::generate(at),
+        scope: scope.clone(),
+        kind,
+        source: Source::User,
+        content: Some(text.to_string()),
+        user_text: None,
+        assistant_text: None,
+        occurred_at: at,
+        recorded_at: at,
+        day: at.date_naive(),
+        forgetting: ForgettingState::new(at),
+        status: Status::Active,
+        superseded_by: None,
+        derived_from: Vec::new(),
+        metadata: BTreeMap::new(),
+    }
+}
+
+fn store() -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("m.db")).unwrap();
+    (dir, store)
+}
+
+fn insert(store: &SqliteStore, m: Memory) -> MemoryId {
+    store.insert(NewMemory { memory: m, embedding: None }).unwrap().id
+}
+
+#[test]
+fn neighbours_are_the_adjacent_admitted_memories_of_the_same_day() {
+    let (_dir, store) = store();
+    let ana = scope("ana");
+    let day1 = Utc.with_ymd_and_hms(2024, 5, 4, 9, 0, 0).unwrap();
+    let day2 = day1 + Duration::days(1);
+    store.ensure_user(&ana.tenant, &ana.user, day1).unwrap();
+    // Inserted out of time order: neighbours follow occurred_at, not insertion.
+    let c = insert(&store, memory(&ana, Kind::Note, "third", day1 + Duration::minutes(20)));
+    let a = insert(&store, memory(&ana, Kind::Note, "first", day1));
+    let summary = insert(&store, memory(&ana, Kind::DailySummary, "a summary", day1 + Duration::minutes(5)));
+    let b = insert(&store, memory(&ana, Kind::Note, "second", day1 + Duration::minutes(10)));
+    let next_day = insert(&store, memory(&ana, Kind::Note, "next day", day2));
+    // Two memories at the same instant are ordered by insertion.
+    let same1 = insert(&store, memory(&ana, Kind::Note, "same one", day2 + Duration::hours(1)));
+    let same2 = insert(&store, memory(&ana, Kind::Note, "same two", day2 + Duration::hours(1)));
+
+    let lines = SearchFilter { kinds: vec![Kind::Turn, Kind::Note], ..Default::default() };
+    let got = store.adjacent(&ana, &[b, a, c, next_day, same1, same2], &lines).unwrap();
+    assert_eq!(
+        got,
+        [
+            Adjacent { id: b, before: Some(a), after: Some(c) },
+            Adjacent { id: a, before: None, after: Some(b) },
+            Adjacent { id: c, before: Some(b), after: None },
+            Adjacent { id: next_day, before: None, after: Some(same1) },
+            Adjacent { id: same1, before: Some(next_day), after: Some(same2) },
+            Adjacent { id: same2, before: Some(same1), after: None },
+        ]
+    );
+    // Kinds outside the filter are skipped as neighbours, admitted ones are not.
+    let all = SearchFilter::default();
+    assert_eq!(store.adjacent(&ana, &[a], &all).unwrap(), [Adjacent { id: a, before: None, after: Some(summary) }]);
+
+    // An archived memory is no neighbour unless archived ones are asked for.
+    store.archive(&ana, b, "test", day2).unwrap();
+    assert_eq!(store.adjacent(&ana, &[a], &lines).unwrap(), [Adjacent { id: a, before: None, after: Some(c) }]);
+    let audit = SearchFilter { include_archived: true, ..lines.clone() };
+    assert_eq!(store.adjacent(&ana, &[a], &audit).unwrap(), [Adjacent { id: a, before: None, after: Some(b) }]);
+    // ... and has no neighbours itself in an ordinary lookup.
+    assert!(store.adjacent(&ana, &[b], &lines).unwrap().is_empty());
+
+    // Another user's ids are not found, and no neighbour ever crosses users.
+    let ben = scope("ben");
+    store.ensure_user(&ben.tenant, &ben.user, day1).unwrap();
+    let bens = insert(&store, memory(&ben, Kind::Note, "ben's", day1 + Duration::minutes(1)));
+    assert!(store.adjacent(&ben, &[a, c], &lines).unwrap().is_empty());
+    assert_eq!(store.adjacent(&ben, &[bens], &lines).unwrap(), [Adjacent { id: bens, before: None, after: None }]);
+    assert!(store.adjacent(&ana, &[], &lines).unwrap().is_empty());
+}
+
+#[test]
+fn lexical_scores_depend_on_the_users_own_memories_only() {
+    let (_dir, store) = store();
+    let (ana, ben) = (scope("ana"), scope("ben"));
+    let t = Utc.with_ymd_and_hms(2024, 5, 4, 9, 0, 0).unwrap();
+    store.ensure_user(&ana.tenant, &ana.user, t).unwrap();
+    for (i, text) in ["my violin lesson went well", "the garden needs water", "violin strings are expensive", "we walked by the river"].iter().enumerate() {
+        insert(&store, memory(&ana, Kind::Note, text, t + Duration::minutes(i as i64)));
+    }
+    // Filler, so that both query terms are rare (BM25's IDF floors terms in half the memories).
+    for i in 0..12 {
+        insert(&store, memory(&ana, Kind::Note, &format!("an ordinary day number {i}"), t + Duration::minutes(10 + i)));
+    }
+    let terms = vec!["violin".to_string(), "river".to_string()];
+    let before = store.lexical_search(&ana, &terms, &SearchFilter::default(), 10).unwrap();
+    assert_eq!(before.len(), 3);
+    assert!(before.iter().all(|h| h.score > 0.0));
+
+    // Ben writes a lot about violins: Ana's ranking and scores must not move.
+    store.ensure_user(&ben.tenant, &ben.user, t).unwrap();
+    let batch = (0..200).map(|i| NewMemory { memory: memory(&ben, Kind::Note, &format!("violin practice number {i}"), t + Duration::seconds(i)), embedding: None }).collect();
+    store.insert_many(batch).unwrap();
+    let after = store.lexical_search(&ana, &terms, &SearchFilter::default(), 10).unwrap();
+    assert_eq!(before, after);
+    // Ben finds his own, never Ana's.
+    let bens = store.lexical_search(&ben, &terms, &SearchFilter::default(), 500).unwrap();
+    assert_eq!(bens.len(), 200);
+    assert!(bens.iter().all(|h| !after.iter().any(|a| a.id == h.id)));
+
+    // A memory added afterwards (through a second handle, as another process would) is
+    // found, and an erased one is gone.
+    let other = SqliteStore::open(store.path()).unwrap();
+    let late = insert(&other, memory(&ana, Kind::Note, "a violin concert on the river", t + Duration::hours(1)));
+    let found = store.lexical_search(&ana, &terms, &SearchFilter::default(), 10).unwrap();
+    assert_eq!(found[0].id, late, "both terms rank first");
+    other.erase(&ana, late, t + Duration::hours(2)).unwrap();
+    let found = store.lexical_search(&ana, &terms, &SearchFilter::default(), 10).unwrap();
+    assert!(found.iter().all(|h| h.id != late));
+    assert_eq!(found.len(), 3);
+}
