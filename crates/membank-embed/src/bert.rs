@@ -363,6 +363,7 @@ impl Bert {
         let tokens: usize = batch.iter().map(|s| s.len()).sum();
         scratch.prepare(tokens, hidden, inter);
         let Scratch {
+            column_threads,
             x,
             tmp,
             qkv,
@@ -370,6 +371,7 @@ impl Bert {
             intermediate,
             scores,
         } = scratch;
+        let column_threads = *column_threads;
 
         // Embeddings: word + (position + token type 0), then layer norm.
         let mut row_index = 0;
@@ -394,7 +396,7 @@ impl Bert {
         for layer in &self.layers {
             // Fused query/key/value projection over all tokens.
             fill_rows(qkv, &layer.qkv_bias, tokens);
-            kernels::matmul(
+            kernels::matmul_columns(
                 x,
                 View::dense(0, tokens, hidden),
                 &layer.qkv_weight,
@@ -402,11 +404,12 @@ impl Bert {
                 qkv,
                 View::dense(0, tokens, 3 * hidden),
                 true,
+                column_threads,
             );
             self.attention(batch, qkv, context, scores);
             // Attention output projection + bias + residual, then layer norm.
             add_rows(tmp, x, &layer.attention_out_bias, tokens);
-            kernels::matmul(
+            kernels::matmul_columns(
                 context,
                 View::dense(0, tokens, hidden),
                 &layer.attention_out_weight,
@@ -414,6 +417,7 @@ impl Bert {
                 tmp,
                 View::dense(0, tokens, hidden),
                 true,
+                column_threads,
             );
             for row in tmp[..tokens * hidden].chunks_exact_mut(hidden) {
                 kernels::layer_norm(
@@ -426,7 +430,7 @@ impl Bert {
             std::mem::swap(x, tmp);
             // Feed-forward: intermediate + GELU, output + bias + residual, layer norm.
             fill_rows(intermediate, &layer.intermediate_bias, tokens);
-            kernels::matmul(
+            kernels::matmul_columns(
                 x,
                 View::dense(0, tokens, hidden),
                 &layer.intermediate_weight,
@@ -434,10 +438,11 @@ impl Bert {
                 intermediate,
                 View::dense(0, tokens, inter),
                 true,
+                column_threads,
             );
             kernels::gelu(&mut intermediate[..tokens * inter]);
             add_rows(tmp, x, &layer.output_bias, tokens);
-            kernels::matmul(
+            kernels::matmul_columns(
                 intermediate,
                 View::dense(0, tokens, inter),
                 &layer.output_weight,
@@ -445,6 +450,7 @@ impl Bert {
                 tmp,
                 View::dense(0, tokens, hidden),
                 true,
+                column_threads,
             );
             for row in tmp[..tokens * hidden].chunks_exact_mut(hidden) {
                 kernels::layer_norm(row, &layer.output_norm_weight, &layer.output_norm_bias, eps);
@@ -525,6 +531,9 @@ impl Bert {
 /// Working memory of one forward pass, reused across batches by one thread.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
+    /// Threads a linear layer may split its columns over (a lone short query; see
+    /// [`kernels::matmul_columns`]); 0 or 1: this thread only.
+    pub(crate) column_threads: usize,
     x: Vec<f32>,
     tmp: Vec<f32>,
     qkv: Vec<f32>,

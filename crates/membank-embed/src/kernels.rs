@@ -178,6 +178,44 @@ fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
     if FMA { a.mul_add(b, c) } else { a * b + c }
 }
 
+/// [`matmul`] for a linear layer on a few rows, with the columns of `c` split over
+/// `threads` (at most 2) threads.
+///
+/// One short query cannot be split by sentence, so the second core would sit idle while
+/// the first streams every weight: here each thread streams half of the weight columns.
+/// The second half is computed into a buffer of its own and copied in (a few thousand
+/// floats), so no two threads ever write one slice. Other shapes take [`matmul`] as is.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_columns(a: &[f32], av: View, b: &[f32], bv: View, c: &mut [f32], cv: View, accumulate: bool, threads: usize) {
+    let n = cv.cols;
+    if threads < 2 || cv.rows > SMALL_M || bv.col_stride != 1 || cv.col_stride != 1 || n < 256 {
+        matmul(a, av, b, bv, c, cv, accumulate);
+        return;
+    }
+    let half = n / 2;
+    let m = cv.rows;
+    // The right half's own destination, starting from c's values when accumulating.
+    let mut right = vec![0f32; m * (n - half)];
+    if accumulate {
+        for i in 0..m {
+            let start = cv.offset + i * cv.row_stride + half;
+            right[i * (n - half)..(i + 1) * (n - half)].copy_from_slice(&c[start..start + n - half]);
+        }
+    }
+    let b_right = View { offset: bv.offset + half, rows: bv.rows, cols: n - half, row_stride: bv.row_stride, col_stride: 1 };
+    let b_left = View { cols: half, ..bv };
+    let c_left = View { cols: half, ..cv };
+    std::thread::scope(|scope| {
+        let right = &mut right;
+        scope.spawn(move || matmul(a, av, b, b_right, right, View::dense(0, m, n - half), accumulate));
+        matmul(a, av, b, b_left, c, c_left, accumulate);
+    });
+    for i in 0..m {
+        let start = cv.offset + i * cv.row_stride + half;
+        c[start..start + n - half].copy_from_slice(&right[i * (n - half)..(i + 1) * (n - half)]);
+    }
+}
+
 /// Up to this many rows of `a`, [`matmul`] streams `b` once instead of packing it.
 ///
 /// A recall embeds one short query: `a` has a dozen rows while `b` is a weight matrix of up
@@ -423,6 +461,22 @@ mod tests {
             matmul(&a, av, &b, bv, &mut c, View::dense(0, m, 33), true);
             let doubled: Vec<f32> = expected.iter().map(|x| 2.0 * x).collect();
             assert_eq!(c, doubled, "m = {m}, accumulating");
+        }
+    }
+
+    #[test]
+    fn column_split_over_two_threads_equals_one_thread() {
+        let a: Vec<f32> = (0..12 * 40).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
+        let b: Vec<f32> = (0..40 * 301).map(|i| ((i * 5) % 13) as f32 * 0.25).collect();
+        for (m, accumulate) in [(1, false), (12, true), (SMALL_M + 2, false)] {
+            let av = View::block(0, m.min(12), 39, 40);
+            let bv = View::block(1, 39, 300, 301);
+            let cv = View::block(3, m.min(12), 300, 307);
+            let mut one = vec![0.5f32; 3 + 12 * 307];
+            let mut two = one.clone();
+            matmul(&a, av, &b, bv, &mut one, cv, accumulate);
+            matmul_columns(&a, av, &b, bv, &mut two, cv, accumulate, 2);
+            assert_eq!(one, two, "m = {m}");
         }
     }
 

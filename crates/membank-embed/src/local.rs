@@ -314,8 +314,11 @@ impl LocalEmbedder {
                 .collect()
         };
         let next = AtomicUsize::new(0);
-        let worker = || {
+        // `column_threads`: with one batch only (a lone query) the other threads would be
+        // idle, so its linear layers split their columns over two of them instead.
+        let worker = |column_threads: usize| {
             let mut scratch = Scratch::default();
+            scratch.column_threads = column_threads;
             let mut done = Vec::new();
             loop {
                 let index = next.fetch_add(1, Ordering::Relaxed);
@@ -328,11 +331,11 @@ impl LocalEmbedder {
         };
         let workers = self.threads.min(batches.len());
         let finished: Vec<(usize, Vec<f32>)> = if workers <= 1 {
-            worker()
+            worker(self.threads.min(2))
         } else {
             std::thread::scope(|scope| {
-                let handles: Vec<_> = (1..workers).map(|_| scope.spawn(worker)).collect();
-                let mut all = worker();
+                let handles: Vec<_> = (1..workers).map(|_| scope.spawn(|| worker(1))).collect();
+                let mut all = worker(1);
                 for handle in handles {
                     match handle.join() {
                         Ok(done) => all.extend(done),

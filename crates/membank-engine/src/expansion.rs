@@ -21,7 +21,7 @@
 //! session recall_all@5 from .885 to .873 and turn recall_all@5 from .663 to .411; lending
 //! forward from MemoryBank's exchanges raised hit@1 and MRR but lowered hit@3.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use chrono::NaiveDate;
 use membank_core::time::UserTimeZone;
