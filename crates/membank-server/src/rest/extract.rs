@@ -23,10 +23,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(value)) => Ok(JsonBody(value)),
-            Err(rejection) => Err(json_rejection(rejection)),
+        // Every request body of this API is a JSON object. serde would also read a struct
+        // from an array (`[null, null]` as its fields in order), which the schema forbids.
+        let value = match axum::Json::<serde_json::Value>::from_request(req, state).await {
+            Ok(axum::Json(value)) => value,
+            Err(rejection) => return Err(json_rejection(rejection)),
+        };
+        if !value.is_object() {
+            return Err(ApiError::Invalid("the request body must be a JSON object".into()));
         }
+        serde_json::from_value(value).map(JsonBody).map_err(|e| ApiError::Invalid(format!("Failed to deserialize the JSON body into the target type: {e}")))
     }
 }
 

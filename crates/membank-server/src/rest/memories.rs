@@ -43,6 +43,9 @@ fn memory_id(raw: &str) -> Result<MemoryId, ApiError> {
     raw.parse().map_err(|_| ApiError::NotFound(format!("memory {} not found", raw.chars().take(64).collect::<String>())))
 }
 
+/// Longest `reason` of a forget, in characters (the `ForgetParams` schema says the same).
+const MAX_REASON_CHARS: usize = 1024;
+
 pub(super) fn check_text(state: &AppState, field: &str, text: &str) -> Result<(), ApiError> {
     let limit = state.config().limits.text_bytes;
     if text.len() > limit {
@@ -247,6 +250,10 @@ pub async fn unpin(State(state): State<AppState>, caller: Caller, ApiPath((user,
 pub async fn forget(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>, ApiQuery(params): ApiQuery<ForgetParams>) -> Result<Json<MemoryOut>, ApiError> {
     if let Some(reason) = &params.reason {
         check_text(&state, "reason", reason)?;
+        // As the OpenAPI document says (`maxLength` counts characters).
+        if reason.chars().count() > MAX_REASON_CHARS {
+            return Err(ApiError::Invalid(format!("reason: at most {MAX_REASON_CHARS} characters")));
+        }
     }
     let metrics_state = state.clone();
     let out = change(state, caller, user, id, move |e, s, id| e.forget(s, id, params.reason.as_deref())).await?;

@@ -52,6 +52,11 @@ async fn memory_lifecycle_edit_pin_forget_restore_erase_export() {
     assert_eq!(old["content"], "Bob is allergic to peanuts", "history is kept");
     let (status, pinned) = call(&app, "POST", &format!("/v1/users/bob/memories/{new_id}/pin"), None, None).await;
     assert_eq!((status, pinned["pinned"].clone()), (StatusCode::OK, json!(true)));
+    // A reason longer than the schema's 1,024 characters is refused and changes nothing.
+    let long = "%C3%A9".repeat(1025);
+    assert_error(&call(&app, "POST", &format!("/v1/users/bob/memories/{new_id}/forget?reason={long}"), None, None).await, StatusCode::UNPROCESSABLE_ENTITY, "invalid_input");
+    let (_, still) = call(&app, "GET", &format!("/v1/users/bob/memories/{new_id}"), None, None).await;
+    assert_eq!(still["status"], "active");
     let (status, _) = call(&app, "POST", &format!("/v1/users/bob/memories/{new_id}/forget?reason=asked"), None, None).await;
     assert_eq!(status, StatusCode::OK);
     let (status, restored) = call(&app, "POST", &format!("/v1/users/bob/memories/{new_id}/restore"), None, None).await;
@@ -81,7 +86,12 @@ async fn bad_request_400_for_malformed_json_and_bad_query() {
     let req = Request::builder().method("POST").uri("/v1/users/a/recall").header("content-type", "application/json").body(Body::empty()).unwrap();
     let r = send(&app, req).await;
     assert!(r.0 == StatusCode::BAD_REQUEST || r.0 == StatusCode::UNPROCESSABLE_ENTITY, "{r:?}");
-    assert_error(&call(&app, "GET", "/v1/users/a/memories?limit=-1", None, None).await, StatusCode::BAD_REQUEST, "bad_request");
+    // Well-formed JSON that is not an object: serde would read a struct from an array.
+    for body in [json!([null, null]), json!("text"), json!(3), json!(null)] {
+        assert_error(&call(&app, "POST", "/v1/users/a/sweep", None, Some(body.clone())).await, StatusCode::UNPROCESSABLE_ENTITY, "invalid_input");
+        assert_error(&call(&app, "POST", "/v1/users/a/recall", None, Some(body)).await, StatusCode::UNPROCESSABLE_ENTITY, "invalid_input");
+    }
+        assert_error(&call(&app, "GET", "/v1/users/a/memories?limit=-1", None, None).await, StatusCode::BAD_REQUEST, "bad_request");
     assert_error(&call(&app, "GET", "/v1/users/a/events?after=abc", None, None).await, StatusCode::BAD_REQUEST, "bad_request");
 }
 
