@@ -12,7 +12,8 @@
 //!
 //! It is kept in step with the database exactly like the vector cache
 //! ([`super::vectors`]): rows added since (by any process) are loaded incrementally on the
-//! next search, and a changed `users.revision` (status changes, erasure) reloads it whole.
+//! next search; a changed `users.revision` re-reads the statuses in place, and reloads the
+//! index whole if a memory was erased (its terms must leave memory too).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -21,7 +22,7 @@ use chrono::NaiveDate;
 use membank_core::{Kind, MemoryId, Status, text};
 use rusqlite::{Connection, params};
 
-use super::vectors::Labels;
+use super::vectors::{Labels, refresh_statuses};
 use crate::StoreError;
 use crate::types::{Hit, SearchFilter};
 
@@ -31,6 +32,7 @@ const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
 struct Doc {
+    seq: i64,
     id: MemoryId,
     kind: Kind,
     day: NaiveDate,
@@ -73,6 +75,13 @@ impl TermCache {
             if !(cached.loaded && cached.revision == revision && cached.max_seq == max_seq) {
                 drop(cached);
                 let mut cached = slot.write().unwrap_or_else(|e| e.into_inner());
+                if cached.loaded && cached.revision != revision && cached.max_seq <= max_seq {
+                    // Statuses changed: patch them in place unless something was erased.
+                    let mut statuses: Vec<(i64, &mut Status)> = cached.docs.iter_mut().map(|d| (d.seq, &mut d.status)).collect();
+                    if refresh_statuses(conn, user_row, &mut statuses)? {
+                        cached.revision = revision;
+                    }
+                }
                 if !cached.loaded || cached.revision != revision || cached.max_seq > max_seq {
                     *cached = UserTerms { revision, ..Default::default() };
                 }
@@ -123,6 +132,7 @@ fn load_after(conn: &Connection, user_row: i64, cached: &mut UserTerms) -> Resul
         }
         let parse = |col: usize| -> Result<String, StoreError> { Ok(row.get::<_, String>(col)?) };
         cached.docs.push(Doc {
+            seq,
             id: parse(1)?.parse().map_err(|_| StoreError::Corrupt(format!("bad memory id in row {seq}")))?,
             kind: parse(2)?.parse().map_err(|_| StoreError::Corrupt(format!("bad kind in row {seq}")))?,
             day: NaiveDate::parse_from_str(&parse(3)?, "%Y-%m-%d").map_err(|_| StoreError::Corrupt(format!("bad day in row {seq}")))?,
