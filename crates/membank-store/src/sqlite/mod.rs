@@ -10,6 +10,7 @@ mod derived;
 mod lookup;
 mod schema;
 mod terms;
+mod usercache;
 mod vectors;
 
 use std::path::{Path, PathBuf};
@@ -25,7 +26,8 @@ use serde_json::json;
 pub use keys::{ApiKeyRecord, ApiKeyStore, NewApiKey};
 pub use schema::CURRENT_VERSION;
 use terms::TermCache;
-use vectors::{Labels, VectorCache};
+use usercache::Labels;
+use vectors::VectorCache;
 
 use crate::types::*;
 use crate::{Store, StoreError};
@@ -242,9 +244,15 @@ fn bump_revision(tx: &Transaction<'_>, user: i64) -> Result<(), StoreError> {
 
 /// What the full-text index holds for a memory: for turns both sides without labels.
 fn index_body(memory: &Memory) -> String {
-    match (&memory.user_text, &memory.assistant_text) {
-        (Some(user), assistant) => text::index_text(&format!("{user}\n{}", assistant.as_deref().unwrap_or(""))),
-        _ => text::index_text(memory.content.as_deref().unwrap_or("")),
+    text::index_text(&body_text(memory.content.as_deref(), memory.user_text.as_deref(), memory.assistant_text.as_deref()))
+}
+
+/// The text a memory is searched by: both sides of a turn, else its content. The FTS5 body
+/// and the in-process BM25 index ([`terms`]) both cut this text.
+fn body_text(content: Option<&str>, user_text: Option<&str>, assistant_text: Option<&str>) -> String {
+    match user_text {
+        Some(user) => format!("{user}\n{}", assistant_text.unwrap_or("")),
+        None => content.unwrap_or("").to_string(),
     }
 }
 

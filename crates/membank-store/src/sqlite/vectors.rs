@@ -2,10 +2,8 @@
 //!
 //! A user's vectors are read from SQLite once into one contiguous `f32` matrix and then
 //! scanned in memory. The cache is checked against the database on every search: rows
-//! appended since (by any process) are loaded incrementally, and a changed
-//! `users.revision` (status changes, erasure) re-reads every row's status in place, or
-//! reloads the user whole if a memory was erased. So the cache never serves a stale view,
-//! and a read never writes.
+//! appended since are loaded incrementally and status changes are patched in place, as
+//! [`super::usercache`] describes for both caches.
 //!
 //! **Exact, but screened in int8.** Scanning 100k × 384 `f32` moves 154 MB through the
 //! memory bus per query, which alone costs more than a recall's whole latency budget. So
@@ -22,37 +20,19 @@
 //! the result is the same as a full `f32` scan (same scores, same tie order), not an
 //! approximation. Both passes run AVX2+FMA code when the CPU has it ([`kernels`]).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
-
-use chrono::NaiveDate;
-use membank_core::{Kind, MemoryId, Status};
 use rusqlite::{Connection, params};
 
+use super::usercache::{Labels, RowMeta, UserCache, UserRows};
 use crate::types::{Hit, SearchFilter};
 use crate::{StoreError, kernels};
 
 /// From this many admitted rows on, the screening pass is split over two threads.
 const PARALLEL_ROWS: usize = 32_768;
 
-/// What a dense search needs to know of one row besides its vector.
-struct Entry {
-    seq: i64,
-    id: MemoryId,
-    kind: Kind,
-    day: NaiveDate,
-    status: Status,
-    agent: Option<Box<str>>,
-    session: Option<Box<str>>,
-}
-
 /// One user's vectors.
 #[derive(Default)]
 pub(crate) struct UserVectors {
-    revision: i64,
-    max_seq: i64,
-    loaded: bool,
-    entries: Vec<Entry>,
+    entries: Vec<RowMeta>,
     /// Row-major `f32` vectors, exact.
     data: Vec<f32>,
     /// The same rows quantised to `i8`, `codes[r * dim + j] * scales[r] ≈ data[r * dim + j]`.
@@ -60,116 +40,46 @@ pub(crate) struct UserVectors {
     scales: Vec<f32>,
 }
 
-/// All cached users of one store.
-#[derive(Default)]
-pub(crate) struct VectorCache {
-    users: Mutex<HashMap<i64, Arc<RwLock<UserVectors>>>>,
-}
-
-/// Narrowing of a search to an agent or session label.
-pub(crate) struct Labels<'a> {
-    pub agent: Option<&'a str>,
-    pub session: Option<&'a str>,
-}
+/// All cached users' vectors of one store.
+pub(crate) type VectorCache = UserCache<UserVectors>;
 
 impl VectorCache {
     /// Brings the user's cached vectors up to date with `conn`'s snapshot, then scans them.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn search(&self, conn: &Connection, user_row: i64, revision: i64, dim: usize, query: &[f32], filter: &SearchFilter, labels: &Labels<'_>, limit: usize) -> Result<Vec<Hit>, StoreError> {
-        let slot = {
-            let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
-            Arc::clone(users.entry(user_row).or_default())
-        };
-        let max_seq: i64 = conn.query_row("SELECT coalesce(max(memory_seq), 0) FROM embeddings WHERE user_row = ?1", [user_row], |row| row.get(0))?;
-        {
-            let cached = slot.read().unwrap_or_else(|e| e.into_inner());
-            if !(cached.loaded && cached.revision == revision && cached.max_seq == max_seq) {
-                drop(cached);
-                let mut cached = slot.write().unwrap_or_else(|e| e.into_inner());
-                if cached.loaded && cached.revision != revision && cached.max_seq <= max_seq {
-                    // Statuses changed: patch them in place unless something was erased.
-                    let mut statuses: Vec<(i64, &mut Status)> = cached.entries.iter_mut().map(|e| (e.seq, &mut e.status)).collect();
-                    if refresh_statuses(conn, user_row, &mut statuses)? {
-                        cached.revision = revision;
-                    }
-                }
-                if !cached.loaded || cached.revision != revision || cached.max_seq > max_seq {
-                    *cached = UserVectors { revision, ..Default::default() };
-                }
-                if cached.max_seq < max_seq || !cached.loaded {
-                    load_after(conn, user_row, dim, &mut cached)?;
-                    cached.loaded = true;
-                }
-            }
-        }
-        let cached = slot.read().unwrap_or_else(|e| e.into_inner());
-        Ok(scan(&cached, dim, query, filter, labels, limit))
+        self.with_fresh(conn, user_row, revision, dim, |cached| scan(cached, dim, query, filter, labels, limit))
     }
 }
 
-/// Re-reads the status of every cached row (`rows`: sequence number and status, in
-/// sequence order) and patches them in place: a revision bump (archive, restore, a sweep,
-/// an edit's superseding) then costs one indexed read of the user's statuses instead of
-/// reloading every vector and text (about 2 s for 100k memories). Returns false, patching
-/// nothing, if a row was erased or has vanished: erasure must drop the content from memory
-/// too, so the caller reloads.
-pub(crate) fn refresh_statuses(conn: &Connection, user_row: i64, rows: &mut [(i64, &mut Status)]) -> Result<bool, StoreError> {
-    let Some(last) = rows.last().map(|(seq, _)| *seq) else { return Ok(true) };
-    let mut stmt = conn.prepare_cached("SELECT seq, status FROM memories WHERE user_row = ?1 AND seq <= ?2 ORDER BY seq")?;
-    let mut found = stmt.query(params![user_row, last])?;
-    let mut fresh: Vec<Status> = Vec::with_capacity(rows.len());
-    let mut next = 0;
-    while let Some(row) = found.next()? {
-        if next == rows.len() {
-            break;
-        }
-        let seq: i64 = row.get(0)?;
-        if seq < rows[next].0 {
-            continue;
-        }
-        if seq > rows[next].0 {
-            return Ok(false);
-        }
-        let status: Status = row.get::<_, String>(1)?.parse().map_err(|_| StoreError::Corrupt(format!("bad status in row {seq}")))?;
-        if status == Status::Erased {
-            return Ok(false);
-        }
-        fresh.push(status);
-        next += 1;
+impl UserRows for UserVectors {
+    type Params = usize;
+    const MAX_SEQ: &'static str = "SELECT coalesce(max(memory_seq), 0) FROM embeddings WHERE user_row = ?1";
+
+    fn rows_mut(&mut self) -> &mut [RowMeta] {
+        &mut self.entries
     }
-    if next < rows.len() {
-        return Ok(false);
+
+    fn load_after(&mut self, conn: &Connection, user_row: i64, after: i64, dim: usize) -> Result<i64, StoreError> {
+        load_after(conn, user_row, dim, after, self)
     }
-    for ((_, slot), status) in rows.iter_mut().zip(fresh) {
-        **slot = status;
-    }
-    Ok(true)
 }
 
-fn load_after(conn: &Connection, user_row: i64, dim: usize, cached: &mut UserVectors) -> Result<(), StoreError> {
+fn load_after(conn: &Connection, user_row: i64, dim: usize, after: i64, cached: &mut UserVectors) -> Result<i64, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT e.memory_seq, m.id, m.kind, m.day, m.status, m.agent, m.session, e.dim, e.vector
          FROM embeddings e JOIN memories m ON m.seq = e.memory_seq
          WHERE e.user_row = ?1 AND e.memory_seq > ?2 ORDER BY e.memory_seq",
     )?;
-    let mut rows = stmt.query(params![user_row, cached.max_seq])?;
+    let mut rows = stmt.query(params![user_row, after])?;
+    let mut last = after;
     while let Some(row) = rows.next()? {
-        let seq: i64 = row.get(0)?;
+        let entry = RowMeta::read(row)?;
+        let seq = entry.seq;
         let row_dim: i64 = row.get(7)?;
         let blob = row.get_ref(8)?.as_blob().map_err(|e| StoreError::Corrupt(format!("vector of row {seq}: {e}")))?;
         if row_dim as usize != dim || blob.len() != dim * 4 {
             return Err(StoreError::Corrupt(format!("vector of memory row {seq} has {row_dim} dimensions, the store {dim}")));
         }
-        let parse = |col: usize| -> Result<String, StoreError> { Ok(row.get::<_, String>(col)?) };
-        let entry = Entry {
-            seq,
-            id: parse(1)?.parse().map_err(|_| StoreError::Corrupt(format!("bad memory id in row {seq}")))?,
-            kind: parse(2)?.parse().map_err(|_| StoreError::Corrupt(format!("bad kind in row {seq}")))?,
-            day: NaiveDate::parse_from_str(&parse(3)?, "%Y-%m-%d").map_err(|_| StoreError::Corrupt(format!("bad day in row {seq}")))?,
-            status: parse(4)?.parse().map_err(|_| StoreError::Corrupt(format!("bad status in row {seq}")))?,
-            agent: row.get::<_, Option<String>>(5)?.map(Into::into),
-            session: row.get::<_, Option<String>>(6)?.map(Into::into),
-        };
         cached.entries.push(entry);
         let start = cached.data.len();
         cached.data.extend(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
@@ -178,26 +88,13 @@ fn load_after(conn: &Connection, user_row: i64, dim: usize, cached: &mut UserVec
         let codes: Vec<i8> = row.iter().map(|&x| kernels::quantise(x, scale)).collect();
         cached.codes.extend_from_slice(&codes);
         cached.scales.push(scale);
-        cached.max_seq = seq;
+        last = seq;
     }
-    Ok(())
+    Ok(last)
 }
 
 fn scan(cached: &UserVectors, dim: usize, query: &[f32], filter: &SearchFilter, labels: &Labels<'_>, limit: usize) -> Vec<Hit> {
-    let admitted = |entry: &Entry| {
-        let status_ok = match entry.status {
-            Status::Active => true,
-            Status::Archived | Status::Superseded => filter.include_archived,
-            Status::Erased => false,
-        };
-        status_ok
-            && (filter.kinds.is_empty() || filter.kinds.contains(&entry.kind))
-            && !filter.day_from.is_some_and(|from| entry.day < from)
-            && !filter.day_to.is_some_and(|to| entry.day > to)
-            && !labels.agent.is_some_and(|a| entry.agent.as_deref() != Some(a))
-            && !labels.session.is_some_and(|s| entry.session.as_deref() != Some(s))
-    };
-    let rows: Vec<u32> = cached.entries.iter().enumerate().filter(|(_, e)| admitted(e)).map(|(i, _)| i as u32).collect();
+    let rows: Vec<u32> = cached.entries.iter().enumerate().filter(|(_, e)| e.admitted(filter, labels)).map(|(i, _)| i as u32).collect();
     let limit = limit.min(rows.len());
     if limit == 0 {
         return Vec::new();
@@ -256,6 +153,9 @@ fn scan(cached: &UserVectors, dim: usize, query: &[f32], filter: &SearchFilter, 
 
 #[cfg(test)]
 mod tests {
+    use chrono::NaiveDate;
+    use membank_core::{Kind, MemoryId, Status};
+
     use super::*;
 
     /// A cache of `n` rows of dimension `dim` with pseudo-random unit vectors, every
@@ -266,7 +166,7 @@ mod tests {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             ((x >> 33) as f32 / (1u64 << 31) as f32) - 0.5
         };
-        let mut cached = UserVectors { loaded: true, ..Default::default() };
+        let mut cached = UserVectors::default();
         let day = NaiveDate::from_ymd_opt(2024, 5, 4).expect("valid");
         for i in 0..n {
             let mut row: Vec<f32> = if i % 7 == 6 { cached.data[(i / 2) * dim..(i / 2 + 1) * dim].to_vec() } else { (0..dim).map(|_| next()).collect() };
@@ -278,7 +178,7 @@ mod tests {
             cached.data.extend_from_slice(&row);
             let status = if i % 11 == 3 { Status::Archived } else { Status::Active };
             let at = chrono::DateTime::from_timestamp(1_700_000_000 + i as i64, 0).expect("valid");
-            cached.entries.push(Entry { seq: i as i64 + 1, id: MemoryId::generate(at), kind: Kind::Turn, day, status, agent: None, session: None });
+            cached.entries.push(RowMeta { seq: i as i64 + 1, id: MemoryId::generate(at), kind: Kind::Turn, day, status, agent: None, session: None });
         }
         cached
     }

@@ -78,24 +78,7 @@ struct Expected {
 }
 
 fn new_memory(user: usize, word: usize, at: Timestamp) -> Memory {
-    let text = format!("we talked about the {}", WORDS[word]);
-    Memory {
-        id: MemoryId::generate(at),
-        scope: scope(user),
-        kind: Kind::Note,
-        source: Source::Agent,
-        content: Some(text),
-        user_text: None,
-        assistant_text: None,
-        occurred_at: at,
-        recorded_at: at,
-        day: at.date_naive(),
-        forgetting: ForgettingState::new(at),
-        status: Status::Active,
-        superseded_by: None,
-        derived_from: Vec::new(),
-        metadata: BTreeMap::new(),
-    }
+    Memory { source: Source::Agent, ..crate::memory(&scope(user), Kind::Note, &format!("we talked about the {}", WORDS[word]), at) }
 }
 
 fn check(store: &SqliteStore, model: &BTreeMap<MemoryId, Expected>) -> Result<(), TestCaseError> {

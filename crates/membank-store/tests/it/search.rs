@@ -1,38 +1,18 @@
 //! Neighbour lookups and the lexical index's per-user statistics, on a real SQLite file.
 
-use std::collections::BTreeMap;
-
 use chrono::{Duration, TimeZone, Utc};
-use membank_core::{ForgettingState, Kind, Memory, MemoryId, Scope, Source, Status, TenantId, Timestamp, UserId};
+use membank_core::{Kind, Memory, MemoryId, Scope, TenantId, UserId};
 use membank_store::{Adjacent, NewMemory, SearchFilter, SqliteStore, Store};
+
+use crate::memory;
 
 fn scope(user: &str) -> Scope {
     Scope::user(TenantId::default_tenant(), UserId::new(user).unwrap())
 }
 
-fn memory(scope: &Scope, kind: Kind, text: &str, at: Timestamp) -> Memory {
-    Memory {
-        id: MemoryId::generate(at),
-        scope: scope.clone(),
-        kind,
-        source: Source::User,
-        content: Some(text.to_string()),
-        user_text: None,
-        assistant_text: None,
-        occurred_at: at,
-        recorded_at: at,
-        day: at.date_naive(),
-        forgetting: ForgettingState::new(at),
-        status: Status::Active,
-        superseded_by: None,
-        derived_from: Vec::new(),
-        metadata: BTreeMap::new(),
-    }
-}
-
 fn store() -> (tempfile::TempDir, SqliteStore) {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("m.db")).unwrap();
+    let store = SqliteStore::open(dir.path().join("m.db")).unwrap();
     (dir, store)
 }
 
@@ -89,6 +69,14 @@ fn neighbours_are_the_adjacent_admitted_memories_of_the_same_day() {
     assert!(store.adjacent(&ben, &[a, c], &lines).unwrap().is_empty());
     assert_eq!(store.adjacent(&ben, &[bens], &lines).unwrap(), [Adjacent { id: bens, before: None, after: None }]);
     assert!(store.adjacent(&ana, &[], &lines).unwrap().is_empty());
+
+    // get_many (one statement over the id list): in the order asked, another user's ids
+    // and unknown ids skipped, nothing for nothing.
+    let unknown = MemoryId::generate(day1);
+    let got: Vec<MemoryId> = store.get_many(&ana, &[c, bens, a, unknown, b]).unwrap().into_iter().map(|m| m.id).collect();
+    assert_eq!(got, [c, a, b]);
+    assert_eq!(store.get_many(&ben, &[a, bens]).unwrap().into_iter().map(|m| m.id).collect::<Vec<_>>(), [bens]);
+    assert!(store.get_many(&ana, &[]).unwrap().is_empty());
 }
 
 #[test]
