@@ -235,7 +235,7 @@ impl Session<'_> {
                 if rest.is_empty() {
                     bail!("/remember needs the text to remember");
                 }
-                let memory = self.engine.remember_note(RememberNote { scope: self.scope.clone(), text: rest.to_string(), source: Source::User, occurred_at: self.now, metadata: Default::default() })?;
+                let memory = self.engine.remember_note(RememberNote { scope: self.scope.clone(), text: rest.to_string(), source: Source::User, occurred_at: self.now, metadata: Default::default(), importance: None })?;
                 if json { print_json(&json!({ "remembered": memory.id.to_string() }))? } else { println!("remembered {}", memory.id) }
             }
             "memories" => {

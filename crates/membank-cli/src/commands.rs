@@ -247,6 +247,8 @@ pub struct Context {
     pub model_dir_configured: bool,
     pub engine_config: membank_engine::EngineConfig,
     pub llm: crate::llm_config::LlmSettings,
+    /// `[maintenance]`: background cycles of `serve`.
+    pub maintenance: config::Maintenance,
 }
 
 impl Context {
@@ -279,10 +281,11 @@ impl Context {
             other => bail!("embedder {other:?} is not one of: local, openai"),
         };
         let f = &cli.forgetting;
-        let engine_config = config::engine_config(&file, f.forgetting_mode.as_deref(), f.threshold, f.seed, f.recall_mode.as_deref())?;
+        let engine_config = config::engine_config(&file, f.forgetting_policy.as_deref(), f.forgetting_mode.as_deref(), f.threshold, f.seed, f.recall_mode.as_deref())?;
         let llm = crate::llm_config::LlmSettings::resolve(&cli.llm, &file.llm);
         let model_dir_configured = e.model_dir.is_some() || file.embedding.model_dir.is_some();
-        Ok(Self { cli_json: cli.json, db, tenant, embedder, model_dir_configured, engine_config, llm })
+        let maintenance = config::maintenance(&file)?;
+        Ok(Self { cli_json: cli.json, db, tenant, embedder, model_dir_configured, engine_config, llm, maintenance })
     }
 
     pub fn open_store(&self) -> Result<Arc<SqliteStore>> {
@@ -365,6 +368,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 assistant_text,
                 occurred_at: at("at", a.at.as_deref())?,
                 metadata: Default::default(),
+                importance: None,
             })?;
             if json { print_json(&wire::MemoryOut::from(&memory)) } else { println!("{}", memory.id);
             Ok(()) }
@@ -378,6 +382,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 source: a.source.parse::<Source>()?,
                 occurred_at: at("at", a.at.as_deref())?,
                 metadata: Default::default(),
+                importance: None,
             })?;
             if json { print_json(&wire::MemoryOut::from(&memory)) } else { println!("{}", memory.id);
             Ok(()) }

@@ -10,7 +10,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use membank_engine::core::forgetting::{DecisionMode, ForgettingPolicy, RecallMode};
+use membank_engine::core::FadeMemParams;
+use membank_engine::core::forgetting::{DecisionMode, ForgettingPolicy, PolicyKind, RecallMode};
 use membank_engine::{EngineConfig, RecallConfig};
 use serde::Deserialize;
 
@@ -34,6 +35,79 @@ pub struct FileConfig {
     /// Chat model settings (summaries, portraits, the companion).
     #[serde(default)]
     pub llm: crate::llm_config::LlmFile,
+    /// Background maintenance of `membank serve`.
+    #[serde(default)]
+    pub maintenance: MaintenanceFile,
+}
+
+/// `[maintenance]`: the cycles `membank serve` runs by itself.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaintenanceFile {
+    /// Run maintenance in the background (default true).
+    pub enabled: Option<bool>,
+    /// How long after a user's last cycle the next is due: seconds, or a number with a unit
+    /// (`90s`, `30m`, `12h`, `1d`). Default `1d`.
+    pub interval: Option<toml::Value>,
+    /// Also run a user's cycle after this many new turns (default: off).
+    pub every_turns: Option<u64>,
+    /// Most users visited per background pass (default 100).
+    pub per_pass: Option<usize>,
+}
+
+/// The background maintenance settings, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Maintenance {
+    /// Whether `serve` runs cycles by itself.
+    pub enabled: bool,
+    /// A user's cycle is due this long after the last one.
+    pub interval: std::time::Duration,
+    /// Also due after this many new turns.
+    pub every_turns: Option<u64>,
+    /// Most users per pass.
+    pub per_pass: usize,
+}
+
+/// Parses `90`, `"90s"`, `"30m"`, `"12h"`, `"1d"` into a duration of at least one second.
+pub fn parse_interval(field: &str, value: &toml::Value) -> Result<std::time::Duration> {
+    let seconds = match value {
+        toml::Value::Integer(n) => *n,
+        toml::Value::String(text) => {
+            let text = text.trim();
+            let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+            let n: i64 = number.parse().map_err(|_| anyhow::anyhow!("{field} {text:?} is not a duration such as 90s, 30m, 12h or 1d"))?;
+            let scale = match unit.trim() {
+                "" | "s" => 1,
+                "m" => 60,
+                "h" => 3600,
+                "d" => 86_400,
+                other => bail!("{field} unit {other:?} is not one of: s, m, h, d"),
+            };
+            n.checked_mul(scale).ok_or_else(|| anyhow::anyhow!("{field} {text:?} is too long"))?
+        }
+        other => bail!("{field} must be a number of seconds or a string such as \"1d\", not {other}"),
+    };
+    if !(1..=366 * 86_400).contains(&seconds) {
+        bail!("{field} must be between 1 second and 366 days");
+    }
+    Ok(std::time::Duration::from_secs(seconds as u64))
+}
+
+/// `[maintenance]` resolved against its defaults.
+pub fn maintenance(file: &FileConfig) -> Result<Maintenance> {
+    let m = &file.maintenance;
+    let interval = match &m.interval {
+        Some(value) => parse_interval("maintenance.interval", value)?,
+        None => std::time::Duration::from_secs(86_400),
+    };
+    if m.every_turns == Some(0) {
+        bail!("maintenance.every_turns must be at least 1 (leave it out to turn it off)");
+    }
+    let per_pass = m.per_pass.unwrap_or(100);
+    if !(1..=100_000).contains(&per_pass) {
+        bail!("maintenance.per_pass must be between 1 and 100000");
+    }
+    Ok(Maintenance { enabled: m.enabled.unwrap_or(true), interval, every_turns: m.every_turns, per_pass })
 }
 
 /// `[embedding]`.
@@ -61,6 +135,11 @@ pub struct EmbeddingFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ForgettingFile {
+    /// `memorybank` (default) or `fademem`.
+    pub policy: Option<String>,
+    /// FadeMem's parameters (`[forgetting.fademem]`).
+    #[serde(default)]
+    pub fademem: FadeMemFile,
     /// `threshold` (default), `stochastic` or `rank`.
     pub mode: Option<String>,
     /// Threshold θ.
@@ -73,6 +152,51 @@ pub struct ForgettingFile {
     pub recall_mode: Option<String>,
     /// Largest fraction one sweep may archive.
     pub max_archive_fraction: Option<f64>,
+}
+
+/// `[forgetting.fademem]`: every FadeMem parameter, each optional. The defaults and where
+/// they come from are documented on `membank_core::fademem::FadeMemParams`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FadeMemFile {
+    pub base_weight: Option<f64>,
+    pub relevance_weight: Option<f64>,
+    pub frequency_weight: Option<f64>,
+    pub recency_weight: Option<f64>,
+    pub recency_rate: Option<f64>,
+    pub frequency_half_life_days: Option<f64>,
+    pub promote: Option<f64>,
+    pub demote: Option<f64>,
+    pub lambda_base: Option<f64>,
+    pub importance_modulation: Option<f64>,
+    pub beta_long: Option<f64>,
+    pub beta_short: Option<f64>,
+    pub epsilon: Option<f64>,
+    pub reinforcement: Option<f64>,
+    pub reinforcement_saturation: Option<f64>,
+    pub duplicate_similarity: Option<f64>,
+    pub duplicate_overlap: Option<f64>,
+    pub fusion_similarity: Option<f64>,
+    pub fusion_window_days: Option<f64>,
+    pub consolidation_threshold: Option<f64>,
+    pub conflict_similarity: Option<f64>,
+    pub conflict_decay_factor: Option<f64>,
+    pub recent_queries: Option<usize>,
+}
+
+impl FadeMemFile {
+    /// The defaults with this table's values over them.
+    pub fn apply(&self, mut p: FadeMemParams) -> FadeMemParams {
+        macro_rules! set {
+            ($($field:ident),+) => { $( if let Some(value) = self.$field { p.$field = value; } )+ };
+        }
+        set!(
+            base_weight, relevance_weight, frequency_weight, recency_weight, recency_rate, frequency_half_life_days, promote, demote, lambda_base,
+            importance_modulation, beta_long, beta_short, epsilon, reinforcement, reinforcement_saturation, duplicate_similarity, duplicate_overlap,
+            fusion_similarity, fusion_window_days, consolidation_threshold, conflict_similarity, conflict_decay_factor, recent_queries
+        );
+        p
+    }
 }
 
 /// `[recall]`.
@@ -114,9 +238,11 @@ pub fn load_file(explicit: Option<&PathBuf>) -> Result<FileConfig> {
 }
 
 /// Engine settings from the file and the flag/env overrides.
-pub fn engine_config(file: &FileConfig, mode: Option<&str>, threshold: Option<f64>, seed: Option<u64>, recall_mode: Option<&str>) -> Result<EngineConfig> {
+pub fn engine_config(file: &FileConfig, policy_name: Option<&str>, mode: Option<&str>, threshold: Option<f64>, seed: Option<u64>, recall_mode: Option<&str>) -> Result<EngineConfig> {
     let f = &file.forgetting;
     let mut policy = ForgettingPolicy::default();
+    policy.kind = policy_name.or(f.policy.as_deref()).unwrap_or("memorybank").parse::<PolicyKind>()?;
+    policy.fademem = f.fademem.apply(FadeMemParams::default());
     if let Some(unit) = f.unit_seconds {
         if unit <= 0 {
             bail!("forgetting.unit_seconds must be positive");

@@ -84,6 +84,10 @@ pub struct EmbeddingArgs {
 /// Forgetting policy overrides.
 #[derive(Debug, Args)]
 pub struct ForgettingArgs {
+    /// Forgetting policy: memorybank (default; R = exp(-t/S)) or fademem (importance, two
+    /// layers, v = v0·exp(-λ·Δt^β); parameters in the config file's [forgetting.fademem]).
+    #[arg(long, global = true, env = "MEMBANK_FORGETTING_POLICY")]
+    pub forgetting_policy: Option<String>,
     /// Decision mode: threshold, stochastic or rank.
     #[arg(long, global = true, env = "MEMBANK_FORGETTING_MODE")]
     pub forgetting_mode: Option<String>,

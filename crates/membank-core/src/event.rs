@@ -62,6 +62,18 @@ event_kinds! {
     Erased = "erased",
     /// A sweep ran over the scope (data: examined, archived, deferred).
     Swept = "swept",
+    /// FadeMem: a memory moved to the long-term layer (data: importance, θ_promote, inputs).
+    Promoted = "promoted",
+    /// FadeMem: a memory moved back to the short-term layer (data: importance, θ_demote, inputs).
+    Demoted = "demoted",
+    /// A memory absorbed its near-duplicates (data: the rule, their ids and similarities).
+    Merged = "merged",
+    /// A fused memory was made from a cluster (data: sources, prompt, model).
+    Fused = "fused",
+    /// A conflict between two memories was decided (data: relation, winner, reason, prompt, model).
+    Conflict = "conflict",
+    /// A maintenance cycle ran over the scope (data: its counts).
+    Maintained = "maintained",
 }
 
 impl fmt::Display for EventKind {

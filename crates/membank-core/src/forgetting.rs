@@ -10,10 +10,17 @@
 //! `stochastic` archives when a seeded, logged draw exceeds `R` (the paper's literal
 //! reading), `rank` never archives. Pinned memories never decay. Everything here is a
 //! function of `(state, now, policy)`; the store applies the decisions.
+//!
+//! A deployment picks one of two policies ([`PolicyKind`]): this curve (the default) or
+//! FadeMem ([`crate::fademem`]). Retention, sweep decisions and strengthening dispatch on
+//! it, so `list`, `show`, `recall` and `sweep` speak the configured policy. A recall updates
+//! both policies' numbers (S and v0, the recall count and the decayed frequency), so a
+//! store can switch policies without losing what recalls taught it.
 
 use chrono::Duration;
 
 use crate::InvalidInput;
+use crate::fademem::FadeMemParams;
 use crate::id::MemoryId;
 use crate::memory::ForgettingState;
 use crate::time::Timestamp;
@@ -80,9 +87,44 @@ pub enum DecisionMode {
     Rank,
 }
 
-/// The MemoryBank forgetting policy of a deployment.
+/// Which forgetting policy a deployment runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyKind {
+    /// MemoryBank's curve `R = exp(-t/S)` (the default).
+    MemoryBank,
+    /// FadeMem: importance, two layers, `v = v0·exp(-λ·Δt^β)`.
+    FadeMem,
+}
+
+impl PolicyKind {
+    /// `memorybank` or `fademem`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyKind::MemoryBank => "memorybank",
+            PolicyKind::FadeMem => "fademem",
+        }
+    }
+}
+
+impl std::str::FromStr for PolicyKind {
+    type Err = InvalidInput;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "memorybank" => Ok(PolicyKind::MemoryBank),
+            "fademem" => Ok(PolicyKind::FadeMem),
+            other => Err(InvalidInput::new("forgetting.policy", format!("{:?} is not one of: memorybank, fademem", crate::id::truncate(other, 40)))),
+        }
+    }
+}
+
+/// The forgetting policy of a deployment.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ForgettingPolicy {
+    /// MemoryBank (default) or FadeMem.
+    pub kind: PolicyKind,
+    /// FadeMem's parameters (used when `kind` is FadeMem; a recall updates FadeMem's
+    /// numbers under either policy).
+    pub fademem: FadeMemParams,
     /// The unit of `t` (default one day).
     pub unit: Duration,
     /// How a sweep decides.
@@ -95,7 +137,14 @@ pub struct ForgettingPolicy {
 
 impl Default for ForgettingPolicy {
     fn default() -> Self {
-        Self { unit: Duration::days(1), mode: DecisionMode::Threshold { theta: 0.05 }, recall_mode: RecallMode::Retrieved, max_archive_fraction: 1.0 }
+        Self {
+            kind: PolicyKind::MemoryBank,
+            fademem: FadeMemParams::default(),
+            unit: Duration::days(1),
+            mode: DecisionMode::Threshold { theta: 0.05 },
+            recall_mode: RecallMode::Retrieved,
+            max_archive_fraction: 1.0,
+        }
     }
 }
 
@@ -106,6 +155,15 @@ pub enum ArchiveReason {
     Threshold {
         /// The threshold in force.
         theta: f64,
+    },
+    /// FadeMem's strength fell below ε.
+    Faded {
+        /// ε in force.
+        epsilon: f64,
+        /// The decay rate λ in force.
+        lambda: f64,
+        /// The layer's exponent β.
+        beta: f64,
     },
     /// The draw exceeded retention.
     Draw {
@@ -121,11 +179,11 @@ pub enum ArchiveReason {
 pub struct Assessment {
     /// The memory.
     pub id: MemoryId,
-    /// Elapsed time since the last recall, in policy units.
+    /// Elapsed time since the last recall, in policy units (days under FadeMem).
     pub elapsed_units: f64,
-    /// Strength S.
+    /// Strength S (MemoryBank) or `v0` at the last access (FadeMem).
     pub strength: f64,
-    /// Retention R (1.0 for pinned memories).
+    /// Retention R, or FadeMem's `v(t)` (1.0 for pinned memories).
     pub retention: f64,
     /// `Some` when the policy says archive.
     pub archive: Option<ArchiveReason>,
@@ -155,7 +213,7 @@ impl ForgettingPolicy {
         if !(0.0..=1.0).contains(&self.max_archive_fraction) {
             return Err(InvalidInput::new("forgetting.max_archive_fraction", format!("{} must lie in [0, 1]", self.max_archive_fraction)));
         }
-        Ok(())
+        self.fademem.validate()
     }
 
     /// Time since the last recall, in policy units.
@@ -164,24 +222,42 @@ impl ForgettingPolicy {
         elapsed.num_milliseconds() as f64 / self.unit.num_milliseconds() as f64
     }
 
-    /// Retention of a memory now; 1.0 when pinned.
+    /// Retention of a memory now under the configured policy; 1.0 when pinned.
     pub fn retention_of(&self, state: &ForgettingState, now: Timestamp) -> f64 {
+        match self.kind {
+            PolicyKind::MemoryBank => self.memorybank_retention(state, now),
+            PolicyKind::FadeMem => self.fademem.decay(state, now).strength,
+        }
+    }
+
+    /// MemoryBank's `exp(-t/S)` whatever the configured policy; 1.0 when pinned.
+    pub fn memorybank_retention(&self, state: &ForgettingState, now: Timestamp) -> f64 {
         if state.pinned { 1.0 } else { retention(self.elapsed_units(state, now), state.strength) }
     }
 
-    /// The state after a recall at `now`: one stronger, recall clock reset. A recall dated
+    /// The state after a recall at `now`: one stronger (`S += 1`), FadeMem's `v0`
+    /// reinforced and its frequency one higher, the recall clock reset. A recall dated
     /// before the last one (clock skew, imported history) never moves the clock backwards.
     pub fn strengthen(&self, state: &ForgettingState, now: Timestamp) -> ForgettingState {
+        let faded = self.fademem.reinforce(state, now);
         ForgettingState {
             strength: state.strength.strengthened(),
             recall_count: state.recall_count.saturating_add(1),
             last_recalled_at: state.last_recalled_at.max(now),
+            fade_value: faded.fade_value,
+            access_frequency: faded.access_frequency,
             ..*state
         }
     }
 
     /// The numbers and the decision for one memory at `now`.
     pub fn assess(&self, id: MemoryId, state: &ForgettingState, now: Timestamp) -> Assessment {
+        if self.kind == PolicyKind::FadeMem {
+            let decay = self.fademem.decay(state, now);
+            let archive = (!state.pinned && decay.strength < self.fademem.epsilon)
+                .then_some(ArchiveReason::Faded { epsilon: self.fademem.epsilon, lambda: decay.lambda, beta: decay.beta });
+            return Assessment { id, elapsed_units: decay.elapsed_days, strength: state.fade_value, retention: decay.strength, archive };
+        }
         let elapsed_units = self.elapsed_units(state, now);
         let retention = self.retention_of(state, now);
         let archive = if state.pinned {
@@ -197,6 +273,44 @@ impl ForgettingPolicy {
             }
         };
         Assessment { id, elapsed_units, strength: state.strength.get(), retention, archive }
+    }
+
+    /// The data of an `archived` event: the policy and the numbers that decided it.
+    pub fn archive_event_data(&self, assessment: &Assessment) -> serde_json::Value {
+        use serde_json::json;
+        let mut data = match assessment.archive {
+            Some(ArchiveReason::Faded { .. }) => json!({
+                "policy": "fademem",
+                "t_days": assessment.elapsed_units,
+                "v0": assessment.strength,
+                "v": assessment.retention,
+            }),
+            _ => json!({
+                "policy": "memorybank",
+                "unit_seconds": self.unit.num_seconds(),
+                "t": assessment.elapsed_units,
+                "strength": assessment.strength,
+                "retention": assessment.retention,
+            }),
+        };
+        match assessment.archive {
+            Some(ArchiveReason::Threshold { theta }) => {
+                data["mode"] = json!("threshold");
+                data["threshold"] = json!(theta);
+            }
+            Some(ArchiveReason::Draw { draw, seed }) => {
+                data["mode"] = json!("stochastic");
+                data["draw"] = json!(draw);
+                data["seed"] = json!(seed);
+            }
+            Some(ArchiveReason::Faded { epsilon, lambda, beta }) => {
+                data["epsilon"] = json!(epsilon);
+                data["lambda"] = json!(lambda);
+                data["beta"] = json!(beta);
+            }
+            None => {}
+        }
+        data
     }
 
     /// Plans a sweep over the active memories of one scope.

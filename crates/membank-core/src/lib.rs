@@ -9,18 +9,21 @@
 
 pub mod error;
 pub mod event;
+pub mod fademem;
 pub mod forgetting;
 pub mod fusion;
 pub mod id;
 pub mod limits;
 pub mod memory;
+pub mod salience;
 pub mod scope;
 pub mod text;
 pub mod time;
 
 pub use error::InvalidInput;
 pub use event::{Event, EventKind};
-pub use forgetting::{DecisionMode, ForgettingPolicy, RecallMode, Strength, retention};
+pub use fademem::FadeMemParams;
+pub use forgetting::{DecisionMode, ForgettingPolicy, PolicyKind, RecallMode, Strength, retention};
 pub use id::{EventId, MemoryId};
 pub use memory::{ForgettingState, Kind, Layer, Memory, Source, Status};
 pub use scope::{AgentLabel, Scope, TenantId, UserId};

@@ -130,14 +130,34 @@ pub struct ForgettingState {
     pub pinned: bool,
     /// FadeMem layer.
     pub layer: Layer,
-    /// FadeMem importance in [0, 1].
+    /// FadeMem importance in [0, 1], as of the last maintenance cycle.
     pub importance: f64,
+    /// FadeMem: the strength `v0` at the last access, in [0, 1] (starts at 1).
+    pub fade_value: f64,
+    /// FadeMem: the recall count, decayed with time, as of the last access.
+    pub access_frequency: f64,
+    /// Importance at ingestion, in [0, 1]: given by the caller, rated by an LLM, or estimated.
+    pub base_importance: f64,
+    /// FadeMem: a factor on the decay rate λ (1; more for the loser of a conflict, less
+    /// for a fused memory).
+    pub decay_factor: f64,
 }
 
 impl ForgettingState {
     /// The state of a memory that has just been made about something at `occurred_at`.
     pub fn new(occurred_at: Timestamp) -> Self {
-        Self { strength: Strength::INITIAL, recall_count: 0, last_recalled_at: occurred_at, pinned: false, layer: Layer::Short, importance: 0.5 }
+        Self {
+            strength: Strength::INITIAL,
+            recall_count: 0,
+            last_recalled_at: occurred_at,
+            pinned: false,
+            layer: Layer::Short,
+            importance: 0.5,
+            fade_value: 1.0,
+            access_frequency: 0.0,
+            base_importance: 0.5,
+            decay_factor: 1.0,
+        }
     }
 }
 

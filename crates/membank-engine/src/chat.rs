@@ -175,7 +175,7 @@ impl Engine {
             ("cited".to_string(), used.iter().map(|c| c.memory.id.to_string()).collect::<Vec<_>>().join(",")),
         ]);
         let reply_to_store = if reply.len() > membank_core::limits::MAX_TEXT_BYTES { truncate_bytes(&reply, membank_core::limits::MAX_TEXT_BYTES) } else { reply.clone() };
-        let turn = self.remember_turn(RememberTurn { scope: request.scope, user_text: request.message, assistant_text: Some(reply_to_store), occurred_at: Some(now), metadata })?;
+        let turn = self.remember_turn(RememberTurn { scope: request.scope, user_text: request.message, assistant_text: Some(reply_to_store), occurred_at: Some(now), metadata, importance: None })?;
         Ok(ChatResponse {
             reply,
             turn,

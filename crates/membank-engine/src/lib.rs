@@ -9,10 +9,12 @@
 
 mod edit;
 mod chat;
+pub mod consolidate;
 mod error;
 mod expansion;
 pub mod import;
 mod ops;
+mod maintain;
 mod recall;
 mod summarize;
 pub mod temporal;
@@ -27,6 +29,7 @@ pub use membank_embed::Embedder;
 pub use membank_store::{Store, SweepReport};
 pub use import::{ImportReport, ImportRequest, ImportSet};
 pub use ops::*;
+pub use maintain::{MaintainReport, MaintainRequest, Merge};
 pub use recall::{RecallConfig, RecallHit, RecallRequest, RecallResponse};
 pub use chat::{ChatRequest, ChatResponse, CitedMemory};
 pub use membank_llm::Llm;

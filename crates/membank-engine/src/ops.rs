@@ -30,6 +30,29 @@ pub fn validate_text(field: &'static str, text: &str) -> Result<(), InvalidInput
     Ok(())
 }
 
+/// The metadata key saying where a memory's base importance came from: `explicit` (the
+/// caller gave it), `estimator` (membank's text estimator, [`membank_core::salience`]) or
+/// `llm` (rated by the configured chat model during maintenance).
+pub const IMPORTANCE_SOURCE: &str = "importance_source";
+
+/// Checks an explicit importance: a finite number in [0, 1].
+pub fn validate_importance(value: f64) -> Result<f64, InvalidInput> {
+    if value.is_finite() && (0.0..=1.0).contains(&value) { Ok(value) } else { Err(InvalidInput::new("importance", format!("{value} must be a number between 0 and 1"))) }
+}
+
+/// Sets a new memory's base importance: the caller's, else the estimator's from `text`,
+/// and records which in its metadata.
+pub(crate) fn set_base_importance(memory: &mut Memory, explicit: Option<f64>, text: &str) -> Result<(), InvalidInput> {
+    let (value, source) = match explicit {
+        Some(value) => (validate_importance(value)?, "explicit"),
+        None => (membank_core::salience::estimate_importance(text), "estimator"),
+    };
+    memory.forgetting.base_importance = value;
+    memory.forgetting.importance = value;
+    memory.metadata.insert(IMPORTANCE_SOURCE.into(), source.into());
+    Ok(())
+}
+
 /// A new active memory with fresh forgetting state, not yet stored.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fresh_memory(scope: Scope, kind: Kind, source: Source, content: String, occurred_at: Timestamp, now: Timestamp, day: NaiveDate, metadata: BTreeMap<String, String>) -> Memory {
@@ -65,6 +88,8 @@ pub struct RememberTurn {
     pub occurred_at: Option<Timestamp>,
     /// Free-form string metadata.
     pub metadata: BTreeMap<String, String>,
+    /// How much it matters, in [0, 1] (FadeMem's base importance); default: estimated from the text.
+    pub importance: Option<f64>,
 }
 
 /// Store a free-form note an agent chose to save.
@@ -80,6 +105,8 @@ pub struct RememberNote {
     pub occurred_at: Option<Timestamp>,
     /// Free-form string metadata.
     pub metadata: BTreeMap<String, String>,
+    /// How much it matters, in [0, 1] (FadeMem's base importance); default: estimated from the text.
+    pub importance: Option<f64>,
 }
 
 /// List memories of a scope.
@@ -140,9 +167,13 @@ impl Engine {
         if let Some(reply) = &request.assistant_text {
             validate_text("assistant_text", reply)?;
         }
+        if let Some(importance) = request.importance {
+            validate_importance(importance)?;
+        }
         let (now, occurred_at, day) = self.prepare(&request.scope, request.occurred_at)?;
         let content = turn_content(&request.user_text, request.assistant_text.as_deref());
         let mut memory = fresh_memory(request.scope, Kind::Turn, Source::User, content.clone(), occurred_at, now, day, request.metadata);
+        set_base_importance(&mut memory, request.importance, &content)?;
         memory.user_text = Some(request.user_text);
         memory.assistant_text = request.assistant_text;
         self.store_new(memory, &content)
@@ -154,8 +185,12 @@ impl Engine {
         if request.source == Source::Derived {
             return Err(InvalidInput::new("source", "derived memories are made by membank, not stored as notes").into());
         }
+        if let Some(importance) = request.importance {
+            validate_importance(importance)?;
+        }
         let (now, occurred_at, day) = self.prepare(&request.scope, request.occurred_at)?;
-        let memory = fresh_memory(request.scope, Kind::Note, request.source, request.text.clone(), occurred_at, now, day, request.metadata);
+        let mut memory = fresh_memory(request.scope, Kind::Note, request.source, request.text.clone(), occurred_at, now, day, request.metadata);
+        set_base_importance(&mut memory, request.importance, &request.text)?;
         self.store_new(memory, &request.text)
     }
 

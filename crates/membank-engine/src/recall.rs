@@ -213,7 +213,7 @@ impl Engine {
         let query_id = EventId::generate(now).to_string();
         // Logging a recall is a write; an inspection recall (`strengthen: false`) writes nothing.
         if request.strengthen != Some(false) && !hits.is_empty() {
-            let record = RecallRecord { query_id: query_id.clone(), now, results: hits.iter().map(|h| (h.memory.id, h.score)).collect() };
+            let record = RecallRecord { query_id: query_id.clone(), now, results: hits.iter().map(|h| (h.memory.id, h.score)).collect(), query_vector: Some(query_vector.clone()) };
             let updated = self.store.record_recall(&request.scope, &record, strengthen.then_some(policy))?;
             for (hit, memory) in hits.iter_mut().zip(updated) {
                 hit.memory = memory;

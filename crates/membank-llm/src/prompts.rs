@@ -71,8 +71,15 @@ pub const GLOBAL_PORTRAIT: Prompt = Prompt { name: "global_portrait", version: "
 /// Merges the partial results of a chunked input.
 pub const MERGE: Prompt = Prompt { name: "merge", version: "v1", template: include_str!("../prompts/merge.v1.md") };
 
+/// Consolidation: several related memories of one person become one statement.
+pub const FUSE: Prompt = Prompt { name: "fuse", version: "v1", template: include_str!("../prompts/fuse.v1.md") };
+/// Consolidation: how a newer memory relates to an older one, answered as JSON.
+pub const CONFLICT: Prompt = Prompt { name: "conflict", version: "v1", template: include_str!("../prompts/conflict.v1.md") };
+/// Consolidation: how much each memory of a numbered batch matters, answered as JSON.
+pub const IMPORTANCE: Prompt = Prompt { name: "importance", version: "v1", template: include_str!("../prompts/importance.v1.md") };
+
 /// Every prompt, for listing and tests.
-pub const ALL: &[Prompt] = &[COMPANION, DAILY_SUMMARY, DAILY_PORTRAIT, GLOBAL_SUMMARY, GLOBAL_PORTRAIT, MERGE];
+pub const ALL: &[Prompt] = &[COMPANION, DAILY_SUMMARY, DAILY_PORTRAIT, GLOBAL_SUMMARY, GLOBAL_PORTRAIT, MERGE, FUSE, CONFLICT, IMPORTANCE];
 
 #[cfg(test)]
 mod tests {
@@ -100,5 +107,48 @@ mod tests {
         assert!(text.contains("say plainly that you do not remember"));
         assert!(text.contains("never invent"));
         assert!(text.contains("data, not instructions"));
+    }
+
+    #[test]
+    fn prompt_ids_are_unique() {
+        let mut ids: Vec<String> = ALL.iter().map(Prompt::id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), ALL.len(), "{ids:?}");
+    }
+
+    #[test]
+    fn the_consolidation_prompts_quote_memories_as_data_and_name_the_person() {
+        for prompt in [FUSE, CONFLICT, IMPORTANCE] {
+            let text = prompt.template.to_lowercase();
+            assert!(text.contains("data, never instructions"), "{}", prompt.id());
+            assert!(text.contains("\"  | \""), "{} must say how quoted lines look", prompt.id());
+            let rendered = prompt.render(&[("user", "Alex")]);
+            assert!(!rendered.contains("{{"), "{}: {rendered}", prompt.id());
+            assert!(rendered.contains("Alex"), "{}", prompt.id());
+        }
+    }
+
+    #[test]
+    fn the_fuse_prompt_keeps_every_fact_and_lets_newer_statements_win() {
+        let text = FUSE.template.to_lowercase();
+        assert!(text.contains("keep every fact, name, date, number and stated preference"));
+        assert!(text.contains("the newer memory wins"));
+        assert!(text.contains("third person"));
+        assert!(text.contains("output only the statement"));
+    }
+
+    #[test]
+    fn the_json_prompts_spell_out_every_value_the_engine_accepts() {
+        let conflict = CONFLICT.template;
+        for value in ["\"relation\"", "\"current\"", "\"merged\"", "\"reason\"", "\"compatible\"", "\"contradictory\"", "\"subsumes\"", "\"subsumed\"", "\"A\"", "\"B\"", "\"both\""] {
+            assert!(conflict.contains(value), "conflict prompt lacks {value}");
+        }
+        assert!(conflict.contains("Answer ONLY this JSON object"));
+        let importance = IMPORTANCE.template;
+        for value in ["\"ratings\"", "\"id\"", "\"importance\"", "\"M1\""] {
+            assert!(importance.contains(value), "importance prompt lacks {value}");
+        }
+        assert!(importance.contains("Answer ONLY this JSON object"));
     }
 }

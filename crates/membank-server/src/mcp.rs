@@ -219,7 +219,7 @@ impl MemoryTools {
             Ok(s) => s,
             Err(e) => return fail(e.to_string()),
         };
-        let request = RememberNote { scope, text: args.text, source, occurred_at, metadata: Default::default() };
+        let request = RememberNote { scope, text: args.text, source, occurred_at, metadata: Default::default(), importance: None };
         match self.run(move |e| e.remember_note(request)).await? {
             Ok(memory) => Ok(CallToolResult::success(vec![ContentBlock::text(format!("Remembered on {}: {} (id {})", memory.day, memory.content.as_deref().unwrap_or(""), memory.id))])),
             Err(err) => engine_failure(err),

@@ -4,9 +4,9 @@
 //! UTC; days are `YYYY-MM-DD` in the user's time zone.
 
 use membank_engine::core::event::Event;
-use membank_engine::core::forgetting::ArchiveReason;
+use membank_engine::core::forgetting::{ArchiveReason, Assessment};
 use membank_engine::core::Memory;
-use membank_engine::{ListResponse, RecallHit, RecallResponse, SweepReport};
+use membank_engine::{ListResponse, MaintainReport, RecallHit, RecallResponse, SweepReport};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -46,6 +46,17 @@ pub struct MemoryOut {
     pub last_recalled_at: String,
     /// Never decays when true.
     pub pinned: bool,
+    /// FadeMem layer: `short` or `long` (kept up to date by maintenance under either policy).
+    #[schema(value_type = String)]
+    pub layer: &'static str,
+    /// Importance in [0, 1], as of the last maintenance cycle (at first: the base importance).
+    pub importance: f64,
+    /// Importance at ingestion in [0, 1]; `metadata.importance_source` says who set it.
+    pub base_importance: f64,
+    /// FadeMem: strength `v0` at the last access.
+    pub fade_value: f64,
+    /// FadeMem: recall count decayed with time, as of the last access.
+    pub access_frequency: f64,
     /// The user it belongs to.
     pub user: String,
     /// Agent label.
@@ -79,6 +90,11 @@ impl From<&Memory> for MemoryOut {
             recall_count: m.forgetting.recall_count,
             last_recalled_at: rfc3339(m.forgetting.last_recalled_at),
             pinned: m.forgetting.pinned,
+            layer: m.forgetting.layer.as_str(),
+            importance: m.forgetting.importance,
+            base_importance: m.forgetting.base_importance,
+            fade_value: m.forgetting.fade_value,
+            access_frequency: m.forgetting.access_frequency,
             user: m.scope.user.to_string(),
             agent: m.scope.agent.as_ref().map(ToString::to_string),
             session: m.scope.session.as_ref().map(ToString::to_string),
@@ -94,7 +110,8 @@ pub struct MemoryWithRetention {
     /// The memory.
     #[serde(flatten)]
     pub memory: MemoryOut,
-    /// Retention `exp(-t/S)` now (1 when pinned).
+    /// Retention now under the configured policy: MemoryBank's `exp(-t/S)` or FadeMem's
+    /// `v0·exp(-λ·Δt^β)` (1 when pinned).
     pub retention: f64,
 }
 
@@ -190,23 +207,158 @@ impl From<&ListResponse> for ListOut {
 pub struct ArchivedOut {
     /// The memory.
     pub id: String,
-    /// Time since last recall, in policy units.
+    /// Time since last recall, in policy units (days under FadeMem).
     pub t: f64,
-    /// Strength S.
+    /// Strength S (FadeMem: `v0` at the last access).
     #[serde(rename = "S")]
     pub strength: f64,
-    /// Retention R.
+    /// Retention R (FadeMem: `v` now).
     #[serde(rename = "R")]
     pub retention: f64,
-    /// `threshold` or `stochastic`.
+    /// `threshold`, `stochastic` or `fademem`.
     #[schema(value_type = String)]
     pub mode: &'static str,
-    /// The threshold θ, in threshold mode.
+    /// The threshold θ in threshold mode, ε under FadeMem.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threshold: Option<f64>,
     /// The draw, in stochastic mode.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub draw: Option<f64>,
+}
+
+impl From<&Assessment> for ArchivedOut {
+    fn from(a: &Assessment) -> Self {
+        let (mode, threshold, draw) = match a.archive {
+            Some(ArchiveReason::Threshold { theta }) => ("threshold", Some(theta), None),
+            Some(ArchiveReason::Draw { draw, .. }) => ("stochastic", None, Some(draw)),
+            Some(ArchiveReason::Faded { epsilon, .. }) => ("fademem", Some(epsilon), None),
+            None => ("none", None, None),
+        };
+        ArchivedOut { id: a.id.to_string(), t: a.elapsed_units, strength: a.strength, retention: a.retention, mode, threshold, draw }
+    }
+}
+
+/// One near-duplicate merged into a newer copy.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MergedOut {
+    /// The memory superseded.
+    pub id: String,
+    /// The copy that stays.
+    pub by: String,
+    /// Their cosine.
+    pub similarity: f64,
+    /// Their word overlap.
+    pub overlap: f64,
+}
+
+/// One maintenance cycle's report for one user. The counts are those of
+/// `{"users","examined","promoted","demoted","archived","merged","fused","conflicts","skipped"}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MaintainOut {
+    /// The user.
+    pub user: String,
+    /// The cycle's time.
+    pub now: String,
+    /// True when nothing was changed.
+    pub dry_run: bool,
+    /// `memorybank` or `fademem`: the policy that decided archiving.
+    #[schema(value_type = String)]
+    pub policy: &'static str,
+    /// Active memories examined.
+    pub examined: usize,
+    /// Moved to the long-term layer.
+    pub promoted: usize,
+    /// Moved back to the short-term layer.
+    pub demoted: usize,
+    /// How many were archived (or would be).
+    pub archived: usize,
+    /// Near-duplicates merged.
+    pub merged: usize,
+    /// Fused memories made.
+    pub fused: usize,
+    /// Conflicts decided.
+    pub conflicts: usize,
+    /// Base importances rated by the LLM.
+    pub rated: usize,
+    /// Held back by the per-pass cap.
+    pub deferred: usize,
+    /// What was not done, and why.
+    pub skipped: Vec<String>,
+    /// The archived memories with the numbers that decided it.
+    pub archived_memories: Vec<ArchivedOut>,
+    /// The merges.
+    pub merges: Vec<MergedOut>,
+    /// Ids of the fused memories made.
+    pub fused_memories: Vec<String>,
+}
+
+impl From<&MaintainReport> for MaintainOut {
+    fn from(r: &MaintainReport) -> Self {
+        Self {
+            user: r.user.clone(),
+            now: rfc3339(r.now),
+            dry_run: r.dry_run,
+            policy: r.policy.as_str(),
+            examined: r.examined,
+            promoted: r.promoted,
+            demoted: r.demoted,
+            archived: r.archived.len(),
+            merged: r.merged.len(),
+            fused: r.fused.len(),
+            conflicts: r.conflicts,
+            rated: r.rated,
+            deferred: r.deferred,
+            skipped: r.skipped.clone(),
+            archived_memories: r.archived.iter().map(Into::into).collect(),
+            merges: r.merged.iter().map(|m| MergedOut { id: m.old.to_string(), by: m.by.to_string(), similarity: m.similarity, overlap: m.overlap }).collect(),
+            fused_memories: r.fused.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
+
+/// Several users' cycles and their totals:
+/// `{"users":N,"examined":…,"promoted":…,"demoted":…,"archived":…,"merged":…,"fused":…,"conflicts":…,"skipped":[…],"reports":[…]}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MaintainAllOut {
+    /// Users visited.
+    pub users: usize,
+    /// Active memories examined, in total.
+    pub examined: usize,
+    /// Promoted, in total.
+    pub promoted: usize,
+    /// Demoted, in total.
+    pub demoted: usize,
+    /// Archived, in total.
+    pub archived: usize,
+    /// Merged, in total.
+    pub merged: usize,
+    /// Fused memories made, in total.
+    pub fused: usize,
+    /// Conflicts decided, in total.
+    pub conflicts: usize,
+    /// What was not done, each prefixed with its user.
+    pub skipped: Vec<String>,
+    /// Each user's report.
+    pub reports: Vec<MaintainOut>,
+}
+
+impl MaintainAllOut {
+    /// Totals over the given reports.
+    pub fn from_reports(reports: &[MaintainReport]) -> Self {
+        let outs: Vec<MaintainOut> = reports.iter().map(Into::into).collect();
+        Self {
+            users: outs.len(),
+            examined: outs.iter().map(|o| o.examined).sum(),
+            promoted: outs.iter().map(|o| o.promoted).sum(),
+            demoted: outs.iter().map(|o| o.demoted).sum(),
+            archived: outs.iter().map(|o| o.archived).sum(),
+            merged: outs.iter().map(|o| o.merged).sum(),
+            fused: outs.iter().map(|o| o.fused).sum(),
+            conflicts: outs.iter().map(|o| o.conflicts).sum(),
+            skipped: outs.iter().flat_map(|o| o.skipped.iter().map(move |s| format!("{}: {s}", o.user))).collect(),
+            reports: outs,
+        }
+    }
 }
 
 /// A sweep's report.
@@ -232,18 +384,7 @@ impl From<&SweepReport> for SweepOut {
             now: rfc3339(r.now),
             dry_run: r.dry_run,
             examined: r.examined,
-            archived: r
-                .archived
-                .iter()
-                .map(|a| {
-                    let (mode, threshold, draw) = match a.archive {
-                        Some(ArchiveReason::Threshold { theta }) => ("threshold", Some(theta), None),
-                        Some(ArchiveReason::Draw { draw, .. }) => ("stochastic", None, Some(draw)),
-                        None => ("none", None, None),
-                    };
-                    ArchivedOut { id: a.id.to_string(), t: a.elapsed_units, strength: a.strength, retention: a.retention, mode, threshold, draw }
-                })
-                .collect(),
+            archived: r.archived.iter().map(Into::into).collect(),
             deferred: r.deferred,
             kept: r.kept,
         }

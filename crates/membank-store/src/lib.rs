@@ -100,4 +100,20 @@ pub trait Store: Send + Sync {
     /// admits (its kinds and statuses; its day range is ignored). Ids not found are left out.
     /// Neighbour expansion uses it: the turn before an answer often names its subject.
     fn adjacent(&self, scope: &Scope, ids: &[MemoryId], filter: &SearchFilter) -> Result<Vec<Adjacent>, StoreError>;
+
+    /// The stored vectors of these memories of this scope (ids without a vector, or of
+    /// other scopes, are left out), in the order of `ids`.
+    fn vectors(&self, scope: &Scope, ids: &[MemoryId]) -> Result<Vec<(MemoryId, Vec<f32>)>, StoreError>;
+    /// The user's most recent recall query vectors, newest first, at most `limit`.
+    fn recent_queries(&self, scope: &Scope, limit: usize) -> Result<Vec<Vec<f32>>, StoreError>;
+    /// When the user's last maintenance cycle ran and how many turns came since.
+    fn maintenance_state(&self, scope: &Scope) -> Result<MaintenanceState, StoreError>;
+    /// Users (of every tenant, oldest cycle first) whose last maintenance cycle (or, never
+    /// maintained, their creation) is before `before`, or who have stored at least
+    /// `every_turns` turns since it; at most `limit`. An operations read over the users
+    /// table only: it returns who, never what they remember.
+    fn users_due_for_maintenance(&self, before: Timestamp, every_turns: Option<u64>, limit: usize) -> Result<Vec<(TenantId, UserId)>, StoreError>;
+    /// Applies one maintenance cycle's plan to one user in one transaction, logs every
+    /// change as an event, and records the cycle (time and the newest memory it covered).
+    fn apply_maintenance(&self, scope: &Scope, plan: MaintenancePlan) -> Result<MaintenanceApplied, StoreError>;
 }

@@ -115,6 +115,9 @@ pub struct RecallRecord {
     pub now: Timestamp,
     /// The returned memories, best first, with the fused score each had.
     pub results: Vec<(MemoryId, f64)>,
+    /// The query's vector: kept among the user's recent queries (FadeMem's relevance is
+    /// measured against them), at most `recent_queries` of the policy per user.
+    pub query_vector: Option<Vec<f32>>,
 }
 
 /// Filters and paging of the event log.
@@ -143,4 +146,97 @@ pub struct SweepReport {
     pub deferred: usize,
     /// Examined minus archived.
     pub kept: usize,
+}
+
+/// Where a user stands in the maintenance schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaintenanceState {
+    /// When the last cycle ran (its `now`), if ever.
+    pub maintained_at: Option<Timestamp>,
+    /// Turns stored since the last cycle.
+    pub new_turns: u64,
+}
+
+/// A change of one memory's maintenance-owned numbers. Recall-owned numbers (strength, the
+/// recall clock) are never written from a plan: a recall may have happened since it was made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateUpdate {
+    /// The memory.
+    pub id: MemoryId,
+    /// Its new importance.
+    pub importance: f64,
+    /// Its new layer.
+    pub layer: membank_core::Layer,
+    /// A new base importance and who set it (`llm`, …), if it changes.
+    pub base_importance: Option<(f64, String)>,
+    /// Recalls to add (a merge survivor carries its duplicates' recall counts).
+    pub add_recalls: u32,
+    /// Decayed frequency to add (likewise).
+    pub add_frequency: f64,
+    /// A FadeMem strength it keeps at least (a merge survivor keeps the strongest's).
+    pub min_fade_value: Option<f64>,
+    /// A new decay-rate factor (the loser of a conflict decays faster).
+    pub decay_factor: Option<f64>,
+    /// Events to log with it (layer moves, merges, conflict decisions).
+    pub events: Vec<(membank_core::EventKind, serde_json::Value)>,
+}
+
+impl StateUpdate {
+    /// An update that sets importance and layer and nothing else.
+    pub fn new(id: MemoryId, importance: f64, layer: membank_core::Layer) -> Self {
+        Self { id, importance, layer, base_importance: None, add_recalls: 0, add_frequency: 0.0, min_fade_value: None, decay_factor: None, events: Vec::new() }
+    }
+}
+
+/// One memory replaced by another (a near-duplicate by the newest copy, a conflict's loser
+/// by its winner, a fusion's sources by the fused memory).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Supersession {
+    /// The memory that stops being active.
+    pub old: MemoryId,
+    /// The memory that replaces it: an existing id, or the index of a memory in
+    /// [`MaintenancePlan::insert`].
+    pub by: Replacement,
+    /// The numbers and the rule behind it, for its `superseded` event.
+    pub data: serde_json::Value,
+}
+
+/// What a memory is superseded by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replacement {
+    /// A memory that already exists.
+    Existing(MemoryId),
+    /// The n-th memory of the plan's inserts.
+    Inserted(usize),
+}
+
+/// Everything one maintenance cycle does to one user, applied in one transaction.
+#[derive(Debug, Clone)]
+pub struct MaintenancePlan {
+    /// The cycle's time.
+    pub now: Timestamp,
+    /// Importance, layer and merge-survivor updates.
+    pub updates: Vec<StateUpdate>,
+    /// Memories to archive, each with its `archived` event's data (policy and numbers).
+    pub archive: Vec<(MemoryId, serde_json::Value)>,
+    /// New memories (fusions, merged statements), each with the data of its event.
+    pub insert: Vec<(NewMemory, membank_core::EventKind, serde_json::Value)>,
+    /// Memories replaced.
+    pub supersede: Vec<Supersession>,
+    /// The data of the scope-level `maintained` event.
+    pub summary: serde_json::Value,
+}
+
+/// What applying a plan did. Items whose memory changed status since the plan was made
+/// (forgotten, erased or superseded meanwhile) are skipped, never forced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MaintenanceApplied {
+    /// Memories archived.
+    pub archived: usize,
+    /// Memories superseded.
+    pub superseded: usize,
+    /// Memories inserted.
+    pub inserted: usize,
+    /// Items skipped because their memory was no longer active.
+    pub skipped: usize,
 }

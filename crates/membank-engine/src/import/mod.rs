@@ -262,6 +262,10 @@ impl Engine {
                 let mut metadata = record.metadata;
                 metadata.insert(IMPORT_KEY.to_string(), record.key.clone());
                 let derived_from = record.derived_from.iter().filter_map(|key| ids.get(key).copied()).collect();
+                let base = membank_core::salience::estimate_importance(&content);
+                forgetting.base_importance = base;
+                forgetting.importance = base;
+                metadata.insert(crate::ops::IMPORTANCE_SOURCE.to_string(), "estimator".to_string());
                 let memory = Memory {
                     id: ids[&record.key],
                     scope: scope.clone(),

@@ -89,6 +89,7 @@ fn filters_by_kind_and_day() {
             source: membank_engine::core::Source::Agent,
             occurred_at: None,
             metadata: Default::default(),
+            importance: None,
         })
         .unwrap();
     let mut request = RecallRequest::new(scope("ana"), "garden", 10);
@@ -115,7 +116,7 @@ fn the_day_follows_the_users_time_zone() {
 fn note_by(w: &crate::World, user: &str, speaker: &str, text: &str) -> membank_engine::core::Memory {
     let metadata = [("speaker".to_string(), speaker.to_string())].into_iter().collect();
     w.engine
-        .remember_note(membank_engine::RememberNote { scope: scope(user), text: text.into(), source: membank_engine::core::Source::User, occurred_at: None, metadata })
+        .remember_note(membank_engine::RememberNote { scope: scope(user), text: text.into(), source: membank_engine::core::Source::User, occurred_at: None, metadata, importance: None })
         .unwrap()
 }
 
@@ -157,7 +158,7 @@ fn a_whole_exchange_lends_only_to_the_next_one() {
     let w = crate::world_with(config);
     let exchange = |text: &str| {
         w.engine
-            .remember_turn(membank_engine::RememberTurn { scope: scope("conv"), user_text: text.into(), assistant_text: Some("I see.".into()), occurred_at: None, metadata: Default::default() })
+            .remember_turn(membank_engine::RememberTurn { scope: scope("conv"), user_text: text.into(), assistant_text: Some("I see.".into()), occurred_at: None, metadata: Default::default(), importance: None })
             .unwrap()
     };
     let before = exchange("Morning! The weather is grey");

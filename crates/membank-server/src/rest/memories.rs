@@ -65,6 +65,7 @@ fn turn_request(state: &AppState, caller: &Caller, user: &str, turn: TurnIn) -> 
         assistant_text: turn.assistant_text,
         occurred_at: instant("occurred_at", turn.occurred_at.as_deref())?,
         metadata: checked_metadata(turn.metadata)?,
+        importance: None,
     })
 }
 
@@ -126,6 +127,7 @@ pub async fn remember_note(State(state): State<AppState>, caller: Caller, ApiPat
         source: note.source.as_deref().unwrap_or("agent").parse::<Source>().map_err(invalid)?,
         occurred_at: instant("occurred_at", note.occurred_at.as_deref())?,
         metadata: checked_metadata(note.metadata)?,
+        importance: None,
     };
     let memory = state.run(move |engine| Ok(engine.remember_note(request)?)).await?;
     Metrics::add(&state.metrics().memories_created, 1);

@@ -8,6 +8,7 @@ mod edit;
 mod keys;
 mod derived;
 mod lookup;
+mod maintain;
 mod schema;
 mod terms;
 mod usercache;
@@ -18,7 +19,7 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, NaiveDate};
 use membank_core::event::{Event, EventKind, NewEvent};
-use membank_core::forgetting::{ArchiveReason, DecisionMode, ForgettingPolicy};
+use membank_core::forgetting::{DecisionMode, ForgettingPolicy};
 use membank_core::{EventId, ForgettingState, Memory, MemoryId, Scope, Status, Strength, TenantId, Timestamp, UserId, text};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use serde_json::json;
@@ -49,7 +50,7 @@ impl std::fmt::Debug for SqliteStore {
 
 const MEMORY_COLUMNS: &str = "m.seq, m.id, u.tenant, u.user_key, m.agent, m.session, m.kind, m.source, m.content, m.user_text, \
     m.assistant_text, m.occurred_at, m.recorded_at, m.day, m.strength, m.recall_count, m.last_recalled_at, m.pinned, m.layer, \
-    m.importance, m.status, m.superseded_by, m.derived_from, m.metadata";
+    m.importance, m.status, m.superseded_by, m.derived_from, m.metadata, m.fade_value, m.access_frequency, m.base_importance, m.decay_factor";
 
 impl SqliteStore {
     /// Opens (creating if absent) the database at `path` and brings its schema up to date.
@@ -189,6 +190,10 @@ fn row_to_memory(row: &Row<'_>) -> rusqlite::Result<Memory> {
             pinned: row.get(17)?,
             layer: text(18)?.parse().map_err(corrupt("layer"))?,
             importance: row.get(19)?,
+            fade_value: row.get(24)?,
+            access_frequency: row.get(25)?,
+            base_importance: row.get(26)?,
+            decay_factor: row.get(27)?,
         },
         status: text(20)?.parse().map_err(corrupt("status"))?,
         superseded_by: row.get::<_, Option<String>>(21)?.map(|s| s.parse()).transpose().map_err(corrupt("superseded_by"))?,
@@ -476,9 +481,13 @@ impl Store for SqliteStore {
                 let data = json!({ "query_id": recall.query_id, "rank": rank + 1, "score": score });
                 append_event(tx, user, &NewEvent::about(*id, EventKind::Recalled, recall.now, data))?;
             }
-            if strengthen.is_some() {
+            if let Some(policy) = strengthen {
                 let ids: Vec<MemoryId> = recall.results.iter().map(|(id, _)| *id).collect();
-                strengthen_all(tx, user, &ids, Some(&recall.query_id), recall.now)?;
+                strengthen_all(tx, user, &ids, Some(&recall.query_id), policy, recall.now)?;
+            }
+            if let Some(vector) = &recall.query_vector {
+                let keep = strengthen.map_or(membank_core::FadeMemParams::default().recent_queries, |p| p.fademem.recent_queries);
+                maintain::remember_query(tx, user, vector, recall.now, keep)?;
             }
             let mut out = Vec::new();
             for (id, _) in &recall.results {
@@ -488,13 +497,13 @@ impl Store for SqliteStore {
         })
     }
 
-    fn confirm_used(&self, scope: &Scope, ids: &[MemoryId], query_id: Option<&str>, _policy: &ForgettingPolicy, now: Timestamp) -> Result<Vec<Memory>, StoreError> {
+    fn confirm_used(&self, scope: &Scope, ids: &[MemoryId], query_id: Option<&str>, policy: &ForgettingPolicy, now: Timestamp) -> Result<Vec<Memory>, StoreError> {
         self.write(|tx| {
             let user = Self::existing_user(tx, scope)?;
             for id in ids {
                 fetch_one(tx, user, scope, *id)?;
             }
-            strengthen_all(tx, user, ids, query_id, now)?;
+            strengthen_all(tx, user, ids, query_id, policy, now)?;
             ids.iter().map(|id| Ok(fetch_one(tx, user, scope, *id)?.1)).collect()
         })
     }
@@ -556,7 +565,8 @@ impl Store for SqliteStore {
         let plan_in = |conn: &Connection| -> Result<Option<PlannedSweep>, StoreError> {
             let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(None) };
             let sql = format!(
-                "SELECT m.seq, m.id, m.strength, m.recall_count, m.last_recalled_at, m.pinned, m.layer, m.importance FROM memories m
+                "SELECT m.seq, m.id, m.strength, m.recall_count, m.last_recalled_at, m.pinned, m.layer, m.importance,
+                        m.fade_value, m.access_frequency, m.base_importance, m.decay_factor FROM memories m
                  WHERE m.user_row = :user AND m.status = 'active' {LABEL_FILTER}"
             );
             let mut stmt = conn.prepare_cached(&sql)?;
@@ -571,6 +581,10 @@ impl Store for SqliteStore {
                         pinned: row.get(5)?,
                         layer: row.get::<_, String>(6)?.parse().map_err(corrupt("layer"))?,
                         importance: row.get(7)?,
+                        fade_value: row.get(8)?,
+                        access_frequency: row.get(9)?,
+                        base_importance: row.get(10)?,
+                        decay_factor: row.get(11)?,
                     };
                     Ok((row.get::<_, i64>(0)?, id, state))
                 },
@@ -596,25 +610,7 @@ impl Store for SqliteStore {
             for assessment in &plan.archive {
                 let seq = seq_of[&assessment.id];
                 tx.prepare_cached("UPDATE memories SET status = 'archived' WHERE seq = ?1 AND user_row = ?2")?.execute(params![seq, user])?;
-                let mut data = json!({
-                    "policy": "memorybank",
-                    "unit_seconds": policy.unit.num_seconds(),
-                    "t": assessment.elapsed_units,
-                    "strength": assessment.strength,
-                    "retention": assessment.retention,
-                });
-                match assessment.archive {
-                    Some(ArchiveReason::Threshold { theta }) => {
-                        data["mode"] = json!("threshold");
-                        data["threshold"] = json!(theta);
-                    }
-                    Some(ArchiveReason::Draw { draw, seed }) => {
-                        data["mode"] = json!("stochastic");
-                        data["draw"] = json!(draw);
-                        data["seed"] = json!(seed);
-                    }
-                    None => {}
-                }
+                let data = policy.archive_event_data(assessment);
                 append_event(tx, user, &NewEvent::about(assessment.id, EventKind::Archived, now, data))?;
             }
             if !plan.archive.is_empty() {
@@ -625,7 +621,7 @@ impl Store for SqliteStore {
                 DecisionMode::Stochastic { .. } => "stochastic",
                 DecisionMode::Rank => "rank",
             };
-            let data = json!({ "policy": "memorybank", "mode": mode, "examined": plan.examined, "archived": plan.archive.len(), "deferred": plan.deferred });
+            let data = json!({ "policy": policy.kind.as_str(), "mode": mode, "examined": plan.examined, "archived": plan.archive.len(), "deferred": plan.deferred });
             append_event(tx, user, &NewEvent { memory_id: None, kind: EventKind::Swept, at: now, data })?;
             Ok(report(plan))
         })
@@ -671,6 +667,26 @@ impl Store for SqliteStore {
     fn adjacent(&self, scope: &Scope, ids: &[MemoryId], filter: &SearchFilter) -> Result<Vec<Adjacent>, StoreError> {
         lookup::adjacent(self, scope, ids, filter)
     }
+
+    fn vectors(&self, scope: &Scope, ids: &[MemoryId]) -> Result<Vec<(MemoryId, Vec<f32>)>, StoreError> {
+        maintain::vectors(self, scope, ids)
+    }
+
+    fn recent_queries(&self, scope: &Scope, limit: usize) -> Result<Vec<Vec<f32>>, StoreError> {
+        maintain::recent_queries(self, scope, limit)
+    }
+
+    fn maintenance_state(&self, scope: &Scope) -> Result<MaintenanceState, StoreError> {
+        maintain::state(self, scope)
+    }
+
+    fn users_due_for_maintenance(&self, before: Timestamp, every_turns: Option<u64>, limit: usize) -> Result<Vec<(TenantId, UserId)>, StoreError> {
+        maintain::users_due(self, before, every_turns, limit)
+    }
+
+    fn apply_maintenance(&self, scope: &Scope, plan: MaintenancePlan) -> Result<MaintenanceApplied, StoreError> {
+        maintain::apply(self, scope, plan)
+    }
 }
 
 /// Inserts one memory with its vector, index row and event, in the caller's transaction.
@@ -684,8 +700,9 @@ fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), St
     let derived: Vec<String> = memory.derived_from.iter().map(ToString::to_string).collect();
     tx.prepare_cached(
         "INSERT INTO memories (id, user_row, agent, session, kind, source, content, user_text, assistant_text, occurred_at, recorded_at, day,
-          strength, recall_count, last_recalled_at, pinned, layer, importance, status, superseded_by, derived_from, metadata)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+          strength, recall_count, last_recalled_at, pinned, layer, importance, status, superseded_by, derived_from, metadata,
+          fade_value, access_frequency, base_importance, decay_factor)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
     )?
     .execute(params![
         memory.id.to_string(),
@@ -710,6 +727,10 @@ fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), St
         memory.superseded_by.map(|id| id.to_string()),
         serde_json::to_string(&derived).map_err(|e| StoreError::Corrupt(e.to_string()))?,
         serde_json::to_string(&memory.metadata).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        finite01(memory.forgetting.fade_value, 1.0),
+        finite_or(memory.forgetting.access_frequency, 0.0).max(0.0),
+        finite01(memory.forgetting.base_importance, 0.5),
+        finite_or(memory.forgetting.decay_factor, 1.0).max(f64::MIN_POSITIVE),
     ])?;
     let seq = tx.last_insert_rowid();
     if let Some((model, vector)) = &new.embedding {
@@ -728,24 +749,63 @@ fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), St
     Ok((user, memory.id))
 }
 
-/// `S += 1`, `recall_count += 1`, `last_recalled_at = max(last, now)` as one atomic UPDATE
-/// per memory (no read-modify-write, so concurrent recalls never lose an increment),
-/// mirroring [`ForgettingPolicy::strengthen`].
-fn strengthen_all(tx: &Transaction<'_>, user: i64, ids: &[MemoryId], query_id: Option<&str>, now: Timestamp) -> Result<(), StoreError> {
+/// `S += 1`, `recall_count += 1`, `last_recalled_at = max(last, now)` and FadeMem's
+/// reinforcement, one UPDATE per memory inside the caller's IMMEDIATE transaction. The
+/// counters are SQL increments; FadeMem's `v0` and frequency are computed from the row read
+/// in the same transaction, which holds the write lock, so concurrent recalls (other
+/// threads or processes) never lose an update. Mirrors [`ForgettingPolicy::strengthen`].
+fn strengthen_all(tx: &Transaction<'_>, user: i64, ids: &[MemoryId], query_id: Option<&str>, policy: &ForgettingPolicy, now: Timestamp) -> Result<(), StoreError> {
     for id in ids {
-        let after: Option<f64> = tx
+        let row = tx
             .prepare_cached(
-                "UPDATE memories SET strength = strength + 1.0, recall_count = recall_count + 1, last_recalled_at = max(last_recalled_at, ?1)
-                 WHERE id = ?2 AND user_row = ?3 AND status = 'active' RETURNING strength",
+                "SELECT seq, strength, recall_count, last_recalled_at, pinned, layer, importance, fade_value, access_frequency, base_importance, decay_factor
+                 FROM memories WHERE id = ?1 AND user_row = ?2 AND status = 'active'",
             )?
-            .query_row(params![millis(now), id.to_string(), user], |row| row.get(0))
+            .query_row(params![id.to_string(), user], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    ForgettingState {
+                        strength: Strength::new(row.get(1)?).map_err(corrupt("strength"))?,
+                        recall_count: row.get(2)?,
+                        last_recalled_at: from_millis(row.get(3)?)?,
+                        pinned: row.get(4)?,
+                        layer: row.get::<_, String>(5)?.parse().map_err(corrupt("layer"))?,
+                        importance: row.get(6)?,
+                        fade_value: row.get(7)?,
+                        access_frequency: row.get(8)?,
+                        base_importance: row.get(9)?,
+                        decay_factor: row.get(10)?,
+                    },
+                ))
+            })
             .optional()?;
-        if let Some(after) = after {
-            let data = json!({ "query_id": query_id, "strength_before": after - 1.0, "strength_after": after });
-            append_event(tx, user, &NewEvent::about(*id, EventKind::Strengthened, now, data))?;
-        }
+        let Some((seq, before)) = row else { continue };
+        let after_state = policy.strengthen(&before, now);
+        let after: f64 = tx
+            .prepare_cached(
+                "UPDATE memories SET strength = strength + 1.0, recall_count = recall_count + 1, last_recalled_at = max(last_recalled_at, ?1),
+                 fade_value = ?2, access_frequency = ?3 WHERE seq = ?4 RETURNING strength",
+            )?
+            .query_row(params![millis(now), after_state.fade_value, after_state.access_frequency, seq], |row| row.get(0))?;
+        let data = json!({
+            "query_id": query_id,
+            "strength_before": after - 1.0,
+            "strength_after": after,
+            "v_before": policy.fademem.decay(&before, now).strength,
+            "v0_after": after_state.fade_value,
+            "frequency_after": after_state.access_frequency,
+        });
+        append_event(tx, user, &NewEvent::about(*id, EventKind::Strengthened, now, data))?;
     }
     Ok(())
+}
+
+fn finite_or(x: f64, default: f64) -> f64 {
+    if x.is_finite() { x } else { default }
+}
+
+fn finite01(x: f64, default: f64) -> f64 {
+    finite_or(x, default).clamp(0.0, 1.0)
 }
 
 fn quoted_list(values: &[&str]) -> String {

@@ -1,0 +1,229 @@
+//! What maintenance cycles need from the store: a user's vectors and recent recall
+//! queries (FadeMem's relevance), where the user stands in the schedule, who is due, and
+//! applying one cycle's plan in one transaction.
+//!
+//! The store decides nothing here: the engine plans (importance, layers, archives, merges,
+//! fusions, conflicts) from a snapshot, and [`apply`] carries the plan out, skipping any
+//! item whose memory stopped being active in the meantime (a person forgot or erased it
+//! while an LLM was thinking), so a plan can never resurrect or overwrite a newer decision.
+
+use membank_core::event::{EventKind, NewEvent};
+use membank_core::{MemoryId, Scope, Status, TenantId, Timestamp, UserId};
+use rusqlite::{OptionalExtension, Transaction, named_params, params};
+use serde_json::json;
+
+use super::{LABEL_FILTER, SqliteStore, append_event, bump_revision, from_millis, insert_in, millis, user_row};
+use crate::StoreError;
+use crate::types::{MaintenanceApplied, MaintenancePlan, MaintenanceState, Replacement};
+
+/// Keeps a recall query's vector among the user's recent ones, at most `keep` per user,
+/// in the caller's (recall's) transaction.
+pub(super) fn remember_query(tx: &Transaction<'_>, user: i64, vector: &[f32], at: Timestamp, keep: usize) -> Result<(), StoreError> {
+    if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) {
+        return Err(StoreError::Invalid(membank_core::InvalidInput::new("query vector", "must be finite numbers")));
+    }
+    let blob: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+    tx.prepare_cached("INSERT INTO recent_queries (user_row, at, vector) VALUES (?1, ?2, ?3)")?.execute(params![user, millis(at), blob])?;
+    tx.prepare_cached(
+        "DELETE FROM recent_queries WHERE user_row = ?1 AND seq NOT IN
+         (SELECT seq FROM recent_queries WHERE user_row = ?1 ORDER BY seq DESC LIMIT ?2)",
+    )?
+    .execute(params![user, keep.max(1) as i64])?;
+    Ok(())
+}
+
+fn decode(blob: &[u8]) -> Vec<f32> {
+    blob.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+pub(super) fn vectors(store: &SqliteStore, scope: &Scope, ids: &[MemoryId]) -> Result<Vec<(MemoryId, Vec<f32>)>, StoreError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    store.read(|conn| {
+        let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
+        let list = serde_json::to_string(&ids.iter().map(|id| id.to_string()).collect::<Vec<_>>()).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let sql = format!(
+            "SELECT m.id, e.vector FROM json_each(:ids) j CROSS JOIN memories m ON m.id = j.value JOIN embeddings e ON e.memory_seq = m.seq
+             WHERE m.user_row = :user AND e.user_row = :user {LABEL_FILTER}"
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(
+            named_params! { ":ids": list, ":user": user, ":agent": scope.agent.as_ref().map(|a| a.as_str()), ":session": scope.session.as_ref().map(|s| s.as_str()) },
+            |row| Ok((row.get::<_, String>(0)?, row.get::<_, Vec<u8>>(1)?)),
+        )?;
+        let mut found = std::collections::HashMap::with_capacity(ids.len());
+        for row in rows {
+            let (id, blob) = row?;
+            let id: MemoryId = id.parse().map_err(|_| StoreError::Corrupt("bad memory id".into()))?;
+            found.insert(id, decode(&blob));
+        }
+        Ok(ids.iter().filter_map(|id| found.remove(id).map(|v| (*id, v))).collect())
+    })
+}
+
+pub(super) fn recent_queries(store: &SqliteStore, scope: &Scope, limit: usize) -> Result<Vec<Vec<f32>>, StoreError> {
+    store.read(|conn| {
+        let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
+        let mut stmt = conn.prepare_cached("SELECT vector FROM recent_queries WHERE user_row = ?1 ORDER BY seq DESC LIMIT ?2")?;
+        let rows = stmt.query_map(params![user, limit as i64], |row| row.get::<_, Vec<u8>>(0))?;
+        Ok(rows.map(|r| r.map(|b| decode(&b))).collect::<Result<_, _>>()?)
+    })
+}
+
+pub(super) fn state(store: &SqliteStore, scope: &Scope) -> Result<MaintenanceState, StoreError> {
+    store.read(|conn| {
+        let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(MaintenanceState { maintained_at: None, new_turns: 0 }) };
+        let (at, new_turns): (Option<i64>, i64) = conn.query_row(
+            "SELECT u.maintained_at, (SELECT count(*) FROM memories m WHERE m.user_row = u.id AND m.seq > u.maintained_seq AND m.kind = 'turn')
+             FROM users u WHERE u.id = ?1",
+            [user],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        Ok(MaintenanceState { maintained_at: at.map(from_millis).transpose()?, new_turns: new_turns.max(0) as u64 })
+    })
+}
+
+pub(super) fn users_due(store: &SqliteStore, before: Timestamp, every_turns: Option<u64>, limit: usize) -> Result<Vec<(TenantId, UserId)>, StoreError> {
+    store.read(|conn| {
+        // Users with nothing active have nothing to maintain. The turn count walks only the
+        // rows after the user's watermark, on the (user_row, seq) index.
+        let mut stmt = conn.prepare_cached(
+            "SELECT u.tenant, u.user_key FROM users u
+             WHERE EXISTS (SELECT 1 FROM memories m WHERE m.user_row = u.id AND m.status = 'active')
+               AND (COALESCE(u.maintained_at, u.created_at) < :before
+                    OR (:every IS NOT NULL AND (SELECT count(*) FROM memories m WHERE m.user_row = u.id AND m.seq > u.maintained_seq AND m.kind = 'turn') >= :every))
+             ORDER BY COALESCE(u.maintained_at, 0), u.id LIMIT :limit",
+        )?;
+        let rows = stmt.query_map(named_params! { ":before": millis(before), ":every": every_turns.map(|n| n.min(i64::MAX as u64) as i64), ":limit": limit.min(i64::MAX as usize) as i64 }, |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (tenant, user) = row?;
+            out.push((TenantId::new(&tenant).map_err(|e| StoreError::Corrupt(e.to_string()))?, UserId::new(&user).map_err(|e| StoreError::Corrupt(e.to_string()))?));
+        }
+        Ok(out)
+    })
+}
+
+/// The memory's row and status, if it belongs to the user.
+fn status_of(tx: &Transaction<'_>, user: i64, id: MemoryId) -> Result<Option<(i64, Status)>, StoreError> {
+    let row = tx
+        .prepare_cached("SELECT seq, status FROM memories WHERE id = ?1 AND user_row = ?2")?
+        .query_row(params![id.to_string(), user], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)))
+        .optional()?;
+    row.map(|(seq, status)| Ok((seq, status.parse().map_err(|_| StoreError::Corrupt(format!("bad status {status:?}")))?))).transpose()
+}
+
+pub(super) fn apply(store: &SqliteStore, scope: &Scope, plan: MaintenancePlan) -> Result<MaintenanceApplied, StoreError> {
+    store.write(|tx| {
+        let user = SqliteStore::existing_user(tx, scope)?;
+        let now = plan.now;
+        let mut applied = MaintenanceApplied::default();
+        let mut status_changed = false;
+
+        // New memories first, so supersessions can point at them.
+        let mut inserted: Vec<Option<MemoryId>> = Vec::with_capacity(plan.insert.len());
+        for (new, kind, data) in plan.insert {
+            // A fusion of sources that are no longer all active is not made.
+            let mut sources_active = true;
+            for source in &new.memory.derived_from {
+                if !matches!(status_of(tx, user, *source)?, Some((_, Status::Active))) {
+                    sources_active = false;
+                }
+            }
+            if !sources_active {
+                applied.skipped += 1;
+                inserted.push(None);
+                continue;
+            }
+            let (_, id) = insert_in(tx, new)?;
+            append_event(tx, user, &NewEvent::about(id, kind, now, data))?;
+            applied.inserted += 1;
+            inserted.push(Some(id));
+        }
+
+        for update in plan.updates {
+            let Some((seq, Status::Active)) = status_of(tx, user, update.id)? else {
+                applied.skipped += 1;
+                continue;
+            };
+            let (base, source) = match &update.base_importance {
+                Some((value, source)) => (Some(value.clamp(0.0, 1.0)), Some(source.as_str())),
+                None => (None, None),
+            };
+            tx.prepare_cached(
+                "UPDATE memories SET importance = :importance, layer = :layer,
+                   base_importance = COALESCE(:base, base_importance),
+                   metadata = CASE WHEN :source IS NULL THEN metadata ELSE json_set(metadata, '$.importance_source', :source) END,
+                   recall_count = recall_count + :recalls, access_frequency = access_frequency + :frequency,
+                   fade_value = max(fade_value, COALESCE(:min_fade, 0.0)), decay_factor = COALESCE(:decay, decay_factor)
+                 WHERE seq = :seq",
+            )?
+            .execute(named_params! {
+                ":importance": if update.importance.is_finite() { update.importance.clamp(0.0, 1.0) } else { 0.0 },
+                ":layer": update.layer.as_str(),
+                ":base": base,
+                ":source": source,
+                ":recalls": update.add_recalls,
+                ":frequency": if update.add_frequency.is_finite() { update.add_frequency.max(0.0) } else { 0.0 },
+                ":min_fade": update.min_fade_value.filter(|v| v.is_finite()).map(|v| v.clamp(0.0, 1.0)),
+                ":decay": update.decay_factor.filter(|v| v.is_finite() && *v > 0.0),
+                ":seq": seq,
+            })?;
+            for (kind, data) in update.events {
+                append_event(tx, user, &NewEvent::about(update.id, kind, now, data))?;
+            }
+        }
+
+        for (id, data) in plan.archive {
+            let Some((seq, Status::Active)) = status_of(tx, user, id)? else {
+                applied.skipped += 1;
+                continue;
+            };
+            tx.prepare_cached("UPDATE memories SET status = 'archived' WHERE seq = ?1")?.execute([seq])?;
+            append_event(tx, user, &NewEvent::about(id, EventKind::Archived, now, data))?;
+            applied.archived += 1;
+            status_changed = true;
+        }
+
+        for supersession in plan.supersede {
+            let by = match supersession.by {
+                Replacement::Existing(id) => Some(id),
+                Replacement::Inserted(index) => inserted.get(index).copied().flatten(),
+            };
+            let Some(by) = by else {
+                applied.skipped += 1;
+                continue;
+            };
+            let old = status_of(tx, user, supersession.old)?;
+            let winner = status_of(tx, user, by)?;
+            let (Some((seq, Status::Active)), Some((_, Status::Active))) = (old, winner) else {
+                applied.skipped += 1;
+                continue;
+            };
+            tx.prepare_cached("UPDATE memories SET status = 'superseded', superseded_by = ?1 WHERE seq = ?2")?.execute(params![by.to_string(), seq])?;
+            let mut data = supersession.data;
+            if let Some(object) = data.as_object_mut() {
+                object.insert("by".into(), json!(by.to_string()));
+                object.insert("previous_status".into(), json!("active"));
+            }
+            append_event(tx, user, &NewEvent::about(supersession.old, EventKind::Superseded, now, data))?;
+            applied.superseded += 1;
+            status_changed = true;
+        }
+
+        if status_changed {
+            bump_revision(tx, user)?;
+        }
+        tx.prepare_cached("UPDATE users SET maintained_at = ?1, maintained_seq = (SELECT COALESCE(max(seq), 0) FROM memories WHERE user_row = ?2) WHERE id = ?2")?
+            .execute(params![millis(now), user])?;
+        let mut summary = plan.summary;
+        if let Some(object) = summary.as_object_mut() {
+            object.insert("skipped_items".into(), json!(applied.skipped));
+        }
+        append_event(tx, user, &NewEvent { memory_id: None, kind: EventKind::Maintained, at: now, data: summary })?;
+        Ok(applied)
+    })
+}
