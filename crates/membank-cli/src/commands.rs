@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use clap::{Args, Subcommand};
 use membank_engine::core::time::parse_instant;
 use membank_engine::core::{Kind, MemoryId, Scope, Source, Status, SystemClock, TenantId, UserId};
-use membank_engine::{Engine, EngineError, ListRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest};
+use membank_engine::{Engine, EngineError, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest};
 use membank_server::wire;
 use membank_store::{EventQuery, ListQuery, SqliteStore, StoreError};
 use serde_json::json;
@@ -39,6 +39,9 @@ pub struct RememberArgs {
     /// When it was said (RFC 3339; default now).
     #[arg(long)]
     pub at: Option<String>,
+    /// How much it matters, 0 to 1 (FadeMem's base importance; default: estimated from the text).
+    #[arg(long)]
+    pub importance: Option<f64>,
     /// Agent label.
     #[arg(long)]
     pub agent: Option<String>,
@@ -65,6 +68,9 @@ pub struct NoteArgs {
     /// When it happened (RFC 3339; default now).
     #[arg(long)]
     pub at: Option<String>,
+    /// How much it matters, 0 to 1 (FadeMem's base importance; default: estimated from the text).
+    #[arg(long)]
+    pub importance: Option<f64>,
     /// Agent label.
     #[arg(long)]
     pub agent: Option<String>,
@@ -191,6 +197,23 @@ pub struct SweepArgs {
     pub max_fraction: Option<f64>,
 }
 
+/// `maintain`.
+#[derive(Debug, Args)]
+pub struct MaintainArgs {
+    /// Whose memories.
+    #[arg(long, required_unless_present = "all_users")]
+    pub user: Option<String>,
+    /// Every user of the tenant, one at a time.
+    #[arg(long, conflicts_with = "user")]
+    pub all_users: bool,
+    /// The cycle's time (RFC 3339; default now).
+    #[arg(long)]
+    pub now: Option<String>,
+    /// Report what the cycle would do; change nothing and make no LLM calls.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
 /// `events`.
 #[derive(Debug, Args)]
 pub struct EventsArgs {
@@ -302,6 +325,17 @@ impl Context {
         Ok(Engine::new(store, embedder, Arc::new(SystemClock), self.engine_config.clone())?)
     }
 
+    /// The engine with the configured LLM if there is one (maintenance fuses and resolves
+    /// conflicts with it; without one it says so in its report).
+    pub fn engine_with_llm(&self) -> Result<Engine> {
+        let engine = self.engine()?;
+        match self.llm.client() {
+            Ok(llm) => Ok(engine.with_llm(llm)),
+            Err(err) if matches!(err.downcast_ref::<EngineError>(), Some(EngineError::LlmNotConfigured)) => Ok(engine),
+            Err(err) => Err(err),
+        }
+    }
+
     pub fn scope(&self, user: &str, agent: Option<&str>, session: Option<&str>) -> Result<Scope> {
         let mut scope = Scope::user(self.tenant.clone(), UserId::new(user)?);
         scope.agent = agent.map(membank_engine::core::AgentLabel::new).transpose()?;
@@ -368,7 +402,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 assistant_text,
                 occurred_at: at("at", a.at.as_deref())?,
                 metadata: Default::default(),
-                importance: None,
+                importance: a.importance,
             })?;
             if json { print_json(&wire::MemoryOut::from(&memory)) } else { println!("{}", memory.id);
             Ok(()) }
@@ -382,7 +416,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 source: a.source.parse::<Source>()?,
                 occurred_at: at("at", a.at.as_deref())?,
                 metadata: Default::default(),
-                importance: None,
+                importance: a.importance,
             })?;
             if json { print_json(&wire::MemoryOut::from(&memory)) } else { println!("{}", memory.id);
             Ok(()) }
@@ -468,6 +502,27 @@ pub fn run(cli: Cli) -> Result<()> {
                 Ok(())
             }
         }
+        Command::Maintain(a) => {
+            let engine = ctx.engine_with_llm()?;
+            let now = at("now", a.now.as_deref())?;
+            let users: Vec<String> = match &a.user {
+                Some(user) => vec![user.clone()],
+                None => engine.store().list_users(&ctx.tenant)?.into_iter().map(|u| u.user).collect(),
+            };
+            let mut reports = Vec::new();
+            for user in &users {
+                reports.push(engine.maintain(MaintainRequest { scope: ctx.scope(user, None, None)?, now, dry_run: a.dry_run })?);
+            }
+            if json {
+                if a.all_users { print_json(&wire::MaintainAllOut::from_reports(&reports)) } else { print_json(&wire::MaintainOut::from(&reports[0])) }
+            } else {
+                reports.iter().for_each(|r| print!("{}", render::maintain(r)));
+                if a.all_users {
+                    println!("{} users", reports.len());
+                }
+                Ok(())
+            }
+        }
         Command::Events(a) => {
             let engine = ctx.engine()?;
             let query = EventQuery { memory_id: a.memory.as_deref().map(str::parse).transpose()?, after_seq: a.after, limit: a.limit };
@@ -515,6 +570,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Chat(a) => crate::chat::chat(&ctx, a),
         Command::Import(a) => crate::import::run(&ctx, a),
         Command::Eval { command } => crate::eval::run(&ctx, command),
+        Command::Simulate(a) => crate::simulate::run(&ctx, a),
         Command::Serve(args) => crate::serve::serve(&ctx, args),
         Command::Mcp(args) => crate::serve::mcp(&ctx, args),
         Command::Keys { command } => crate::serve::keys(&ctx, command),

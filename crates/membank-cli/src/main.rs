@@ -18,6 +18,7 @@ mod import;
 mod progress;
 mod render;
 mod serve;
+mod simulate;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -125,8 +126,11 @@ pub enum Command {
     Unpin(commands::IdsArgs),
     /// Erase memories for good (content, vector and index removed; a tombstone event stays).
     Erase(commands::IdsArgs),
-    /// Run the forgetting curve over a user's memories.
+    /// Run the forgetting curve over a user's memories (archiving only).
     Sweep(commands::SweepArgs),
+    /// Run one maintenance cycle: importance and layers, archiving under the policy,
+    /// near-duplicate merging, and with an LLM fusion and conflict resolution.
+    Maintain(commands::MaintainArgs),
     /// Show a user's event log.
     Events(commands::EventsArgs),
     /// List users, or set a user's time zone.
@@ -153,6 +157,9 @@ pub enum Command {
         #[command(subcommand)]
         command: eval::EvalCommand,
     },
+    /// Replay a benchmark day by day into a throw-away store under a forgetting policy and
+    /// compare storage and quality with no forgetting and fifo/lru at equal storage.
+    Simulate(simulate::SimulateArgs),
     /// Run the REST API (OpenAPI at /openapi.json), MCP at /mcp, health and metrics.
     Serve(serve::ServeArgs),
     /// Serve the MCP tools over stdio for one user (for MCP hosts such as Claude Desktop).

@@ -27,7 +27,7 @@ pub fn recall(r: &RecallResponse) -> String {
 
 pub fn memory(m: &Memory, retention: f64) -> String {
     let mut out = format!(
-        "id:           {}\nuser:         {}\nkind:         {} (source: {})\nstatus:       {}\nday:          {}\noccurred_at:  {}\nrecorded_at:  {}\nstrength:     {}  recalls: {}  last recall: {}\nretention:    {:.4}{}\n",
+        "id:           {}\nuser:         {}\nkind:         {} (source: {})\nstatus:       {}\nday:          {}\noccurred_at:  {}\nrecorded_at:  {}\nstrength:     {}  recalls: {}  last recall: {}\nretention:    {:.4}{}\nimportance:   {:.2} (base {:.2}, {})  layer: {}  FadeMem age: {:.1} days\n",
         m.id,
         m.scope.user,
         m.kind,
@@ -41,6 +41,11 @@ pub fn memory(m: &Memory, retention: f64) -> String {
         m.forgetting.last_recalled_at.to_rfc3339(),
         retention,
         if m.forgetting.pinned { "  (pinned)" } else { "" },
+        m.forgetting.importance,
+        m.forgetting.base_importance,
+        m.metadata.get("importance_source").map(String::as_str).unwrap_or("default"),
+        m.forgetting.layer,
+        m.forgetting.fade_age,
     );
     match (&m.user_text, &m.assistant_text) {
         (Some(user), assistant) => {
@@ -58,7 +63,19 @@ pub fn list(l: &ListResponse) -> String {
     let mut out = String::new();
     for (m, retention) in &l.memories {
         let pin = if m.forgetting.pinned { " pinned" } else { "" };
-        out.push_str(&format!("{} [{}] {:<8} {:<8} S {:<4} R {:.2}{}  {}\n", m.id, m.day, m.kind, m.status, m.forgetting.strength.get(), retention, pin, content(m)));
+        out.push_str(&format!(
+            "{} [{}] {:<8} {:<8} S {:<4} R {:.2} I {:.2} {:<5}{}  {}\n",
+            m.id,
+            m.day,
+            m.kind,
+            m.status,
+            m.forgetting.strength.get(),
+            retention,
+            m.forgetting.importance,
+            m.forgetting.layer,
+            pin,
+            content(m)
+        ));
     }
     out.push_str(&format!("({} active, {} archived, {} superseded, {} erased)\n", l.counts.active, l.counts.archived, l.counts.superseded, l.counts.erased));
     out
@@ -75,6 +92,37 @@ pub fn sweep(r: &SweepReport) -> String {
     );
     for a in &r.archived {
         out.push_str(&format!("  {}  t {:.2}  S {}  R {:.4}\n", a.id, a.elapsed_units, a.strength, a.retention));
+    }
+    out
+}
+
+pub fn maintain(r: &membank_engine::MaintainReport) -> String {
+    let mut out = format!(
+        "{}{} ({}): examined {}, promoted {}, demoted {}, archived {}, merged {}, fused {}, conflicts {}, importance rated {}, deferred by the per-pass cap {}\n",
+        if r.dry_run { "dry run: " } else { "" },
+        r.user,
+        r.policy.as_str(),
+        r.examined,
+        r.promoted,
+        r.demoted,
+        r.archived.len(),
+        r.merged.len(),
+        r.fused.len(),
+        r.conflicts,
+        r.rated,
+        r.deferred
+    );
+    for a in &r.archived {
+        out.push_str(&format!("  archived {}  t {:.2}  S {}  R {:.4}\n", a.id, a.elapsed_units, a.strength, a.retention));
+    }
+    for m in &r.merged {
+        out.push_str(&format!("  merged   {} into {}  cosine {:.3}  overlap {:.2}\n", m.old, m.by, m.similarity, m.overlap));
+    }
+    for id in &r.fused {
+        out.push_str(&format!("  fused    {id}\n"));
+    }
+    for s in &r.skipped {
+        out.push_str(&format!("  skipped: {s}\n"));
     }
     out
 }

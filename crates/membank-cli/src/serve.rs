@@ -10,7 +10,7 @@ use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
 use membank_engine::core::{SystemClock, UserId};
 use membank_engine::Engine;
-use membank_server::{AppState, AuthMode, Limits, RateLimit, ServerConfig};
+use membank_server::{AppState, AuthMode, Limits, MaintenanceConfig, RateLimit, ServerConfig};
 use membank_store::{ApiKeyStore, SqliteStore};
 use serde_json::json;
 
@@ -44,6 +44,10 @@ pub struct ServeArgs {
     /// Most items per batch request.
     #[arg(long, env = "MEMBANK_MAX_BATCH", default_value_t = 100)]
     pub max_batch: usize,
+    /// Run no maintenance in the background (overrides `[maintenance] enabled`);
+    /// `POST /v1/users/{user}/maintain` still works.
+    #[arg(long)]
+    pub no_maintenance: bool,
 }
 
 /// `mcp`.
@@ -90,6 +94,34 @@ fn limits(args: &ServeArgs) -> Result<Limits> {
     })
 }
 
+/// `[maintenance]` as the server takes it; `--no-maintenance` wins over the file. The poll
+/// period stays the server's default (at most the interval).
+fn maintenance(ctx: &Context, args: &ServeArgs) -> MaintenanceConfig {
+    let m = ctx.maintenance;
+    MaintenanceConfig { enabled: m.enabled && !args.no_maintenance, interval: m.interval, every_turns: m.every_turns, per_pass: m.per_pass, ..MaintenanceConfig::default() }
+}
+
+/// The start-up line about background maintenance.
+fn describe_maintenance(m: &MaintenanceConfig) -> String {
+    if !m.enabled {
+        return "background maintenance is off (POST /v1/users/{user}/maintain runs a cycle on demand)".into();
+    }
+    let turns = m.every_turns.map(|n| format!("; after {n} new turns")).unwrap_or_default();
+    format!("maintenance runs in the background for each user due (every {}{turns}; at most {} users per pass)", human_duration(m.interval), m.per_pass)
+}
+
+/// `86400s` → `1d`, `5400s` → `90m`: the largest unit that divides the duration.
+fn human_duration(d: std::time::Duration) -> String {
+    let secs = d.as_secs();
+    match secs {
+        0 => format!("{}ms", d.as_millis()),
+        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s % 3_600 == 0 => format!("{}h", s / 3_600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }
@@ -103,6 +135,7 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
     let mut config = ServerConfig::new(ctx.tenant.clone(), auth);
     config.limits = limits(&args)?;
     config.rate_limit = RateLimit { per_second: args.rate_limit.max(0.0), burst: args.rate_burst.max(1.0) };
+    config.maintenance = maintenance(ctx, &args);
     let embedder = Arc::new(LazyEmbedder::new(ctx.embedder.clone()));
     let mut engine = Engine::new(store.clone(), embedder.clone(), Arc::new(SystemClock), ctx.engine_config.clone())?;
     // Chat and summarize need an LLM; without one the server still serves memory and
@@ -128,6 +161,7 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
             eprintln!("membank: {keys} API key(s) active; every /v1 and /mcp request needs Authorization: Bearer KEY");
         }
         eprintln!("membank: listening on http://{local} (REST /v1, MCP /mcp, OpenAPI /openapi.json, metrics /metrics)");
+        eprintln!("membank: {}", describe_maintenance(&state.config().maintenance));
         let warm = state.clone();
         tokio::task::spawn_blocking(move || match membank_embed::Embedder::embed(embedder.as_ref(), &["warm up"]) {
             Ok(_) => warm.set_ready(true),
@@ -196,3 +230,18 @@ pub fn keys(ctx: &Context, command: KeysCommand) -> Result<()> {
     Ok(())
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_start_line_says_whether_and_how_often_maintenance_runs() {
+        let on = MaintenanceConfig { every_turns: Some(50), ..MaintenanceConfig::default() };
+        assert_eq!(describe_maintenance(&on), "maintenance runs in the background for each user due (every 1d; after 50 new turns; at most 100 users per pass)");
+        let hourly = MaintenanceConfig { interval: std::time::Duration::from_secs(5400), ..MaintenanceConfig::default() };
+        assert!(describe_maintenance(&hourly).contains("(every 90m;"));
+        let off = MaintenanceConfig { enabled: false, ..MaintenanceConfig::default() };
+        assert!(describe_maintenance(&off).starts_with("background maintenance is off"));
+    }
+}

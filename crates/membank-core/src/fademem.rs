@@ -11,12 +11,18 @@
 //! Importance moves a memory between two **layers** with hysteresis: up to the long-term
 //! layer at `I ≥ θ_promote`, back to the short-term layer only at `I < θ_demote`.
 //!
-//! Its **strength** decays as `v(t) = v0·exp(-λ·Δt^β)`, `Δt` in days since the last
-//! access and `λ = λ_base·exp(-μ·I)·k`, where `k` is the memory's own decay factor (1, or
-//! more for the loser of a conflict, less for a fused memory). `β < 1` in the long-term
-//! layer (sub-linear: slow) and `β > 1` in the short-term layer. A recall reinforces it with
-//! diminishing returns, `v0 ← v + Δv·(1 − v)·exp(−n/N)` with `n` the recent accesses, and
-//! restarts its clock. Below `ε` a memory is archived.
+//! Its **strength** decays as `v(t) = v0·exp(-λ·Δt^β)` with `v0 = 1`, `λ = λ_base·exp(-μ·I)·k`,
+//! where `k` is the memory's own decay factor (1, or more for the loser of a conflict, less
+//! for a fused memory), `β < 1` in the long-term layer (sub-linear: slow) and `β > 1` in the
+//! short-term layer. `Δt` is the memory's **effective age** in days: the days since its last
+//! access plus the age it kept through that access (`fade_age`, 0 for a new memory). A
+//! recall reinforces it with diminishing returns, `v ← v + Δv·(1 − v)·exp(−n/N)` with `n` the
+//! recent accesses, restarts the access clock, and sets the kept age to the age at which the
+//! curve has the reinforced value: the memory goes on along the same curve from a younger
+//! point. (The literal reading — restart at `Δt = 0` with `v0 = v` — makes a recall *hurt*
+//! in the long-term layer, because `β < 1` decays fastest right after `Δt = 0`; a property
+//! test found that, and this form can never shorten survival, whatever `β`.) Below `ε` a
+//! memory is archived.
 //!
 //! **Published defaults.** λ_base = 0.1, β = 0.8 (long) and 1.2 (short), θ_promote = 0.7,
 //! θ_demote = 0.3 and the fusion similarity 0.75 are FadeMem's. The half-life at `I = 0`
@@ -79,7 +85,9 @@ pub struct FadeMemParams {
     /// (their texts must also say the same thing). Default 0.95.
     pub duplicate_similarity: f64,
     /// Word overlap (Jaccard over lowercase terms) at or above which two near-duplicate
-    /// candidates say the same thing. Default 0.6.
+    /// candidates say the same thing. Default 0.8: in a five-word sentence one changed word
+    /// ("I live in Paris" / "… Berlin") already falls below it, so a changed fact is a
+    /// conflict candidate, never a duplicate.
     pub duplicate_overlap: f64,
     /// Cosine above which memories cluster for fusion (FadeMem: 0.75).
     pub fusion_similarity: f64,
@@ -115,7 +123,7 @@ impl Default for FadeMemParams {
             reinforcement: 0.5,
             reinforcement_saturation: 5.0,
             duplicate_similarity: 0.95,
-            duplicate_overlap: 0.6,
+            duplicate_overlap: 0.8,
             fusion_similarity: 0.75,
             fusion_window_days: 7.0,
             consolidation_threshold: 0.35,
@@ -138,7 +146,7 @@ pub struct ImportanceInputs {
 /// The numbers behind one memory's FadeMem strength now.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Decay {
-    /// Days since the last access.
+    /// The effective age in days: the age kept at the last access plus the days since.
     pub elapsed_days: f64,
     /// The decay rate λ in force.
     pub lambda: f64,
@@ -247,14 +255,23 @@ impl FadeMemParams {
         self.lambda_base * (-self.importance_modulation * clip01(importance)).exp() * factor
     }
 
-    /// `v(t) = v0·exp(-λ·Δt^β)` with the memory's stored importance and layer.
+    /// `v = exp(-λ·Δt^β)` at the memory's effective age, with its stored importance and layer.
     pub fn decay(&self, state: &ForgettingState, now: Timestamp) -> Decay {
-        let elapsed_days = days_between(state.last_recalled_at, now);
+        let elapsed_days = kept_age(state) + days_between(state.last_recalled_at, now);
         let lambda = self.lambda(state.importance, state.decay_factor);
         let beta = self.beta(state.layer);
-        let v0 = clip01(state.fade_value);
-        let strength = if state.pinned { 1.0 } else { clip01(v0 * (-lambda * elapsed_days.powf(beta)).exp()) };
+        let strength = if state.pinned { 1.0 } else { clip01((-lambda * elapsed_days.powf(beta)).exp()) };
         Decay { elapsed_days, lambda, beta, strength }
+    }
+
+    /// The effective age at which the curve of this importance, decay factor and layer has
+    /// strength `v` (0 for `v ≥ 1`).
+    pub fn age_at(&self, state: &ForgettingState, v: f64) -> f64 {
+        if v >= 1.0 || v.is_nan() {
+            return 0.0;
+        }
+        let lambda = self.lambda(state.importance, state.decay_factor);
+        ((1.0 / v.max(f64::MIN_POSITIVE)).ln() / lambda).powf(1.0 / self.beta(state.layer))
     }
 
     /// Days from the last access until `v` falls below ε, if never recalled again (infinite
@@ -263,28 +280,31 @@ impl FadeMemParams {
         if state.pinned {
             return f64::INFINITY;
         }
-        let v0 = clip01(state.fade_value);
-        if v0 < self.epsilon {
-            return 0.0;
-        }
-        let lambda = self.lambda(state.importance, state.decay_factor);
-        ((v0 / self.epsilon).ln() / lambda).powf(1.0 / self.beta(state.layer))
+        (self.age_at(state, self.epsilon) - kept_age(state)).max(0.0)
     }
 
-    /// The state after an access (a strengthening recall) at `now`: `v0` reinforced with
-    /// diminishing returns, `f` one higher, the clock restarted. A recall dated before the
-    /// last one never moves the clock backwards.
+    /// The state after an access (a strengthening recall) at `now`: `v` reinforced with
+    /// diminishing returns and the kept age set to where the curve has that value, `f` one
+    /// higher, the access clock restarted. A recall dated before the last one never moves
+    /// the clock backwards.
     pub fn reinforce(&self, state: &ForgettingState, now: Timestamp) -> ForgettingState {
-        let current = self.decay(state, now).strength;
+        let decay = self.decay(state, now);
+        let current = decay.strength;
         let recent = self.frequency_now(state, now);
         let gain = self.reinforcement * (1.0 - current) * (-recent / self.reinforcement_saturation).exp();
+        let reinforced = clip01(current + gain).max(current);
         ForgettingState {
-            fade_value: clip01(current + gain).max(current),
+            fade_age: self.age_at(state, reinforced).min(decay.elapsed_days),
             access_frequency: recent + 1.0,
             last_recalled_at: state.last_recalled_at.max(now),
             ..*state
         }
     }
+}
+
+/// The effective age a memory kept through its last access, in days (never negative).
+fn kept_age(state: &ForgettingState) -> f64 {
+    if state.fade_age.is_finite() { state.fade_age.max(0.0) } else { 0.0 }
 }
 
 /// Days from `from` to `to`; 0 when `to` is not later.

@@ -1,7 +1,7 @@
 //! Forgetting and strengthening, MemoryBank policy (DESIGN §4.1).
 //!
 //! Retention is `R(t, S) = exp(-t / S)`, with `t` the time since the last recall in
-//! configurable units (default one day) and `S` the strength. Recall sets `S += 1` and
+//! configurable units (default three days; see [`DEFAULT_UNIT_DAYS`]) and `S` the strength. Recall sets `S += 1` and
 //! `last_recalled_at = now`. The reference implementation computed `exp(-t / 5*S)`, which
 //! parses as `exp(-t·S/5)` and makes recalled memories die *faster*; the property tests
 //! below pin the direction so that can never come back.
@@ -87,6 +87,17 @@ pub enum DecisionMode {
     Rank,
 }
 
+/// The default unit of `t`, in days: 3, not the paper's 1.
+///
+/// With θ = 0.05 a memory is archived once `t > ln(20)·S ≈ 3·S` units. With a one-day unit
+/// a new memory (S = 1) is gone after three days unrecalled, so a memory a person comes back
+/// to every week can never be saved by recalling it: it is archived before the first
+/// recall. With three days it lives ln(20)·3 ≈ 9 days unrecalled, a weekly recall
+/// reaches it in time, and each recall adds three more days of survival (S += 1). The
+/// curve itself is the paper's, unchanged; `[forgetting] unit_seconds = 86400` restores
+/// the one-day unit.
+pub const DEFAULT_UNIT_DAYS: i64 = 3;
+
 /// Which forgetting policy a deployment runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PolicyKind {
@@ -125,7 +136,7 @@ pub struct ForgettingPolicy {
     /// FadeMem's parameters (used when `kind` is FadeMem; a recall updates FadeMem's
     /// numbers under either policy).
     pub fademem: FadeMemParams,
-    /// The unit of `t` (default one day).
+    /// The unit of `t` (default three days, [`DEFAULT_UNIT_DAYS`]).
     pub unit: Duration,
     /// How a sweep decides.
     pub mode: DecisionMode,
@@ -140,7 +151,7 @@ impl Default for ForgettingPolicy {
         Self {
             kind: PolicyKind::MemoryBank,
             fademem: FadeMemParams::default(),
-            unit: Duration::days(1),
+            unit: Duration::days(DEFAULT_UNIT_DAYS),
             mode: DecisionMode::Threshold { theta: 0.05 },
             recall_mode: RecallMode::Retrieved,
             max_archive_fraction: 1.0,
@@ -179,9 +190,9 @@ pub enum ArchiveReason {
 pub struct Assessment {
     /// The memory.
     pub id: MemoryId,
-    /// Elapsed time since the last recall, in policy units (days under FadeMem).
+    /// Elapsed time since the last recall, in policy units (FadeMem: the effective age in days).
     pub elapsed_units: f64,
-    /// Strength S (MemoryBank) or `v0` at the last access (FadeMem).
+    /// Strength S (MemoryBank); FadeMem's `v0`, which is 1.
     pub strength: f64,
     /// Retention R, or FadeMem's `v(t)` (1.0 for pinned memories).
     pub retention: f64,
@@ -244,7 +255,7 @@ impl ForgettingPolicy {
             strength: state.strength.strengthened(),
             recall_count: state.recall_count.saturating_add(1),
             last_recalled_at: state.last_recalled_at.max(now),
-            fade_value: faded.fade_value,
+            fade_age: faded.fade_age,
             access_frequency: faded.access_frequency,
             ..*state
         }
@@ -256,7 +267,7 @@ impl ForgettingPolicy {
             let decay = self.fademem.decay(state, now);
             let archive = (!state.pinned && decay.strength < self.fademem.epsilon)
                 .then_some(ArchiveReason::Faded { epsilon: self.fademem.epsilon, lambda: decay.lambda, beta: decay.beta });
-            return Assessment { id, elapsed_units: decay.elapsed_days, strength: state.fade_value, retention: decay.strength, archive };
+            return Assessment { id, elapsed_units: decay.elapsed_days, strength: 1.0, retention: decay.strength, archive };
         }
         let elapsed_units = self.elapsed_units(state, now);
         let retention = self.retention_of(state, now);
@@ -281,8 +292,7 @@ impl ForgettingPolicy {
         let mut data = match assessment.archive {
             Some(ArchiveReason::Faded { .. }) => json!({
                 "policy": "fademem",
-                "t_days": assessment.elapsed_units,
-                "v0": assessment.strength,
+                "age_days": assessment.elapsed_units,
                 "v": assessment.retention,
             }),
             _ => json!({
@@ -361,11 +371,15 @@ mod tests {
         assert!((retention(1.0, Strength::INITIAL) - (-1.0f64).exp()).abs() < 1e-12);
         // S = 5, t = 1: e^-0.2 ≈ 0.819. The reference code's exp(-t/5*S) gives e^-1 ≈ 0.368.
         assert!((retention(1.0, Strength::new(5.0).unwrap()) - 0.8187307530779818).abs() < 1e-12);
-        // Default threshold 0.05: a fresh memory goes after ln(20) ≈ 3.0 days.
-        let policy = ForgettingPolicy::default();
+        // Default threshold 0.05: a fresh memory goes after ln(20) ≈ 3.0 units: 3 days with
+        // a one-day unit, 9 days with the default three-day unit.
+        let daily = ForgettingPolicy { unit: Duration::days(1), ..ForgettingPolicy::default() };
         let id = MemoryId::generate(t0());
-        assert!(policy.assess(id, &state(1.0, t0()), t0() + Duration::hours(71)).archive.is_none());
-        assert!(policy.assess(id, &state(1.0, t0()), t0() + Duration::hours(73)).archive.is_some());
+        assert!(daily.assess(id, &state(1.0, t0()), t0() + Duration::hours(71)).archive.is_none());
+        assert!(daily.assess(id, &state(1.0, t0()), t0() + Duration::hours(73)).archive.is_some());
+        let policy = ForgettingPolicy::default();
+        assert!(policy.assess(id, &state(1.0, t0()), t0() + Duration::hours(3 * 71)).archive.is_none());
+        assert!(policy.assess(id, &state(1.0, t0()), t0() + Duration::hours(3 * 73)).archive.is_some());
     }
 
     #[test]
@@ -391,7 +405,7 @@ mod tests {
 
     #[test]
     fn stochastic_draws_are_reproducible() {
-        let policy = ForgettingPolicy { mode: DecisionMode::Stochastic { seed: 7 }, ..Default::default() };
+        let policy = ForgettingPolicy { mode: DecisionMode::Stochastic { seed: 7 }, unit: Duration::days(1), ..Default::default() };
         let id = MemoryId::generate(t0());
         let s = state(1.0, t0());
         let now = t0() + Duration::days(1);

@@ -132,8 +132,9 @@ pub struct ForgettingState {
     pub layer: Layer,
     /// FadeMem importance in [0, 1], as of the last maintenance cycle.
     pub importance: f64,
-    /// FadeMem: the strength `v0` at the last access, in [0, 1] (starts at 1).
-    pub fade_value: f64,
+    /// FadeMem: the effective age in days the memory kept through its last access (0 for a
+    /// new memory; a recall makes it younger). Its strength is `exp(-λ·(age + days since)^β)`.
+    pub fade_age: f64,
     /// FadeMem: the recall count, decayed with time, as of the last access.
     pub access_frequency: f64,
     /// Importance at ingestion, in [0, 1]: given by the caller, rated by an LLM, or estimated.
@@ -153,7 +154,7 @@ impl ForgettingState {
             pinned: false,
             layer: Layer::Short,
             importance: 0.5,
-            fade_value: 1.0,
+            fade_age: 0.0,
             access_frequency: 0.0,
             base_importance: 0.5,
             decay_factor: 1.0,

@@ -257,7 +257,7 @@ impl Engine {
             }
             let survivor = *members.iter().max_by_key(|&&i| (items[i].memory.occurred_at, items[i].memory.recorded_at, items[i].memory.id)).unwrap_or(&members[0]);
             let mut absorbed = Vec::new();
-            let (mut recalls, mut frequency, mut importance, mut base, mut strongest) = (0u32, 0.0f64, items[survivor].state.importance, items[survivor].state.base_importance, 0.0f64);
+            let (mut recalls, mut frequency, mut importance, mut base) = (0u32, 0.0f64, items[survivor].state.importance, items[survivor].state.base_importance);
             for &i in &members {
                 if i == survivor || items[i].state.pinned {
                     continue;
@@ -271,7 +271,6 @@ impl Engine {
                 frequency += params.frequency_now(&items[i].state, now);
                 importance = importance.max(items[i].state.importance);
                 base = base.max(items[i].state.base_importance);
-                strongest = strongest.max(policy.fademem.decay(&items[i].state, now).strength);
                 let rule = json!({ "rule": "near_duplicate", "similarity": similarity, "overlap": overlap, "thresholds": { "similarity": params.duplicate_similarity, "overlap": params.duplicate_overlap } });
                 supersede.push(Supersession { old: items[i].memory.id, by: Replacement::Existing(items[survivor].memory.id), data: rule });
                 report.merged.push(Merge { old: items[i].memory.id, by: items[survivor].memory.id, similarity, overlap });
@@ -286,7 +285,6 @@ impl Engine {
             update.importance = importance;
             update.add_recalls = recalls;
             update.add_frequency = frequency;
-            update.min_fade_value = Some(strongest);
             if base > item.state.base_importance {
                 update.base_importance = Some((base, item.memory.metadata.get(IMPORTANCE_SOURCE).cloned().unwrap_or_else(|| "merge".into())));
             }
@@ -538,7 +536,10 @@ fn combined_state(sources: &[&Item], policy: &membank_core::ForgettingPolicy, no
     state.base_importance = sources.iter().map(|i| i.state.base_importance).fold(0.0, f64::max);
     // A fused memory starts at its strongest source's strength (S under MemoryBank, v under
     // FadeMem), and its clock starts at the fusion: it is a new memory of what they said.
-    state.fade_value = sources.iter().map(|i| policy.fademem.decay(&i.state, now).strength).fold(0.0, f64::max);
+    state.fade_age = sources.iter().map(|i| policy.fademem.decay(&i.state, now).elapsed_days).fold(f64::INFINITY, f64::min);
+    if !state.fade_age.is_finite() {
+        state.fade_age = 0.0;
+    }
     state.last_recalled_at = now;
     state
 }

@@ -15,6 +15,7 @@ pub mod locomo;
 pub mod longmemeval;
 pub mod memorybank;
 pub mod metrics;
+pub mod simulate;
 
 pub use cache::CachingEmbedder;
 pub use error::EvalError;

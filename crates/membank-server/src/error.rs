@@ -145,10 +145,10 @@ impl From<membank_store::StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = (self.status(), axum::Json(self.body())).into_response();
-        if let ApiError::RateLimited { retry_after_secs } = self {
-            if let Ok(value) = axum::http::HeaderValue::from_str(&retry_after_secs.to_string()) {
-                response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
-            }
+        if let ApiError::RateLimited { retry_after_secs } = self
+            && let Ok(value) = axum::http::HeaderValue::from_str(&retry_after_secs.to_string())
+        {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
         }
         response
     }

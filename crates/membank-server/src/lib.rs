@@ -7,10 +7,12 @@
 //! engine is synchronous; every engine call here runs on Tokio's blocking pool.
 //!
 //! Entry points: [`rest::router`] (a function of [`AppState`], testable without a
-//! socket), [`serve::serve`] (a listener and a shutdown signal), [`mcp::serve_stdio`].
+//! socket), [`serve::serve`] (a listener and a shutdown signal; it also runs background
+//! maintenance, [`maintenance`]), [`mcp::serve_stdio`].
 
 pub mod error;
 pub mod keys;
+pub mod maintenance;
 pub mod mcp;
 pub mod metrics;
 pub mod ratelimit;
@@ -21,6 +23,7 @@ pub mod wire;
 
 pub use error::ApiError;
 pub use keys::Principal;
+pub use maintenance::MaintenanceConfig;
 pub use ratelimit::RateLimit;
 pub use rest::{openapi, router};
 pub use serve::{ServeError, check_bind, serve};

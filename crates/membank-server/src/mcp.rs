@@ -43,6 +43,9 @@ pub struct RememberArgs {
     /// Who said it: "user" (the person said it, default) or "assistant" or "agent" (your own inference).
     #[serde(default)]
     pub source: Option<String>,
+    /// How much it matters, from 0 (trivia) to 1 (never to be lost, e.g. an allergy). Omit to let membank estimate it from the text; important memories fade more slowly.
+    #[serde(default)]
+    pub importance: Option<f64>,
 }
 
 /// Arguments of `recall`.
@@ -219,7 +222,11 @@ impl MemoryTools {
             Ok(s) => s,
             Err(e) => return fail(e.to_string()),
         };
-        let request = RememberNote { scope, text: args.text, source, occurred_at, metadata: Default::default(), importance: None };
+        let importance = match args.importance.map(membank_engine::validate_importance).transpose() {
+            Ok(i) => i,
+            Err(e) => return fail(e.to_string()),
+        };
+        let request = RememberNote { scope, text: args.text, source, occurred_at, metadata: Default::default(), importance };
         match self.run(move |e| e.remember_note(request)).await? {
             Ok(memory) => Ok(CallToolResult::success(vec![ContentBlock::text(format!("Remembered on {}: {} (id {})", memory.day, memory.content.as_deref().unwrap_or(""), memory.id))])),
             Err(err) => engine_failure(err),

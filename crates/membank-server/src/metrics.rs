@@ -1,6 +1,9 @@
 //! Prometheus metrics, kept in process and rendered in the text exposition format at
 //! `/metrics`: requests and latency histograms per route, and domain counters (memories
-//! stored, recalls, memories strengthened, sweeps, memories archived).
+//! stored, recalls, memories strengthened, sweeps, memories archived) and maintenance
+//! counters (cycles, failures, and what cycles archived, merged, fused and decided), with
+//! the engine-clock time of the last cycle. Labels come from fixed sets only (route
+//! templates, methods, statuses), never from user ids.
 //!
 //! Hand-written rather than a metrics crate: a few counters and one histogram family do
 //! not justify a registry dependency, and the format is small and stable.
@@ -8,8 +11,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
+
+use membank_engine::MaintainReport;
+use membank_engine::core::Timestamp;
 
 /// Latency bucket bounds in seconds.
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
@@ -38,6 +44,20 @@ pub struct Metrics {
     pub archived: AtomicU64,
     /// MCP tool calls.
     pub mcp_tool_calls: AtomicU64,
+    /// Maintenance cycles applied, in the background or on request (dry runs are not cycles).
+    pub maintenance_cycles: AtomicU64,
+    /// Maintenance cycles that failed.
+    pub maintenance_failures: AtomicU64,
+    /// Memories archived by maintenance cycles.
+    pub maintenance_archived: AtomicU64,
+    /// Near-duplicates merged by maintenance cycles.
+    pub maintenance_merged: AtomicU64,
+    /// Fused memories made by maintenance cycles.
+    pub maintenance_fused: AtomicU64,
+    /// Conflicts decided by maintenance cycles.
+    pub maintenance_conflicts: AtomicU64,
+    /// When the last cycle ended, in Unix milliseconds by the engine's clock (0: never).
+    maintenance_last_cycle_millis: AtomicI64,
 }
 
 impl Metrics {
@@ -59,6 +79,22 @@ impl Metrics {
     /// Adds to a counter.
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Records one applied maintenance cycle that ended at `finished_at` (engine clock).
+    pub fn maintenance_cycle(&self, report: &MaintainReport, finished_at: Timestamp) {
+        Self::add(&self.maintenance_cycles, 1);
+        Self::add(&self.maintenance_archived, report.archived.len() as u64);
+        Self::add(&self.maintenance_merged, report.merged.len() as u64);
+        Self::add(&self.maintenance_fused, report.fused.len() as u64);
+        Self::add(&self.maintenance_conflicts, report.conflicts as u64);
+        // `fetch_max`: with cycles ending on several threads, the gauge never goes back.
+        self.maintenance_last_cycle_millis.fetch_max(finished_at.timestamp_millis(), Ordering::Relaxed);
+    }
+
+    /// Records one failed maintenance cycle.
+    pub fn maintenance_failed(&self) {
+        Self::add(&self.maintenance_failures, 1);
     }
 
     /// The text exposition format.
@@ -87,9 +123,18 @@ impl Metrics {
             ("membank_sweeps_total", "Forgetting sweeps run (dry runs included).", &self.sweeps),
             ("membank_memories_archived_total", "Memories archived by sweeps and forget requests.", &self.archived),
             ("membank_mcp_tool_calls_total", "MCP tool calls.", &self.mcp_tool_calls),
+            ("membank_maintenance_cycles_total", "Maintenance cycles applied, in the background or on request (dry runs excluded).", &self.maintenance_cycles),
+            ("membank_maintenance_failures_total", "Maintenance cycles that failed.", &self.maintenance_failures),
+            ("membank_maintenance_archived_total", "Memories archived by maintenance cycles.", &self.maintenance_archived),
+            ("membank_maintenance_merged_total", "Near-duplicate memories merged by maintenance cycles.", &self.maintenance_merged),
+            ("membank_maintenance_fused_total", "Fused memories made by maintenance cycles.", &self.maintenance_fused),
+            ("membank_maintenance_conflicts_total", "Conflicts decided by maintenance cycles.", &self.maintenance_conflicts),
         ] {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", counter.load(Ordering::Relaxed));
         }
+        let name = "membank_maintenance_last_cycle_timestamp_seconds";
+        let seconds = self.maintenance_last_cycle_millis.load(Ordering::Relaxed) as f64 / 1000.0;
+        let _ = writeln!(out, "# HELP {name} When the last maintenance cycle ended, by the engine's clock, in Unix seconds (0: none yet).\n# TYPE {name} gauge\n{name} {seconds}");
         out
     }
 }
@@ -114,5 +159,15 @@ mod tests {
         assert!(text.contains("le=\"0.05\"} 2"));
         assert!(text.contains("le=\"+Inf\"} 2"));
         assert!(text.contains("membank_recalls_total 2"));
+        assert!(text.contains("membank_maintenance_cycles_total 0"));
+        assert!(text.contains("# TYPE membank_maintenance_last_cycle_timestamp_seconds gauge\nmembank_maintenance_last_cycle_timestamp_seconds 0\n"));
+    }
+
+    #[test]
+    fn the_last_cycle_gauge_never_goes_back() {
+        let m = Metrics::default();
+        m.maintenance_last_cycle_millis.fetch_max(1_700_000_000_500, Ordering::Relaxed);
+        m.maintenance_last_cycle_millis.fetch_max(1_600_000_000_000, Ordering::Relaxed);
+        assert!(m.render().contains("membank_maintenance_last_cycle_timestamp_seconds 1700000000.5\n"));
     }
 }

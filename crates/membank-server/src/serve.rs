@@ -1,10 +1,15 @@
 //! Running the HTTP server: `serve(listener, state, shutdown)` serves until `shutdown`
 //! resolves, then stops accepting, lets in-flight requests finish, and returns, after
-//! which the caller drops the state and with it the database connections. Binding rules
-//! live here too: without keys only loopback addresses may be bound.
+//! which the caller drops the state and with it the database connections. With
+//! maintenance enabled it also runs the background scheduler ([`crate::maintenance`]),
+//! which the same shutdown stops: `serve` returns only once the scheduler has exited, so
+//! no cycle outlives it. Binding rules live here too: without keys only loopback addresses
+//! may be bound.
 
 use std::future::Future;
 use std::net::SocketAddr;
+
+use tokio_util::sync::CancellationToken;
 
 use crate::state::AppState;
 
@@ -26,10 +31,28 @@ pub fn check_bind(addr: SocketAddr, keys_exist: bool) -> Result<(), ServeError> 
 }
 
 /// Serves the router over `listener` until `shutdown` completes, then drains in-flight
-/// requests (graceful shutdown).
+/// requests (graceful shutdown). Background maintenance, when enabled, runs alongside and
+/// stops on the same signal: the cycle in progress finishes, no further user is visited.
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
+    // One token for both: the signal cancels it, and so does a server that fails, so the
+    // scheduler never runs on without the server.
+    let stop = CancellationToken::new();
+    let scheduler = crate::maintenance::spawn(state.clone(), stop.clone());
     let app = crate::rest::router(state);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    let signalled = stop.clone();
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            signalled.cancel();
+        })
+        .await;
+    stop.cancel();
+    if let Some(scheduler) = scheduler
+        && let Err(err) = scheduler.await
+    {
+        tracing::error!(error = %err, "the maintenance scheduler failed");
+    }
+    served?;
     Ok(())
 }
 

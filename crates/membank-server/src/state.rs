@@ -1,5 +1,5 @@
 //! The server's state and configuration: the engine, the key store, limits, the rate
-//! limiter and metrics. The router is a function of this state, so tests build one with
+//! limiter, metrics and the background maintenance settings. The router is a function of this state, so tests build one with
 //! a temporary database and a test embedder and call it without a socket.
 
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use membank_engine::Engine;
 use membank_store::SqliteStore;
 
 use crate::error::ApiError;
+use crate::maintenance::MaintenanceConfig;
 use crate::metrics::Metrics;
 use crate::ratelimit::{RateLimit, RateLimiter};
 
@@ -56,12 +57,14 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Per-key request rate.
     pub rate_limit: RateLimit,
+    /// Background maintenance (started by [`crate::serve::serve`] when enabled).
+    pub maintenance: MaintenanceConfig,
 }
 
 impl ServerConfig {
-    /// Defaults for `tenant` and `auth`.
+    /// Defaults for `tenant` and `auth` (background maintenance on, once a day per user).
     pub fn new(tenant: TenantId, auth: AuthMode) -> Self {
-        Self { tenant, auth, limits: Limits::default(), rate_limit: RateLimit::default() }
+        Self { tenant, auth, limits: Limits::default(), rate_limit: RateLimit::default(), maintenance: MaintenanceConfig::default() }
     }
 }
 

@@ -53,8 +53,9 @@ pub struct MemoryOut {
     pub importance: f64,
     /// Importance at ingestion in [0, 1]; `metadata.importance_source` says who set it.
     pub base_importance: f64,
-    /// FadeMem: strength `v0` at the last access.
-    pub fade_value: f64,
+    /// FadeMem: the effective age in days kept through the last access (strength is
+    /// `exp(-λ·(fade_age + days since last_recalled_at)^β)`).
+    pub fade_age: f64,
     /// FadeMem: recall count decayed with time, as of the last access.
     pub access_frequency: f64,
     /// The user it belongs to.
@@ -93,7 +94,7 @@ impl From<&Memory> for MemoryOut {
             layer: m.forgetting.layer.as_str(),
             importance: m.forgetting.importance,
             base_importance: m.forgetting.base_importance,
-            fade_value: m.forgetting.fade_value,
+            fade_age: m.forgetting.fade_age,
             access_frequency: m.forgetting.access_frequency,
             user: m.scope.user.to_string(),
             agent: m.scope.agent.as_ref().map(ToString::to_string),
@@ -207,9 +208,9 @@ impl From<&ListResponse> for ListOut {
 pub struct ArchivedOut {
     /// The memory.
     pub id: String,
-    /// Time since last recall, in policy units (days under FadeMem).
+    /// Time since last recall, in policy units (FadeMem: the effective age in days).
     pub t: f64,
-    /// Strength S (FadeMem: `v0` at the last access).
+    /// Strength S (FadeMem: `v0`, which is 1).
     #[serde(rename = "S")]
     pub strength: f64,
     /// Retention R (FadeMem: `v` now).

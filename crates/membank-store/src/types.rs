@@ -173,8 +173,6 @@ pub struct StateUpdate {
     pub add_recalls: u32,
     /// Decayed frequency to add (likewise).
     pub add_frequency: f64,
-    /// A FadeMem strength it keeps at least (a merge survivor keeps the strongest's).
-    pub min_fade_value: Option<f64>,
     /// A new decay-rate factor (the loser of a conflict decays faster).
     pub decay_factor: Option<f64>,
     /// Events to log with it (layer moves, merges, conflict decisions).
@@ -184,7 +182,7 @@ pub struct StateUpdate {
 impl StateUpdate {
     /// An update that sets importance and layer and nothing else.
     pub fn new(id: MemoryId, importance: f64, layer: membank_core::Layer) -> Self {
-        Self { id, importance, layer, base_importance: None, add_recalls: 0, add_frequency: 0.0, min_fade_value: None, decay_factor: None, events: Vec::new() }
+        Self { id, importance, layer, base_importance: None, add_recalls: 0, add_frequency: 0.0, decay_factor: None, events: Vec::new() }
     }
 }
 

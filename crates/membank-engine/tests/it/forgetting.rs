@@ -7,7 +7,12 @@ use membank_engine::core::{EventKind, Status};
 use membank_engine::{EngineConfig, EngineError, RecallRequest, SweepRequest};
 use membank_store::{EventQuery, Store};
 
-use crate::{scope, world, world_with};
+use crate::{scope, world_with};
+
+/// These tests pin the curve's arithmetic in days: a one-day unit (the default is three).
+fn world() -> crate::World {
+    world_with(EngineConfig { forgetting: ForgettingPolicy { unit: Duration::days(1), ..ForgettingPolicy::default() }, ..EngineConfig::default() })
+}
 
 fn sweep(w: &crate::World, dry_run: bool) -> membank_engine::SweepReport {
     w.engine.sweep(SweepRequest { scope: scope("ana"), now: None, dry_run, max_archive_fraction: None }).unwrap()

@@ -9,6 +9,7 @@ mod import;
 mod input;
 mod isolation;
 mod llm_world;
+mod maintain;
 mod recall;
 mod summarize;
 

@@ -17,6 +17,8 @@ use membank_eval::memorybank::{Lang, MemoryBankRun};
 use membank_eval::{CachingEmbedder, locomo, longmemeval, memorybank};
 use membank_store::SqliteStore;
 
+mod simulate;
+
 struct Fixture {
     engine: Engine,
     dir: tempfile::TempDir,

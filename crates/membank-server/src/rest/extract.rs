@@ -46,6 +46,33 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
     }
 }
 
+/// A JSON body that may be left out: no body (or an empty one) is `T::default()`; any
+/// other body must be a JSON object, answered in errors exactly like [`JsonBody`].
+#[derive(Debug)]
+pub struct OptionalJsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        // Buffered first (within the body limit) to see whether there is a body at all;
+        // `Content-Length` alone would miss a chunked empty body.
+        let (parts, body) = req.into_parts();
+        let bytes = match axum::body::Bytes::from_request(Request::from_parts(parts.clone(), body), state).await {
+            Ok(bytes) => bytes,
+            Err(rejection) if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
+                return Err(ApiError::PayloadTooLarge("the request body is larger than this server accepts".into()));
+            }
+            Err(rejection) => return Err(ApiError::BadRequest(rejection.body_text())),
+        };
+        if bytes.is_empty() {
+            return Ok(OptionalJsonBody(T::default()));
+        }
+        let JsonBody(value) = JsonBody::from_request(Request::from_parts(parts, axum::body::Body::from(bytes)), state).await?;
+        Ok(OptionalJsonBody(value))
+    }
+}
+
 /// Path parameters.
 #[derive(Debug)]
 pub struct ApiPath<T>(pub T);
@@ -112,10 +139,10 @@ impl Caller {
     /// The scope of `user` (from a path), refused when the key is bound to another user.
     pub fn scope(&self, user: &str) -> Result<Scope, ApiError> {
         let user = UserId::new(user).map_err(|e| ApiError::Invalid(e.to_string()))?;
-        if let Some(bound) = &self.principal.user {
-            if *bound != user {
-                return Err(ApiError::Forbidden("this key may only act for its own user".into()));
-            }
+        if let Some(bound) = &self.principal.user
+            && *bound != user
+        {
+            return Err(ApiError::Forbidden("this key may only act for its own user".into()));
         }
         Ok(Scope::user(self.tenant.clone(), user))
     }

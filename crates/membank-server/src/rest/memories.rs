@@ -10,15 +10,16 @@ use axum::Json;
 use chrono::NaiveDate;
 use membank_engine::core::time::parse_instant;
 use membank_engine::core::{InvalidInput, Kind, MemoryId, Scope, Source, Status, Timestamp};
-use membank_engine::{EditRequest, Engine, ListRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest};
+use membank_engine::{EditRequest, Engine, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest};
 use membank_store::{EventQuery, ListQuery};
 
-use super::extract::{ApiPath, ApiQuery, Caller, JsonBody};
+use super::extract::{ApiPath, ApiQuery, Caller, JsonBody, OptionalJsonBody};
 use super::types::*;
 use crate::error::{ApiError, ErrorResponses};
+use crate::maintenance::{CycleError, Trigger};
 use crate::metrics::Metrics;
 use crate::state::AppState;
-use crate::wire::{EventOut, ListOut, MemoryOut, MemoryWithRetention, RecallOut, SweepOut};
+use crate::wire::{EventOut, ListOut, MaintainOut, MemoryOut, MemoryWithRetention, RecallOut, SweepOut};
 
 fn invalid(err: InvalidInput) -> ApiError {
     ApiError::Invalid(err.to_string())
@@ -54,6 +55,12 @@ pub(super) fn check_text(state: &AppState, field: &str, text: &str) -> Result<()
     Ok(())
 }
 
+/// An explicit base importance, checked here too so a batch is refused before any of it
+/// is stored.
+fn importance(value: Option<f64>) -> Result<Option<f64>, ApiError> {
+    value.map(membank_engine::validate_importance).transpose().map_err(invalid)
+}
+
 fn turn_request(state: &AppState, caller: &Caller, user: &str, turn: TurnIn) -> Result<RememberTurn, ApiError> {
     check_text(state, "user_text", &turn.user_text)?;
     if let Some(reply) = &turn.assistant_text {
@@ -65,7 +72,7 @@ fn turn_request(state: &AppState, caller: &Caller, user: &str, turn: TurnIn) -> 
         assistant_text: turn.assistant_text,
         occurred_at: instant("occurred_at", turn.occurred_at.as_deref())?,
         metadata: checked_metadata(turn.metadata)?,
-        importance: None,
+        importance: importance(turn.importance)?,
     })
 }
 
@@ -127,7 +134,7 @@ pub async fn remember_note(State(state): State<AppState>, caller: Caller, ApiPat
         source: note.source.as_deref().unwrap_or("agent").parse::<Source>().map_err(invalid)?,
         occurred_at: instant("occurred_at", note.occurred_at.as_deref())?,
         metadata: checked_metadata(note.metadata)?,
-        importance: None,
+        importance: importance(note.importance)?,
     };
     let memory = state.run(move |engine| Ok(engine.remember_note(request)?)).await?;
     Metrics::add(&state.metrics().memories_created, 1);
@@ -313,6 +320,25 @@ pub async fn sweep(State(state): State<AppState>, caller: Caller, ApiPath(user):
         Metrics::add(&state.metrics().archived, report.archived.len() as u64);
     }
     Ok(Json((&report).into()))
+}
+
+/// Run one maintenance cycle over this user now: importance and layers, archiving under
+/// the configured forgetting policy, near-duplicate merging and, with an LLM, fusion and
+/// conflicts. Archives and supersedes, never deletes; every change is an event.
+#[utoipa::path(post, path = "/v1/users/{user}/maintain", tag = "forgetting",
+    params(UserPath),
+    request_body = Option<MaintainIn>,
+    responses((status = 200, description = "What the cycle examined and did (or would do, on a dry run)", body = MaintainOut), ErrorResponses))]
+pub async fn maintain(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, OptionalJsonBody(body): OptionalJsonBody<MaintainIn>) -> Result<Json<MaintainOut>, ApiError> {
+    let request = MaintainRequest { scope: caller.scope(&user)?, now: instant("now", body.now.as_deref())?, dry_run: body.dry_run.unwrap_or(false) };
+    match crate::maintenance::run_cycle(&state, request, Trigger::Request).await {
+        Ok(report) => Ok(Json((&report).into())),
+        Err(CycleError::Engine(err)) => Err(err.into()),
+        Err(CycleError::Task(err)) => {
+            tracing::error!(error = %err, "engine task failed");
+            Err(ApiError::Internal)
+        }
+    }
 }
 
 /// The user's event log (content-free), oldest first.

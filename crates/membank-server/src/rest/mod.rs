@@ -63,6 +63,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(memories::restore))
         .routes(routes!(memories::used))
         .routes(routes!(memories::sweep))
+        .routes(routes!(memories::maintain))
         .routes(routes!(memories::events))
         .routes(routes!(memories::export))
         .routes(routes!(memories::users))

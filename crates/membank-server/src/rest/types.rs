@@ -34,6 +34,11 @@ pub struct TurnIn {
     /// Free-form string metadata.
     #[serde(default)]
     pub metadata: Option<BTreeMap<String, String>>,
+    /// How much it matters, in [0, 1]: the base importance FadeMem's forgetting starts from
+    /// (`metadata.importance_source` becomes `explicit`). Default: estimated from the text.
+    #[serde(default)]
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub importance: Option<f64>,
 }
 
 /// `POST /v1/users/{user}/turns/batch`: several exchanges, stored in order.
@@ -78,6 +83,11 @@ pub struct NoteIn {
     /// Free-form string metadata.
     #[serde(default)]
     pub metadata: Option<BTreeMap<String, String>>,
+    /// How much it matters, in [0, 1]: the base importance FadeMem's forgetting starts from
+    /// (`metadata.importance_source` becomes `explicit`). Default: estimated from the text.
+    #[serde(default)]
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub importance: Option<f64>,
 }
 
 /// `POST /v1/users/{user}/recall`.
@@ -159,6 +169,20 @@ pub struct SweepIn {
     #[serde(default)]
     #[schema(minimum = 0.0, maximum = 1.0)]
     pub max_archive_fraction: Option<f64>,
+}
+
+/// `POST /v1/users/{user}/maintain`: one maintenance cycle now. The body is optional;
+/// none (or an empty one) means a real cycle at the server's time.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MaintainIn {
+    /// The cycle's time (RFC 3339; default now).
+    #[serde(default)]
+    #[schema(format = DateTime)]
+    pub now: Option<String>,
+    /// Plan and report only: change nothing and make no LLM calls.
+    #[serde(default)]
+    pub dry_run: Option<bool>,
 }
 
 /// `POST /v1/users/{user}/memories/used`: confirm memories were used (the `used` recall mode).

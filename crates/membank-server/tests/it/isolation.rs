@@ -26,9 +26,9 @@ async fn random_operations_never_cross_users_or_tenants() {
     let mut owned: HashMap<(usize, usize), HashSet<String>> = HashMap::new();
     let mut owner_of: HashMap<String, (usize, usize)> = HashMap::new();
     let mut mcp: HashMap<(usize, usize), McpSession> = HashMap::new();
-    for t in 0..TENANTS.len() {
-        for u in 0..USERS.len() {
-            mcp.insert((t, u), McpSession::open(&app, Some(&keys[t]), Some(USERS[u])).await);
+    for (t, key) in keys.iter().enumerate() {
+        for (u, user) in USERS.iter().enumerate() {
+            mcp.insert((t, u), McpSession::open(&app, Some(key), Some(user)).await);
         }
     }
     let words = ["cat", "tea", "paris", "guitar", "birthday", "rain", "garden", "chess"];

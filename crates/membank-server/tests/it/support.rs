@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
 use membank_embed::HashEmbedder;
-use membank_engine::core::{SystemClock, TenantId};
+use membank_engine::core::{Clock, SystemClock, TenantId};
 use membank_engine::Engine;
 use membank_server::{AppState, AuthMode, RateLimit, ServerConfig};
 use membank_store::SqliteStore;
@@ -25,12 +25,17 @@ impl TestServer {
     }
 
     pub fn with(auth: AuthMode, adjust: impl FnOnce(&mut ServerConfig)) -> Self {
+        Self::with_clock(auth, Arc::new(SystemClock), adjust)
+    }
+
+    /// A server whose engine reads `clock` (a `ManualClock` in tests that move time).
+    pub fn with_clock(auth: AuthMode, clock: Arc<dyn Clock>, adjust: impl FnOnce(&mut ServerConfig)) -> Self {
         // On tmpfs when there is one: these tests are about behaviour, not durability,
         // and a per-commit fsync on a shared disk would make them slow for nothing.
         let shm = std::path::Path::new("/dev/shm");
         let dir = if shm.is_dir() { tempfile::tempdir_in(shm).unwrap() } else { tempfile::tempdir().unwrap() };
         let store = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
-        let engine = Arc::new(Engine::new(store.clone(), Arc::new(HashEmbedder::new(64)), Arc::new(SystemClock), Default::default()).unwrap());
+        let engine = Arc::new(Engine::new(store.clone(), Arc::new(HashEmbedder::new(64)), clock, Default::default()).unwrap());
         let mut config = ServerConfig::new(TenantId::new("default").unwrap(), auth);
         config.rate_limit = RateLimit { per_second: 0.0, burst: 1.0 };
         adjust(&mut config);
@@ -143,12 +148,11 @@ impl McpSession {
             return v;
         }
         for line in text.lines() {
-            if let Some(data) = line.strip_prefix("data:") {
-                if let Ok(v) = serde_json::from_str::<Value>(data.trim()) {
-                    if v["id"] == id {
-                        return v;
-                    }
-                }
+            if let Some(data) = line.strip_prefix("data:")
+                && let Ok(v) = serde_json::from_str::<Value>(data.trim())
+                && v["id"] == id
+            {
+                return v;
             }
         }
         panic!("no response to {method} in {text:?}");

@@ -158,7 +158,7 @@ pub(super) fn apply(store: &SqliteStore, scope: &Scope, plan: MaintenancePlan) -
                    base_importance = COALESCE(:base, base_importance),
                    metadata = CASE WHEN :source IS NULL THEN metadata ELSE json_set(metadata, '$.importance_source', :source) END,
                    recall_count = recall_count + :recalls, access_frequency = access_frequency + :frequency,
-                   fade_value = max(fade_value, COALESCE(:min_fade, 0.0)), decay_factor = COALESCE(:decay, decay_factor)
+                   decay_factor = COALESCE(:decay, decay_factor)
                  WHERE seq = :seq",
             )?
             .execute(named_params! {
@@ -168,7 +168,6 @@ pub(super) fn apply(store: &SqliteStore, scope: &Scope, plan: MaintenancePlan) -
                 ":source": source,
                 ":recalls": update.add_recalls,
                 ":frequency": if update.add_frequency.is_finite() { update.add_frequency.max(0.0) } else { 0.0 },
-                ":min_fade": update.min_fade_value.filter(|v| v.is_finite()).map(|v| v.clamp(0.0, 1.0)),
                 ":decay": update.decay_factor.filter(|v| v.is_finite() && *v > 0.0),
                 ":seq": seq,
             })?;

@@ -50,7 +50,7 @@ impl std::fmt::Debug for SqliteStore {
 
 const MEMORY_COLUMNS: &str = "m.seq, m.id, u.tenant, u.user_key, m.agent, m.session, m.kind, m.source, m.content, m.user_text, \
     m.assistant_text, m.occurred_at, m.recorded_at, m.day, m.strength, m.recall_count, m.last_recalled_at, m.pinned, m.layer, \
-    m.importance, m.status, m.superseded_by, m.derived_from, m.metadata, m.fade_value, m.access_frequency, m.base_importance, m.decay_factor";
+    m.importance, m.status, m.superseded_by, m.derived_from, m.metadata, m.fade_age, m.access_frequency, m.base_importance, m.decay_factor";
 
 impl SqliteStore {
     /// Opens (creating if absent) the database at `path` and brings its schema up to date.
@@ -190,7 +190,7 @@ fn row_to_memory(row: &Row<'_>) -> rusqlite::Result<Memory> {
             pinned: row.get(17)?,
             layer: text(18)?.parse().map_err(corrupt("layer"))?,
             importance: row.get(19)?,
-            fade_value: row.get(24)?,
+            fade_age: row.get(24)?,
             access_frequency: row.get(25)?,
             base_importance: row.get(26)?,
             decay_factor: row.get(27)?,
@@ -566,7 +566,7 @@ impl Store for SqliteStore {
             let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(None) };
             let sql = format!(
                 "SELECT m.seq, m.id, m.strength, m.recall_count, m.last_recalled_at, m.pinned, m.layer, m.importance,
-                        m.fade_value, m.access_frequency, m.base_importance, m.decay_factor FROM memories m
+                        m.fade_age, m.access_frequency, m.base_importance, m.decay_factor FROM memories m
                  WHERE m.user_row = :user AND m.status = 'active' {LABEL_FILTER}"
             );
             let mut stmt = conn.prepare_cached(&sql)?;
@@ -581,7 +581,7 @@ impl Store for SqliteStore {
                         pinned: row.get(5)?,
                         layer: row.get::<_, String>(6)?.parse().map_err(corrupt("layer"))?,
                         importance: row.get(7)?,
-                        fade_value: row.get(8)?,
+                        fade_age: row.get(8)?,
                         access_frequency: row.get(9)?,
                         base_importance: row.get(10)?,
                         decay_factor: row.get(11)?,
@@ -701,7 +701,7 @@ fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), St
     tx.prepare_cached(
         "INSERT INTO memories (id, user_row, agent, session, kind, source, content, user_text, assistant_text, occurred_at, recorded_at, day,
           strength, recall_count, last_recalled_at, pinned, layer, importance, status, superseded_by, derived_from, metadata,
-          fade_value, access_frequency, base_importance, decay_factor)
+          fade_age, access_frequency, base_importance, decay_factor)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
     )?
     .execute(params![
@@ -727,7 +727,7 @@ fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), St
         memory.superseded_by.map(|id| id.to_string()),
         serde_json::to_string(&derived).map_err(|e| StoreError::Corrupt(e.to_string()))?,
         serde_json::to_string(&memory.metadata).map_err(|e| StoreError::Corrupt(e.to_string()))?,
-        finite01(memory.forgetting.fade_value, 1.0),
+        finite_or(memory.forgetting.fade_age, 0.0).max(0.0),
         finite_or(memory.forgetting.access_frequency, 0.0).max(0.0),
         finite01(memory.forgetting.base_importance, 0.5),
         finite_or(memory.forgetting.decay_factor, 1.0).max(f64::MIN_POSITIVE),
@@ -758,7 +758,7 @@ fn strengthen_all(tx: &Transaction<'_>, user: i64, ids: &[MemoryId], query_id: O
     for id in ids {
         let row = tx
             .prepare_cached(
-                "SELECT seq, strength, recall_count, last_recalled_at, pinned, layer, importance, fade_value, access_frequency, base_importance, decay_factor
+                "SELECT seq, strength, recall_count, last_recalled_at, pinned, layer, importance, fade_age, access_frequency, base_importance, decay_factor
                  FROM memories WHERE id = ?1 AND user_row = ?2 AND status = 'active'",
             )?
             .query_row(params![id.to_string(), user], |row| {
@@ -771,7 +771,7 @@ fn strengthen_all(tx: &Transaction<'_>, user: i64, ids: &[MemoryId], query_id: O
                         pinned: row.get(4)?,
                         layer: row.get::<_, String>(5)?.parse().map_err(corrupt("layer"))?,
                         importance: row.get(6)?,
-                        fade_value: row.get(7)?,
+                        fade_age: row.get(7)?,
                         access_frequency: row.get(8)?,
                         base_importance: row.get(9)?,
                         decay_factor: row.get(10)?,
@@ -784,15 +784,15 @@ fn strengthen_all(tx: &Transaction<'_>, user: i64, ids: &[MemoryId], query_id: O
         let after: f64 = tx
             .prepare_cached(
                 "UPDATE memories SET strength = strength + 1.0, recall_count = recall_count + 1, last_recalled_at = max(last_recalled_at, ?1),
-                 fade_value = ?2, access_frequency = ?3 WHERE seq = ?4 RETURNING strength",
+                 fade_age = ?2, access_frequency = ?3 WHERE seq = ?4 RETURNING strength",
             )?
-            .query_row(params![millis(now), after_state.fade_value, after_state.access_frequency, seq], |row| row.get(0))?;
+            .query_row(params![millis(now), after_state.fade_age, after_state.access_frequency, seq], |row| row.get(0))?;
         let data = json!({
             "query_id": query_id,
             "strength_before": after - 1.0,
             "strength_after": after,
             "v_before": policy.fademem.decay(&before, now).strength,
-            "v0_after": after_state.fade_value,
+            "v_after": policy.fademem.decay(&after_state, now).strength,
             "frequency_after": after_state.access_frequency,
         });
         append_event(tx, user, &NewEvent::about(*id, EventKind::Strengthened, now, data))?;

@@ -108,13 +108,13 @@ const MIGRATIONS: &[&str] = &[
     -- The lexical index's freshness check: the newest row of a user in one seek.
     CREATE INDEX memories_by_user_seq ON memories (user_row, seq);
     "#,
-    // v4: FadeMem (DESIGN §4.2) and maintenance. A memory's FadeMem strength at its last
-    // access, its time-decayed recall frequency, its importance at ingestion and its own
+    // v4: FadeMem (DESIGN §4.2) and maintenance. A memory's FadeMem effective age kept
+    // through its last access, its time-decayed recall frequency, its importance at ingestion and its own
     // decay-rate factor; each user's last maintenance cycle (time, and the newest memory it
     // covered, so "N new turns since" is one index range); the user's recent recall
     // queries, bounded per user, which FadeMem's relevance is measured against.
     r#"
-    ALTER TABLE memories ADD COLUMN fade_value REAL NOT NULL DEFAULT 1.0;
+    ALTER TABLE memories ADD COLUMN fade_age REAL NOT NULL DEFAULT 0.0;
     ALTER TABLE memories ADD COLUMN access_frequency REAL NOT NULL DEFAULT 0.0;
     ALTER TABLE memories ADD COLUMN base_importance REAL NOT NULL DEFAULT 0.5;
     ALTER TABLE memories ADD COLUMN decay_factor REAL NOT NULL DEFAULT 1.0;
