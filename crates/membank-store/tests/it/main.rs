@@ -4,6 +4,7 @@
 
 #![allow(missing_docs)]
 
+mod maintenance;
 mod migrations;
 mod model;
 mod search;

@@ -56,3 +56,40 @@ fn schema_v1_opens_upgrades_and_reads() {
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["created", "created", "pinned", "archived", "recalled", "strengthened"]);
 }
+
+/// `fixtures/schema-v3.db` was written by the v3 release's CLI with the real model: alice
+/// has a turn (recalled once, S = 2) and a pinned note; bob's note was archived by a sweep.
+/// Upgrading to v4 adds FadeMem's columns with their neutral defaults and the maintenance
+/// schedule, and changes no memory.
+#[test]
+fn schema_v3_opens_upgrades_and_reads() {
+    let (_dir, store) = open_copy("schema-v3.db");
+    assert_eq!(store.schema_version().unwrap(), CURRENT_VERSION);
+    assert!(store.integrity_check().unwrap().is_empty());
+    let all = ListQuery { statuses: Status::ALL.to_vec(), oldest_first: true, ..Default::default() };
+    let alice = store.list(&scope("alice"), &all).unwrap();
+    assert_eq!(alice.len(), 2);
+    let cat = &alice[0];
+    assert_eq!(cat.id, "01a23036-a26b-7bc7-843e-0077210d6089".parse::<MemoryId>().unwrap());
+    assert_eq!(cat.user_text.as_deref(), Some("I adopted a grey cat named Miso"));
+    assert_eq!(cat.forgetting.strength.get(), 2.0);
+    assert_eq!(cat.forgetting.recall_count, 1);
+    // FadeMem's numbers start neutral: a kept age of 0, no decayed recalls yet (v3 did not
+    // track them), base importance 0.5, decay factor 1, short-term layer.
+    assert_eq!(cat.forgetting.fade_age, 0.0);
+    assert_eq!(cat.forgetting.access_frequency, 0.0);
+    assert_eq!(cat.forgetting.base_importance, 0.5);
+    assert_eq!(cat.forgetting.importance, 0.5);
+    assert_eq!(cat.forgetting.decay_factor, 1.0);
+    assert_eq!(cat.forgetting.layer, membank_core::Layer::Short);
+    assert!(alice[1].forgetting.pinned);
+    let bob = store.list(&scope("bob"), &all).unwrap();
+    assert_eq!(bob[0].status, Status::Archived);
+    // Never maintained; nothing counted as new before the upgrade is lost from the schedule.
+    let state = store.maintenance_state(&scope("alice")).unwrap();
+    assert_eq!(state.maintained_at, None);
+    assert_eq!(state.new_turns, 1);
+    assert!(store.recent_queries(&scope("alice"), 10).unwrap().is_empty());
+    let model = EmbeddingModel { id: "sentence-transformers/all-MiniLM-L6-v2".into(), dim: 384 };
+    assert_eq!(store.vectors(&scope("alice"), &[cat.id]).unwrap()[0].1.len(), model.dim);
+}
