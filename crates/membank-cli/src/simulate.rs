@@ -206,9 +206,14 @@ fn print_table(report: &SimulateReport, plot: Option<&Path>) {
     if let Some(note) = &report.questions.note {
         println!("quality: {note}");
     } else {
-        let metric_names: Vec<&String> = report.quality.no_forgetting.keys().collect();
-        let mut columns: Vec<&String> = metric_names.iter().copied().filter(|m| !m.starts_with("all@")).collect();
-        columns.extend(metric_names.iter().copied().filter(|m| m.starts_with("all@")));
+        // hit@k, then all@k, then recall@k, each by k, then mrr (not in text order: @10 before @3).
+        let mut columns: Vec<&String> = report.quality.no_forgetting.keys().collect();
+        let order = |name: &str| {
+            let (family, k) = name.split_once('@').unwrap_or((name, ""));
+            let rank = ["hit", "all", "recall"].iter().position(|f| *f == family).unwrap_or(3);
+            (rank, k.parse::<usize>().unwrap_or(0))
+        };
+        columns.sort_by_key(|c| order(c));
         println!("quality over {} questions (main metric {}):", report.questions.scored, report.questions.main_metric);
         print!("{:<15} {:>7}", "", "active");
         columns.iter().for_each(|c| print!(" {c:>10}"));

@@ -1038,6 +1038,7 @@ fn locomo_plans(data: &Path, samples: Option<&[usize]>) -> Result<Vec<UserPlan>,
 /// file, creating its folder.
 pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
     use plotters::prelude::*;
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
 
     let mut svg = String::new();
     let draw_error = |e: &dyn std::fmt::Display| EvalError::data(path.display(), format!("cannot draw the plot: {e}"));
@@ -1055,9 +1056,17 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d(0f64..days as f64, 0f64..top)
+            .build_cartesian_2d(1f64..(days as f64).max(2.0), 0f64..top)
             .map_err(|e| draw_error(&e))?;
-        chart.configure_mesh().x_desc("day").y_desc("memories").draw().map_err(|e| draw_error(&e))?;
+        chart
+            .configure_mesh()
+            .light_line_style(RGBColor(245, 245, 245))
+            .x_desc("day (1 = first conversation day)")
+            .y_desc("memories")
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .draw()
+            .map_err(|e| draw_error(&e))?;
         if report.parameters.gap_days > 0 && report.gap_from_day < days {
             let shade = RGBColor(225, 225, 225);
             chart
@@ -1080,7 +1089,7 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
         chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.85)).border_style(BLACK).draw().map_err(|e| draw_error(&e))?;
 
         let metric = &report.questions.main_metric;
-        let names = ["forgetting", "no forgetting", "fifo", "lru"];
+        let names = [report.policy, "no forgetting", "fifo", "lru"];
         let maps = [&report.quality.forgetting, &report.quality.no_forgetting, &report.quality.fifo, &report.quality.lru];
         let values: Vec<Option<f64>> = maps.iter().map(|m| m.get(metric).copied()).collect();
         let caption = match &report.questions.note {
@@ -1096,6 +1105,7 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
             .map_err(|e| draw_error(&e))?;
         bars.configure_mesh()
             .disable_x_mesh()
+            .light_line_style(RGBColor(245, 245, 245))
             .y_desc(metric.as_str())
             .x_label_formatter(&|v| match v {
                 SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => names.get(*i).map_or_else(String::new, |n| n.to_string()),
@@ -1114,7 +1124,8 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
         .map_err(|e| draw_error(&e))?;
         bars.draw_series(values.iter().enumerate().map(|(i, v)| {
             let label = v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
-            Text::new(label, (SegmentValue::CenterOf(i), v.unwrap_or(0.0) + 0.03), ("sans-serif", 14).into_font())
+            let style = TextStyle::from(("sans-serif", 14).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
+            Text::new(label, (SegmentValue::CenterOf(i), v.unwrap_or(0.0) + 0.01), style)
         }))
         .map_err(|e| draw_error(&e))?;
         root.present().map_err(|e| draw_error(&e))?;

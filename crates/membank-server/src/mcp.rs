@@ -45,6 +45,7 @@ pub struct RememberArgs {
     pub source: Option<String>,
     /// How much it matters, from 0 (trivia) to 1 (never to be lost, e.g. an allergy). Omit to let membank estimate it from the text; important memories fade more slowly.
     #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub importance: Option<f64>,
 }
 

@@ -3,7 +3,7 @@
 
 use crate::{Bank, write};
 
-/// Sweeps one 2-day-old memory (S = 1, R = e^-2 ≈ 0.135) under the given threshold
+/// Sweeps one 6-day-old memory (two units of three days: S = 1, R = e^-2 ≈ 0.135) under the given threshold
 /// settings and says whether it was archived.
 fn archived_with(bank: &Bank, file_threshold: Option<f64>, env_threshold: Option<&str>, flag_threshold: Option<&str>) -> bool {
     let config = bank.path("config.toml");
@@ -16,7 +16,7 @@ fn archived_with(bank: &Bank, file_threshold: Option<f64>, env_threshold: Option
     if let Some(theta) = env_threshold {
         command.env("MEMBANK_THRESHOLD", theta);
     }
-    command.args(["sweep", "--user", "u", "--dry-run", "--now", "2024-01-03T00:00:00Z"]);
+    command.args(["sweep", "--user", "u", "--dry-run", "--now", "2024-01-07T00:00:00Z"]);
     if let Some(theta) = flag_threshold {
         command.args(["--threshold", theta]);
     }

@@ -12,6 +12,7 @@ mod config;
 mod chat;
 mod durability;
 mod import;
+mod maintain;
 mod round_trip;
 mod serve;
 

@@ -51,12 +51,12 @@ fn lifecycle_commands_and_sweep_report() {
     bank.ok(&["pin", "--user", "u1", &keep]);
 
     // Dry run first: reports, changes nothing.
-    let dry = bank.json(&["sweep", "--user", "u1", "--now", "2024-01-10T00:00:00Z", "--dry-run"]);
+    let dry = bank.json(&["sweep", "--user", "u1", "--now", "2024-01-28T00:00:00Z", "--dry-run"]);
     assert_eq!(dry["dry_run"], true);
     assert_eq!(dry["archived"].as_array().unwrap().len(), 2);
     assert_eq!(bank.json(&["list", "--user", "u1"])["counts"]["active"], 3);
 
-    let report = bank.json(&["sweep", "--user", "u1", "--now", "2024-01-10T00:00:00Z"]);
+    let report = bank.json(&["sweep", "--user", "u1", "--now", "2024-01-28T00:00:00Z"]);
     assert_eq!(report["examined"], 3);
     let archived = report["archived"].as_array().unwrap();
     let ids: Vec<&str> = archived.iter().map(|a| a["id"].as_str().unwrap()).collect();
@@ -64,7 +64,8 @@ fn lifecycle_commands_and_sweep_report() {
     let pasta = archived.iter().find(|a| a["id"] == old.as_str()).unwrap();
     assert_eq!(pasta["S"], 1.0);
     let t = pasta["t"].as_f64().unwrap();
-    assert!((t - (9.0 - 0.5)).abs() < 1e-6, "t = {t}");
+    // 26.5 days in the default unit of three days.
+    assert!((t - (27.0 - 0.5) / 3.0).abs() < 1e-6, "t = {t}");
     assert!((pasta["R"].as_f64().unwrap() - (-t).exp()).abs() < 1e-9);
 
     // Archived memories are listed with --status archived, and can be restored.

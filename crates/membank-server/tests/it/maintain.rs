@@ -383,6 +383,10 @@ async fn mcp_remember_takes_an_importance_in_range_only() {
     let server = TestServer::new(AuthMode::LoopbackOpen);
     let app = server.router();
     let mut session = McpSession::open(&app, None, Some("alice")).await;
+    let tools = session.rpc("tools/list", json!({})).await;
+    let remember = tools["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "remember").unwrap().clone();
+    let importance = &remember["inputSchema"]["properties"]["importance"];
+    assert_eq!((importance["minimum"].as_f64(), importance["maximum"].as_f64()), (Some(0.0), Some(1.0)), "the model sees the range: {importance}");
     for bad in [json!(2), json!(-0.5), json!("high")] {
         let (is_error, text) = session.tool("remember", json!({ "text": "Alice's passport expires in June", "importance": bad })).await;
         assert!(is_error, "importance {bad} is refused: {text}");
