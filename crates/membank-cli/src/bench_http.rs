@@ -75,6 +75,8 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<()> {
 
     let engine = Arc::new(Engine::new(store.clone(), embedder.clone(), Arc::new(SystemClock), ctx.engine_config.clone())?);
     let mut config = ServerConfig::new(TenantId::default_tenant(), AuthMode::LoopbackOpen);
+    // The bench measures recall, not a maintenance cycle archiving its memories mid-run.
+    config.maintenance.enabled = false;
     config.rate_limit = RateLimit { per_second: 0.0, burst: 1.0 };
     let state = AppState::new(engine, store, config);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

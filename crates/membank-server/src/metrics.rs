@@ -44,7 +44,7 @@ pub struct Metrics {
     pub archived: AtomicU64,
     /// MCP tool calls.
     pub mcp_tool_calls: AtomicU64,
-    /// Maintenance cycles applied, in the background or on request (dry runs are not cycles).
+    /// Maintenance cycles run, in the background or on request (dry runs are not cycles).
     pub maintenance_cycles: AtomicU64,
     /// Maintenance cycles that failed.
     pub maintenance_failures: AtomicU64,
@@ -81,7 +81,7 @@ impl Metrics {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Records one applied maintenance cycle that ended at `finished_at` (engine clock).
+    /// Records one maintenance cycle (not a dry run) that ended at `finished_at` (engine clock).
     pub fn maintenance_cycle(&self, report: &MaintainReport, finished_at: Timestamp) {
         Self::add(&self.maintenance_cycles, 1);
         Self::add(&self.maintenance_archived, report.archived.len() as u64);
@@ -123,7 +123,7 @@ impl Metrics {
             ("membank_sweeps_total", "Forgetting sweeps run (dry runs included).", &self.sweeps),
             ("membank_memories_archived_total", "Memories archived by sweeps and forget requests.", &self.archived),
             ("membank_mcp_tool_calls_total", "MCP tool calls.", &self.mcp_tool_calls),
-            ("membank_maintenance_cycles_total", "Maintenance cycles applied, in the background or on request (dry runs excluded).", &self.maintenance_cycles),
+            ("membank_maintenance_cycles_total", "Maintenance cycles run, in the background or on request (dry runs excluded).", &self.maintenance_cycles),
             ("membank_maintenance_failures_total", "Maintenance cycles that failed.", &self.maintenance_failures),
             ("membank_maintenance_archived_total", "Memories archived by maintenance cycles.", &self.maintenance_archived),
             ("membank_maintenance_merged_total", "Near-duplicate memories merged by maintenance cycles.", &self.maintenance_merged),
