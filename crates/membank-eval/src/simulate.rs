@@ -1068,7 +1068,8 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
             .draw()
             .map_err(|e| draw_error(&e))?;
         if report.parameters.gap_days > 0 && report.gap_from_day < days {
-            let shade = RGBColor(225, 225, 225);
+            // Translucent, so the grid drawn before it still shows through.
+            let shade = RGBColor(150, 150, 150).mix(0.25);
             chart
                 .draw_series(std::iter::once(Rectangle::new([(report.gap_from_day as f64, 0.0), (days as f64, top)], shade.filled())))
                 .map_err(|e| draw_error(&e))?
