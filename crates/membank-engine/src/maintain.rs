@@ -33,6 +33,11 @@ const MAX_CLUSTERS: usize = 5;
 const MAX_CLUSTER_SIZE: usize = 8;
 /// At most this many conflict pairs judged per cycle.
 const MAX_CONFLICTS: usize = 5;
+/// At most this many of the memories new since the last cycle (the newest) are compared
+/// with every other memory for duplicates and conflicts: each comparison walks all of the
+/// user's vectors, and a first cycle over a large import would otherwise be quadratic.
+/// The rest are not compared again (the schedule moves past them); see the README.
+const MAX_NEW_COMPARED: usize = 500;
 
 /// Run one maintenance cycle over one user.
 #[derive(Debug, Clone)]
@@ -141,6 +146,19 @@ impl Engine {
                 Item { state: memory.forgetting, memory, vector, is_new }
             })
             .collect();
+
+        let new_count = items.iter().filter(|item| item.is_new).count();
+        if new_count > MAX_NEW_COMPARED {
+            let mut skip = new_count - MAX_NEW_COMPARED;
+            for item in items.iter_mut().filter(|item| item.is_new) {
+                if skip == 0 {
+                    break;
+                }
+                item.is_new = false;
+                skip -= 1;
+            }
+            report.skipped.push(format!("duplicate and conflict checks of {} older new memories: at most {MAX_NEW_COMPARED} per cycle", new_count - MAX_NEW_COMPARED));
+        }
 
         // 1. Base importance rated by the LLM, for memories that only have the estimator's.
         let llm = self.llm.clone();
