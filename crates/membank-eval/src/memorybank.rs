@@ -110,27 +110,30 @@ pub struct MemoryBankReport {
     pub import: ImportReport,
 }
 
+/// One line of a gold file (shared with `simulate`).
 #[derive(Debug, serde::Deserialize)]
-struct GoldLine {
-    user: String,
-    qid: String,
+pub(crate) struct GoldLine {
+    pub(crate) user: String,
+    pub(crate) qid: String,
     #[serde(default)]
-    evidence: Vec<GoldTurn>,
+    pub(crate) evidence: Vec<GoldTurn>,
     #[serde(default)]
-    kind: Option<String>,
+    pub(crate) kind: Option<String>,
 }
 
+/// One evidence turn: history date and 0-based turn index.
 #[derive(Debug, serde::Deserialize)]
-struct GoldTurn {
-    date: String,
-    turn: usize,
+pub(crate) struct GoldTurn {
+    pub(crate) date: String,
+    pub(crate) turn: usize,
 }
 
-struct Question {
-    qid: String,
-    user: UserId,
-    user_key: String,
-    text: String,
+/// One probing question with the qid that names it.
+pub(crate) struct Question {
+    pub(crate) qid: String,
+    pub(crate) user: UserId,
+    pub(crate) user_key: String,
+    pub(crate) text: String,
 }
 
 /// Imports the bank (idempotently) and asks every question.
@@ -243,23 +246,29 @@ pub fn run(engine: &Engine, run: &MemoryBankRun, progress: Progress<'_>) -> Resu
 }
 
 fn read_questions(run: &MemoryBankRun, key_of: &HashMap<UserId, String>) -> Result<Vec<Question>, EvalError> {
-    let bytes = read(&run.questions)?;
-    let text = String::from_utf8(bytes).map_err(|e| EvalError::data(run.questions.display(), format!("not valid UTF-8 at byte {}", e.utf8_error().valid_up_to())))?;
+    questions(&run.bank, &run.questions, run.lang, key_of)
+}
+
+/// The probing questions of `questions` (users must be among `key_of`, the bank's users with
+/// their raw keys), each named by its qid.
+pub(crate) fn questions(bank: &std::path::Path, questions: &std::path::Path, lang: Lang, key_of: &HashMap<UserId, String>) -> Result<Vec<Question>, EvalError> {
+    let bytes = read(questions)?;
+    let text = String::from_utf8(bytes).map_err(|e| EvalError::data(questions.display(), format!("not valid UTF-8 at byte {}", e.utf8_error().valid_up_to())))?;
     let mut out = Vec::new();
     for (line_index, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let at = format!("{}:{}", run.questions.display(), line_index + 1);
+        let at = format!("{}:{}", questions.display(), line_index + 1);
         let value: serde_json::Value = serde_json::from_str(line).map_err(|e| EvalError::data(&at, format!("not valid JSON: {e}")))?;
         let object = value.as_object().ok_or_else(|| EvalError::data(&at, "expected an object {\"<user name>\": [questions…]}"))?;
         for (name, list) in object {
             let user = UserId::new(name).map_err(|e| EvalError::data(&at, format!("bad user name {name:?}: {}", e.reason)))?;
-            let user_key = key_of.get(&user).cloned().ok_or_else(|| EvalError::data(&at, format!("user {name:?} is not in {}", run.bank.display())))?;
+            let user_key = key_of.get(&user).cloned().ok_or_else(|| EvalError::data(&at, format!("user {name:?} is not in {}", bank.display())))?;
             let list = list.as_array().ok_or_else(|| EvalError::data(&at, format!("questions of {name:?} must be a list")))?;
             for (i, question) in list.iter().enumerate() {
                 let text = question.as_str().ok_or_else(|| EvalError::data(&at, format!("question {i} of {name:?} is not a string")))?;
-                let qid = match run.lang {
+                let qid = match lang {
                     Lang::En => format!("en-{}-{i}", name.split_whitespace().collect::<String>()),
                     Lang::Cn => format!("cn-{line_index}-{i}"),
                 };
@@ -270,7 +279,8 @@ fn read_questions(run: &MemoryBankRun, key_of: &HashMap<UserId, String>) -> Resu
     Ok(out)
 }
 
-fn read_gold(path: &std::path::Path) -> Result<Vec<(usize, GoldLine)>, EvalError> {
+/// The lines of a gold file, each with its 1-based line number.
+pub(crate) fn read_gold(path: &std::path::Path) -> Result<Vec<(usize, GoldLine)>, EvalError> {
     let bytes = read(path)?;
     let text = String::from_utf8(bytes).map_err(|e| EvalError::data(path.display(), format!("not valid UTF-8 at byte {}", e.utf8_error().valid_up_to())))?;
     let mut out = Vec::new();

@@ -56,7 +56,7 @@ use serde_json::json;
 
 use crate::error::read;
 use crate::locomo::normalise_evidence;
-use crate::memorybank::Lang;
+use crate::memorybank::{self as memorybank_eval, Lang};
 use crate::metrics::{Means, all_at, hit_at, reciprocal_rank};
 use crate::{CachingEmbedder, EVAL_TENANT, EvalError, Progress};
 
@@ -895,41 +895,13 @@ fn memorybank_plans(bank: &Path, questions_path: &Path, gold: Option<&Path>, lan
     }
     let Some(gold) = gold else { return Ok(plans) };
 
-    // Questions by qid, named as `membank eval memorybank` names them.
-    let text = utf8(read(questions_path)?, questions_path)?;
-    let mut by_qid: HashMap<String, (UserId, String)> = HashMap::new();
-    for (line_index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = format!("{}:{}", questions_path.display(), line_index + 1);
-        let value: serde_json::Value = serde_json::from_str(line).map_err(|e| EvalError::data(&at, format!("not valid JSON: {e}")))?;
-        let object = value.as_object().ok_or_else(|| EvalError::data(&at, "expected an object {\"<user name>\": [questions…]}"))?;
-        for (name, list) in object {
-            let user = UserId::new(name).map_err(|e| EvalError::data(&at, format!("bad user name {name:?}: {}", e.reason)))?;
-            if !raw_keys.contains_key(&user) {
-                return Err(EvalError::data(&at, format!("user {name:?} is not in {}", bank.display())));
-            }
-            let list = list.as_array().ok_or_else(|| EvalError::data(&at, format!("questions of {name:?} must be a list")))?;
-            for (i, question) in list.iter().enumerate() {
-                let text = question.as_str().ok_or_else(|| EvalError::data(&at, format!("question {i} of {name:?} is not a string")))?;
-                let qid = match lang {
-                    Lang::En => format!("en-{}-{i}", name.split_whitespace().collect::<String>()),
-                    Lang::Cn => format!("cn-{line_index}-{i}"),
-                };
-                by_qid.insert(qid, (user.clone(), text.to_string()));
-            }
-        }
-    }
+    // Questions by qid and the gold lines, read exactly as `membank eval memorybank` reads them.
+    let by_qid: HashMap<String, (UserId, String)> =
+        memorybank_eval::questions(bank, questions_path, lang, &raw_keys)?.into_iter().map(|q| (q.qid, (q.user, q.text))).collect();
     let known: HashMap<&UserId, HashSet<&str>> = plans.iter().map(|p| (&p.user, p.turns.iter().filter_map(|t| t.metadata.get(IMPORT_KEY).map(String::as_str)).collect())).collect();
     let mut asked: BTreeMap<UserId, Vec<SimQuestion>> = BTreeMap::new();
-    let text = utf8(read(gold)?, gold)?;
-    for (index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = format!("{}:{}", gold.display(), index + 1);
-        let record: GoldLine = serde_json::from_str(line).map_err(|e| EvalError::data(&at, format!("not a gold record: {e}")))?;
+    for (line, record) in memorybank_eval::read_gold(gold)? {
+        let at = format!("{}:{line}", gold.display());
         let (user, question) = by_qid.get(record.qid.as_str()).ok_or_else(|| EvalError::data(&at, format!("qid {:?} names no question in {} (is the gold file for this bank and language?)", record.qid, questions_path.display())))?;
         if record.user.trim() != user.as_str() {
             return Err(EvalError::data(&at, format!("qid {:?} belongs to user {:?}, the gold line says {:?}", record.qid, user.as_str(), record.user)));
@@ -954,26 +926,6 @@ fn memorybank_plans(bank: &Path, questions_path: &Path, gold: Option<&Path>, lan
         plan.questions = asked.remove(&plan.user).unwrap_or_default();
     }
     Ok(plans)
-}
-
-#[derive(Debug, serde::Deserialize)]
-struct GoldLine {
-    user: String,
-    qid: String,
-    #[serde(default)]
-    evidence: Vec<GoldTurn>,
-    #[serde(default)]
-    kind: Option<String>,
-}
-
-#[derive(Debug, serde::Deserialize)]
-struct GoldTurn {
-    date: String,
-    turn: usize,
-}
-
-fn utf8(bytes: Vec<u8>, path: &Path) -> Result<String, EvalError> {
-    String::from_utf8(bytes).map_err(|e| EvalError::data(path.display(), format!("not valid UTF-8 at byte {}", e.utf8_error().valid_up_to())))
 }
 
 /// LoCoMo conversations (the selected ones) with their turns and questions.
