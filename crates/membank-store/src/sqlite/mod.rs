@@ -565,8 +565,7 @@ impl Store for SqliteStore {
         let plan_in = |conn: &Connection| -> Result<Option<PlannedSweep>, StoreError> {
             let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(None) };
             let sql = format!(
-                "SELECT m.seq, m.id, m.strength, m.recall_count, m.last_recalled_at, m.pinned, m.layer, m.importance,
-                        m.fade_age, m.access_frequency, m.base_importance, m.decay_factor FROM memories m
+                "SELECT m.seq, m.id, {FORGETTING_COLUMNS} FROM memories m
                  WHERE m.user_row = :user AND m.status = 'active' {LABEL_FILTER}"
             );
             let mut stmt = conn.prepare_cached(&sql)?;
@@ -574,18 +573,7 @@ impl Store for SqliteStore {
                 rusqlite::named_params! { ":user": user, ":agent": scope.agent.as_ref().map(|a| a.as_str()), ":session": scope.session.as_ref().map(|s| s.as_str()) },
                 |row| {
                     let id: MemoryId = row.get::<_, String>(1)?.parse().map_err(corrupt("id"))?;
-                    let state = ForgettingState {
-                        strength: Strength::new(row.get(2)?).map_err(corrupt("strength"))?,
-                        recall_count: row.get(3)?,
-                        last_recalled_at: from_millis(row.get(4)?)?,
-                        pinned: row.get(5)?,
-                        layer: row.get::<_, String>(6)?.parse().map_err(corrupt("layer"))?,
-                        importance: row.get(7)?,
-                        fade_age: row.get(8)?,
-                        access_frequency: row.get(9)?,
-                        base_importance: row.get(10)?,
-                        decay_factor: row.get(11)?,
-                    };
+                    let state = forgetting_state(row, 2)?;
                     Ok((row.get::<_, i64>(0)?, id, state))
                 },
             )?;
@@ -757,26 +745,9 @@ fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), St
 fn strengthen_all(tx: &Transaction<'_>, user: i64, ids: &[MemoryId], query_id: Option<&str>, policy: &ForgettingPolicy, now: Timestamp) -> Result<(), StoreError> {
     for id in ids {
         let row = tx
-            .prepare_cached(
-                "SELECT seq, strength, recall_count, last_recalled_at, pinned, layer, importance, fade_age, access_frequency, base_importance, decay_factor
-                 FROM memories WHERE id = ?1 AND user_row = ?2 AND status = 'active'",
-            )?
+            .prepare_cached(&format!("SELECT seq, {FORGETTING_COLUMNS} FROM memories WHERE id = ?1 AND user_row = ?2 AND status = 'active'"))?
             .query_row(params![id.to_string(), user], |row| {
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    ForgettingState {
-                        strength: Strength::new(row.get(1)?).map_err(corrupt("strength"))?,
-                        recall_count: row.get(2)?,
-                        last_recalled_at: from_millis(row.get(3)?)?,
-                        pinned: row.get(4)?,
-                        layer: row.get::<_, String>(5)?.parse().map_err(corrupt("layer"))?,
-                        importance: row.get(6)?,
-                        fade_age: row.get(7)?,
-                        access_frequency: row.get(8)?,
-                        base_importance: row.get(9)?,
-                        decay_factor: row.get(10)?,
-                    },
-                ))
+                Ok((row.get::<_, i64>(0)?, forgetting_state(row, 1)?))
             })
             .optional()?;
         let Some((seq, before)) = row else { continue };
@@ -799,6 +770,25 @@ fn strengthen_all(tx: &Transaction<'_>, user: i64, ids: &[MemoryId], query_id: O
     }
     Ok(())
 }
+
+/// The ten forgetting columns `FORGETTING_COLUMNS` selected from position `first` on.
+fn forgetting_state(row: &Row<'_>, first: usize) -> rusqlite::Result<ForgettingState> {
+    Ok(ForgettingState {
+        strength: Strength::new(row.get(first)?).map_err(corrupt("strength"))?,
+        recall_count: row.get(first + 1)?,
+        last_recalled_at: from_millis(row.get(first + 2)?)?,
+        pinned: row.get(first + 3)?,
+        layer: row.get::<_, String>(first + 4)?.parse().map_err(corrupt("layer"))?,
+        importance: row.get(first + 5)?,
+        fade_age: row.get(first + 6)?,
+        access_frequency: row.get(first + 7)?,
+        base_importance: row.get(first + 8)?,
+        decay_factor: row.get(first + 9)?,
+    })
+}
+
+/// The columns [`forgetting_state`] reads, in its order.
+const FORGETTING_COLUMNS: &str = "strength, recall_count, last_recalled_at, pinned, layer, importance, fade_age, access_frequency, base_importance, decay_factor";
 
 fn finite_or(x: f64, default: f64) -> f64 {
     if x.is_finite() { x } else { default }
