@@ -536,7 +536,8 @@ impl Engine {
 /// (both policies), summed recalls and frequency, the highest importance, base importance
 /// and layer, and a clock that starts at `now`.
 fn combined_state(sources: &[&Item], policy: &membank_core::ForgettingPolicy, now: Timestamp) -> ForgettingState {
-    let mut state = ForgettingState::new(sources.iter().map(|i| i.memory.occurred_at).max().unwrap_or(now));
+    // Its clock starts at the fusion: it is a new memory of what they said.
+    let mut state = ForgettingState::new(now);
     for item in sources {
         let s = &item.state;
         if s.strength.get() > state.strength.get() {
@@ -544,21 +545,17 @@ fn combined_state(sources: &[&Item], policy: &membank_core::ForgettingPolicy, no
         }
         state.recall_count = state.recall_count.saturating_add(s.recall_count);
         state.access_frequency += policy.fademem.frequency_now(s, now);
-        state.importance = state.importance.max(s.importance);
-        state.base_importance = state.base_importance.max(s.base_importance);
         if s.layer == Layer::Long {
             state.layer = Layer::Long;
         }
     }
     state.importance = sources.iter().map(|i| i.state.importance).fold(0.0, f64::max);
     state.base_importance = sources.iter().map(|i| i.state.base_importance).fold(0.0, f64::max);
-    // A fused memory starts at its strongest source's strength (S under MemoryBank, v under
-    // FadeMem), and its clock starts at the fusion: it is a new memory of what they said.
+    // It starts at its strongest source's strength (S under MemoryBank, v under FadeMem).
     state.fade_age = sources.iter().map(|i| policy.fademem.decay(&i.state, now).elapsed_days).fold(f64::INFINITY, f64::min);
     if !state.fade_age.is_finite() {
         state.fade_age = 0.0;
     }
-    state.last_recalled_at = now;
     state
 }
 
