@@ -7,6 +7,10 @@
 //! rank first, others still follow) and a fuzzy range into a mild one; it never filters
 //! hard, because people misremember dates. Pure functions of `(query, today)`: no clock,
 //! no store.
+//!
+//! `today` may be any day chrono's calendar holds (a client can send a `now` far in the
+//! past): every step from it is checked arithmetic ([`shift`]), and an expression whose
+//! days would fall off either end of the calendar is simply not found, never a panic.
 
 use chrono::{Datelike, Duration, NaiveDate, Weekday};
 
@@ -115,22 +119,40 @@ fn days(from: NaiveDate, to: NaiveDate, exact: bool, span: (usize, usize)) -> Ti
     TimeExpression { reference: TimeReference::Days { from, to }, exact, span }
 }
 
-fn monday_of(date: NaiveDate) -> NaiveDate {
-    date - Duration::days(date.weekday().num_days_from_monday() as i64)
+/// `date` moved by `days` (negative: back in time); `None` past either end of the calendar.
+fn shift(date: NaiveDate, days: i64) -> Option<NaiveDate> {
+    date.checked_add_signed(Duration::try_days(days)?)
+}
+
+fn monday_of(date: NaiveDate) -> Option<NaiveDate> {
+    shift(date, -i64::from(date.weekday().num_days_from_monday()))
+}
+
+/// Days `first..=last` before `today`: both ends, or `None` off the calendar.
+fn span_before(today: NaiveDate, first: i64, last: i64) -> Option<(NaiveDate, NaiveDate)> {
+    Some((shift(today, -first)?, shift(today, -last)?))
 }
 
 fn month_bounds(year: i32, month: u32) -> Option<(NaiveDate, NaiveDate)> {
     let first = NaiveDate::from_ymd_opt(year, month, 1)?;
-    let next = if month == 12 { NaiveDate::from_ymd_opt(year + 1, 1, 1)? } else { NaiveDate::from_ymd_opt(year, month + 1, 1)? };
-    Some((first, next - Duration::days(1)))
+    // December's last day directly: the first of next January may lie past the calendar.
+    let last = if month == 12 { NaiveDate::from_ymd_opt(year, 12, 31)? } else { NaiveDate::from_ymd_opt(year, month + 1, 1)?.pred_opt()? };
+    Some((first, last))
+}
+
+/// The month before `today`'s, as (year, month).
+fn previous_month(today: NaiveDate) -> (i32, u32) {
+    if today.month() == 1 { (today.year() - 1, 12) } else { (today.year(), today.month() - 1) }
 }
 
 /// Finds the first time expression in `query`, resolved against `today` (the query's day).
 pub fn parse(query: &str, today: NaiveDate) -> Option<TimeExpression> {
-    // Lowercasing can change byte lengths for a few scripts; only then spans are unusable,
-    // so fall back to the original text (ASCII patterns still match case-sensitively).
-    let lower = query.to_lowercase();
-    let lower = if lower.len() == query.len() { lower } else { query.to_string() };
+    // Lowercasing can change byte lengths for a few scripts (İ grows, ẞ shrinks); then spans
+    // found in the lowercased text would not lie on the query's character boundaries, so fall
+    // back to the original text (ASCII patterns still match case-sensitively). Comparing the
+    // total length is not enough: one character may grow as another shrinks.
+    let same_lengths = query.chars().all(|c| c.to_lowercase().map(char::len_utf8).sum::<usize>() == c.len_utf8());
+    let lower = if same_lengths { query.to_lowercase() } else { query.to_string() };
     parse_english(&lower, today).or_else(|| parse_chinese(query, today))
 }
 
@@ -177,10 +199,10 @@ fn parse_english(lower: &str, today: NaiveDate) -> Option<TimeExpression> {
             "yesterday" => {
                 // "the day before yesterday"
                 if i >= 3 && at(i - 1) == Some("before") && at(i - 2) == Some("day") {
-                    let date = today - Duration::days(2);
+                    let date = shift(today, -2)?;
                     return Some(days(date, date, true, (w[i - 2].start, w[i].end)));
                 }
-                let date = today - Duration::days(1);
+                let date = shift(today, -1)?;
                 return Some(days(date, date, true, (start, w[i].end)));
             }
             "last" | "this" | "past" => {
@@ -188,17 +210,17 @@ fn parse_english(lower: &str, today: NaiveDate) -> Option<TimeExpression> {
                 let end = w.get(i + 1).map(|x| x.end).unwrap_or(w[i].end);
                 match (w[i].text, next) {
                     ("last", Some("week")) => {
-                        let from = monday_of(today) - Duration::days(7);
-                        return Some(days(from, from + Duration::days(6), false, (start, end)));
+                        let from = shift(monday_of(today)?, -7)?;
+                        return Some(days(from, shift(from, 6)?, false, (start, end)));
                     }
-                    ("this", Some("week")) => return Some(days(monday_of(today), today, false, (start, end))),
-                    ("past", Some("week")) => return Some(days(today - Duration::days(7), today, false, (start, end))),
+                    ("this", Some("week")) => return Some(days(monday_of(today)?, today, false, (start, end))),
+                    ("past", Some("week")) => return Some(days(shift(today, -7)?, today, false, (start, end))),
                     ("last", Some("weekend")) => {
-                        let saturday = monday_of(today) - Duration::days(2);
-                        return Some(days(saturday, saturday + Duration::days(1), false, (start, end)));
+                        let saturday = shift(monday_of(today)?, -2)?;
+                        return Some(days(saturday, shift(saturday, 1)?, false, (start, end)));
                     }
                     ("last", Some("month")) => {
-                        let (year, month) = if today.month() == 1 { (today.year() - 1, 12) } else { (today.year(), today.month() - 1) };
+                        let (year, month) = previous_month(today);
                         let (from, to) = month_bounds(year, month)?;
                         return Some(days(from, to, false, (start, end)));
                     }
@@ -208,9 +230,9 @@ fn parse_english(lower: &str, today: NaiveDate) -> Option<TimeExpression> {
                     }
                     ("last", Some(day)) => {
                         if let Some((_, weekday)) = WEEKDAYS.iter().find(|(name, _)| *name == day) {
-                            let mut date = today - Duration::days(1);
+                            let mut date = shift(today, -1)?;
                             while date.weekday() != *weekday {
-                                date -= Duration::days(1);
+                                date = shift(date, -1)?;
                             }
                             return Some(days(date, date, true, (start, end)));
                         }
@@ -241,13 +263,14 @@ fn parse_english(lower: &str, today: NaiveDate) -> Option<TimeExpression> {
                     };
                     if vague {
                         let most = if amount_word == "couple" { 4 } else { 10 } * unit_days;
-                        return Some(days(today - Duration::days(most), today - Duration::days(1), false, (amount_start, w[i].end)));
+                        let (from, to) = span_before(today, most, 1)?;
+                        return Some(days(from, to, false, (amount_start, w[i].end)));
                     }
                     if let Some(amount) = amount.filter(|a| (1..=400).contains(a)) {
-                        let center = today - Duration::days(amount * unit_days);
+                        let center = shift(today, -amount * unit_days)?;
                         let slack = if unit_days == 1 { 0 } else { unit_days / 2 };
                         let exact = unit_days == 1;
-                        return Some(days(center - Duration::days(slack), center + Duration::days(slack), exact, (amount_start, w[i].end)));
+                        return Some(days(shift(center, -slack)?, shift(center, slack)?, exact, (amount_start, w[i].end)));
                     }
                 }
             }
@@ -334,24 +357,25 @@ fn parse_chinese(query: &str, today: NaiveDate) -> Option<TimeExpression> {
     }
     let find = |needle: &str| query.find(needle).map(|at| (at, at + needle.len()));
     let single = |offset: i64, span: (usize, usize)| {
-        let date = today - Duration::days(offset);
-        days(date, date, true, span)
+        let date = shift(today, -offset)?;
+        Some(days(date, date, true, span))
     };
     if let Some(span) = find("大前天") {
-        return Some(single(3, span));
+        return single(3, span);
     }
     if let Some(span) = find("前天") {
-        return Some(single(2, span));
+        return single(2, span);
     }
     if let Some(span) = find("昨天").or_else(|| find("昨日")).or_else(|| find("昨晚")) {
-        return Some(single(1, span));
+        return single(1, span);
     }
     if let Some(span) = find("今天").or_else(|| find("今日")).or_else(|| find("今晚")) {
-        return Some(single(0, span));
+        return single(0, span);
     }
     for needle in ["前几天", "几天前", "这几天", "最近几天", "前些天", "前段时间"] {
         if let Some(span) = find(needle) {
-            return Some(days(today - Duration::days(10), today - Duration::days(1), false, span));
+            let (from, to) = span_before(today, 10, 1)?;
+            return Some(days(from, to, false, span));
         }
     }
     // N天前
@@ -364,30 +388,30 @@ fn parse_chinese(query: &str, today: NaiveDate) -> Option<TimeExpression> {
         if k < before.len() {
             let text: String = before[k..].iter().map(|x| x.1).collect();
             if let Some(n) = chinese_number(&text).filter(|n| (1..=400).contains(n)) {
-                return Some(single(n as i64, (before[k].0, at + "天前".len())));
+                return single(i64::from(n), (before[k].0, at + "天前".len()));
             }
         }
     }
     for needle in ["上周", "上个星期", "上星期", "上礼拜", "上个礼拜", "上一周"] {
         if let Some((s, e)) = find(needle) {
             // 上周三: a weekday of last week.
-            let monday = monday_of(today) - Duration::days(7);
+            let monday = shift(monday_of(today)?, -7)?;
             let next = query[e..].chars().next();
             let weekday = next.and_then(|c| "一二三四五六日天".chars().position(|d| d == c)).map(|p| p.min(6) as i64);
             if let (Some(offset), Some(c)) = (weekday, next) {
-                let date = monday + Duration::days(offset);
+                let date = shift(monday, offset)?;
                 return Some(days(date, date, true, (s, e + c.len_utf8())));
             }
-            return Some(days(monday, monday + Duration::days(6), false, (s, e)));
+            return Some(days(monday, shift(monday, 6)?, false, (s, e)));
         }
     }
     for needle in ["这周", "本周", "这个星期", "这星期", "这礼拜"] {
         if let Some(span) = find(needle) {
-            return Some(days(monday_of(today), today, false, span));
+            return Some(days(monday_of(today)?, today, false, span));
         }
     }
     if let Some(span) = find("上个月").or_else(|| find("上月")) {
-        let (year, month) = if today.month() == 1 { (today.year() - 1, 12) } else { (today.year(), today.month() - 1) };
+        let (year, month) = previous_month(today);
         let (from, to) = month_bounds(year, month)?;
         return Some(days(from, to, false, span));
     }

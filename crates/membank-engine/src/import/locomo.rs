@@ -96,7 +96,9 @@ pub fn parse_sample(sample: &Value, path: &str) -> Result<ImportUser, InvalidInp
                 None | Some(Value::Null) | Some(Value::String(_)) => {}
                 Some(other) => return Err(bad(&format!("{turn_path}.blip_caption"), format!("expected a string, found {}", type_name(other)))),
             }
-            let mut record = ImportRecord::other(format!("locomo:{}", dia_id.trim()), turn_path.clone(), Kind::Note, Source::User, content, time + Duration::seconds(index as i64));
+            let occurred_at = i64::try_from(index).ok().and_then(Duration::try_seconds).and_then(|offset| time.checked_add_signed(offset));
+            let occurred_at = occurred_at.ok_or_else(|| bad(&turn_path, "its time would fall past the end of the calendar"))?;
+            let mut record = ImportRecord::other(format!("locomo:{}", dia_id.trim()), turn_path.clone(), Kind::Note, Source::User, content, occurred_at);
             record.metadata.insert("dia_id".into(), dia_id.trim().to_string());
             record.metadata.insert("session".into(), number.to_string());
             record.metadata.insert("speaker".into(), speaker.trim().to_string());

@@ -82,7 +82,9 @@ pub fn parse_question(question: &Value, path: &str) -> Result<ImportUser, Invali
             // A handful of pasted documents exceed membank's text limit; the benchmark is
             // about finding the message, so its first 32 KiB stand for it (marked as such).
             let (content, truncated) = truncate(content, membank_core::limits::MAX_TEXT_BYTES);
-            let mut record = ImportRecord::turn(turn_id.clone(), turn_path, content.to_string(), None, time + Duration::seconds(index as i64));
+            let occurred_at = i64::try_from(index).ok().and_then(Duration::try_seconds).and_then(|offset| time.checked_add_signed(offset));
+            let occurred_at = occurred_at.ok_or_else(|| bad(&turn_path, "its time would fall past the end of the calendar"))?;
+            let mut record = ImportRecord::turn(turn_id.clone(), turn_path, content.to_string(), None, occurred_at);
             if truncated {
                 record.metadata.insert("truncated".into(), "true".into());
             }

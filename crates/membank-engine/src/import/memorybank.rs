@@ -9,8 +9,11 @@
 //! Keys are `memorybank:<date>:<i>` (turns), `memorybank:summary:<date>`,
 //! `memorybank:personality:<date>`, `memorybank:overall_history`,
 //! `memorybank:overall_personality`, `memorybank:meta_information`.
+//!
+//! Dates may be anywhere in chrono's calendar; a record whose time would fall past its end
+//! (e.g. the 721st turn of its last day) is an error naming the record, never a panic.
 
-use chrono::{Duration, NaiveDate};
+use chrono::{DateTime, Duration, NaiveDate};
 use membank_core::{InvalidInput, Kind, Source, Timestamp};
 use serde_json::Value;
 
@@ -19,9 +22,21 @@ use super::{ImportRecord, ImportSet, ImportUser, bad, member, parse_json, type_n
 /// The metadata key holding the user's key exactly as the file spelled it.
 pub const SOURCE_USER_KEY: &str = "source_user_key";
 
-/// When turn `index` of `date` is taken to have happened.
+/// When turn `index` of `date` is taken to have happened. Saturates at the end of the
+/// calendar; the parser itself uses [`checked_turn_time`] and refuses such a turn.
 pub fn turn_time(date: NaiveDate, index: usize) -> Timestamp {
-    noon(date) + Duration::minutes(index as i64)
+    checked_turn_time(date, index).unwrap_or(DateTime::<chrono::Utc>::MAX_UTC)
+}
+
+/// When turn `index` of `date` is taken to have happened, or `None` past the end of the calendar.
+pub fn checked_turn_time(date: NaiveDate, index: usize) -> Option<Timestamp> {
+    let minutes = Duration::try_minutes(i64::try_from(index).ok()?)?;
+    noon(date).checked_add_signed(minutes)
+}
+
+/// `noon(date)` plus `offset`, or an error at `path` past the end of the calendar.
+fn after_noon(date: NaiveDate, offset: Duration, path: &str) -> Result<Timestamp, InvalidInput> {
+    noon(date).checked_add_signed(offset).ok_or_else(|| bad(path, format!("{date} is too close to the end of the calendar")))
 }
 
 fn noon(date: NaiveDate) -> Timestamp {
@@ -60,7 +75,10 @@ fn forgetting(entry: &Value, path: &str, record: &mut ImportRecord) -> Result<()
     match entry.get("last_recall_date") {
         None | Some(Value::Null) => {}
         Some(Value::String(s)) => {
-            let day = date_key(&s[..s.len().min(10)], &format!("{path}.last_recall_date"))?;
+            // The reference writes a date, sometimes followed by a time: its first ten
+            // characters (not bytes: a non-ASCII character may straddle byte 10).
+            let date = s.char_indices().nth(10).map_or(s.as_str(), |(end, _)| &s[..end]);
+            let day = date_key(date, &format!("{path}.last_recall_date"))?;
             record.last_recalled_at = Some(noon(day));
         }
         Some(other) => return Err(bad(&format!("{path}.last_recall_date"), format!("expected a date string, found {}", type_name(other)))),
@@ -116,7 +134,8 @@ fn parse_user(raw_key: &str, value: &Value, path: &str) -> Result<Vec<ImportReco
                 Some(other) => return Err(bad(&format!("{turn_path}.response"), format!("expected a string, found {}", type_name(other)))),
             };
             let key = format!("memorybank:{day}:{index}");
-            let mut record = ImportRecord::turn(key.clone(), turn_path.clone(), query, response, turn_time(day, index));
+            let occurred_at = checked_turn_time(day, index).ok_or_else(|| bad(&turn_path, format!("turn {index} of {day} would fall past the end of the calendar")))?;
+            let mut record = ImportRecord::turn(key.clone(), turn_path.clone(), query, response, occurred_at);
             forgetting(turn, &turn_path, &mut record)?;
             record.metadata.insert("date".into(), day.to_string());
             record.metadata.insert("turn".into(), index.to_string());
@@ -138,7 +157,8 @@ fn parse_user(raw_key: &str, value: &Value, path: &str) -> Result<Vec<ImportReco
             let day = date_key(date_text, &entry_path)?;
             let Some(text) = entry_text(entry, &entry_path)? else { continue };
             let key = format!("memorybank:{label}:{day}");
-            let mut record = ImportRecord::other(key.clone(), entry_path.clone(), kind, Source::Derived, text.to_string(), noon(day) + Duration::hours(11));
+            let occurred_at = after_noon(day, Duration::hours(11), &entry_path)?;
+            let mut record = ImportRecord::other(key.clone(), entry_path.clone(), kind, Source::Derived, text.to_string(), occurred_at);
             if entry.is_object() {
                 forgetting(entry, &entry_path, &mut record)?;
             }
@@ -152,12 +172,12 @@ fn parse_user(raw_key: &str, value: &Value, path: &str) -> Result<Vec<ImportReco
         }
     }
 
-    let end = last_day.map(|d| noon(d) + Duration::hours(11) + Duration::minutes(30));
     for (field, kind, derived) in [("overall_history", Kind::GlobalSummary, true), ("overall_personality", Kind::GlobalPortrait, false)] {
         let field_path = format!("{path}.{field}");
         let Some(value) = user.get(field) else { continue };
         let Some(text) = entry_text(value, &field_path)? else { continue };
-        let Some(end) = end else { return Err(bad(&field_path, "a global summary needs at least one history date")) };
+        let Some(last_day) = last_day else { return Err(bad(&field_path, "a global summary needs at least one history date")) };
+        let end = after_noon(last_day, Duration::minutes(11 * 60 + 30), &field_path)?;
         let mut record = ImportRecord::other(format!("memorybank:{field}"), field_path.clone(), kind, Source::Derived, text.to_string(), end);
         if derived {
             record.derived_from = summary_keys.clone();

@@ -297,7 +297,7 @@ impl Engine {
 
 /// Checks every record before anything is written, so a bad record stores nothing.
 fn validate_set(set: &ImportSet, now: Timestamp) -> Result<(), InvalidInput> {
-    let latest = now + Duration::hours(24);
+    let latest = now.checked_add_signed(Duration::hours(24)).unwrap_or(Timestamp::MAX_UTC);
     for user in &set.users {
         let keys: HashSet<&str> = user.records.iter().map(|r| r.key.as_str()).collect();
         for record in &user.records {
@@ -314,6 +314,10 @@ fn validate_set(set: &ImportSet, now: Timestamp) -> Result<(), InvalidInput> {
             }
             if record.occurred_at > latest {
                 return Err(bad(path, format!("{} lies in the future", record.occurred_at.to_rfc3339())));
+            }
+            // A recall in the future would make retention grow with time.
+            if let Some(last) = record.last_recalled_at.filter(|last| *last > latest) {
+                return Err(bad(path, format!("last recalled {}, which lies in the future", last.to_rfc3339())));
             }
             if let Some(strength) = record.strength {
                 Strength::new(strength).map_err(|e| bad(path, format!("memory strength {}", e.reason)))?;

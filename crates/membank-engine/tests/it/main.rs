@@ -5,6 +5,7 @@
 
 mod companion;
 mod forgetting;
+mod fuzz_regressions;
 mod import;
 mod input;
 mod isolation;
