@@ -1,0 +1,9 @@
+//! Fuzzes the longmemeval import parser (`membank_engine::import::longmemeval::parse`) on arbitrary bytes.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+#[path = "import_common.rs"]
+mod import_common;
+
+fuzz_target!(|data: &[u8]| import_common::check(data, membank_engine::import::longmemeval::parse));
