@@ -1,4 +1,5 @@
 //! Helpers: a state over a temporary database, requests through `oneshot`, keys.
+//! [`Transport`] and [`TransportMcp`] say the same over a loopback socket to the real server.
 
 use std::sync::Arc;
 
@@ -185,5 +186,140 @@ impl Rng {
     }
     pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
+    }
+}
+
+/// Where a test's requests go: through the router in-process (`oneshot`), or over HTTP to
+/// the real server (`membank_server::serve`) on a loopback socket. Tests that run either
+/// way (the randomised isolation test) say everything through this.
+#[derive(Clone)]
+pub enum Transport {
+    Router(Router),
+    Socket { client: reqwest::Client, base: String },
+}
+
+impl Transport {
+    /// One request with the given headers; returns status, the `mcp-session-id` answered (if
+    /// any) and the raw body.
+    pub async fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<String>) -> (StatusCode, Option<String>, Vec<u8>) {
+        match self {
+            Transport::Router(app) => {
+                let mut builder = Request::builder().method(method).uri(path).header("host", "127.0.0.1");
+                for (name, value) in headers {
+                    builder = builder.header(*name, *value);
+                }
+                let req = builder.body(body.map(Body::from).unwrap_or_else(Body::empty)).unwrap();
+                let response = app.clone().oneshot(req).await.unwrap();
+                let status = response.status();
+                let session = response.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_string());
+                let bytes = axum::body::to_bytes(response.into_body(), 64 * 1024 * 1024).await.unwrap();
+                (status, session, bytes.to_vec())
+            }
+            Transport::Socket { client, base } => {
+                let mut builder = client.request(method.parse().unwrap(), format!("{base}{path}"));
+                for (name, value) in headers {
+                    builder = builder.header(*name, *value);
+                }
+                if let Some(body) = body {
+                    builder = builder.body(body);
+                }
+                let response = builder.send().await.unwrap();
+                let status = StatusCode::from_u16(response.status().as_u16()).unwrap();
+                let session = response.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_string());
+                (status, session, response.bytes().await.unwrap().to_vec())
+            }
+        }
+    }
+
+    /// A REST call with an optional key and extra headers; returns status and JSON (or `Value::Null`).
+    pub async fn call(&self, method: &str, path: &str, key: Option<&str>, extra: &[(&str, &str)], body: Option<Value>) -> (StatusCode, Value) {
+        let auth = key.map(|k| format!("Bearer {k}"));
+        let mut headers: Vec<(&str, &str)> = extra.to_vec();
+        if let Some(auth) = &auth {
+            headers.push(("authorization", auth.as_str()));
+        }
+        if body.is_some() {
+            headers.push(("content-type", "application/json"));
+        }
+        let (status, _, bytes) = self.send(method, path, &headers, body.map(|b| b.to_string())).await;
+        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+}
+
+/// A raw MCP (streamable HTTP) session over a [`Transport`]; the same protocol steps as
+/// [`McpSession`], which is tied to the router.
+pub struct TransportMcp {
+    transport: Transport,
+    key: Option<String>,
+    user: Option<String>,
+    session: Option<String>,
+    next_id: u64,
+}
+
+impl TransportMcp {
+    pub async fn open(transport: &Transport, key: Option<&str>, user: Option<&str>) -> Self {
+        let mut s = Self { transport: transport.clone(), key: key.map(str::to_string), user: user.map(str::to_string), session: None, next_id: 1 };
+        let init = s
+            .rpc("initialize", serde_json::json!({ "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": { "name": "membank-test", "version": "0" } }))
+            .await;
+        assert!(init.get("result").is_some(), "initialize failed: {init}");
+        let (status, _) = s.post(serde_json::json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string()).await;
+        assert!(status.is_success(), "notifications/initialized: {status}");
+        s
+    }
+
+    async fn post(&mut self, body: String) -> (StatusCode, String) {
+        let auth = self.key.as_ref().map(|k| format!("Bearer {k}"));
+        let mut headers = vec![("content-type", "application/json"), ("accept", "application/json, text/event-stream")];
+        if let Some(auth) = &auth {
+            headers.push(("authorization", auth.as_str()));
+        }
+        if let Some(user) = &self.user {
+            headers.push(("x-membank-user", user.as_str()));
+        }
+        if let Some(session) = &self.session {
+            headers.push(("mcp-session-id", session.as_str()));
+        }
+        let (status, session, bytes) = self.transport.send("POST", "/mcp", &headers, Some(body)).await;
+        if let Some(session) = session {
+            self.session = Some(session);
+        }
+        (status, String::from_utf8_lossy(&bytes).to_string())
+    }
+
+    /// One JSON-RPC request; returns the response message.
+    pub async fn rpc(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let (status, text) = self.post(serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()).await;
+        if !status.is_success() {
+            return serde_json::json!({ "http_status": status.as_u16(), "body": text });
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(&text) {
+            return v;
+        }
+        for line in text.lines() {
+            if let Some(data) = line.strip_prefix("data:")
+                && let Ok(v) = serde_json::from_str::<Value>(data.trim())
+                && v["id"] == id
+            {
+                return v;
+            }
+        }
+        panic!("no response to {method} in {text:?}");
+    }
+
+    /// Calls a tool; returns (is_error, text of all content blocks).
+    pub async fn tool(&mut self, name: &str, arguments: Value) -> (bool, String) {
+        let v = self.rpc("tools/call", serde_json::json!({ "name": name, "arguments": arguments })).await;
+        if v.get("http_status").is_some() {
+            return (true, v.to_string());
+        }
+        let result = &v["result"];
+        if result.is_null() {
+            return (true, v["error"].to_string());
+        }
+        let text = result["content"].as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")).unwrap_or_default();
+        (result["isError"] == true, text)
     }
 }
