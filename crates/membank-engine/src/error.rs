@@ -25,6 +25,9 @@ pub enum EngineError {
     /// The embedding model failed or is missing.
     #[error(transparent)]
     Embed(#[from] EmbedError),
+    /// The destination of a streamed result (export) failed: a closed pipe or connection.
+    #[error("writing the output failed: {0}")]
+    Output(std::io::Error),
     /// The store failed (ours or the machine's).
     #[error("storage failed: {0}")]
     Storage(String),
@@ -47,6 +50,7 @@ impl EngineError {
             EngineError::Embed(EmbedError::ModelMissing { .. }) => "model_missing",
             EngineError::Embed(_) => "embedding_failed",
             EngineError::Storage(_) => "storage_failed",
+            EngineError::Output(_) => "output_failed",
             EngineError::LlmNotConfigured => "llm_not_configured",
             EngineError::Llm(err) => err.code(),
         }
@@ -59,6 +63,7 @@ impl From<StoreError> for EngineError {
             StoreError::NotFound { what } => EngineError::NotFound(what),
             StoreError::Invalid(invalid) => EngineError::Invalid(invalid),
             StoreError::Conflict(message) => EngineError::Conflict(message),
+            StoreError::Output(err) => EngineError::Output(err),
             err @ (StoreError::ModelMismatch { .. } | StoreError::NewerSchema { .. } | StoreError::Corrupt(_)) => EngineError::Incompatible(err.to_string()),
             other => {
                 tracing::error!(error = %other, "store operation failed");

@@ -12,6 +12,7 @@ mod chat;
 pub mod consolidate;
 mod error;
 mod expansion;
+pub mod export;
 pub mod import;
 mod ops;
 mod maintain;
@@ -37,6 +38,10 @@ pub use summarize::{DayOutcome, DayProfile, DerivedOutcome, ProfileRequest, Prof
 
 use membank_core::forgetting::ForgettingPolicy;
 use membank_core::Clock;
+
+/// How far ahead of the engine's clock a caller's `now` may lie for an operation that
+/// writes (strengthening recall, sweep, maintenance, chat): clock skew between machines.
+pub const MAX_NOW_SKEW: chrono::TimeDelta = chrono::TimeDelta::hours(24);
 
 /// Settings of an engine, built by the binary from its configuration.
 #[derive(Debug, Clone, Default)]
@@ -99,6 +104,25 @@ impl Engine {
     /// Now, by the engine's clock.
     pub fn now(&self) -> membank_core::Timestamp {
         self.clock.now()
+    }
+
+    /// The time an operation runs at: the caller's `requested` time (truncated to
+    /// milliseconds), else the clock's. An operation that writes may not run more than
+    /// [`MAX_NOW_SKEW`] ahead of the clock: a recall "in the year 9999" would otherwise
+    /// set a memory's last recall there and make it immune to every later sweep. Any
+    /// past time is allowed (replays and simulations run in the past).
+    pub fn request_now(&self, requested: Option<membank_core::Timestamp>, writes: bool) -> Result<membank_core::Timestamp, EngineError> {
+        let clock = self.clock.now();
+        let Some(requested) = requested else { return Ok(clock) };
+        let requested = membank_core::time::truncate_to_millis(requested);
+        if writes && clock.checked_add_signed(MAX_NOW_SKEW).is_some_and(|limit| requested > limit) {
+            return Err(membank_core::InvalidInput::new(
+                "now",
+                format!("{} lies more than {} hours ahead of the server's clock ({}); an operation that writes may not run in the future", requested.to_rfc3339(), MAX_NOW_SKEW.num_hours(), clock.to_rfc3339()),
+            )
+            .into());
+        }
+        Ok(requested)
     }
 
     fn model(&self) -> membank_store::EmbeddingModel {

@@ -110,7 +110,7 @@ impl Engine {
         let policy = self.config.forgetting;
         policy.validate()?;
         let params = policy.fademem;
-        let now = request.now.map(membank_core::time::truncate_to_millis).unwrap_or_else(|| self.clock.now());
+        let now = self.request_now(request.now, !request.dry_run)?;
         let scope = request.scope.clone();
         let mut report = MaintainReport {
             user: scope.user.to_string(),
@@ -430,6 +430,14 @@ impl Engine {
             report.skipped.push(format!("{} changes: their memories changed status while the cycle ran", applied.skipped));
         }
         tracing::debug!(user = %scope.user, archived = applied.archived, superseded = applied.superseded, inserted = applied.inserted, "maintenance cycle applied");
+        // Summaries an erasure took away are made again here when an LLM is configured
+        // (without one, `summarize` does it when it next runs).
+        if self.llm.is_some() && self.store.maintenance_state(&scope)?.resummarize_due {
+            match self.summarize(crate::SummarizeRequest { scope: scope.clone(), force: false }) {
+                Ok(done) => tracing::info!(user = %scope.user, days = done.days.iter().filter(|d| d.summary.changed() || d.portrait.changed()).count(), "summaries made again after an erasure"),
+                Err(err) => report.skipped.push(format!("summaries due after an erasure were not made again: {err}")),
+            }
+        }
         Ok(report)
     }
 

@@ -8,7 +8,7 @@ use membank_core::limits::{MAX_PAGE_SIZE, MAX_TEXT_BYTES};
 use membank_core::memory::turn_content;
 use membank_core::time::UserTimeZone;
 use membank_core::{ForgettingState, InvalidInput, Kind, Memory, MemoryId, Scope, Source, Status, Timestamp};
-use membank_store::{EventQuery, ListQuery, NewMemory, StatusCounts, SweepReport};
+use membank_store::{EventQuery, IdempotencyClaim, IdempotencyRecord, Insertion, ListQuery, NewMemory, StatusCounts, SweepReport};
 
 use crate::{Engine, EngineError};
 
@@ -73,6 +73,19 @@ pub(crate) fn fresh_memory(scope: Scope, kind: Kind, source: Source, content: St
         derived_from: Vec::new(),
         metadata,
     }
+}
+
+/// How long an `Idempotency-Key` is remembered per user: a retry within this time of the
+/// first request gets the first answer; after it, the key is free again.
+pub const IDEMPOTENCY_RETENTION: Duration = Duration::hours(24);
+
+/// One entry of [`Engine::remember_all`].
+#[derive(Debug, Clone)]
+pub enum Remember {
+    /// An exchange.
+    Turn(RememberTurn),
+    /// A note.
+    Note(RememberNote),
 }
 
 /// Store one exchange: what the person said and, optionally, the assistant's reply.
@@ -163,6 +176,11 @@ impl Engine {
 
     /// Stores one turn. It is recallable as soon as this returns.
     pub fn remember_turn(&self, request: RememberTurn) -> Result<Memory, EngineError> {
+        let (memory, content) = self.turn_memory(request)?;
+        self.store_new(memory, &content)
+    }
+
+    fn turn_memory(&self, request: RememberTurn) -> Result<(Memory, String), EngineError> {
         validate_text("user_text", &request.user_text)?;
         if let Some(reply) = &request.assistant_text {
             validate_text("assistant_text", reply)?;
@@ -176,11 +194,16 @@ impl Engine {
         set_base_importance(&mut memory, request.importance, &content)?;
         memory.user_text = Some(request.user_text);
         memory.assistant_text = request.assistant_text;
-        self.store_new(memory, &content)
+        Ok((memory, content))
     }
 
     /// Stores a note.
     pub fn remember_note(&self, request: RememberNote) -> Result<Memory, EngineError> {
+        let (memory, text) = self.note_memory(request)?;
+        self.store_new(memory, &text)
+    }
+
+    fn note_memory(&self, request: RememberNote) -> Result<(Memory, String), EngineError> {
         validate_text("text", &request.text)?;
         if request.source == Source::Derived {
             return Err(InvalidInput::new("source", "derived memories are made by membank, not stored as notes").into());
@@ -191,7 +214,53 @@ impl Engine {
         let (now, occurred_at, day) = self.prepare(&request.scope, request.occurred_at)?;
         let mut memory = fresh_memory(request.scope, Kind::Note, request.source, request.text.clone(), occurred_at, now, day, request.metadata);
         set_base_importance(&mut memory, request.importance, &request.text)?;
-        self.store_new(memory, &request.text)
+        Ok((memory, request.text))
+    }
+
+    /// Stores turns and notes of one user all at once or not at all: every entry is
+    /// validated (texts, dates, importance) before anything is embedded or stored, the
+    /// vectors are computed in one batch, and the store writes them in one transaction.
+    /// With an idempotency claim, a retry of the same request stores nothing and answers
+    /// [`Insertion::Replayed`]; the key with another request is refused.
+    pub fn remember_all(&self, entries: Vec<Remember>, claim: Option<&IdempotencyClaim>) -> Result<Insertion, EngineError> {
+        if entries.is_empty() {
+            return Err(InvalidInput::new("entries", "give at least one turn or note").into());
+        }
+        let mut prepared = Vec::with_capacity(entries.len());
+        for (index, entry) in entries.into_iter().enumerate() {
+            let built = match entry {
+                Remember::Turn(turn) => self.turn_memory(turn),
+                Remember::Note(note) => self.note_memory(note),
+            };
+            prepared.push(built.map_err(|err| match err {
+                EngineError::Invalid(invalid) => EngineError::Invalid(InvalidInput::new("entries", format!("entry {index}: {invalid}"))),
+                other => other,
+            })?);
+        }
+        let first = &prepared[0].0.scope;
+        if prepared.iter().any(|(m, _)| m.scope.tenant != first.tenant || m.scope.user != first.user) {
+            return Err(InvalidInput::new("entries", "all entries of one request belong to one user").into());
+        }
+        let texts: Vec<&str> = prepared.iter().map(|(_, text)| text.as_str()).collect();
+        let vectors = self.embedder.embed(&texts)?;
+        if vectors.len() != prepared.len() {
+            return Err(EngineError::Storage(format!("the embedder returned {} vectors for {} texts", vectors.len(), prepared.len())));
+        }
+        let model = self.model();
+        let batch = prepared.into_iter().zip(vectors).map(|((memory, _), vector)| NewMemory { memory, embedding: Some((model.clone(), vector)) }).collect();
+        Ok(self.store.insert_all(batch, claim)?)
+    }
+
+    /// Starts an idempotency claim for `key` and the request's digest, with this engine's
+    /// clock and the documented retention ([`IDEMPOTENCY_RETENTION`]).
+    pub fn idempotency_claim(&self, key: &str, request_hash: &str) -> IdempotencyClaim {
+        let now = self.clock.now();
+        IdempotencyClaim { key: key.to_string(), request_hash: request_hash.to_string(), now, expire_before: now - IDEMPOTENCY_RETENTION }
+    }
+
+    /// What `key` was used for by this user within the retention, if anything.
+    pub fn idempotency_record(&self, scope: &Scope, key: &str) -> Result<Option<IdempotencyRecord>, EngineError> {
+        Ok(self.store.idempotency_record(scope, key, self.clock.now() - IDEMPOTENCY_RETENTION)?)
     }
 
     /// Lists memories with their retention now.
@@ -246,7 +315,7 @@ impl Engine {
             policy.max_archive_fraction = fraction;
         }
         policy.validate()?;
-        let now = request.now.unwrap_or_else(|| self.clock.now());
+        let now = self.request_now(request.now, !request.dry_run)?;
         Ok(self.store.sweep(&request.scope, &policy, now, request.dry_run)?)
     }
 

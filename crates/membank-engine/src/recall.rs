@@ -12,7 +12,7 @@ use chrono::NaiveDate;
 use membank_core::forgetting::RecallMode;
 use membank_core::fusion::reciprocal_rank_fusion;
 use membank_core::limits::MAX_RECALL_K;
-use membank_core::{EventId, InvalidInput, Kind, Memory, MemoryId, Scope, Timestamp, text};
+use membank_core::{EventId, InvalidInput, Kind, Memory, MemoryId, Scope, Status, Timestamp, text};
 use membank_store::{RecallRecord, SearchFilter};
 
 use crate::ops::validate_text;
@@ -140,7 +140,7 @@ impl Engine {
             && from > to {
                 return Err(InvalidInput::new("date range", format!("starts ({from}) after it ends ({to})")).into());
             }
-        let now = request.now.map(membank_core::time::truncate_to_millis).unwrap_or_else(|| self.clock.now());
+        let now = self.request_now(request.now, request.strengthen != Some(false))?;
         let config = &self.config.recall;
         let filter = SearchFilter { kinds: request.kinds.clone(), day_from: request.day_from, day_to: request.day_to, include_archived: request.include_archived };
         let candidates = config.candidates.max(request.k);
@@ -191,7 +191,14 @@ impl Engine {
             fused.iter().take_while(|(_, score, _)| score * factor >= kth).count()
         };
         let fused_ids: Vec<MemoryId> = fused.iter().take(needed).map(|(id, _, _)| *id).collect();
-        let memories: HashMap<MemoryId, Memory> = self.store.get_many(&request.scope, &fused_ids)?.into_iter().map(|m| (m.id, m)).collect();
+        // The searches read earlier snapshots than this: a memory archived or erased since
+        // is dropped here (and re-checked once more by the recall's write below).
+        let eligible = |m: &Memory| match m.status {
+            Status::Active => true,
+            Status::Archived | Status::Superseded => request.include_archived,
+            Status::Erased => false,
+        };
+        let memories: HashMap<MemoryId, Memory> = self.store.get_many(&request.scope, &fused_ids)?.into_iter().filter(eligible).map(|m| (m.id, m)).collect();
         let named = if config.speaker_weight > 0.0 { named_speakers(&request.query, memories.values()) } else { HashSet::new() };
         let mut hits: Vec<RecallHit> = fused
             .into_iter()
@@ -213,11 +220,22 @@ impl Engine {
         let query_id = EventId::generate(now).to_string();
         // Logging a recall is a write; an inspection recall (`strengthen: false`) writes nothing.
         if request.strengthen != Some(false) && !hits.is_empty() {
-            let record = RecallRecord { query_id: query_id.clone(), now, results: hits.iter().map(|h| (h.memory.id, h.score)).collect(), query_vector: Some(query_vector.clone()) };
-            let updated = self.store.record_recall(&request.scope, &record, strengthen.then_some(policy))?;
-            for (hit, memory) in hits.iter_mut().zip(updated) {
-                hit.memory = memory;
-            }
+            let record = RecallRecord {
+                query_id: query_id.clone(),
+                now,
+                results: hits.iter().map(|h| (h.memory.id, h.score)).collect(),
+                query_vector: Some(query_vector.clone()),
+                include_archived: request.include_archived,
+            };
+            let mut updated: HashMap<MemoryId, Memory> = self.store.record_recall(&request.scope, &record, strengthen.then_some(policy))?.into_iter().map(|m| (m.id, m)).collect();
+            // A hit archived or erased while this recall ran is not in `updated`: dropped.
+            hits.retain_mut(|hit| match updated.remove(&hit.memory.id) {
+                Some(memory) => {
+                    hit.memory = memory;
+                    true
+                }
+                None => false,
+            });
         }
         let time_range = time.map(|t| (t.from, t.to));
         Ok(RecallResponse { query_id, now, strengthened: strengthen && !hits.is_empty(), results: hits, time_range })

@@ -239,6 +239,8 @@ impl Engine {
             &mut calls,
         )?;
         tracing::info!(user = %scope.user, llm_calls = calls, "summarized");
+        // Everything an erasure took away has been made again from what remains.
+        self.store.clear_resummarize_due(&scope)?;
         Ok(SummarizeResponse { days: outcomes, global_summary, global_portrait, llm_calls: calls, model: llm.model().to_string() })
     }
 

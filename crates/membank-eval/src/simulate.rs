@@ -766,7 +766,7 @@ impl Sim<'_> {
     /// baseline's order and archives the rest in one transaction.
     fn baseline(&self, source: &SqliteStore, path: &Path, keep: usize, baseline: Baseline, at: Timestamp, config: &EngineConfig) -> Result<Engine, EvalError> {
         let storage = |e: membank_store::StoreError| EvalError::Engine(e.into());
-        source.read_only_backup(path).map_err(storage)?;
+        source.backup(path).map_err(storage)?;
         let store = Arc::new(SqliteStore::open(path).map_err(storage)?);
         let mut active = store.list(self.scope, &ListQuery { statuses: vec![Status::Active], limit: ALL, oldest_first: true, ..Default::default() }).map_err(storage)?;
         match baseline {

@@ -43,6 +43,10 @@ pub enum StoreError {
     /// The file is not a membank database, or is damaged.
     #[error("not a usable membank database: {0}")]
     Corrupt(String),
+    /// The destination of a streamed result failed (a closed pipe or connection); the
+    /// store itself is fine.
+    #[error("writing the output failed: {0}")]
+    Output(std::io::Error),
     /// Ours or the machine's: the database failed (disk full, locked too long, I/O).
     #[error("database error: {0}")]
     Database(#[from] rusqlite::Error),

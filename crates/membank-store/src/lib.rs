@@ -116,4 +116,25 @@ pub trait Store: Send + Sync {
     /// Applies one maintenance cycle's plan to one user in one transaction, logs every
     /// change as an event, and records the cycle (time and the newest memory it covered).
     fn apply_maintenance(&self, scope: &Scope, plan: MaintenancePlan) -> Result<MaintenanceApplied, StoreError>;
+
+    /// Stores all of `batch` (one user's memories) in one transaction, or none. With a
+    /// claim, the key is recorded in that transaction with the ids stored; a key already
+    /// used for the same request stores nothing and answers `Replayed`, one used for
+    /// another request is refused (`Invalid`).
+    fn insert_all(&self, batch: Vec<NewMemory>, claim: Option<&IdempotencyClaim>) -> Result<Insertion, StoreError>;
+    /// What `key` was used for by this user, if it was claimed at or after `expire_before`.
+    fn idempotency_record(&self, scope: &Scope, key: &str, expire_before: Timestamp) -> Result<Option<IdempotencyRecord>, StoreError>;
+    /// Records the answer given to the request that claimed `key` (the first one wins).
+    fn record_idempotent_response(&self, scope: &Scope, key: &str, response: &str) -> Result<(), StoreError>;
+    /// Clears the user's `resummarize_due` mark (its summaries were made again).
+    fn clear_resummarize_due(&self, scope: &Scope) -> Result<(), StoreError>;
+    /// Streams one user's rows to `sink` from one consistent snapshot (see [`ExportRow`]);
+    /// `false` if the user does not exist.
+    fn export_user(&self, tenant: &TenantId, user: &UserId, vectors: bool, sink: &mut dyn FnMut(ExportRow) -> Result<(), StoreError>) -> Result<bool, StoreError>;
+    /// Every user of every tenant, in creation order.
+    fn all_users(&self) -> Result<Vec<(TenantId, UserId)>, StoreError>;
+    /// Imports users with their ids, in one transaction. Without `merge` an existing user
+    /// is refused (`Conflict`) before anything is written; with it, rows already present
+    /// are skipped.
+    fn import_users(&self, users: Vec<UserImport>, merge: bool) -> Result<ImportCounts, StoreError>;
 }

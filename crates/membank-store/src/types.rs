@@ -118,6 +118,10 @@ pub struct RecallRecord {
     /// The query's vector: kept among the user's recent queries (FadeMem's relevance is
     /// measured against them), at most `recent_queries` of the policy per user.
     pub query_vector: Option<Vec<f32>>,
+    /// Whether archived and superseded memories may be among the results (an audit
+    /// recall). Results that stopped being eligible since they were found (archived or
+    /// erased while the recall ran) are dropped, never logged or strengthened.
+    pub include_archived: bool,
 }
 
 /// Filters and paging of the event log.
@@ -155,6 +159,9 @@ pub struct MaintenanceState {
     pub maintained_at: Option<Timestamp>,
     /// Turns stored since the last cycle.
     pub new_turns: u64,
+    /// Summaries or portraits of this user were erased with a source they drew on and
+    /// should be made again from what remains (cleared by a successful summarize run).
+    pub resummarize_due: bool,
 }
 
 /// A change of one memory's maintenance-owned numbers. Recall-owned numbers (strength, the
@@ -236,5 +243,101 @@ pub struct MaintenanceApplied {
     /// Memories inserted.
     pub inserted: usize,
     /// Items skipped because their memory was no longer active.
+    pub skipped: usize,
+}
+
+/// A caller's `Idempotency-Key` claimed by a write: stored with the memories it makes, in
+/// the same transaction, so a retry can never store them twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyClaim {
+    /// The key, as the caller sent it.
+    pub key: String,
+    /// A digest of the request it came with (route, user and body); the same key with a
+    /// different request is refused.
+    pub request_hash: String,
+    /// When it was claimed.
+    pub now: Timestamp,
+    /// Keys claimed before this are forgotten (purged by the next claim).
+    pub expire_before: Timestamp,
+}
+
+/// What a key was first used for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyRecord {
+    /// The digest of the first request.
+    pub request_hash: String,
+    /// When it was claimed.
+    pub created_at: Timestamp,
+    /// The memories that request stored, in order.
+    pub memory_ids: Vec<MemoryId>,
+    /// The answer given to it (JSON), once recorded; `None` if the server stopped between
+    /// storing and answering, or an erasure removed it because it quoted erased text.
+    pub response: Option<String>,
+}
+
+/// The result of an idempotent insert.
+#[derive(Debug, Clone)]
+pub enum Insertion {
+    /// Stored now, in input order.
+    Stored(Vec<Memory>),
+    /// The key was already used for the same request: nothing new was stored.
+    Replayed(IdempotencyRecord),
+}
+
+/// A user's own settings and schedule, as exported and imported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserState {
+    /// The tenant.
+    pub tenant: membank_core::TenantId,
+    /// The user.
+    pub user: membank_core::UserId,
+    /// The IANA time zone its days are counted in.
+    pub time_zone: String,
+    /// When it was first written to.
+    pub created_at: Timestamp,
+    /// When its last maintenance cycle ran, if ever.
+    pub maintained_at: Option<Timestamp>,
+    /// Its summaries are due to be made again (an erasure reached them).
+    pub resummarize_due: bool,
+}
+
+/// One row of a user's export, in the order [`crate::Store::export_user`] yields them:
+/// the user, then its memories (oldest row first), its events (log order), its recent
+/// recall queries (only with vectors).
+#[derive(Debug, Clone)]
+pub enum ExportRow {
+    /// The user.
+    User(UserState),
+    /// A memory with all of its state, and its vector when asked for and present.
+    Memory(Box<Memory>, Option<(EmbeddingModel, Vec<f32>)>),
+    /// An event of its log.
+    Event(membank_core::event::Event),
+    /// A recent recall query's vector (FadeMem's relevance) and when it was asked.
+    Query(Timestamp, Vec<f32>),
+}
+
+/// Everything of one user to import, ids kept.
+#[derive(Debug, Clone)]
+pub struct UserImport {
+    /// The user.
+    pub state: UserState,
+    /// Its memories in order, each with its vector if it had one.
+    pub memories: Vec<(Memory, Option<(EmbeddingModel, Vec<f32>)>)>,
+    /// Its events in log order.
+    pub events: Vec<membank_core::event::Event>,
+    /// Its recent recall queries, oldest first.
+    pub queries: Vec<(Timestamp, Vec<f32>)>,
+}
+
+/// What an import stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportCounts {
+    /// Users created (merged ones not counted).
+    pub users_created: usize,
+    /// Memories stored.
+    pub memories: usize,
+    /// Events stored.
+    pub events: usize,
+    /// Memories and events skipped because a merge found them already present.
     pub skipped: usize,
 }

@@ -4,6 +4,7 @@
 #![allow(missing_docs)]
 
 mod companion;
+mod erasure;
 mod forgetting;
 mod fuzz_regressions;
 mod import;
@@ -13,6 +14,7 @@ mod llm_world;
 mod maintain;
 mod recall;
 mod summarize;
+mod transfer;
 
 use std::sync::Arc;
 

@@ -73,14 +73,14 @@ pub(super) fn recent_queries(store: &SqliteStore, scope: &Scope, limit: usize) -
 
 pub(super) fn state(store: &SqliteStore, scope: &Scope) -> Result<MaintenanceState, StoreError> {
     store.read(|conn| {
-        let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(MaintenanceState { maintained_at: None, new_turns: 0 }) };
-        let (at, new_turns): (Option<i64>, i64) = conn.query_row(
-            "SELECT u.maintained_at, (SELECT count(*) FROM memories m WHERE m.user_row = u.id AND m.seq > u.maintained_seq AND m.kind = 'turn')
+        let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(MaintenanceState { maintained_at: None, new_turns: 0, resummarize_due: false }) };
+        let (at, new_turns, due): (Option<i64>, i64, bool) = conn.query_row(
+            "SELECT u.maintained_at, (SELECT count(*) FROM memories m WHERE m.user_row = u.id AND m.seq > u.maintained_seq AND m.kind = 'turn'), u.resummarize_due
              FROM users u WHERE u.id = ?1",
             [user],
-            |row| Ok((row.get(0)?, row.get(1)?)),
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )?;
-        Ok(MaintenanceState { maintained_at: at.map(from_millis).transpose()?, new_turns: new_turns.max(0) as u64 })
+        Ok(MaintenanceState { maintained_at: at.map(from_millis).transpose()?, new_turns: new_turns.max(0) as u64, resummarize_due: due })
     })
 }
 

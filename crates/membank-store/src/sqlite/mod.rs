@@ -5,6 +5,9 @@
 //! write. Every statement filters by the user's row, resolved from `(tenant, user)` first.
 
 mod edit;
+mod erasure;
+mod idempotency;
+mod transfer;
 mod keys;
 mod derived;
 mod lookup;
@@ -73,12 +76,38 @@ impl SqliteStore {
         self.read(|conn| Ok(conn.query_row("PRAGMA user_version", [], |row| row.get(0))?))
     }
 
-    /// Writes a consistent copy of the database to `to` (online: readers and writers may go on).
-    pub fn read_only_backup(&self, to: &Path) -> Result<(), StoreError> {
+    /// Writes a consistent copy of the database to `to` with `VACUUM INTO`, online: it
+    /// reads one snapshot on a connection of its own, so this process's writer and other
+    /// processes (a running `serve`) go on writing meanwhile (WAL: readers never block
+    /// writers). `to` must not exist yet. The copy is compact and has no WAL of its own.
+    pub fn backup(&self, to: &Path) -> Result<(), StoreError> {
+        if to.exists() {
+            return Err(StoreError::Conflict(format!("{} exists already; a backup never overwrites a file", to.display())));
+        }
         let target = to.to_str().ok_or_else(|| StoreError::Corrupt("backup path is not UTF-8".into()))?;
-        let conn = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.execute("VACUUM INTO ?1", [target])?;
         Ok(())
+    }
+
+    /// Checks the database file at `path` without opening it as a store (no migration, no
+    /// change): its schema version and every check of [`SqliteStore::integrity_check`].
+    /// Returns the version and the problems found (empty: healthy).
+    pub fn check_file(path: &Path) -> Result<(i64, Vec<String>), StoreError> {
+        if !path.is_file() {
+            return Err(StoreError::NotFound { what: format!("database file {}", path.display()) });
+        }
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(schema::not_a_database)?;
+        if version == 0 {
+            return Err(StoreError::Corrupt("the file holds no membank schema".into()));
+        }
+        if version > CURRENT_VERSION {
+            return Err(StoreError::NewerSchema { found: version, supported: CURRENT_VERSION });
+        }
+        Ok((version, check_connection(&conn)?))
     }
 
     /// Runs SQLite's integrity check and FTS5's own; returns the problems found (empty: healthy).
@@ -88,22 +117,21 @@ impl SqliteStore {
         // segment merges made by the writer, which then reads as "corruption found reading
         // blob …" although the index is sound (seen intermittently in the isolation test).
         let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)?;
-        configure(&conn, true)?;
-        let check = |conn: &Connection| {
-            let mut problems: Vec<String> = conn
-                .prepare("PRAGMA integrity_check")?
-                .query_map([], |row| row.get::<_, String>(0))?
-                .collect::<Result<Vec<_>, _>>()?
-                .into_iter()
-                .filter(|line| line != "ok")
-                .collect();
-            let orphans: i64 = conn.query_row("SELECT count(*) FROM embeddings e LEFT JOIN memories m ON m.seq = e.memory_seq WHERE m.seq IS NULL OR m.user_row != e.user_row OR m.status = 'erased'", [], |r| r.get(0))?;
-            if orphans > 0 {
-                problems.push(format!("{orphans} vectors without a live memory of the same user"));
-            }
-            Ok(problems)
-        };
-        check(&conn)
+        // Not query_only: FTS5's integrity check is spelled as an INSERT (it changes nothing).
+        configure(&conn, false)?;
+        check_connection(&conn)
+    }
+
+    /// Copies the WAL into the database file and truncates it to zero bytes, so page
+    /// images of erased content do not survive in `-wal`. Waits (busy timeout) for
+    /// readers to finish; a reader that holds a snapshot for longer makes it fail.
+    pub(super) fn checkpoint_truncate(&self) -> Result<(), StoreError> {
+        let conn = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let (busy, _, _): (i64, i64, i64) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        if busy != 0 {
+            tracing::warn!("the WAL could not be truncated after an erasure: a reader held it; the next erasure or checkpoint will");
+        }
+        Ok(())
     }
 
     pub(super) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
@@ -133,6 +161,35 @@ impl SqliteStore {
     }
 }
 
+/// Every consistency check of a database: SQLite's own (FTS5 included), vectors without a
+/// live memory of the same user, events naming a memory of another user or none, and the
+/// full-text index's own integrity check.
+fn check_connection(conn: &Connection) -> Result<Vec<String>, StoreError> {
+    let mut problems: Vec<String> = conn
+        .prepare("PRAGMA integrity_check")?
+        .query_map([], |row| row.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .filter(|line| line != "ok")
+        .collect();
+    let orphans: i64 = conn.query_row("SELECT count(*) FROM embeddings e LEFT JOIN memories m ON m.seq = e.memory_seq WHERE m.seq IS NULL OR m.user_row != e.user_row OR m.status = 'erased'", [], |r| r.get(0))?;
+    if orphans > 0 {
+        problems.push(format!("{orphans} vectors without a live memory of the same user"));
+    }
+    let stray: i64 = conn.query_row(
+        "SELECT count(*) FROM events e WHERE e.memory_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = e.memory_id AND m.user_row = e.user_row)",
+        [],
+        |r| r.get(0),
+    )?;
+    if stray > 0 {
+        problems.push(format!("{stray} events about a memory their user does not have"));
+    }
+    if let Err(err) = conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 0)", []) {
+        problems.push(format!("full-text index: {err}"));
+    }
+    Ok(problems)
+}
+
 fn configure(conn: &Connection, reader: bool) -> Result<(), StoreError> {
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(schema::not_a_database)?;
@@ -147,7 +204,9 @@ fn configure(conn: &Connection, reader: bool) -> Result<(), StoreError> {
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Corrupt(format!("could not switch the journal to WAL (got {mode})")));
         }
-        conn.execute_batch("PRAGMA synchronous = FULL;")?;
+        // secure_delete: freed space is zeroed, so erased text does not linger in free
+        // pages or cells (see erasure.rs); the cost is a little write amplification.
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA secure_delete = ON;")?;
     }
     Ok(())
 }
@@ -477,12 +536,26 @@ impl Store for SqliteStore {
         }
         self.write(|tx| {
             let user = Self::existing_user(tx, scope)?;
-            for (rank, (id, score)) in recall.results.iter().enumerate() {
+            // Re-read in the write transaction: a result archived or erased since the
+            // searches read their snapshots is dropped here, not returned or strengthened.
+            let mut eligible = Vec::with_capacity(recall.results.len());
+            for (id, score) in &recall.results {
+                let Ok((_, memory)) = fetch_one(tx, user, scope, *id) else { continue };
+                let ok = match memory.status {
+                    Status::Active => true,
+                    Status::Archived | Status::Superseded => recall.include_archived,
+                    Status::Erased => false,
+                };
+                if ok {
+                    eligible.push((*id, *score));
+                }
+            }
+            for (rank, (id, score)) in eligible.iter().enumerate() {
                 let data = json!({ "query_id": recall.query_id, "rank": rank + 1, "score": score });
                 append_event(tx, user, &NewEvent::about(*id, EventKind::Recalled, recall.now, data))?;
             }
             if let Some(policy) = strengthen {
-                let ids: Vec<MemoryId> = recall.results.iter().map(|(id, _)| *id).collect();
+                let ids: Vec<MemoryId> = eligible.iter().map(|(id, _)| *id).collect();
                 strengthen_all(tx, user, &ids, Some(&recall.query_id), policy, recall.now)?;
             }
             if let Some(vector) = &recall.query_vector {
@@ -490,7 +563,7 @@ impl Store for SqliteStore {
                 maintain::remember_query(tx, user, vector, recall.now, keep)?;
             }
             let mut out = Vec::new();
-            for (id, _) in &recall.results {
+            for (id, _) in &eligible {
                 out.push(fetch_one(tx, user, scope, *id)?.1);
             }
             Ok(out)
@@ -545,19 +618,7 @@ impl Store for SqliteStore {
     }
 
     fn erase(&self, scope: &Scope, id: MemoryId, now: Timestamp) -> Result<Memory, StoreError> {
-        self.mutate(scope, id, |tx, user, seq, memory| {
-            if memory.status == Status::Erased {
-                return Ok(());
-            }
-            tx.execute(
-                "UPDATE memories SET content = NULL, user_text = NULL, assistant_text = NULL, metadata = '{}', status = 'erased' WHERE seq = ?1",
-                [seq],
-            )?;
-            tx.execute("DELETE FROM embeddings WHERE memory_seq = ?1", [seq])?;
-            tx.execute("DELETE FROM memory_fts WHERE rowid = ?1", [seq])?;
-            bump_revision(tx, user)?;
-            append_event(tx, user, &NewEvent::about(id, EventKind::Erased, now, json!({ "previous_status": memory.status.as_str() })))
-        })
+        erasure::erase(self, scope, id, now)
     }
 
     fn sweep(&self, scope: &Scope, policy: &ForgettingPolicy, now: Timestamp, dry_run: bool) -> Result<SweepReport, StoreError> {
@@ -675,10 +736,51 @@ impl Store for SqliteStore {
     fn apply_maintenance(&self, scope: &Scope, plan: MaintenancePlan) -> Result<MaintenanceApplied, StoreError> {
         maintain::apply(self, scope, plan)
     }
+
+    fn insert_all(&self, batch: Vec<NewMemory>, claim: Option<&IdempotencyClaim>) -> Result<Insertion, StoreError> {
+        idempotency::insert_all(self, batch, claim)
+    }
+
+    fn idempotency_record(&self, scope: &Scope, key: &str, expire_before: Timestamp) -> Result<Option<IdempotencyRecord>, StoreError> {
+        idempotency::record(self, scope, key, expire_before)
+    }
+
+    fn record_idempotent_response(&self, scope: &Scope, key: &str, response: &str) -> Result<(), StoreError> {
+        idempotency::respond(self, scope, key, response)
+    }
+
+    fn clear_resummarize_due(&self, scope: &Scope) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.execute("UPDATE users SET resummarize_due = 0 WHERE tenant = ?1 AND user_key = ?2", params![scope.tenant.as_str(), scope.user.as_str()])?;
+            Ok(())
+        })
+    }
+
+    fn export_user(&self, tenant: &TenantId, user: &UserId, vectors: bool, sink: &mut dyn FnMut(ExportRow) -> Result<(), StoreError>) -> Result<bool, StoreError> {
+        transfer::export_user(self, tenant, user, vectors, sink)
+    }
+
+    fn all_users(&self) -> Result<Vec<(TenantId, UserId)>, StoreError> {
+        transfer::all_users(self)
+    }
+
+    fn import_users(&self, users: Vec<UserImport>, merge: bool) -> Result<ImportCounts, StoreError> {
+        transfer::import_users(self, users, merge)
+    }
 }
 
 /// Inserts one memory with its vector, index row and event, in the caller's transaction.
 fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), StoreError> {
+    let (user, _, memory) = insert_row(tx, new)?;
+    let derived: Vec<String> = memory.derived_from.iter().map(ToString::to_string).collect();
+    let data = json!({ "kind": memory.kind.as_str(), "source": memory.source.as_str(), "occurred_at": memory.occurred_at.to_rfc3339(), "derived_from": derived });
+    append_event(tx, user, &NewEvent::about(memory.id, EventKind::Created, memory.recorded_at, data))?;
+    Ok((user, memory.id))
+}
+
+/// Inserts one memory with its vector and index row, without an event (imports bring
+/// their own log); returns the user's row, the memory's row and the memory.
+fn insert_row(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, i64, Memory), StoreError> {
     let memory = new.memory;
     if let Some((model, vector)) = &new.embedding
         && (vector.len() != model.dim || vector.iter().any(|x| !x.is_finite())) {
@@ -699,9 +801,9 @@ fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), St
         memory.scope.session.as_ref().map(|s| s.as_str()),
         memory.kind.as_str(),
         memory.source.as_str(),
-        memory.content,
-        memory.user_text,
-        memory.assistant_text,
+        &memory.content,
+        &memory.user_text,
+        &memory.assistant_text,
         millis(memory.occurred_at),
         millis(memory.recorded_at),
         memory.day.format("%Y-%m-%d").to_string(),
@@ -732,9 +834,7 @@ fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), St
     if memory.status != Status::Erased {
         tx.prepare_cached("INSERT INTO memory_fts (rowid, scope_tag, body) VALUES (?1, ?2, ?3)")?.execute(params![seq, scope_tag(user), index_body(&memory)])?;
     }
-    let data = json!({ "kind": memory.kind.as_str(), "source": memory.source.as_str(), "occurred_at": memory.occurred_at.to_rfc3339(), "derived_from": derived });
-    append_event(tx, user, &NewEvent::about(memory.id, EventKind::Created, memory.recorded_at, data))?;
-    Ok((user, memory.id))
+    Ok((user, seq, memory))
 }
 
 /// `S += 1`, `recall_count += 1`, `last_recalled_at = max(last, now)` and FadeMem's

@@ -128,6 +128,24 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX recent_queries_by_user ON recent_queries (user_row, seq);
     "#,
+    // v5: idempotent writes and erasure that also erases what was derived. An
+    // `Idempotency-Key` per user, the request it was first used with (a digest) and the
+    // memories that request made, stored in the same transaction as those memories, and
+    // the answer given once it is known; kept for a bounded time. A user whose summaries
+    // or portraits were erased because a source was erased is due to have them made again.
+    r#"
+    CREATE TABLE idempotency_keys (
+        user_row     INTEGER NOT NULL REFERENCES users(id),
+        key          TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        created_at   INTEGER NOT NULL,
+        memory_ids   TEXT NOT NULL,
+        response     TEXT,
+        PRIMARY KEY (user_row, key)
+    ) STRICT;
+    CREATE INDEX idempotency_keys_by_time ON idempotency_keys (created_at);
+    ALTER TABLE users ADD COLUMN resummarize_due INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this build writes.

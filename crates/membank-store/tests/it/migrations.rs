@@ -93,3 +93,28 @@ fn schema_v3_opens_upgrades_and_reads() {
     let model = EmbeddingModel { id: "sentence-transformers/all-MiniLM-L6-v2".into(), dim: 384 };
     assert_eq!(store.vectors(&scope("alice"), &[cat.id]).unwrap()[0].1.len(), model.dim);
 }
+
+/// `fixtures/schema-v4.db` is the v3 file above brought to v4 by the v4 migration's own
+/// SQL (the v4 release's), with v4-only state set: alice's turn has FadeMem numbers, alice
+/// was maintained, and has one recent query. Upgrading to v5 adds idempotency keys and
+/// the `resummarize_due` mark, and changes none of it.
+#[test]
+fn schema_v4_opens_upgrades_and_reads() {
+    let (_dir, store) = open_copy("schema-v4.db");
+    assert_eq!(store.schema_version().unwrap(), CURRENT_VERSION);
+    assert_eq!(store.integrity_check().unwrap(), Vec::<String>::new());
+    let all = ListQuery { statuses: Status::ALL.to_vec(), oldest_first: true, ..Default::default() };
+    let alice = store.list(&scope("alice"), &all).unwrap();
+    let cat = &alice[0];
+    assert_eq!(cat.user_text.as_deref(), Some("I adopted a grey cat named Miso"));
+    assert_eq!(cat.forgetting.fade_age, 2.5);
+    assert_eq!(cat.forgetting.access_frequency, 0.75);
+    assert_eq!(cat.forgetting.base_importance, 0.8);
+    assert_eq!(cat.forgetting.layer, membank_core::Layer::Long);
+    let state = store.maintenance_state(&scope("alice")).unwrap();
+    assert!(state.maintained_at.is_some());
+    assert_eq!(state.new_turns, 0);
+    assert!(!state.resummarize_due);
+    assert_eq!(store.recent_queries(&scope("alice"), 10).unwrap().len(), 1);
+    assert_eq!(store.idempotency_record(&scope("alice"), "k1", chrono::DateTime::UNIX_EPOCH).unwrap(), None);
+}
