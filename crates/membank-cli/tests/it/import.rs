@@ -34,3 +34,41 @@ fn import_is_idempotent_and_bad_files_name_the_record() {
     assert_eq!(report["metrics"]["hit@1"].as_f64(), Some(1.0), "{report}");
     assert!(report["metrics"]["all@3"].is_number() && report["metrics"]["mrr"].is_number() && report["by_kind"]["fact"].is_object());
 }
+
+/// Files crafted to reach the parsers' date arithmetic and byte slicing (each once a panic,
+/// exit 101): every one is refused with exit 3, naming the JSON path of the bad record.
+#[test]
+fn crafted_files_exit_3_naming_the_record() {
+    let bank = Bank::new();
+    let turns = |n: usize| (0..n).map(|i| format!(r#"{{"query": "turn {i}"}}"#)).collect::<Vec<_>>().join(",");
+    let cases = [
+        ("memorybank", r#"{"Ann": {"history": {"2023-04-28": [{"query": "hi", "last_recall_date": "2023-04-2８"}]}}}"#.to_string(), r#"$["Ann"].history["2023-04-28"][0].last_recall_date"#.to_string()),
+        ("memorybank", format!(r#"{{"Ann": {{"history": {{"+262142-12-31": [{}]}}}}}}"#, turns(721)), r#"$["Ann"].history["+262142-12-31"][720]"#.to_string()),
+        // Parsed, but in the future: refused by validation before anything is written.
+        ("memorybank", r#"{"Ann": {"history": {"+262142-12-31": [{"query": "hi"}]}}}"#.to_string(), r#"$["Ann"].history["+262142-12-31"][0]"#.to_string()),
+        ("memorybank", r#"{"Ann": {"history": {"2023-04-28": [{"query": "hi", "last_recall_date": "+262142-12-31"}]}}}"#.to_string(), r#"$["Ann"].history["2023-04-28"][0]"#.to_string()),
+        (
+            "locomo",
+            format!(
+                r#"[{{"sample_id": "s", "conversation": {{"session_1": [{}], "session_1_date_time": "11:59 pm on 31 December, +262142"}}}}]"#,
+                (0..61).map(|i| format!(r#"{{"speaker": "A", "dia_id": "D1:{i}", "text": "t"}}"#)).collect::<Vec<_>>().join(",")
+            ),
+            r#"$[0].conversation["session_1"][60]"#.to_string(),
+        ),
+        (
+            "longmemeval",
+            format!(
+                r#"[{{"question_id": "q", "haystack_session_ids": ["a"], "haystack_dates": ["+262142/12/31 (Fri) 23:59"], "haystack_sessions": [[{}]]}}]"#,
+                vec![r#"{"role": "user", "content": "c"}"#; 61].join(",")
+            ),
+            "$[0].haystack_sessions[0][60]".to_string(),
+        ),
+    ];
+    for (index, (format, file, path)) in cases.iter().enumerate() {
+        let name = bank.path(&format!("crafted-{index}.json"));
+        std::fs::write(&name, file).unwrap();
+        let stderr = bank.fails(&["import", format, name.to_str().unwrap()], 3);
+        assert!(stderr.contains(path.as_str()), "case {index}: {stderr}");
+    }
+    assert_eq!(bank.json(&["users"])["users"].as_array().map(Vec::len), Some(0), "nothing was stored");
+}
