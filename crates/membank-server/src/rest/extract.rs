@@ -36,6 +36,24 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
+/// A JSON body with a digest (SHA-256, hex) of its parsed value, so a retried request can
+/// be recognised whatever its white space: what `Idempotency-Key` compares.
+#[derive(Debug)]
+pub struct DigestedJsonBody<T>(pub T, pub String);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for DigestedJsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let JsonBody(value) = JsonBody::<serde_json::Value>::from_request(req, state).await?;
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(value.to_string().as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let parsed = serde_json::from_value(value).map_err(|e| ApiError::Invalid(format!("Failed to deserialize the JSON body into the target type: {e}")))?;
+        Ok(DigestedJsonBody(parsed, hex))
+    }
+}
+
 fn json_rejection(rejection: JsonRejection) -> ApiError {
     match rejection {
         JsonRejection::JsonDataError(e) => ApiError::Invalid(e.body_text()),

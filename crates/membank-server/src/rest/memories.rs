@@ -5,21 +5,22 @@
 
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::NaiveDate;
 use membank_engine::core::time::parse_instant;
 use membank_engine::core::{InvalidInput, Kind, MemoryId, Scope, Source, Status, Timestamp};
 use membank_engine::{EditRequest, Engine, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest};
-use membank_store::{EventQuery, ListQuery};
+use membank_store::{EventQuery, IdempotencyRecord, Insertion, ListQuery};
 
-use super::extract::{ApiPath, ApiQuery, Caller, JsonBody, OptionalJsonBody};
+use super::extract::{ApiPath, ApiQuery, Caller, DigestedJsonBody, JsonBody, OptionalJsonBody};
 use super::types::*;
 use crate::error::{ApiError, ErrorResponses};
 use crate::maintenance::{CycleError, Trigger};
 use crate::metrics::Metrics;
 use crate::state::AppState;
-use crate::wire::{EventOut, ListOut, MaintainOut, MemoryOut, MemoryWithRetention, RecallOut, SweepOut};
+use crate::wire::{ListOut, MaintainOut, MemoryOut, MemoryWithRetention, RecallOut, SweepOut};
 
 fn invalid(err: InvalidInput) -> ApiError {
     ApiError::Invalid(err.to_string())
@@ -87,47 +88,134 @@ fn checked_metadata(metadata: Option<std::collections::BTreeMap<String, String>>
     Ok(metadata)
 }
 
-/// Store one exchange.
-#[utoipa::path(post, path = "/v1/users/{user}/turns", tag = "memories",
-    params(UserPath),
-    request_body = TurnIn,
-    responses((status = 201, description = "Stored; recallable at once", body = MemoryOut), ErrorResponses))]
-pub async fn remember_turn(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(turn): JsonBody<TurnIn>) -> Result<(StatusCode, Json<MemoryOut>), ApiError> {
-    let request = turn_request(&state, &caller, &user, turn)?;
-    let memory = state.run(move |engine| Ok(engine.remember_turn(request)?)).await?;
-    Metrics::add(&state.metrics().memories_created, 1);
-    Ok((StatusCode::CREATED, Json((&memory).into())))
+/// The header with which a client makes a creating POST safe to retry.
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// The request's `Idempotency-Key`, if it sent one.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else { return Ok(None) };
+    let key = value.to_str().map_err(|_| ApiError::Invalid("Idempotency-Key: must be visible ASCII".into()))?.trim();
+    if key.is_empty() || key.len() > 255 {
+        return Err(ApiError::Invalid("Idempotency-Key: must be 1 to 255 visible ASCII characters".into()));
+    }
+    Ok(Some(key.to_string()))
 }
 
-/// Store several exchanges, in order. All are validated before any is stored.
+/// Stores `entries` all at once or not at all, idempotently under the request's key, and
+/// answers 201 with `render` of the stored memories. A retry with the same key and body
+/// within the retention gets the first answer again (with `Idempotent-Replayed: true`)
+/// and stores nothing; the same key with another body is refused with 422.
+async fn create<T: serde::Serialize + Send + 'static>(
+    state: &AppState,
+    scope: Scope,
+    headers: &HeaderMap,
+    digest: String,
+    entries: Vec<membank_engine::Remember>,
+    render: fn(&[membank_engine::core::Memory]) -> Result<T, ApiError>,
+) -> Result<Response, ApiError> {
+    let key = idempotency_key(headers)?;
+    if let Some(key) = key.clone() {
+        let lookup_scope = scope.clone();
+        let record = state.run(move |engine| Ok(engine.idempotency_record(&lookup_scope, &key)?)).await?;
+        if let Some(record) = record {
+            if record.request_hash != digest {
+                return Err(ApiError::Invalid("Idempotency-Key: was already used with a different request; use a new key for a new request".into()));
+            }
+            return replay(state, scope, record, render).await;
+        }
+    }
+    let claim_key = key.clone();
+    let insertion = state
+        .run(move |engine| {
+            let claim = claim_key.map(|k| engine.idempotency_claim(&k, &digest));
+            Ok(engine.remember_all(entries, claim.as_ref())?)
+        })
+        .await?;
+    match insertion {
+        Insertion::Stored(memories) => {
+            Metrics::add(&state.metrics().memories_created, memories.len() as u64);
+            let body = serde_json::to_string(&render(&memories)?).map_err(|_| ApiError::Internal)?;
+            if let Some(key) = key {
+                let (respond_scope, answer) = (scope.clone(), body.clone());
+                // The memories and the key are stored already; failing to keep the answer
+                // only means a retry gets it rebuilt from the stored memories.
+                if let Err(err) = state.run(move |engine| Ok(engine.store().record_idempotent_response(&respond_scope, &key, &answer)?)).await {
+                    tracing::warn!(error = ?err, "could not record an idempotent answer");
+                }
+            }
+            Ok(created(body, false))
+        }
+        Insertion::Replayed(record) => replay(state, scope, record, render).await,
+    }
+}
+
+async fn replay<T: serde::Serialize + Send + 'static>(state: &AppState, scope: Scope, record: IdempotencyRecord, render: fn(&[membank_engine::core::Memory]) -> Result<T, ApiError>) -> Result<Response, ApiError> {
+    if let Some(body) = record.response {
+        return Ok(created(body, true));
+    }
+    let memories = state.run(move |engine| Ok(engine.store().get_many(&scope, &record.memory_ids)?)).await?;
+    Ok(created(serde_json::to_string(&render(&memories)?).map_err(|_| ApiError::Internal)?, true))
+}
+
+fn created(body: String, replayed: bool) -> Response {
+    let mut response = (StatusCode::CREATED, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response();
+    if replayed {
+        response.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
+    }
+    response
+}
+
+fn one_memory(memories: &[membank_engine::core::Memory]) -> Result<MemoryOut, ApiError> {
+    memories.first().map(MemoryOut::from).ok_or(ApiError::Internal)
+}
+
+fn batch_out(memories: &[membank_engine::core::Memory]) -> Result<BatchOut, ApiError> {
+    Ok(BatchOut { memories: memories.iter().map(Into::into).collect() })
+}
+
+/// Store one exchange.
+///
+/// Send `Idempotency-Key: <unique string>` to make a retry safe: the same key with the
+/// same body within 24 hours returns the first answer and stores nothing new.
+#[utoipa::path(post, path = "/v1/users/{user}/turns", tag = "memories",
+    params(UserPath, ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry safe: the same key and body within 24 h returns the first answer and stores nothing")),
+    request_body = TurnIn,
+    responses((status = 201, description = "Stored; recallable at once", body = MemoryOut), ErrorResponses))]
+pub async fn remember_turn(State(state): State<AppState>, caller: Caller, headers: HeaderMap, ApiPath(user): ApiPath<String>, DigestedJsonBody(turn, digest): DigestedJsonBody<TurnIn>) -> Result<Response, ApiError> {
+    let scope = caller.scope(&user)?;
+    let request = turn_request(&state, &caller, &user, turn)?;
+    create(&state, scope, &headers, format!("turns:{digest}"), vec![membank_engine::Remember::Turn(request)], one_memory).await
+}
+
+/// Store several exchanges, in order: all are validated before any is stored, and all
+/// are stored in one transaction or none is.
+///
+/// Takes `Idempotency-Key` like `POST /turns`.
 #[utoipa::path(post, path = "/v1/users/{user}/turns/batch", tag = "memories",
-    params(UserPath),
+    params(UserPath, ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry safe: the same key and body within 24 h returns the first answer and stores nothing")),
     request_body = TurnBatchIn,
     responses((status = 201, description = "Stored, in input order", body = BatchOut), ErrorResponses))]
-pub async fn remember_turns(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(batch): JsonBody<TurnBatchIn>) -> Result<(StatusCode, Json<BatchOut>), ApiError> {
+pub async fn remember_turns(State(state): State<AppState>, caller: Caller, headers: HeaderMap, ApiPath(user): ApiPath<String>, DigestedJsonBody(batch, digest): DigestedJsonBody<TurnBatchIn>) -> Result<Response, ApiError> {
     let limit = state.config().limits.batch;
     if batch.turns.is_empty() || batch.turns.len() > limit {
         return Err(ApiError::Invalid(format!("turns: give between 1 and {limit} turns")));
     }
+    let scope = caller.scope(&user)?;
     let requests = batch.turns.into_iter().map(|t| turn_request(&state, &caller, &user, t)).collect::<Result<Vec<_>, _>>()?;
-    for r in &requests {
-        membank_engine::validate_text("user_text", &r.user_text).map_err(invalid)?;
-        if let Some(reply) = &r.assistant_text {
-            membank_engine::validate_text("assistant_text", reply).map_err(invalid)?;
-        }
-    }
-    let memories = state.run(move |engine| requests.into_iter().map(|r| engine.remember_turn(r).map_err(ApiError::from)).collect::<Result<Vec<_>, _>>()).await?;
-    Metrics::add(&state.metrics().memories_created, memories.len() as u64);
-    Ok((StatusCode::CREATED, Json(BatchOut { memories: memories.iter().map(Into::into).collect() })))
+    let entries = requests.into_iter().map(membank_engine::Remember::Turn).collect();
+    create(&state, scope, &headers, format!("batch:{digest}"), entries, batch_out).await
 }
 
 /// Store a free-form note.
+///
+/// Takes `Idempotency-Key` like `POST /turns`.
 #[utoipa::path(post, path = "/v1/users/{user}/notes", tag = "memories",
-    params(UserPath),
+    params(UserPath, ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry safe: the same key and body within 24 h returns the first answer and stores nothing")),
     request_body = NoteIn,
     responses((status = 201, description = "Stored; recallable at once", body = MemoryOut), ErrorResponses))]
-pub async fn remember_note(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(note): JsonBody<NoteIn>) -> Result<(StatusCode, Json<MemoryOut>), ApiError> {
+pub async fn remember_note(State(state): State<AppState>, caller: Caller, headers: HeaderMap, ApiPath(user): ApiPath<String>, DigestedJsonBody(note, digest): DigestedJsonBody<NoteIn>) -> Result<Response, ApiError> {
     check_text(&state, "text", &note.text)?;
+    let scope = caller.scope(&user)?;
     let request = RememberNote {
         scope: caller.scope_with(&user, note.agent.as_deref(), note.session.as_deref())?,
         text: note.text,
@@ -136,9 +224,7 @@ pub async fn remember_note(State(state): State<AppState>, caller: Caller, ApiPat
         metadata: checked_metadata(note.metadata)?,
         importance: importance(note.importance)?,
     };
-    let memory = state.run(move |engine| Ok(engine.remember_note(request)?)).await?;
-    Metrics::add(&state.metrics().memories_created, 1);
-    Ok((StatusCode::CREATED, Json((&memory).into())))
+    create(&state, scope, &headers, format!("notes:{digest}"), vec![membank_engine::Remember::Note(request)], one_memory).await
 }
 
 /// Find the memories most relevant to a query; strengthens what it returns (per policy).
@@ -357,41 +443,59 @@ pub async fn events(State(state): State<AppState>, caller: Caller, ApiPath(user)
     Ok(Json(EventsOut { events: events.iter().map(Into::into).collect() }))
 }
 
-/// Everything stored about this user, memories of every status and the event log.
+/// Everything stored about this user in the lossless `membank-export` format (JSON
+/// Lines, version 1; see the README): a header line, the user, every memory of every
+/// status with all of its state, every event, and an end line with the counts. Streamed
+/// from one consistent snapshot as it is read; a response without its end line was cut
+/// short. `?vectors=true` adds each memory's vector and the user's recent queries.
 #[utoipa::path(get, path = "/v1/users/{user}/export", tag = "memories",
-    params(UserPath),
-    responses((status = 200, description = "The export", body = ExportOut), ErrorResponses))]
-pub async fn export(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>) -> Result<Json<ExportOut>, ApiError> {
+    params(UserPath, ExportParams),
+    responses((status = 200, description = "The export, JSON Lines", body = String, content_type = "application/x-ndjson"), ErrorResponses))]
+pub async fn export(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, ApiQuery(params): ApiQuery<ExportParams>) -> Result<Response, ApiError> {
     let scope = caller.scope(&user)?;
-    let out = state
-        .run(move |engine| {
-            let store = engine.store();
-            let time_zone = store.find_user(&scope.tenant, &scope.user)?.map(|u| u.time_zone).unwrap_or_default();
-            let mut memories = Vec::new();
-            let page = membank_engine::core::limits::MAX_PAGE_SIZE;
-            loop {
-                let query = ListQuery { statuses: vec![Status::Active, Status::Archived, Status::Superseded, Status::Erased], limit: page, offset: memories.len(), oldest_first: true, ..Default::default() };
-                let batch = store.list(&scope, &query)?;
-                let done = batch.len() < page;
-                memories.extend(batch.iter().map(MemoryOut::from));
-                if done {
-                    break;
-                }
+    let request = membank_engine::export::ExportRequest { users: vec![scope], vectors: params.vectors.unwrap_or(false), skip_missing: true };
+    let (sender, receiver) = tokio::sync::mpsc::channel::<Result<axum::body::Bytes, std::io::Error>>(8);
+    let engine = state.engine().clone();
+    tokio::task::spawn_blocking(move || {
+        let mut writer = ChannelWriter { buffer: Vec::with_capacity(CHUNK), sender: sender.clone() };
+        if let Err(err) = engine.export(&request, &mut writer) {
+            // Headers are sent: all we can do is cut the stream, which the missing end line shows.
+            if !matches!(err, membank_engine::EngineError::Output(_)) {
+                tracing::error!(error = %err, "export failed while streaming");
             }
-            let mut events: Vec<EventOut> = Vec::new();
-            loop {
-                let after = events.last().map(|e| e.seq);
-                let batch = store.events(&scope, &EventQuery { memory_id: None, after_seq: after, limit: 10_000 })?;
-                let done = batch.len() < 10_000;
-                events.extend(batch.iter().map(EventOut::from));
-                if done {
-                    break;
-                }
-            }
-            Ok(ExportOut { format: "membank.user-export".into(), version: 1, tenant: scope.tenant.to_string(), user: scope.user.to_string(), time_zone, memories, events })
-        })
-        .await?;
-    Ok(Json(out))
+            let _ = sender.blocking_send(Err(std::io::Error::other("export failed")));
+        }
+    });
+    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move { receiver.recv().await.map(|chunk| (chunk, receiver)) });
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/x-ndjson")], axum::body::Body::from_stream(stream)).into_response())
+}
+
+/// Bytes per streamed chunk of an export.
+const CHUNK: usize = 64 * 1024;
+
+/// A blocking writer that hands full chunks to the response stream; a gone client makes
+/// writes fail (`BrokenPipe`), which stops the export.
+struct ChannelWriter {
+    buffer: Vec<u8>,
+    sender: tokio::sync::mpsc::Sender<Result<axum::body::Bytes, std::io::Error>>,
+}
+
+impl std::io::Write for ChannelWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buffer.extend_from_slice(bytes);
+        if self.buffer.len() >= CHUNK {
+            self.flush()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let chunk = axum::body::Bytes::from(std::mem::replace(&mut self.buffer, Vec::with_capacity(CHUNK)));
+        self.sender.blocking_send(Ok(chunk)).map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))
+    }
 }
 
 /// The users of the caller's tenant.

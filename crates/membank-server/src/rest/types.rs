@@ -271,26 +271,6 @@ pub struct UsersOut {
     pub users: Vec<UserOut>,
 }
 
-/// Everything stored about one user: memories of every status (erased ones as
-/// content-free tombstones) and the whole event log.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ExportOut {
-    /// `membank.user-export`.
-    pub format: String,
-    /// Format version (1).
-    pub version: u32,
-    /// The tenant.
-    pub tenant: String,
-    /// The user.
-    pub user: String,
-    /// The user's time zone (empty if the user was never written to).
-    pub time_zone: String,
-    /// Every memory, oldest first.
-    pub memories: Vec<MemoryOut>,
-    /// The event log, oldest first.
-    pub events: Vec<EventOut>,
-}
-
 /// `/healthz` and `/readyz`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct HealthOut {
@@ -349,4 +329,13 @@ pub struct MemoryPath {
     /// The memory id.
     #[param(pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
     pub id: String,
+}
+
+/// Query of `GET /v1/users/{user}/export`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ExportParams {
+    /// Include each memory's vector (and the model that made it) and the user's recent recall queries.
+    pub vectors: Option<bool>,
 }

@@ -11,3 +11,4 @@ mod isolation;
 mod maintain;
 mod mcp;
 mod support;
+mod writes;

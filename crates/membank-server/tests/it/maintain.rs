@@ -112,6 +112,8 @@ async fn a_dry_run_changes_nothing_and_a_real_run_archives_what_the_curve_says()
     assert!(of_kind(&events(&app, None, "alice").await, "maintained").is_empty(), "a dry run leaves no cycle in the log");
     assert_eq!(metric(&app, "membank_maintenance_cycles_total").await, 0.0, "a dry run is not a cycle");
 
+    // A cycle that writes runs at most a day ahead of the server's clock: move the clock.
+    clock.set(start() + chrono::Duration::days(30));
     let (status, real) = call(&app, "POST", "/v1/users/alice/maintain", None, Some(json!({ "now": month_later }))).await;
     assert_eq!(status, StatusCode::OK, "{real}");
     assert_eq!((real["user"].clone(), real["dry_run"].clone(), real["archived"].clone()), (json!("alice"), json!(false), json!(1)), "{real}");
@@ -130,7 +132,7 @@ async fn a_dry_run_changes_nothing_and_a_real_run_archives_what_the_curve_says()
     assert_eq!(metric(&app, "membank_maintenance_archived_total").await, 1.0);
     assert_eq!(metric(&app, "membank_maintenance_failures_total").await, 0.0);
     // The gauge reads the engine's clock when the cycle ended, not the machine's.
-    assert_eq!(metric(&app, "membank_maintenance_last_cycle_timestamp_seconds").await, start().timestamp() as f64);
+    assert_eq!(metric(&app, "membank_maintenance_last_cycle_timestamp_seconds").await, (start() + chrono::Duration::days(30)).timestamp() as f64);
 }
 
 #[tokio::test]
@@ -196,6 +198,8 @@ async fn maintain_acts_only_in_the_callers_scope() {
     let id = note(&app, Some(&acme), "alice", "Alice's old locker code was 4512").await;
     note(&app, Some(&acme), "bob", "Bob's old locker code was 7781").await;
     let later = json!({ "now": rfc3339(start() + chrono::Duration::days(30)) });
+    // Writes run at most a day ahead of the server's clock.
+    clock.set(start() + chrono::Duration::days(30));
 
     assert_error(&call(&app, "POST", "/v1/users/bob/maintain", Some(&alice_key), Some(later.clone())).await, StatusCode::FORBIDDEN, "forbidden");
     assert_error(&call(&app, "POST", "/v1/users/alice/maintain", None, Some(later.clone())).await, StatusCode::UNAUTHORIZED, "unauthorized");

@@ -71,8 +71,31 @@ pub async fn send(app: &Router, req: Request<Body>) -> (StatusCode, Value) {
     let response = app.clone().oneshot(req).await.unwrap();
     let status = response.status();
     let bytes = axum::body::to_bytes(response.into_body(), 64 * 1024 * 1024).await.unwrap();
-    let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (status, json)
+    (status, decode(&bytes))
+}
+
+/// A body as JSON: a JSON document, or a membank-export (JSON Lines) read into one object
+/// `{"header", "tenant", "user", "memories": [...], "events": [...], "end"}` (the first
+/// user's tenant and name), or `Value::Null`.
+pub fn decode(bytes: &[u8]) -> Value {
+    if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
+        return value;
+    }
+    let Ok(text) = std::str::from_utf8(bytes) else { return Value::Null };
+    let lines: Result<Vec<Value>, _> = text.lines().filter(|l| !l.is_empty()).map(serde_json::from_str::<Value>).collect();
+    let Ok(lines) = lines else { return Value::Null };
+    if lines.first().is_none_or(|h| h["format"] != "membank-export") {
+        return Value::Null;
+    }
+    let user = lines.iter().find(|l| l["type"] == "user");
+    serde_json::json!({
+        "header": lines[0],
+        "tenant": user.map(|u| u["tenant"].clone()).unwrap_or(Value::Null),
+        "user": user.map(|u| u["user"].clone()).unwrap_or(Value::Null),
+        "memories": lines.iter().filter(|l| l["type"] == "memory").collect::<Vec<_>>(),
+        "events": lines.iter().filter(|l| l["type"] == "event").collect::<Vec<_>>(),
+        "end": lines.iter().find(|l| l["type"] == "end"),
+    })
 }
 
 pub async fn call(app: &Router, method: &str, path: &str, key: Option<&str>, body: Option<Value>) -> (StatusCode, Value) {
@@ -242,7 +265,7 @@ impl Transport {
             headers.push(("content-type", "application/json"));
         }
         let (status, _, bytes) = self.send(method, path, &headers, body.map(|b| b.to_string())).await;
-        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+        (status, decode(&bytes))
     }
 }
 
