@@ -24,7 +24,7 @@ pub mod wire;
 pub use error::ApiError;
 pub use keys::Principal;
 pub use maintenance::MaintenanceConfig;
-pub use ratelimit::RateLimit;
+pub use ratelimit::{AuthFailureLimit, RateLimit};
 pub use rest::{openapi, router};
 pub use serve::{ServeError, check_bind, serve};
 pub use state::{AppState, AuthMode, Limits, ServerConfig};

@@ -2,8 +2,11 @@
 //! `/metrics`: requests and latency histograms per route, and domain counters (memories
 //! stored, recalls, memories strengthened, sweeps, memories archived) and maintenance
 //! counters (cycles, failures, and what cycles archived, merged, fused and decided), with
-//! the engine-clock time of the last cycle. Labels come from fixed sets only (route
-//! templates, methods, statuses), never from user ids.
+//! the engine-clock time of the last cycle. Labels come from fixed sets only, never from
+//! what a client sends: methods outside the standard ones are `other`, routes are the
+//! router's templates (never raw paths, so never user ids) and every unknown path is
+//! `unmatched`. Requests are counted before authentication, so anything a client could
+//! choose freely would let an anonymous client grow this process's memory.
 //!
 //! Hand-written rather than a metrics crate: a few counters and one histogram family do
 //! not justify a registry dependency, and the format is small and stable.
@@ -30,8 +33,8 @@ struct Histogram {
 /// All metrics of one server.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    requests: Mutex<BTreeMap<(String, String, u16), u64>>,
-    latency: Mutex<BTreeMap<(String, String), Histogram>>,
+    requests: Mutex<BTreeMap<(&'static str, String, u16), u64>>,
+    latency: Mutex<BTreeMap<(&'static str, String), Histogram>>,
     /// Memories stored (turns, notes, edits).
     pub memories_created: AtomicU64,
     /// Recalls answered.
@@ -61,11 +64,14 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Records one answered request.
+    /// Records one answered request. `route` must come from a fixed set (a route
+    /// template, or `unmatched`); `method` may be anything: it is labelled by
+    /// [`method_label`].
     pub fn observe(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
-        *self.requests.lock().unwrap_or_else(|e| e.into_inner()).entry((method.to_string(), route.to_string(), status)).or_default() += 1;
+        let method = method_label(method);
+        *self.requests.lock().unwrap_or_else(|e| e.into_inner()).entry((method, route.to_string(), status)).or_default() += 1;
         let mut latency = self.latency.lock().unwrap_or_else(|e| e.into_inner());
-        let histogram = latency.entry((method.to_string(), route.to_string())).or_default();
+        let histogram = latency.entry((method, route.to_string())).or_default();
         let secs = elapsed.as_secs_f64();
         for (i, bound) in BUCKETS.iter().enumerate() {
             if secs <= *bound {
@@ -139,6 +145,12 @@ impl Metrics {
     }
 }
 
+/// The label of a request method: one of the standard methods, else `other`.
+pub fn method_label(method: &str) -> &'static str {
+    const KNOWN: [&str; 9] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"];
+    KNOWN.into_iter().find(|known| *known == method).unwrap_or("other")
+}
+
 fn escape(label: &str) -> String {
     label.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
@@ -161,6 +173,19 @@ mod tests {
         assert!(text.contains("membank_recalls_total 2"));
         assert!(text.contains("membank_maintenance_cycles_total 0"));
         assert!(text.contains("# TYPE membank_maintenance_last_cycle_timestamp_seconds gauge\nmembank_maintenance_last_cycle_timestamp_seconds 0\n"));
+    }
+
+    #[test]
+    fn unknown_methods_share_one_label() {
+        let m = Metrics::default();
+        for i in 0..100 {
+            m.observe(&format!("X{i}{}", "A".repeat(2048)), "unmatched", 405, Duration::from_millis(1));
+        }
+        m.observe("GET", "unmatched", 404, Duration::from_millis(1));
+        let text = m.render();
+        assert!(text.contains("membank_http_requests_total{method=\"other\",route=\"unmatched\",status=\"405\"} 100"), "{text}");
+        assert!(!text.contains("X1"), "{text}");
+        assert!(text.len() < 8 * 1024, "{} bytes", text.len());
     }
 
     #[test]

@@ -1,8 +1,15 @@
-//! Per-key request rate limiting: a token bucket per key id (one shared bucket for the
-//! unauthenticated loopback mode). Buckets refill continuously at `per_second` up to
-//! `burst`. Time is passed in, so the arithmetic is tested without sleeping.
+//! Rate limiting, with time passed in so the arithmetic is tested without sleeping.
+//!
+//! - [`RateLimiter`]: requests per authenticated key, a token bucket per key id (one
+//!   shared bucket for the unauthenticated loopback mode). Buckets refill continuously at
+//!   `per_second` up to `burst`. Its table grows only with keys that authenticated.
+//! - [`FailureLimiter`]: failed authentications per client address, checked before a
+//!   presented key is looked up, so guessing keys costs the guesser, not the database.
+//!   Its table is bounded: an attacker with many addresses cannot grow it past
+//!   [`AuthFailureLimit::max_addresses`].
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -60,9 +67,206 @@ impl RateLimiter {
     }
 }
 
+/// How many failed authentications each client address may make.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AuthFailureLimit {
+    /// Failures allowed in a row from one address before it must wait.
+    pub burst: f64,
+    /// Failures forgiven per minute after that (0 disables the limit).
+    pub per_minute: f64,
+    /// Most addresses tracked at once. Beyond it, new addresses share one bucket, so
+    /// memory stays bounded and a many-address attack is still limited as a whole.
+    pub max_addresses: usize,
+}
+
+impl Default for AuthFailureLimit {
+    fn default() -> Self {
+        // A client with a wrong key learns it in one request; 20 in a row are a mistake
+        // being retried or a guess, and 10 a minute after that is plenty for the first.
+        Self { burst: 20.0, per_minute: 10.0, max_addresses: 10_000 }
+    }
+}
+
+/// Where a request came from, as the failure limiter counts it. IPv6 addresses count by
+/// their /64 prefix: one host usually holds a whole /64 and could otherwise take a fresh
+/// burst from each of its addresses. `None` is a caller without a socket address (the
+/// router called in-process); all such callers share one bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClientAddr(Option<IpAddr>);
+
+impl ClientAddr {
+    /// The counted form of a peer's address (the port is ignored: each new connection has
+    /// another one).
+    pub fn new(ip: Option<IpAddr>) -> Self {
+        Self(ip.map(|ip| match ip {
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => IpAddr::V4(v4),
+                None => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+            },
+            v4 => v4,
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct FailureTable {
+    buckets: HashMap<ClientAddr, Bucket>,
+    /// Shared by addresses that found the table full.
+    overflow: Bucket,
+    /// Pruning scans the table; at most once a second.
+    next_prune: Option<Instant>,
+}
+
+/// Failed authentications per client address; see the module docs.
+#[derive(Debug)]
+pub struct FailureLimiter {
+    limit: AuthFailureLimit,
+    table: Mutex<FailureTable>,
+}
+
+impl FailureLimiter {
+    /// A limiter with one limit for every address.
+    pub fn new(limit: AuthFailureLimit) -> Self {
+        let burst = limit.burst.max(1.0);
+        let start = Instant::now();
+        Self { limit, table: Mutex::new(FailureTable { buckets: HashMap::new(), overflow: Bucket { tokens: burst, at: start }, next_prune: None }) }
+    }
+
+    fn enabled(&self) -> bool {
+        self.limit.per_minute > 0.0
+    }
+
+    fn refill(&self, bucket: &mut Bucket, now: Instant) {
+        let elapsed = now.saturating_duration_since(bucket.at).as_secs_f64();
+        bucket.tokens = (bucket.tokens + elapsed * self.limit.per_minute / 60.0).min(self.limit.burst.max(1.0));
+        bucket.at = now;
+    }
+
+    fn wait(&self, bucket: &Bucket) -> Duration {
+        Duration::from_secs_f64((1.0 - bucket.tokens).max(0.0) * 60.0 / self.limit.per_minute)
+    }
+
+    /// When `client` is new and the table full, drops the buckets that have refilled: they
+    /// carry no information. The scan runs at most once a second, so a flood of new
+    /// addresses does not make every request pay for it.
+    fn make_room(&self, table: &mut FailureTable, client: ClientAddr, now: Instant) {
+        if table.buckets.len() < self.limit.max_addresses || table.buckets.contains_key(&client) || table.next_prune.is_some_and(|at| now < at) {
+            return;
+        }
+        let (burst, per_second) = (self.limit.burst.max(1.0), self.limit.per_minute / 60.0);
+        table.buckets.retain(|_, b| b.tokens + now.saturating_duration_since(b.at).as_secs_f64() * per_second < burst);
+        table.next_prune = Some(now + Duration::from_secs(1));
+    }
+
+    /// Whether `client` may try to authenticate at `now`; if not, how long until it may.
+    /// Takes nothing: only failures count, so a client with a good key is never slowed.
+    pub fn check(&self, client: ClientAddr, now: Instant) -> Result<(), Duration> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let table = &mut *table;
+        self.make_room(table, client, now);
+        let full = table.buckets.len() >= self.limit.max_addresses;
+        let bucket = match table.buckets.get_mut(&client) {
+            Some(bucket) => bucket,
+            None if full => &mut table.overflow,
+            // Never seen and room to spare: a full bucket, which need not be stored.
+            None => return Ok(()),
+        };
+        self.refill(bucket, now);
+        if bucket.tokens >= 1.0 { Ok(()) } else { Err(self.wait(bucket)) }
+    }
+
+    /// Counts one failed authentication of `client` at `now`.
+    pub fn failed(&self, client: ClientAddr, now: Instant) {
+        if !self.enabled() {
+            return;
+        }
+        let burst = self.limit.burst.max(1.0);
+        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let table = &mut *table;
+        self.make_room(table, client, now);
+        let bucket = if let Some(bucket) = table.buckets.get_mut(&client) {
+            bucket
+        } else if table.buckets.len() < self.limit.max_addresses {
+            table.buckets.entry(client).or_insert(Bucket { tokens: burst, at: now })
+        } else {
+            &mut table.overflow
+        };
+        self.refill(bucket, now);
+        bucket.tokens = (bucket.tokens - 1.0).max(0.0);
+    }
+
+    /// How many addresses are tracked (for tests of the bound).
+    pub fn tracked(&self) -> usize {
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).buckets.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ip(s: &str) -> ClientAddr {
+        ClientAddr::new(Some(s.parse().unwrap()))
+    }
+
+    #[test]
+    fn failures_are_limited_per_address_and_forgiven_over_time() {
+        let limiter = FailureLimiter::new(AuthFailureLimit { burst: 3.0, per_minute: 6.0, max_addresses: 100 });
+        let t0 = Instant::now();
+        for _ in 0..3 {
+            assert!(limiter.check(ip("203.0.113.7"), t0).is_ok());
+            limiter.failed(ip("203.0.113.7"), t0);
+        }
+        let wait = limiter.check(ip("203.0.113.7"), t0).unwrap_err();
+        assert_eq!(wait, Duration::from_secs(10));
+        assert!(limiter.check(ip("203.0.113.8"), t0).is_ok(), "another address has its own bucket");
+        assert!(limiter.check(ip("203.0.113.7"), t0 + Duration::from_secs(10)).is_ok());
+        // Checking takes nothing: only failures count.
+        for _ in 0..100 {
+            assert!(limiter.check(ip("198.51.100.1"), t0).is_ok());
+        }
+        assert_eq!(limiter.tracked(), 1);
+    }
+
+    #[test]
+    fn an_ipv6_host_counts_once_for_its_whole_64_and_mapped_v4_as_v4() {
+        assert_eq!(ip("2001:db8:1:2::1"), ip("2001:db8:1:2:ffff::9"));
+        assert_ne!(ip("2001:db8:1:2::1"), ip("2001:db8:1:3::1"));
+        assert_eq!(ip("::ffff:203.0.113.7"), ip("203.0.113.7"));
+    }
+
+    #[test]
+    fn the_table_is_bounded_and_overflowing_addresses_share_one_bucket() {
+        let limiter = FailureLimiter::new(AuthFailureLimit { burst: 2.0, per_minute: 1.0, max_addresses: 4 });
+        let t0 = Instant::now();
+        for i in 0..10_000u32 {
+            let client = ClientAddr::new(Some(IpAddr::from(i.to_be_bytes())));
+            if limiter.check(client, t0).is_ok() {
+                limiter.failed(client, t0);
+            }
+        }
+        assert_eq!(limiter.tracked(), 4);
+        // The shared bucket is spent: a new address is refused too.
+        assert!(limiter.check(ip("192.0.2.200"), t0).is_err());
+        // Once the tracked ones are forgiven, they make room again.
+        let later = t0 + Duration::from_secs(600);
+        limiter.failed(ip("192.0.2.201"), later);
+        assert_eq!(limiter.tracked(), 1);
+    }
+
+    #[test]
+    fn zero_rate_disables_the_failure_limit() {
+        let limiter = FailureLimiter::new(AuthFailureLimit { burst: 1.0, per_minute: 0.0, max_addresses: 1 });
+        let t0 = Instant::now();
+        for _ in 0..100 {
+            limiter.failed(ip("203.0.113.7"), t0);
+            assert!(limiter.check(ip("203.0.113.7"), t0).is_ok());
+        }
+        assert_eq!(limiter.tracked(), 0);
+    }
 
     #[test]
     fn bucket_allows_burst_then_refuses_then_refills() {

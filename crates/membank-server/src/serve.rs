@@ -40,7 +40,8 @@ pub async fn serve(listener: tokio::net::TcpListener, state: AppState, shutdown:
     let scheduler = crate::maintenance::spawn(state.clone(), stop.clone());
     let app = crate::rest::router(state);
     let signalled = stop.clone();
-    let served = axum::serve(listener, app)
+    // With each connection's peer address, so failed authentications count per client.
+    let served = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(async move {
             shutdown.await;
             signalled.cancel();

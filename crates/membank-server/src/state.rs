@@ -1,5 +1,6 @@
 //! The server's state and configuration: the engine, the key store, limits, the rate
-//! limiter, metrics and the background maintenance settings. The router is a function of this state, so tests build one with
+//! limiters (per key, and failed authentications per client address), metrics and the
+//! background maintenance settings. The router is a function of this state, so tests build one with
 //! a temporary database and a test embedder and call it without a socket.
 
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use membank_store::SqliteStore;
 use crate::error::ApiError;
 use crate::maintenance::MaintenanceConfig;
 use crate::metrics::Metrics;
-use crate::ratelimit::{RateLimit, RateLimiter};
+use crate::ratelimit::{AuthFailureLimit, FailureLimiter, RateLimit, RateLimiter};
 
 /// Whether requests must carry an API key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +22,9 @@ pub enum AuthMode {
     /// Every `/v1` and `/mcp` request needs `Authorization: Bearer KEY`.
     Keys,
     /// No keys exist: anyone who can reach the socket acts for the configured tenant.
-    /// Only allowed on loopback addresses (checked by [`crate::serve::check_bind`]).
+    /// Only allowed on loopback addresses (checked by [`crate::serve::check_bind`]), and
+    /// only requests addressed to a loopback name (`Host`) from no other web origin
+    /// (`Origin`) are answered, so a web page cannot reach it by DNS rebinding.
     LoopbackOpen,
 }
 
@@ -57,6 +60,8 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Per-key request rate.
     pub rate_limit: RateLimit,
+    /// Failed authentications allowed per client address.
+    pub auth_failures: AuthFailureLimit,
     /// Background maintenance (started by [`crate::serve::serve`] when enabled).
     pub maintenance: MaintenanceConfig,
 }
@@ -64,7 +69,7 @@ pub struct ServerConfig {
 impl ServerConfig {
     /// Defaults for `tenant` and `auth` (background maintenance on, once a day per user).
     pub fn new(tenant: TenantId, auth: AuthMode) -> Self {
-        Self { tenant, auth, limits: Limits::default(), rate_limit: RateLimit::default(), maintenance: MaintenanceConfig::default() }
+        Self { tenant, auth, limits: Limits::default(), rate_limit: RateLimit::default(), auth_failures: AuthFailureLimit::default(), maintenance: MaintenanceConfig::default() }
     }
 }
 
@@ -74,6 +79,7 @@ pub(crate) struct Inner {
     pub config: ServerConfig,
     pub metrics: Metrics,
     pub limiter: RateLimiter,
+    pub auth_failures: FailureLimiter,
     pub ready: AtomicBool,
 }
 
@@ -94,7 +100,8 @@ impl AppState {
     /// It starts ready; call [`AppState::set_ready`] to hold `/readyz` back during warm-up.
     pub fn new(engine: Arc<Engine>, store: Arc<SqliteStore>, config: ServerConfig) -> Self {
         let limiter = RateLimiter::new(config.rate_limit);
-        Self { inner: Arc::new(Inner { engine, store, config, metrics: Metrics::default(), limiter, ready: AtomicBool::new(true) }) }
+        let auth_failures = FailureLimiter::new(config.auth_failures);
+        Self { inner: Arc::new(Inner { engine, store, config, metrics: Metrics::default(), limiter, auth_failures, ready: AtomicBool::new(true) }) }
     }
 
     /// Marks the server ready (or not) for `/readyz`.

@@ -1,5 +1,6 @@
-//! The REST API: the router, its middleware (metrics, authentication, rate limit, body
-//! limit), the system endpoints (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`,
+//! The REST API: the router, its middleware (metrics, the loopback guard of the no-auth
+//! mode, authentication with its per-address failure limit, rate limit, body limit), the
+//! system endpoints (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`,
 //! `/v1/admin/check`) and the OpenAPI document.
 //!
 //! The document is generated from the handlers themselves: each handler carries its
@@ -12,9 +13,10 @@ pub mod extract;
 mod memories;
 pub mod types;
 
+use std::net::SocketAddr;
 use std::time::Instant;
 
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -25,6 +27,7 @@ use utoipa_axum::routes;
 
 use crate::error::{ApiError, ErrorResponses};
 use crate::keys::{Principal, authenticate};
+use crate::ratelimit::ClientAddr;
 use crate::state::{AppState, AuthMode};
 use types::{CheckOut, HealthOut};
 
@@ -117,6 +120,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(middleware::from_fn_with_state(state.clone(), loopback_guard))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)
 }
@@ -130,34 +134,94 @@ async fn method_not_allowed() -> Response {
     (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
 }
 
-/// Counts each request and its latency by route template (never by raw path, so user
-/// ids do not become label values).
+/// Counts each request and its latency by method and route template. Both labels come
+/// from fixed sets (see [`crate::metrics`]): this runs before authentication, so nothing
+/// a client chooses may become a label value.
 async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let start = Instant::now();
-    let method = request.method().as_str().to_string();
+    let method = crate::metrics::method_label(request.method().as_str());
     let route = request.extensions().get::<MatchedPath>().map(|m| m.as_str().to_string());
     let response = next.run(request).await;
-    let route = route.unwrap_or_else(|| if response.status() == StatusCode::NOT_FOUND { "unmatched".into() } else { "other".into() });
-    state.metrics().observe(&method, &route, response.status().as_u16(), start.elapsed());
+    let route = route.unwrap_or_else(|| "unmatched".into());
+    state.metrics().observe(method, &route, response.status().as_u16(), start.elapsed());
     response
 }
 
+/// In loopback no-auth mode, answers only requests addressed to a loopback name and sent
+/// from no other web origin. Binding to 127.0.0.1 keeps other machines out, but not a web
+/// page in the local browser: its site's name can be re-pointed to 127.0.0.1 (DNS
+/// rebinding), and the browser then sends that name as `Host` and the page's origin as
+/// `Origin`. With keys the key is the guard, so any name (a proxy's) is fine.
+///
+/// A request without `Host` (the router called in-process) is answered: browsers always
+/// send one.
+async fn loopback_guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if state.config().auth == AuthMode::LoopbackOpen
+        && let Err(err) = check_loopback_request(&request)
+    {
+        return err.into_response();
+    }
+    next.run(request).await
+}
+
+fn check_loopback_request(request: &Request) -> Result<(), ApiError> {
+    let host = match request.headers().get(header::HOST) {
+        Some(value) => Some(value.to_str().map_err(|_| ApiError::Forbidden("the Host header is not visible ASCII".into()))?.to_string()),
+        None => request.uri().authority().map(|a| a.as_str().to_string()),
+    };
+    let Some(host) = host else { return Ok(()) };
+    let authority: axum::http::uri::Authority = host.parse().map_err(|_| ApiError::Forbidden("the Host header is not a host name".into()))?;
+    let name = authority.host().trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    if !matches!(name.as_str(), "localhost" | "127.0.0.1" | "::1") || authority.as_str().contains('@') {
+        return Err(ApiError::Forbidden("this server runs without API keys and answers only requests to localhost, 127.0.0.1 or [::1]".into()));
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        // The server's own origin is plain http at the very host and port the request names.
+        let own = origin.to_str().ok().and_then(|o| o.strip_prefix("http://")).is_some_and(|o| o.eq_ignore_ascii_case(authority.as_str()));
+        if !own {
+            return Err(ApiError::Forbidden("this server runs without API keys and answers no requests from other web origins".into()));
+        }
+    }
+    Ok(())
+}
+
+/// The address failed authentications are counted by: the peer's IP when the server runs
+/// with connection info ([`crate::serve::serve`] does); in-process callers share one.
+fn client_addr(request: &Request) -> ClientAddr {
+    ClientAddr::new(request.extensions().get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(addr)| addr.ip()))
+}
+
 /// Establishes the caller: a valid bearer key, or the local principal in loopback no-auth
-/// mode; then applies the caller's rate limit.
+/// mode; then applies the caller's rate limit. A client address with too many failed
+/// authentications is answered 429 before its key is looked up, so guessing keys costs
+/// the database nothing.
 async fn auth(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let principal = match state.config().auth {
         AuthMode::LoopbackOpen => Principal::local(state.config().tenant.clone()),
         AuthMode::Keys => {
-            let presented = match bearer(&request) {
-                Ok(key) => key,
-                Err(err) => return err.into_response(),
+            let client = client_addr(&request);
+            let failures = &state.inner.auth_failures;
+            if let Err(wait) = failures.check(client, Instant::now()) {
+                return ApiError::RateLimited { retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64 }.into_response();
+            }
+            let looked_up = match bearer(&request) {
+                Ok(presented) => {
+                    let store = state.store().clone();
+                    match tokio::task::spawn_blocking(move || authenticate(store.as_ref(), &presented)).await {
+                        Ok(Ok(Some(principal))) => Ok(principal),
+                        Ok(Ok(None)) => Err(ApiError::Unauthorized("unknown or revoked API key".into())),
+                        Ok(Err(err)) => return ApiError::from(err).into_response(),
+                        Err(_) => return ApiError::Internal.into_response(),
+                    }
+                }
+                Err(err) => Err(err),
             };
-            let store = state.store().clone();
-            match tokio::task::spawn_blocking(move || authenticate(store.as_ref(), &presented)).await {
-                Ok(Ok(Some(principal))) => principal,
-                Ok(Ok(None)) => return ApiError::Unauthorized("unknown or revoked API key".into()).into_response(),
-                Ok(Err(err)) => return ApiError::from(err).into_response(),
-                Err(_) => return ApiError::Internal.into_response(),
+            match looked_up {
+                Ok(principal) => principal,
+                Err(err) => {
+                    failures.failed(client, Instant::now());
+                    return err.into_response();
+                }
             }
         }
     };

@@ -10,5 +10,6 @@ mod errors;
 mod isolation;
 mod maintain;
 mod mcp;
+mod security;
 mod support;
 mod writes;

@@ -1,0 +1,186 @@
+//! Findings of the security review (issue 10), one test each: DNS rebinding against the
+//! loopback no-auth mode, metrics labels an unauthenticated client could grow, and failed
+//! authentication limited per client address before the database is asked.
+
+use std::net::SocketAddr;
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{Request, StatusCode};
+use membank_server::AuthMode;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+fn with_headers(method: &str, path: &str, headers: &[(&str, &str)], body: Option<&Value>) -> Request<Body> {
+    let mut req = request(method, path, None, body);
+    for (name, value) in headers {
+        req.headers_mut().insert(axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
+    }
+    req
+}
+
+#[tokio::test]
+async fn no_auth_rest_answers_only_loopback_host_names_and_its_own_origin() {
+    let server = TestServer::new(AuthMode::LoopbackOpen);
+    let app = server.router();
+    let note = json!({ "text": "Alice's bank PIN is 1234" });
+
+    // A page of attacker.example whose name was rebound to 127.0.0.1 sends its own Host.
+    for host in ["attacker.example:8787", "attacker.example", "127.0.0.1.nip.io:8787", "localhost.attacker.example"] {
+        let stored = send(&app, with_headers("POST", "/v1/users/alice/notes", &[("host", host)], Some(&note))).await;
+        assert_error(&stored, StatusCode::FORBIDDEN, "forbidden");
+        let export = send(&app, with_headers("GET", "/v1/users/alice/export", &[("host", host)], None)).await;
+        assert_error(&export, StatusCode::FORBIDDEN, "forbidden");
+        let mcp = send(&app, with_headers("POST", "/mcp", &[("host", host)], Some(&json!({})))).await;
+        assert_eq!(mcp.0, StatusCode::FORBIDDEN, "{host}: {}", mcp.1);
+    }
+    let (_, listed) = call(&app, "GET", "/v1/users/alice/memories", None, None).await;
+    assert_eq!(listed["memories"].as_array().unwrap().len(), 0, "nothing was stored through a foreign host");
+
+    // The loopback names, with or without a port, are the server's own.
+    for host in ["localhost:8787", "127.0.0.1:8787", "[::1]:8787", "LOCALHOST:8787", "localhost", "127.0.0.1"] {
+        let stored = send(&app, with_headers("POST", "/v1/users/alice/notes", &[("host", host)], Some(&note))).await;
+        assert_eq!(stored.0, StatusCode::CREATED, "{host}: {}", stored.1);
+    }
+
+    // A browser's Origin must be the server's own (same scheme, host and port as Host).
+    let own = send(&app, with_headers("POST", "/v1/users/alice/notes", &[("host", "localhost:8787"), ("origin", "http://localhost:8787")], Some(&note))).await;
+    assert_eq!(own.0, StatusCode::CREATED, "{}", own.1);
+    for origin in ["http://attacker.example:8787", "http://localhost:3000", "https://localhost:8787", "null", "http://127.0.0.1:8787"] {
+        let refused = send(&app, with_headers("POST", "/v1/users/alice/notes", &[("host", "localhost:8787"), ("origin", origin)], Some(&note))).await;
+        assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+        let export = send(&app, with_headers("GET", "/v1/users/alice/export", &[("host", "localhost:8787"), ("origin", origin)], None)).await;
+        assert_error(&export, StatusCode::FORBIDDEN, "forbidden");
+    }
+
+    // With keys the key is the guard: a proxy's host name is fine.
+    let keyed = TestServer::new(AuthMode::Keys);
+    let key = keyed.key("acme", None, false);
+    let mut req = request("POST", "/v1/users/alice/notes", Some(&key), Some(&note));
+    req.headers_mut().insert("host", "memory.example.com".parse().unwrap());
+    assert_eq!(send(&keyed.router(), req).await.0, StatusCode::CREATED);
+}
+
+/// The label values of one metric family in `/metrics`.
+fn label_values(metrics: &str, family: &str, label: &str) -> std::collections::BTreeSet<String> {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(family))
+        .filter_map(|l| l.split(&format!("{label}=\"")).nth(1).map(|rest| rest.split('"').next().unwrap().to_string()))
+        .collect()
+}
+
+#[tokio::test]
+async fn metrics_labels_come_from_fixed_sets_whatever_clients_send() {
+    for auth in [AuthMode::Keys, AuthMode::LoopbackOpen] {
+        let server = TestServer::new(auth);
+        let app = server.router();
+        let (_, _) = call(&app, "GET", "/healthz", None, None).await;
+        let before = send_text(&app, request("GET", "/metrics", None, None)).await;
+        let padding = "A".repeat(2048);
+        for i in 0..300 {
+            let method = format!("X{i}{padding}");
+            let paths = [format!("/v1/users/u{i}/notes"), format!("/no/such/route/{i}"), "/healthz".to_string()];
+            let req = Request::builder().method(method.as_str()).uri(paths[i % 3].as_str()).header("host", "127.0.0.1").body(Body::empty()).unwrap();
+            let response = send(&app, req).await;
+            assert!(response.0.is_client_error(), "{}", response.0);
+        }
+        let after = send_text(&app, request("GET", "/metrics", None, None)).await;
+        let methods = label_values(&after, "membank_http_requests_total", "method");
+        let known: std::collections::BTreeSet<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE", "other"].iter().map(|s| s.to_string()).collect();
+        assert!(methods.is_subset(&known), "{auth:?}: {} method labels outside the fixed set", methods.difference(&known).count());
+        assert!(methods.contains("other"));
+        let routes = label_values(&after, "membank_http_requests_total", "route");
+        assert!(routes.iter().all(|r| r.starts_with('/') || r == "unmatched"), "{routes:?}");
+        assert!(!routes.iter().any(|r| r.contains("/no/such")), "{routes:?}");
+        // 300 made-up requests add a handful of series, not 300.
+        assert!(after.len() < before.len() + 16 * 1024, "{auth:?}: /metrics grew from {} to {} bytes", before.len(), after.len());
+    }
+}
+
+async fn send_text(app: &axum::Router, req: Request<Body>) -> String {
+    use tower::ServiceExt;
+    let response = app.clone().oneshot(req).await.unwrap();
+    String::from_utf8(axum::body::to_bytes(response.into_body(), 64 << 20).await.unwrap().to_vec()).unwrap()
+}
+
+fn from(addr: &str, mut req: Request<Body>) -> Request<Body> {
+    req.extensions_mut().insert(ConnectInfo(addr.parse::<SocketAddr>().unwrap()));
+    req
+}
+
+#[tokio::test]
+async fn failed_authentication_is_limited_per_client_address_before_the_database() {
+    let server = TestServer::new(AuthMode::Keys);
+    let app = server.router();
+    let key = server.key("acme", None, false);
+    let attacker = "203.0.113.7:40000";
+    let mut unauthorized = 0;
+    let mut limited = None;
+    for i in 0..300 {
+        // A fresh source port per request, as a new connection has: the address is the IP.
+        let port = 40000 + i;
+        let response = send(&app, from(&format!("203.0.113.7:{port}"), request("GET", "/v1/users/a/memories", Some(&format!("mbk_{i:016x}_guess")), None))).await;
+        match response.0 {
+            StatusCode::UNAUTHORIZED => unauthorized += 1,
+            StatusCode::TOO_MANY_REQUESTS => {
+                assert_error(&response, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+                limited.get_or_insert(i);
+            }
+            other => panic!("unexpected {other}: {}", response.1),
+        }
+    }
+    assert!(limited.is_some(), "300 bad keys from one address were never limited");
+    assert!(unauthorized <= 25, "{unauthorized} bad keys were looked up");
+    // The 429 says when to come back.
+    let response = {
+        use tower::ServiceExt;
+        app.clone().oneshot(from(attacker, request("GET", "/v1/users/a/memories", Some("mbk_0_x"), None))).await.unwrap()
+    };
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry_after: u64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(retry_after >= 1);
+    // Decided before any lookup: even a valid key from the blocked address waits.
+    let blocked = send(&app, from(attacker, request("GET", "/v1/users/a/memories", Some(&key), None))).await;
+    assert_error(&blocked, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    // Other addresses are not affected.
+    let (status, body) = send(&app, from("198.51.100.1:5000", request("GET", "/v1/users/a/memories", Some(&key), None))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_error(&send(&app, from("198.51.100.2:5000", request("GET", "/v1/users/a/memories", Some("mbk_0_wrong"), None))).await, StatusCode::UNAUTHORIZED, "unauthorized");
+    // In-process callers without a socket address share one bucket, so they are limited too.
+    let mut refused = false;
+    for _ in 0..100 {
+        if call(&app, "GET", "/v1/users/a/memories", Some("mbk_0_wrong"), None).await.0 == StatusCode::TOO_MANY_REQUESTS {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "callers without an address were never limited");
+}
+
+#[tokio::test]
+async fn a_real_socket_limits_failed_authentication_by_the_peer_address() {
+    let server = TestServer::new(AuthMode::Keys);
+    let key = server.key("acme", None, false);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let handle = tokio::spawn(membank_server::serve(listener, server.state.clone(), async move {
+        let _ = stopped.await;
+    }));
+    let client = reqwest::Client::new();
+    let url = format!("http://{addr}/v1/users/a/memories");
+    let mut statuses = Vec::new();
+    for i in 0..60 {
+        // A new connection each time: limiting must not hang on the source port.
+        let fresh = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+        statuses.push(fresh.get(&url).bearer_auth(format!("mbk_{i}_guess")).send().await.unwrap().status().as_u16());
+    }
+    assert!(statuses.contains(&401) && statuses.contains(&429), "{statuses:?}");
+    let last = client.get(&url).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(last.status().as_u16(), 429, "the loopback address is blocked for a while");
+    assert!(last.headers().contains_key("retry-after"));
+    let _ = stop.send(());
+    handle.await.unwrap().unwrap();
+}
