@@ -5,12 +5,13 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
 use membank_engine::core::{SystemClock, UserId};
 use membank_engine::Engine;
-use membank_server::{AppState, AuthMode, Limits, MaintenanceConfig, RateLimit, ServerConfig};
+use membank_server::{AppState, AuthFailureLimit, AuthMode, Limits, MaintenanceConfig, RateLimit, ServerConfig};
 use membank_store::{ApiKeyStore, SqliteStore};
 use serde_json::json;
 
@@ -29,6 +30,13 @@ pub struct ServeArgs {
     /// Burst size per API key.
     #[arg(long, env = "MEMBANK_RATE_BURST", default_value_t = 100.0)]
     pub rate_burst: f64,
+    /// Failed authentications one client address may make in a row before it is answered
+    /// 429 without its key being looked up.
+    #[arg(long, env = "MEMBANK_AUTH_FAILURE_BURST", default_value_t = 20.0)]
+    pub auth_failure_burst: f64,
+    /// Failed authentications forgiven per minute per client address (0: no limit).
+    #[arg(long, env = "MEMBANK_AUTH_FAILURE_RATE", default_value_t = 10.0)]
+    pub auth_failure_rate: f64,
     /// Largest request body in bytes.
     #[arg(long, env = "MEMBANK_BODY_LIMIT", default_value_t = 1024 * 1024)]
     pub body_limit: usize,
@@ -135,6 +143,7 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
     let mut config = ServerConfig::new(ctx.tenant.clone(), auth);
     config.limits = limits(&args)?;
     config.rate_limit = RateLimit { per_second: args.rate_limit.max(0.0), burst: args.rate_burst.max(1.0) };
+    config.auth_failures = AuthFailureLimit { burst: args.auth_failure_burst.max(1.0), per_minute: args.auth_failure_rate.max(0.0), ..AuthFailureLimit::default() };
     config.maintenance = maintenance(ctx, &args);
     let embedder = Arc::new(LazyEmbedder::new(ctx.embedder.clone()));
     let mut engine = Engine::new(store.clone(), embedder.clone(), Arc::new(SystemClock), ctx.engine_config.clone())?;
@@ -162,15 +171,41 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
         }
         eprintln!("membank: listening on http://{local} (REST /v1, MCP /mcp, OpenAPI /openapi.json, metrics /metrics)");
         eprintln!("membank: {}", describe_maintenance(&state.config().maintenance));
-        let warm = state.clone();
-        tokio::task::spawn_blocking(move || match membank_embed::Embedder::embed(embedder.as_ref(), &["warm up"]) {
-            Ok(_) => warm.set_ready(true),
-            Err(err) => tracing::error!(error = %err, "the embedding model failed to load; /readyz stays 503 and recall/remember answer 503"),
-        });
+        tokio::spawn(warm_up(embedder, state.clone()));
         membank_server::serve(listener, state, membank_server::serve::shutdown_signal()).await?;
         eprintln!("membank: stopped");
         anyhow::Ok(())
     })
+}
+
+/// Loads the model and embeds once, then marks the server ready. A model that fails to
+/// load is retried by the embedder itself with backoff (requests that need it meanwhile
+/// answer 503 "try again later"); this loop only asks every second whether it has loaded,
+/// so `/readyz` turns 200 within a second of the load, whoever triggered it. A loaded model
+/// that fails to embed (a remote endpoint down) is retried with its own doubling wait.
+/// The task ends with the runtime, at shutdown.
+async fn warm_up(embedder: Arc<LazyEmbedder>, state: AppState) {
+    let mut failed_embeds = 0u32;
+    loop {
+        let lazy = embedder.clone();
+        let warmed = tokio::task::spawn_blocking(move || lazy.get().and_then(|model| model.embed(&["warm up"])).map(|_| ())).await;
+        match warmed {
+            Ok(Ok(())) => {
+                state.set_ready(true);
+                eprintln!("membank: the embedding model is loaded; ready");
+                return;
+            }
+            Ok(Err(err)) if embedder.is_loaded() => {
+                failed_embeds += 1;
+                tracing::error!(error = %err, "the embedding model failed to embed; /readyz stays 503");
+            }
+            // A load failure: the embedder logged it and retries it on its own schedule.
+            Ok(Err(_)) => {}
+            Err(_) => return,
+        }
+        let wait = if embedder.is_loaded() { Duration::from_secs(1 << failed_embeds.min(6)).min(crate::embedder::MAX_RETRY) } else { Duration::from_secs(1) };
+        tokio::time::sleep(wait).await;
+    }
 }
 
 fn is_not_configured(err: &anyhow::Error) -> bool {

@@ -116,7 +116,7 @@ impl From<EngineError> for ApiError {
             EngineError::Conflict(message) => ApiError::Conflict(message),
             EngineError::Embed(membank_embed::EmbedError::ModelMissing { .. }) => {
                 tracing::error!(error = %err, "embedding model missing");
-                ApiError::Unavailable("the embedding model is not available on this server".into())
+                ApiError::Unavailable("the embedding model is not available on this server yet; try again later".into())
             }
             EngineError::LlmNotConfigured => {
                 ApiError::Unavailable("no LLM is configured on this server; the operator sets MEMBANK_LLM_BASE_URL and MEMBANK_LLM_MODEL".into())

@@ -1,7 +1,8 @@
 //! `membank serve`, `keys` and `mcp` as processes: the loud no-auth warning, refusal of a
 //! non-loopback address without keys, a curl-like round trip over a real socket with and
-//! without a key, SIGTERM shutting down cleanly, and the MCP tools over stdio through
-//! the rmcp client spawning `membank mcp`.
+//! without a key, SIGTERM shutting down cleanly, the MCP tools over stdio through
+//! the rmcp client spawning `membank mcp`, and a model that was missing at start being
+//! loaded once it is put in place, without a restart.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -17,7 +18,14 @@ struct Server {
 
 impl Server {
     fn start(bank: &Bank) -> Self {
-        let mut child = bank.command().args(["serve", "--addr", "127.0.0.1:0"]).stderr(Stdio::piped()).stdout(Stdio::null()).spawn().unwrap();
+        Self::start_with(bank, |_| {})
+    }
+
+    /// Starts `membank serve` after `adjust` has had its say on the command (environment).
+    fn start_with(bank: &Bank, adjust: impl FnOnce(&mut std::process::Command)) -> Self {
+        let mut command = bank.command();
+        adjust(&mut command);
+        let mut child = command.args(["serve", "--addr", "127.0.0.1:0"]).stderr(Stdio::piped()).stdout(Stdio::null()).spawn().unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut banner = String::new();
         let addr = loop {
@@ -45,7 +53,12 @@ impl Server {
     }
 
     fn wait_ready(&self) {
-        for _ in 0..600 {
+        self.wait_ready_for(600);
+    }
+
+    /// Polls `/readyz` every 50 ms, at most `polls` times.
+    fn wait_ready_for(&self, polls: u32) {
+        for _ in 0..polls {
             if self.request("GET", "/readyz", None, None).0 == 200 {
                 return;
             }
@@ -59,6 +72,14 @@ impl Server {
         assert!(status.success());
         let exit = self.child.wait().unwrap();
         assert!(exit.success(), "serve did not shut down cleanly: {exit:?}");
+    }
+}
+
+impl Drop for Server {
+    /// A test that fails before `stop` leaves no server behind.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -132,4 +153,46 @@ async fn mcp_over_stdio_with_the_rmcp_client() {
     let listed = bank.json(&["list", "--user", "alice"]);
     assert_eq!(listed["memories"].as_array().unwrap().len(), 1);
     assert_eq!(bank.json(&["list", "--user", "bob"])["memories"].as_array().unwrap().len(), 0);
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn serve_loads_the_model_once_it_is_put_in_place_without_a_restart() {
+    let bank = Bank::new();
+    let models = bank.path("models");
+    let dir = models.join("all-MiniLM-L6-v2");
+    let server = Server::start_with(&bank, |command| {
+        command.env("MEMBANK_MODEL_DIR", &dir);
+    });
+    let note = r#"{"text":"Alice's cat is called Miso"}"#;
+    for _ in 0..3 {
+        let (status, body) = server.request("POST", "/v1/users/alice/notes", None, Some(note));
+        assert_eq!(status, 503, "{body}");
+        assert!(body.contains("try again later"), "{body}");
+    }
+    assert_eq!(server.request("GET", "/readyz", None, None).0, 503);
+    // The operator puts the model in place, whole (a directory renamed in).
+    let staging = models.join("staging");
+    copy_dir(&crate::model_dir(), &staging);
+    std::fs::rename(&staging, &dir).unwrap();
+    // Retries back off to at most 60 s; allow a few of them on a busy machine.
+    server.wait_ready_for(4_000);
+    let (status, body) = server.request("POST", "/v1/users/alice/notes", None, Some(note));
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = server.request("POST", "/v1/users/alice/recall", None, Some(r#"{"query":"what is the cat called?","k":3}"#));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Miso"), "{body}");
+    server.stop();
 }
