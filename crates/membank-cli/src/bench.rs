@@ -321,7 +321,7 @@ fn sweep(users: usize, per_user: usize, dir: &std::path::Path) -> Result<()> {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", copy.display()));
     }
-    store.read_only_backup(&copy)?;
+    store.backup(&copy)?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&copy)?);
     let clock = Arc::new(ManualClock::new(t0 + chrono::Duration::days(40)));
     let engine = Engine::new(store.clone(), Arc::new(NoEmbedder), clock, Default::default())?;

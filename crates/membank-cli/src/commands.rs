@@ -1,7 +1,7 @@
 //! Subcommands: each parses its arguments into an engine request, calls the engine, and
 //! renders the response. Thin adapters; the rules live in the engine.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -383,8 +383,19 @@ fn parse_all<T: std::str::FromStr<Err = membank_engine::core::InvalidInput>>(val
 }
 
 pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
+    out.flush()?;
     Ok(())
+}
+
+/// True when `err` comes from writing to a closed stdout (the reader of a pipe left): the
+/// command ends quietly then, as `head` expects.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            || cause.downcast_ref::<membank_engine::EngineError>().is_some_and(|e| matches!(e, membank_engine::EngineError::Output(io) if io.kind() == std::io::ErrorKind::BrokenPipe))
+    })
 }
 
 /// Runs the parsed command.
@@ -551,18 +562,9 @@ pub fn run(cli: Cli) -> Result<()> {
                 Ok(())
             }
         }
-        Command::Check => {
-            let store = ctx.open_store()?;
-            let problems = store.integrity_check()?;
-            if json {
-                print_json(&json!({ "ok": problems.is_empty(), "problems": problems, "schema_version": store.schema_version()? }))?;
-            } else if problems.is_empty() {
-                println!("ok: {} (schema version {})", ctx.db.display(), store.schema_version()?);
-            } else {
-                problems.iter().for_each(|p| println!("problem: {p}"));
-            }
-            if problems.is_empty() { Ok(()) } else { bail!("integrity check found {} problems", problems.len()) }
-        }
+        Command::Check(args) => crate::transfer::check(&ctx, args),
+        Command::Export(args) => crate::transfer::export(&ctx, args),
+        Command::Backup(args) => crate::transfer::backup(&ctx, args),
         Command::Models { command } => models(&ctx, command),
         Command::Bench { command } => crate::bench::run(&ctx, command),
         Command::Summarize(a) => crate::chat::summarize(&ctx, a),
@@ -668,6 +670,8 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
             return match e {
                 StoreError::NewerSchema { .. } | StoreError::Corrupt(_) | StoreError::ModelMismatch { .. } => 6,
                 StoreError::NotFound { .. } => 4,
+                StoreError::Conflict(_) => 5,
+                StoreError::Invalid(_) => 3,
                 _ => 1,
             };
         }

@@ -23,6 +23,8 @@ pub enum Format {
     Locomo,
     /// LongMemEval's oracle or S file.
     Longmemeval,
+    /// membank's own lossless export (`membank export`): ids and all state kept.
+    MembankExport,
 }
 
 /// `import`.
@@ -32,6 +34,10 @@ pub struct ImportArgs {
     pub format: Format,
     /// The file.
     pub file: PathBuf,
+    /// membank-export only: add to users that already exist (rows already present are
+    /// skipped) instead of refusing them.
+    #[arg(long)]
+    pub merge: bool,
 }
 
 /// Reads at most [`MAX_IMPORT_BYTES`] (+1, to tell "too big" apart).
@@ -44,11 +50,18 @@ pub fn read_limited(path: &std::path::Path) -> Result<Vec<u8>> {
 
 /// Runs `import`.
 pub fn run(ctx: &Context, args: ImportArgs) -> Result<()> {
+    if let Format::MembankExport = args.format {
+        return crate::transfer::import(ctx, &args.file, args.merge);
+    }
+    if args.merge {
+        anyhow::bail!("--merge applies to membank-export files only (the other formats skip records already present)");
+    }
     let bytes = read_limited(&args.file)?;
     let parsed = match args.format {
         Format::Memorybank => import::memorybank::parse(&bytes),
         Format::Locomo => import::locomo::parse(&bytes),
         Format::Longmemeval => import::longmemeval::parse(&bytes),
+        Format::MembankExport => unreachable!("handled above"),
     };
     let set = parsed.map_err(|e| anyhow::Error::new(EngineError::Invalid(e)).context(format!("cannot import {}", args.file.display())))?;
     drop(bytes);

@@ -19,6 +19,7 @@ mod progress;
 mod render;
 mod serve;
 mod simulate;
+mod transfer;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -135,8 +136,15 @@ pub enum Command {
     Events(commands::EventsArgs),
     /// List users, or set a user's time zone.
     Users(commands::UsersArgs),
-    /// Check the database's integrity.
-    Check,
+    /// Check a database's integrity (--db, or a FILE such as a backup), changing nothing.
+    Check(transfer::CheckArgs),
+    /// Write users' memories, with all of their state and events, in the lossless
+    /// membank-export format (JSON Lines; `import membank-export` reads it back).
+    Export(transfer::ExportArgs),
+    /// Copy the database consistently while it is in use (a running serve may go on
+    /// writing), then check the copy. Restore by stopping serve and putting the copy in
+    /// place of the database file.
+    Backup(transfer::BackupArgs),
     /// Manage the local embedding model.
     Models {
         /// What to do with the model.
@@ -179,6 +187,18 @@ pub enum Command {
 }
 
 fn main() -> ExitCode {
+    // A closed stdout (`membank sweep --json | head -c 400`) ends the command quietly
+    // instead of with a panic and a backtrace: `println!` panics on EPIPE, and Rust
+    // ignores SIGPIPE, so the panic is where it shows.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload.downcast_ref::<String>().map(String::as_str).or_else(|| payload.downcast_ref::<&str>().copied()).unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default_hook(info);
+    }));
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("MEMBANK_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")))
@@ -186,6 +206,7 @@ fn main() -> ExitCode {
         .init();
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(err) if commands::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             let code = commands::exit_code(&err);
             eprintln!("error: {err:#}");

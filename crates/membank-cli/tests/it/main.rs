@@ -15,6 +15,7 @@ mod import;
 mod maintain;
 mod round_trip;
 mod serve;
+mod transfer;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
