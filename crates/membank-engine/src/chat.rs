@@ -99,7 +99,8 @@ impl Engine {
             validate_text("persona", persona)?;
         }
         let llm = self.llm()?.clone();
-        let now = request.now.map(membank_core::time::truncate_to_millis).unwrap_or_else(|| self.clock.now());
+        // Chat stores the exchange: its time may not lie in the future either.
+        let now = self.request_now(request.now, true)?;
         let user = self.store.ensure_user(&request.scope.tenant, &request.scope.user, now)?;
         let zone = UserTimeZone::parse(&user.time_zone)?;
         let user_scope = Scope::user(request.scope.tenant.clone(), request.scope.user.clone());
