@@ -39,12 +39,15 @@ pub struct ChatRequest {
     pub persona: Option<String>,
     /// The message's time (default now); the exchange is stored at this time.
     pub now: Option<Timestamp>,
+    /// An idempotency claim for storing the exchange: a concurrent retry with the same key
+    /// stores the exchange once (see [`Engine::remember_all`]).
+    pub idempotency: Option<membank_store::IdempotencyClaim>,
 }
 
 impl ChatRequest {
     /// A message with default settings.
     pub fn new(scope: Scope, message: impl Into<String>) -> Self {
-        Self { scope, message: message.into(), k: 8, persona: None, now: None }
+        Self { scope, message: message.into(), k: 8, persona: None, now: None, idempotency: None }
     }
 }
 
@@ -179,7 +182,16 @@ impl Engine {
             ("cited".to_string(), used.iter().map(|c| c.memory.id.to_string()).collect::<Vec<_>>().join(",")),
         ]);
         let reply_to_store = if reply.len() > membank_core::limits::MAX_TEXT_BYTES { truncate_bytes(&reply, membank_core::limits::MAX_TEXT_BYTES) } else { reply.clone() };
-        let turn = self.remember_turn(RememberTurn { scope: request.scope, user_text: request.message, assistant_text: Some(reply_to_store), occurred_at: Some(now), metadata, importance: None })?;
+        let scope = request.scope.clone();
+        let entry = crate::Remember::Turn(RememberTurn { scope: request.scope, user_text: request.message, assistant_text: Some(reply_to_store), occurred_at: Some(now), metadata, importance: None });
+        let turn = match self.remember_all(vec![entry], request.idempotency.as_ref())? {
+            membank_store::Insertion::Stored(mut stored) => stored.pop().ok_or_else(|| EngineError::Storage("the store returned no memory".into()))?,
+            // A retry with the same key stored its exchange first: that one stands.
+            membank_store::Insertion::Replayed(record) => {
+                let id = *record.memory_ids.first().ok_or_else(|| EngineError::Storage("an idempotency record without memories".into()))?;
+                self.store.get(&scope, id)?
+            }
+        };
         Ok(ChatResponse {
             reply,
             turn,

@@ -4,11 +4,13 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use membank_engine::{ChatRequest, ProfileRequest, SummarizeRequest};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::extract::{ApiPath, Caller, JsonBody};
+use super::extract::{ApiPath, Caller, DigestedJsonBody, JsonBody};
 use super::types::UserPath;
 use crate::error::{ApiError, ErrorResponses};
 use crate::state::AppState;
@@ -40,11 +42,12 @@ pub struct SummarizeIn {
 /// dates (saying plainly when it does not remember), stores the exchange as a turn and
 /// strengthens the memories it used.
 #[utoipa::path(post, path = "/v1/users/{user}/chat", tag = "companion",
-    params(UserPath),
+    params(UserPath, ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry safe: the same key and body within 24 h returns the first answer, stores no second exchange and asks the model nothing")),
     request_body = ChatIn,
     responses((status = 200, description = "The reply and the memories it drew on", body = ChatOut), ErrorResponses))]
-pub async fn chat(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(body): JsonBody<ChatIn>) -> Result<Json<ChatOut>, ApiError> {
+pub async fn chat(State(state): State<AppState>, caller: Caller, headers: HeaderMap, ApiPath(user): ApiPath<String>, DigestedJsonBody(body, digest): DigestedJsonBody<ChatIn>) -> Result<Response, ApiError> {
     super::memories::check_text(&state, "message", &body.message)?;
+    let scope = caller.scope(&user)?;
     let mut request = ChatRequest::new(caller.scope_with(&user, None, None)?, body.message);
     if let Some(k) = body.k {
         let max_k = state.config().limits.k;
@@ -58,8 +61,36 @@ pub async fn chat(State(state): State<AppState>, caller: Caller, ApiPath(user): 
         super::memories::check_text(&state, "persona", &persona)?;
         request.persona = Some(persona);
     }
-    let response = state.run(move |engine| Ok(engine.chat(request)?)).await?;
-    Ok(Json((&response).into()))
+    let digest = format!("chat:{digest}");
+    let key = super::memories::idempotency_key(&headers)?;
+    if let Some(key) = key.clone() {
+        let lookup = scope.clone();
+        if let Some(record) = state.run(move |engine| Ok(engine.idempotency_record(&lookup, &key)?)).await? {
+            if record.request_hash != digest {
+                return Err(ApiError::Invalid("Idempotency-Key: was already used with a different request; use a new key for a new request".into()));
+            }
+            return match record.response {
+                Some(body) => Ok(super::memories::answer(StatusCode::OK, body, true)),
+                // The reply cannot be rebuilt from the stored exchange alone.
+                None => Err(ApiError::Conflict(format!("the first request with this Idempotency-Key stored its exchange as memory {} but its answer was not kept; read it there", record.memory_ids.first().map(ToString::to_string).unwrap_or_default()))),
+            };
+        }
+    }
+    let claim_key = key.clone();
+    let response = state
+        .run(move |engine| {
+            request.idempotency = claim_key.map(|k| engine.idempotency_claim(&k, &digest));
+            Ok(engine.chat(request)?)
+        })
+        .await?;
+    let body = serde_json::to_string(&ChatOut::from(&response)).map_err(|_| ApiError::Internal)?;
+    if let Some(key) = key {
+        let answer = body.clone();
+        if let Err(err) = state.run(move |engine| Ok(engine.store().record_idempotent_response(&scope, &key, &answer)?)).await {
+            tracing::warn!(error = ?err, "could not record an idempotent answer");
+        }
+    }
+    Ok(super::memories::answer(StatusCode::OK, body, false))
 }
 
 /// Summarise the user's days incrementally (only days whose turns changed), then the

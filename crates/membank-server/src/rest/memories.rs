@@ -92,7 +92,7 @@ fn checked_metadata(metadata: Option<std::collections::BTreeMap<String, String>>
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// The request's `Idempotency-Key`, if it sent one.
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(value) = headers.get(IDEMPOTENCY_KEY) else { return Ok(None) };
     let key = value.to_str().map_err(|_| ApiError::Invalid("Idempotency-Key: must be visible ASCII".into()))?.trim();
     if key.is_empty() || key.len() > 255 {
@@ -158,7 +158,12 @@ async fn replay<T: serde::Serialize + Send + 'static>(state: &AppState, scope: S
 }
 
 fn created(body: String, replayed: bool) -> Response {
-    let mut response = (StatusCode::CREATED, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response();
+    answer(StatusCode::CREATED, body, replayed)
+}
+
+/// A JSON answer, marked `Idempotent-Replayed: true` when it repeats a first one.
+pub(super) fn answer(status: StatusCode, body: String, replayed: bool) -> Response {
+    let mut response = (status, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response();
     if replayed {
         response.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
     }

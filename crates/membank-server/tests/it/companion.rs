@@ -66,3 +66,33 @@ async fn chat_answers_from_the_callers_memories_and_stores_the_exchange() {
     let (_, bob) = call(&app, "GET", "/v1/users/bob/memories", None, None).await;
     assert_eq!(bob["memories"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_chat_retried_with_its_idempotency_key_asks_the_model_once_and_stores_one_exchange() {
+    let stub = StubServer::scripted(vec![Reply::text("Hello Ana!"), Reply::text("A second reply that must not happen")]);
+    let base = TestServer::new(AuthMode::LoopbackOpen);
+    let llm = Arc::new(membank_llm::OpenAiChat::new(OpenAiChatConfig::new(stub.base_url(), "stub-model")).unwrap());
+    let engine = Engine::new(base.store.clone(), Arc::new(membank_embed::HashEmbedder::new(64)), Arc::new(SystemClock), Default::default()).unwrap().with_llm(llm);
+    let state = AppState::new(Arc::new(engine), base.store.clone(), ServerConfig::new(TenantId::new("default").unwrap(), AuthMode::LoopbackOpen));
+    let app = membank_server::router(state);
+    let send = |body: serde_json::Value| {
+        let app = app.clone();
+        async move {
+            let req = axum::http::Request::builder().method("POST").uri("/v1/users/ana/chat").header("content-type", "application/json").header("idempotency-key", "chat-1").body(axum::body::Body::from(body.to_string())).unwrap();
+            let response = tower::ServiceExt::oneshot(app, req).await.unwrap();
+            let replayed = response.headers().contains_key("idempotent-replayed");
+            let status = response.status();
+            let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap();
+            (status, replayed, serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_default())
+        }
+    };
+    let (s1, r1, first) = send(json!({ "message": "hi, I am Ana" })).await;
+    let (s2, r2, second) = send(json!({ "message": "hi, I am Ana" })).await;
+    assert_eq!((s1, r1, s2, r2), (StatusCode::OK, false, StatusCode::OK, true));
+    assert_eq!(first, second);
+    assert_eq!(stub.count(), 1, "the retry did not ask the model again");
+    let (_, listed) = call(&app, "GET", "/v1/users/ana/memories", None, None).await;
+    assert_eq!(listed["memories"].as_array().unwrap().len(), 1);
+    let (status, _, _) = send(json!({ "message": "something else" })).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+}
