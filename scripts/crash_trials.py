@@ -79,7 +79,7 @@ class Http:
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
                 raw = resp.read()
-                return resp.status, (json.loads(raw) if raw else None)
+                return resp.status, (decode(raw) if raw else None)
         except urllib.error.HTTPError as e:
             raw = e.read()
             try:
@@ -89,6 +89,21 @@ class Http:
         except (OSError, HTTPException, ValueError):
             # Refused, reset, timed out, a truncated body: no answer, so unacknowledged.
             return None
+
+
+def decode(raw):
+    """A JSON body, or a membank-export (JSON Lines) read into {"memories", "events"}.
+    An export without its end line was cut short: that is no answer (ValueError)."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        lines = [json.loads(line) for line in raw.decode().splitlines() if line]
+        if not lines or lines[0].get("format") != "membank-export" or lines[-1].get("type") != "end":
+            raise
+        return {
+            "memories": [l for l in lines if l.get("type") == "memory"],
+            "events": [l for l in lines if l.get("type") == "event"],
+        }
 
 
 class Model:
@@ -135,6 +150,11 @@ class Trial:
     def sentence(self, rng, token):
         return f"{token} {' '.join(rng.choice(WORDS) for _ in range(rng.randint(4, 12)))}"
 
+    @staticmethod
+    def past(rng):
+        """A time up to 90 days back: old enough for sweeps to archive some."""
+        return (datetime.now(timezone.utc) - timedelta(days=rng.uniform(0, 90))).strftime("%Y-%m-%dT%H:%M:%SZ")
+
     def client(self, http, rng):
         m = self.model
         while not self.stop.is_set():
@@ -144,7 +164,7 @@ class Trial:
                 tok = self.token()
                 text = self.sentence(rng, tok)
                 if op == "turn":
-                    body = {"user_text": text, "assistant_text": f"noted {rng.choice(WORDS)}"}
+                    body = {"user_text": text, "assistant_text": f"noted {rng.choice(WORDS)}", "occurred_at": self.past(rng)}
                     path = f"/v1/users/{user}/turns"
                 else:
                     body = {"text": text}
@@ -159,7 +179,7 @@ class Trial:
                         self.unacked(res, op, [(user, tok)])
             elif op == "batch":
                 toks = [self.token() for _ in range(rng.randint(2, 20))]
-                body = {"turns": [{"user_text": self.sentence(rng, t), "assistant_text": "ok"} for t in toks]}
+                body = {"turns": [{"user_text": self.sentence(rng, t), "assistant_text": "ok", "occurred_at": self.past(rng)} for t in toks]}
                 res = http.call("POST", f"/v1/users/{user}/turns/batch", body)
                 with m.lock:
                     if res and res[0] == 201:
@@ -197,8 +217,9 @@ class Trial:
                     else:
                         self.unacked(res, "erase", [])
             elif op == "sweep":
-                # Sometimes from far ahead, so that it really archives.
-                body = {} if rng.random() < 0.5 else {"now": (datetime.now(timezone.utc) + timedelta(days=rng.randint(5, 90))).strftime("%Y-%m-%dT%H:%M:%SZ"), "max_archive_fraction": 0.3}
+                # Turns are dated up to 90 days back, so a sweep now really archives (a
+                # sweep may not run ahead of the server's clock).
+                body = {} if rng.random() < 0.5 else {"max_archive_fraction": 0.3}
                 res = http.call("POST", f"/v1/users/{user}/sweep", body)
                 with m.lock:
                     if res and res[0] == 200:
