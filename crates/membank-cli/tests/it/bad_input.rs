@@ -166,3 +166,24 @@ fn a_store_keeps_its_model_and_chinese_recall_works_with_e5() {
     assert_eq!(out.status.code(), Some(6), "{stderr}");
     assert!(stderr.contains("multilingual-e5-small"), "{stderr}");
 }
+
+#[test]
+fn a_now_far_ahead_is_refused_for_writes_and_far_behind_never_panics() {
+    let bank = crate::Bank::new();
+    bank.remember("alice", "I keep bees", "2024-05-04T10:00:00Z");
+    for args in [
+        vec!["recall", "--user", "alice", "--query", "bees", "--now", "9999-12-31T00:00:00Z"],
+        vec!["sweep", "--user", "alice", "--now", "9999-12-31T00:00:00Z"],
+        vec!["maintain", "--user", "alice", "--now", "9999-12-31T00:00:00Z"],
+    ] {
+        let err = bank.fails(&args, 3);
+        assert!(err.contains("now") && err.contains("ahead"), "{args:?}: {err}");
+    }
+    // A look ahead that writes nothing is allowed; the far past is answered, not a panic.
+    bank.ok(&["recall", "--user", "alice", "--query", "bees", "--now", "9999-12-31T00:00:00Z", "--no-strengthen"]);
+    bank.ok(&["sweep", "--user", "alice", "--now", "9999-12-31T00:00:00Z", "--dry-run"]);
+    let out = bank.output(&["recall", "--user", "alice", "--query", "bees last week", "--now", "0001-01-01T00:00:00Z"]);
+    assert_ne!(out.status.code(), Some(101), "{}", String::from_utf8_lossy(&out.stderr));
+    let listed = bank.json(&["list", "--user", "alice"]);
+    assert!(listed["memories"][0]["last_recalled_at"].as_str().unwrap() < "2100");
+}

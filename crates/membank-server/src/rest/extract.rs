@@ -47,6 +47,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for DigestedJsonBody<T>
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let JsonBody(value) = JsonBody::<serde_json::Value>::from_request(req, state).await?;
         use sha2::Digest as _;
+        // serde_json's map is sorted (the `preserve_order` feature is off in this build), so
+        // the printed value is canonical: key order and white space do not change it.
         let digest = sha2::Sha256::digest(value.to_string().as_bytes());
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         let parsed = serde_json::from_value(value).map_err(|e| ApiError::Invalid(format!("Failed to deserialize the JSON body into the target type: {e}")))?;
