@@ -30,7 +30,7 @@ use std::io::Write;
 use chrono::{NaiveDate, SecondsFormat};
 use membank_core::event::{Event, EventKind};
 use membank_core::{ForgettingState, InvalidInput, Kind, Layer, Memory, MemoryId, Scope, Source, Status, Strength, TenantId, Timestamp, UserId};
-use membank_store::{EmbeddingModel, ExportRow, ImportCounts, Store, StoreError, UserImport, UserState};
+use membank_store::{EmbeddingModel, ExportRow, ImportCounts, ModelVector, Store, StoreError, UserImport, UserState};
 use serde::{Deserialize, Serialize};
 
 use crate::{Engine, EngineError};
@@ -400,7 +400,7 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<UserImport>, InvalidInput> {
     Ok(users)
 }
 
-fn memory_from_line(n: usize, line: MemoryLine, scope: Scope, vectors: bool, dims: &mut Option<(String, usize)>) -> Result<(Memory, Option<(EmbeddingModel, Vec<f32>)>), InvalidInput> {
+fn memory_from_line(n: usize, line: MemoryLine, scope: Scope, vectors: bool, dims: &mut Option<(String, usize)>) -> Result<(Memory, Option<ModelVector>), InvalidInput> {
     let status: Status = parse_enum(n, "status", &line.status)?;
     if status == Status::Erased && (line.content.is_some() || line.user_text.is_some() || line.assistant_text.is_some()) {
         return Err(at(n, "content", "an erased memory has no text"));

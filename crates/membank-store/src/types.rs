@@ -24,6 +24,9 @@ pub struct EmbeddingModel {
     pub dim: usize,
 }
 
+/// A vector and the model that made it.
+pub type ModelVector = (EmbeddingModel, Vec<f32>);
+
 /// A memory to store, with its vector.
 #[derive(Debug, Clone)]
 pub struct NewMemory {
@@ -322,7 +325,7 @@ pub struct UserImport {
     /// The user.
     pub state: UserState,
     /// Its memories in order, each with its vector if it had one.
-    pub memories: Vec<(Memory, Option<(EmbeddingModel, Vec<f32>)>)>,
+    pub memories: Vec<(Memory, Option<ModelVector>)>,
     /// Its events in log order.
     pub events: Vec<membank_core::event::Event>,
     /// Its recent recall queries, oldest first.

@@ -42,7 +42,7 @@ pub struct SummarizeIn {
 /// dates (saying plainly when it does not remember), stores the exchange as a turn and
 /// strengthens the memories it used.
 #[utoipa::path(post, path = "/v1/users/{user}/chat", tag = "companion",
-    params(UserPath, ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry safe: the same key and body within 24 h returns the first answer, stores no second exchange and asks the model nothing")),
+    params(UserPath, ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Makes a retry safe: the same key and body within 24 h returns the first answer, stores no second exchange and asks the model nothing")),
     request_body = ChatIn,
     responses((status = 200, description = "The reply and the memories it drew on", body = ChatOut), ErrorResponses))]
 pub async fn chat(State(state): State<AppState>, caller: Caller, headers: HeaderMap, ApiPath(user): ApiPath<String>, DigestedJsonBody(body, digest): DigestedJsonBody<ChatIn>) -> Result<Response, ApiError> {

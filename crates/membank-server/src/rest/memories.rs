@@ -183,7 +183,7 @@ fn batch_out(memories: &[membank_engine::core::Memory]) -> Result<BatchOut, ApiE
 /// Send `Idempotency-Key: <unique string>` to make a retry safe: the same key with the
 /// same body within 24 hours returns the first answer and stores nothing new.
 #[utoipa::path(post, path = "/v1/users/{user}/turns", tag = "memories",
-    params(UserPath, ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry safe: the same key and body within 24 h returns the first answer and stores nothing")),
+    params(UserPath, ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Makes a retry safe: the same key and body within 24 h returns the first answer and stores nothing")),
     request_body = TurnIn,
     responses((status = 201, description = "Stored; recallable at once", body = MemoryOut), ErrorResponses))]
 pub async fn remember_turn(State(state): State<AppState>, caller: Caller, headers: HeaderMap, ApiPath(user): ApiPath<String>, DigestedJsonBody(turn, digest): DigestedJsonBody<TurnIn>) -> Result<Response, ApiError> {
@@ -197,7 +197,7 @@ pub async fn remember_turn(State(state): State<AppState>, caller: Caller, header
 ///
 /// Takes `Idempotency-Key` like `POST /turns`.
 #[utoipa::path(post, path = "/v1/users/{user}/turns/batch", tag = "memories",
-    params(UserPath, ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry safe: the same key and body within 24 h returns the first answer and stores nothing")),
+    params(UserPath, ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Makes a retry safe: the same key and body within 24 h returns the first answer and stores nothing")),
     request_body = TurnBatchIn,
     responses((status = 201, description = "Stored, in input order", body = BatchOut), ErrorResponses))]
 pub async fn remember_turns(State(state): State<AppState>, caller: Caller, headers: HeaderMap, ApiPath(user): ApiPath<String>, DigestedJsonBody(batch, digest): DigestedJsonBody<TurnBatchIn>) -> Result<Response, ApiError> {
@@ -215,7 +215,7 @@ pub async fn remember_turns(State(state): State<AppState>, caller: Caller, heade
 ///
 /// Takes `Idempotency-Key` like `POST /turns`.
 #[utoipa::path(post, path = "/v1/users/{user}/notes", tag = "memories",
-    params(UserPath, ("Idempotency-Key" = Option<String>, Header, description = "Makes a retry safe: the same key and body within 24 h returns the first answer and stores nothing")),
+    params(UserPath, ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Makes a retry safe: the same key and body within 24 h returns the first answer and stores nothing")),
     request_body = NoteIn,
     responses((status = 201, description = "Stored; recallable at once", body = MemoryOut), ErrorResponses))]
 pub async fn remember_note(State(state): State<AppState>, caller: Caller, headers: HeaderMap, ApiPath(user): ApiPath<String>, DigestedJsonBody(note, digest): DigestedJsonBody<NoteIn>) -> Result<Response, ApiError> {
