@@ -94,3 +94,15 @@ fn the_temporal_parser_never_panics_at_the_ends_of_the_calendar() {
         Some(temporal::TimeReference::Days { from: past.pred_opt().unwrap(), to: past.pred_opt().unwrap() })
     );
 }
+
+#[test]
+fn spans_stay_on_the_query_when_lowercasing_shifts_characters() {
+    // İ grows by a byte when lowercased and ẞ shrinks by one: the same total length, but
+    // every span between them was shifted by a byte (here into the full-width comma).
+    let query = "İ yesterday，ẞ";
+    let today = NaiveDate::from_ymd_opt(2023, 5, 7).unwrap();
+    let expression = temporal::parse(query, today).expect("yesterday is found");
+    let (start, end) = expression.span;
+    assert_eq!(query.get(start..end), Some("yesterday"));
+    assert_eq!(expression.strip(query), "İ  ，ẞ");
+}
