@@ -39,6 +39,10 @@ use crate::{Engine, EngineError};
 pub const FORMAT: &str = "membank-export";
 /// The version this build writes and reads.
 pub const VERSION: u32 = 1;
+/// Longest text of one memory an import accepts, in bytes. Far above what a caller may
+/// store (`MAX_TEXT_BYTES`, 32 KiB): membank's own summaries and fused memories are not
+/// held to that limit, and an import must take back whatever an export wrote.
+pub const MAX_EXPORT_TEXT_BYTES: usize = 16 * 1024 * 1024;
 /// Largest export file an import reads, in bytes (the whole file is validated in memory).
 pub const MAX_EXPORT_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 
@@ -410,8 +414,8 @@ fn memory_from_line(n: usize, line: MemoryLine, scope: Scope, vectors: bool, dim
     }
     for (field, text) in [("content", &line.content), ("user_text", &line.user_text), ("assistant_text", &line.assistant_text)] {
         if let Some(text) = text {
-            if text.len() > membank_core::limits::MAX_TEXT_BYTES * 2 {
-                return Err(at(n, field, format!("is {} bytes; too long", text.len())));
+            if text.len() > MAX_EXPORT_TEXT_BYTES {
+                return Err(at(n, field, format!("is {} bytes; the limit is {MAX_EXPORT_TEXT_BYTES}", text.len())));
             }
             if text.contains('\0') {
                 return Err(at(n, field, "must not contain NUL characters"));

@@ -72,7 +72,6 @@ fn a_writing_operation_may_not_run_in_the_future() {
     assert!(sweep(true).is_ok());
     assert!(matches!(w.engine.maintain(MaintainRequest { scope: scope("ana"), now: Some(far), dry_run: false }), Err(EngineError::Invalid(_))));
     // Within the skew, and any time in the past, is fine; so are the calendar's ends.
-    assert!(recall(None).is_err());
     assert!(w.engine.recall(RecallRequest { now: Some(w.engine.now() + Duration::hours(23)), ..RecallRequest::new(scope("ana"), "bees", 5) }).is_ok());
     for extreme in [chrono::DateTime::<chrono::Utc>::MIN_UTC, chrono::DateTime::<chrono::Utc>::MAX_UTC] {
         let _ = w.engine.recall(RecallRequest { now: Some(extreme), strengthen: Some(false), ..RecallRequest::new(scope("ana"), "bees last week", 5) });
@@ -183,4 +182,28 @@ fn a_damaged_export_is_refused_whole_with_its_line() {
     let stray = good.replacen(&event.to_string(), &event.replace(id, "0190a2b4-0000-7000-8000-000000000000"), 1);
     let err = crate::world().engine.import_export(stray.as_bytes(), false).unwrap_err();
     assert!(err.to_string().contains("memory_id"), "{err}");
+}
+
+#[test]
+fn a_summary_longer_than_a_caller_may_store_survives_export_and_import() {
+    let w = world();
+    let turn = w.turn("ana", "I keep bees");
+    // membank's own derived memories are not held to the 32 KiB limit of callers' texts.
+    let long = "bees and hives ".repeat(10_000);
+    let mut summary = turn.clone();
+    summary.id = membank_engine::core::MemoryId::generate(w.engine.now());
+    summary.kind = membank_engine::core::Kind::DailySummary;
+    summary.source = membank_engine::core::Source::Derived;
+    summary.content = Some(long.clone());
+    summary.user_text = None;
+    summary.derived_from = vec![turn.id];
+    w.store.insert(membank_store::NewMemory { memory: summary, embedding: None }).unwrap();
+    let file = export_all(w.store.as_ref(), false);
+    let copy = crate::world();
+    copy.engine.import_export(&file, false).unwrap();
+    assert!(export_all(copy.store.as_ref(), false) == file);
+    // Past the import's own limit, a text is refused with its line.
+    let huge = String::from_utf8(file).unwrap().replace(&long, &"x".repeat(membank_engine::export::MAX_EXPORT_TEXT_BYTES + 1));
+    let err = crate::world().engine.import_export(huge.as_bytes(), false).unwrap_err();
+    assert!(err.to_string().contains("content") && err.to_string().contains("limit"), "{err}");
 }
