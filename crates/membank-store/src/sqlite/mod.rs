@@ -539,9 +539,17 @@ impl Store for SqliteStore {
             // Re-read in the write transaction: a result archived or erased since the
             // searches read their snapshots is dropped here, not returned or strengthened.
             let mut eligible = Vec::with_capacity(recall.results.len());
+            let sql = format!("SELECT m.status FROM memories m WHERE m.id = :id AND m.user_row = :user {LABEL_FILTER}");
             for (id, score) in &recall.results {
-                let Ok((_, memory)) = fetch_one(tx, user, scope, *id) else { continue };
-                let ok = match memory.status {
+                let status: Option<String> = tx
+                    .prepare_cached(&sql)?
+                    .query_row(
+                        rusqlite::named_params! { ":id": id.to_string(), ":user": user, ":agent": scope.agent.as_ref().map(|a| a.as_str()), ":session": scope.session.as_ref().map(|s| s.as_str()) },
+                        |row| row.get(0),
+                    )
+                    .optional()?;
+                let Some(status) = status else { continue };
+                let ok = match status.parse::<Status>().map_err(|_| StoreError::Corrupt(format!("bad status {status:?}")))? {
                     Status::Active => true,
                     Status::Archived | Status::Superseded => recall.include_archived,
                     Status::Erased => false,
