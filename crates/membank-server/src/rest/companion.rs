@@ -62,19 +62,13 @@ pub async fn chat(State(state): State<AppState>, caller: Caller, headers: Header
         request.persona = Some(persona);
     }
     let digest = format!("chat:{digest}");
-    let key = super::memories::idempotency_key(&headers)?;
-    if let Some(key) = key.clone() {
-        let lookup = scope.clone();
-        if let Some(record) = state.run(move |engine| Ok(engine.idempotency_record(&lookup, &key)?)).await? {
-            if record.request_hash != digest {
-                return Err(ApiError::Invalid("Idempotency-Key: was already used with a different request; use a new key for a new request".into()));
-            }
-            return match record.response {
-                Some(body) => Ok(super::memories::answer(StatusCode::OK, body, true)),
-                // The reply cannot be rebuilt from the stored exchange alone.
-                None => Err(ApiError::Conflict(format!("the first request with this Idempotency-Key stored its exchange as memory {} but its answer was not kept; read it there", record.memory_ids.first().map(ToString::to_string).unwrap_or_default()))),
-            };
-        }
+    let (key, prior) = super::memories::prior_use(&state, &scope, &headers, &digest).await?;
+    if let Some(record) = prior {
+        return match record.response {
+            Some(body) => Ok(super::memories::answer(StatusCode::OK, body, true)),
+            // The reply cannot be rebuilt from the stored exchange alone.
+            None => Err(ApiError::Conflict(format!("the first request with this Idempotency-Key stored its exchange as memory {} but its answer was not kept; read it there", record.memory_ids.first().map(ToString::to_string).unwrap_or_default()))),
+        };
     }
     let claim_key = key.clone();
     let response = state
@@ -84,12 +78,7 @@ pub async fn chat(State(state): State<AppState>, caller: Caller, headers: Header
         })
         .await?;
     let body = serde_json::to_string(&ChatOut::from(&response)).map_err(|_| ApiError::Internal)?;
-    if let Some(key) = key {
-        let answer = body.clone();
-        if let Err(err) = state.run(move |engine| Ok(engine.store().record_idempotent_response(&scope, &key, &answer)?)).await {
-            tracing::warn!(error = ?err, "could not record an idempotent answer");
-        }
-    }
+    super::memories::keep_answer(&state, scope, key, &body).await;
     Ok(super::memories::answer(StatusCode::OK, body, false))
 }
 

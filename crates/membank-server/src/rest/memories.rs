@@ -113,16 +113,9 @@ async fn create<T: serde::Serialize + Send + 'static>(
     entries: Vec<membank_engine::Remember>,
     render: fn(&[membank_engine::core::Memory]) -> Result<T, ApiError>,
 ) -> Result<Response, ApiError> {
-    let key = idempotency_key(headers)?;
-    if let Some(key) = key.clone() {
-        let lookup_scope = scope.clone();
-        let record = state.run(move |engine| Ok(engine.idempotency_record(&lookup_scope, &key)?)).await?;
-        if let Some(record) = record {
-            if record.request_hash != digest {
-                return Err(ApiError::Invalid("Idempotency-Key: was already used with a different request; use a new key for a new request".into()));
-            }
-            return replay(state, scope, record, render).await;
-        }
+    let (key, prior) = prior_use(state, &scope, headers, &digest).await?;
+    if let Some(record) = prior {
+        return replay(state, scope, record, render).await;
     }
     let claim_key = key.clone();
     let insertion = state
@@ -135,17 +128,33 @@ async fn create<T: serde::Serialize + Send + 'static>(
         Insertion::Stored(memories) => {
             Metrics::add(&state.metrics().memories_created, memories.len() as u64);
             let body = serde_json::to_string(&render(&memories)?).map_err(|_| ApiError::Internal)?;
-            if let Some(key) = key {
-                let (respond_scope, answer) = (scope.clone(), body.clone());
-                // The memories and the key are stored already; failing to keep the answer
-                // only means a retry gets it rebuilt from the stored memories.
-                if let Err(err) = state.run(move |engine| Ok(engine.store().record_idempotent_response(&respond_scope, &key, &answer)?)).await {
-                    tracing::warn!(error = ?err, "could not record an idempotent answer");
-                }
-            }
+            keep_answer(state, scope, key, &body).await;
             Ok(created(body, false))
         }
         Insertion::Replayed(record) => replay(state, scope, record, render).await,
+    }
+}
+
+/// The request's `Idempotency-Key`, and what it was used for before if it was (within the
+/// retention); the key used before with another request is refused (422).
+pub(super) async fn prior_use(state: &AppState, scope: &Scope, headers: &HeaderMap, digest: &str) -> Result<(Option<String>, Option<IdempotencyRecord>), ApiError> {
+    let Some(key) = idempotency_key(headers)? else { return Ok((None, None)) };
+    let (lookup_scope, lookup_key) = (scope.clone(), key.clone());
+    let record = state.run(move |engine| Ok(engine.idempotency_record(&lookup_scope, &lookup_key)?)).await?;
+    if record.as_ref().is_some_and(|r| r.request_hash != digest) {
+        return Err(ApiError::Invalid("Idempotency-Key: was already used with a different request; use a new key for a new request".into()));
+    }
+    Ok((Some(key), record))
+}
+
+/// Keeps the answer given to the request that claimed `key`, for its retries. The
+/// memories and the key are stored already: failing here only means a retry gets an
+/// answer rebuilt from the stored memories (or, for a chat, a 409 naming the exchange).
+pub(super) async fn keep_answer(state: &AppState, scope: Scope, key: Option<String>, body: &str) {
+    let Some(key) = key else { return };
+    let answer = body.to_string();
+    if let Err(err) = state.run(move |engine| Ok(engine.store().record_idempotent_response(&scope, &key, &answer)?)).await {
+        tracing::warn!(error = ?err, "could not record an idempotent answer");
     }
 }
 
