@@ -32,8 +32,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
         if !value.is_object() {
             return Err(ApiError::Invalid("the request body must be a JSON object".into()));
         }
-        serde_json::from_value(value).map(JsonBody).map_err(|e| ApiError::Invalid(format!("Failed to deserialize the JSON body into the target type: {e}")))
+        typed(value).map(JsonBody)
     }
+}
+
+/// A JSON object as the body type, or 422 saying why not.
+fn typed<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+    serde_json::from_value(value).map_err(|e| ApiError::Invalid(format!("Failed to deserialize the JSON body into the target type: {e}")))
 }
 
 /// A JSON body with a digest (SHA-256, hex) of its parsed value, so a retried request can
@@ -51,8 +56,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for DigestedJsonBody<T>
         // the printed value is canonical: key order and white space do not change it.
         let digest = sha2::Sha256::digest(value.to_string().as_bytes());
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        let parsed = serde_json::from_value(value).map_err(|e| ApiError::Invalid(format!("Failed to deserialize the JSON body into the target type: {e}")))?;
-        Ok(DigestedJsonBody(parsed, hex))
+        Ok(DigestedJsonBody(typed(value)?, hex))
     }
 }
 
