@@ -5,7 +5,8 @@
 //! index holds, per user, the postings of each term (document, term frequency) and each
 //! document's length, built from the memories' own text with the same cutting rules as the
 //! FTS5 body ([`membank_core::text::terms`]), and scores with BM25 (k1 = 1.2, b = 0.75, the
-//! FTS5 defaults) by walking only the query terms' postings.
+//! FTS5 defaults; Lucene's IDF, positive for every term, see [`idf`]) by walking only the
+//! query terms' postings.
 //!
 //! Statistics are the user's own: N, document frequencies and the average length count this
 //! user's memories only, so one user's memories never change another's ranking.
@@ -95,6 +96,16 @@ impl UserRows for UserTerms {
     }
 }
 
+/// BM25's inverse document frequency of a term in `df` of `n` documents, as Lucene
+/// computes it: `ln(1 + (n − df + 0.5) / (df + 0.5))`. Always positive, so a match always
+/// adds to a score, and still falling as the term gets commoner. FTS5's form without the
+/// `1 +` is negative for a term in over half the documents and had to be floored (at 1e-6):
+/// on a store of one or two memories every word is in half of them, and an exact match
+/// scored 0.000001, indistinguishable from no match at all.
+fn idf(n: f64, df: f64) -> f64 {
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
 fn rank(cached: &UserTerms, terms: &[String], filter: &SearchFilter, labels: &Labels<'_>, limit: usize) -> Vec<Hit> {
     let n = cached.docs.len();
     if n == 0 || limit == 0 {
@@ -112,8 +123,7 @@ fn rank(cached: &UserTerms, terms: &[String], filter: &SearchFilter, labels: &La
         let Some(&index) = cached.terms.get(term.as_str()) else { continue };
         let postings = &cached.postings[index as usize];
         let df = postings.len() as f64;
-        // FTS5's IDF, floored at a tiny positive value for terms in over half the documents.
-        let idf = (((n as f64) - df + 0.5) / (df + 0.5)).ln().max(1e-6);
+        let idf = idf(n as f64, df);
         for &(doc, tf) in postings {
             let tf = f64::from(tf);
             let norm = K1 * (1.0 - B + B * f64::from(cached.lens[doc as usize]) / average);

@@ -88,7 +88,7 @@ fn lexical_scores_depend_on_the_users_own_memories_only() {
     for (i, text) in ["my violin lesson went well", "the garden needs water", "violin strings are expensive", "we walked by the river"].iter().enumerate() {
         insert(&store, memory(&ana, Kind::Note, text, t + Duration::minutes(i as i64)));
     }
-    // Filler, so that both query terms are rare (BM25's IDF floors terms in half the memories).
+    // Filler, so that both query terms are rare.
     for i in 0..12 {
         insert(&store, memory(&ana, Kind::Note, &format!("an ordinary day number {i}"), t + Duration::minutes(10 + i)));
     }
@@ -118,4 +118,40 @@ fn lexical_scores_depend_on_the_users_own_memories_only() {
     let found = store.lexical_search(&ana, &terms, &SearchFilter::default(), 10).unwrap();
     assert!(found.iter().all(|h| h.id != late));
     assert_eq!(found.len(), 3);
+}
+
+/// An exact word match must score clearly above nothing and rank first however small the
+/// store: with FTS5's IDF a word in half of the memories (every word of a store of one or
+/// two) scored 1e-6.
+#[test]
+fn an_exact_match_scores_clearly_and_ranks_first_in_tiny_stores() {
+    let t = Utc.with_ymd_and_hms(2024, 5, 4, 9, 0, 0).unwrap();
+    let others = ["the garden needs water", "we walked by the river", "a long day at work", "dinner with my sister", "the train was late", "rain all afternoon", "new shoes for running", "a quiet evening", "reading before bed"];
+    for size in [1usize, 2, 10] {
+        let (_dir, store) = store();
+        let ana = scope("ana");
+        store.ensure_user(&ana.tenant, &ana.user, t).unwrap();
+        let violin = insert(&store, memory(&ana, Kind::Note, "my violin lesson went well", t));
+        for (i, text) in others.iter().take(size - 1).enumerate() {
+            insert(&store, memory(&ana, Kind::Note, text, t + Duration::minutes(i as i64 + 1)));
+        }
+        let hits = store.lexical_search(&ana, &["violin".to_string()], &SearchFilter::default(), 10).unwrap();
+        assert_eq!(hits.len(), 1, "store of {size}");
+        assert_eq!(hits[0].id, violin);
+        assert!(hits[0].score > 0.1, "store of {size}: an exact match scored {}", hits[0].score);
+
+        // A word every memory shares still scores above zero, and the memory that also has
+        // the rarer word ranks first.
+        let hits = store.lexical_search(&ana, &["violin".to_string(), "the".to_string(), "my".to_string()], &SearchFilter::default(), 10).unwrap();
+        assert_eq!(hits[0].id, violin, "store of {size}");
+        assert!(hits.iter().all(|h| h.score > 0.0));
+    }
+    // The rarer a term, the more its match is worth (IDF still falls with frequency).
+    let (_dir, store) = store();
+    let ana = scope("ana");
+    store.ensure_user(&ana.tenant, &ana.user, t).unwrap();
+    let rare = insert(&store, memory(&ana, Kind::Note, "violin", t));
+    let common: Vec<MemoryId> = (0..9).map(|i| insert(&store, memory(&ana, Kind::Note, "garden", t + Duration::minutes(i + 1)))).collect();
+    let score = |word: &str, id: MemoryId| store.lexical_search(&ana, &[word.to_string()], &SearchFilter::default(), 10).unwrap().into_iter().find(|h| h.id == id).unwrap().score;
+    assert!(score("violin", rare) > score("garden", common[0]));
 }
