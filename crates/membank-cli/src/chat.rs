@@ -54,7 +54,7 @@ pub struct ChatArgs {
     /// Who the companion is.
     #[arg(long)]
     pub persona: Option<String>,
-    /// The message's time (RFC 3339; default now).
+    /// The message's time: RFC 3339, or a date (the person's local midnight); default now.
     #[arg(long)]
     pub now: Option<String>,
 }
@@ -154,7 +154,7 @@ fn render_profile(user: &str, p: &ProfileResponse) -> String {
 pub fn chat(ctx: &Context, args: ChatArgs) -> Result<()> {
     let engine = engine_with_llm(ctx)?;
     let scope = ctx.scope(&args.user, None, None)?;
-    let now = args.now.as_deref().map(|v| membank_engine::core::time::parse_instant("now", v)).transpose()?;
+    let now = args.now.as_deref().map(|v| engine.parse_time(&scope, "now", v)).transpose()?;
     let session = Session { ctx, engine: &engine, scope, args: &args, now };
     if let Some(message) = &args.message {
         return session.handle(message).map(|_| ());
@@ -235,7 +235,7 @@ impl Session<'_> {
                 if rest.is_empty() {
                     bail!("/remember needs the text to remember");
                 }
-                let memory = self.engine.remember_note(RememberNote { scope: self.scope.clone(), text: rest.to_string(), source: Source::User, occurred_at: self.now, metadata: Default::default(), importance: None })?;
+                let memory = self.engine.remember_note(RememberNote { scope: self.scope.clone(), text: rest.to_string(), source: Source::User, occurred_at: self.now, metadata: Default::default(), importance: None, clock_from: membank_engine::core::ClockFrom::Event })?;
                 if json { print_json(&json!({ "remembered": memory.id.to_string() }))? } else { println!("remembered {}", memory.id) }
             }
             "memories" => {

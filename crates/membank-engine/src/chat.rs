@@ -183,7 +183,7 @@ impl Engine {
         ]);
         let reply_to_store = if reply.len() > membank_core::limits::MAX_TEXT_BYTES { truncate_bytes(&reply, membank_core::limits::MAX_TEXT_BYTES) } else { reply.clone() };
         let scope = request.scope.clone();
-        let entry = crate::Remember::Turn(RememberTurn { scope: request.scope, user_text: request.message, assistant_text: Some(reply_to_store), occurred_at: Some(now), metadata, importance: None });
+        let entry = crate::Remember::Turn(RememberTurn { scope: request.scope, user_text: request.message, assistant_text: Some(reply_to_store), occurred_at: Some(now), metadata, importance: None, clock_from: membank_core::ClockFrom::Event });
         let turn = match self.remember_all(vec![entry], request.idempotency.as_ref())? {
             membank_store::Insertion::Stored(mut stored) => stored.pop().ok_or_else(|| EngineError::Storage("the store returned no memory".into()))?,
             // A retry with the same key stored its exchange first: that one stands.

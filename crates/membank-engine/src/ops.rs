@@ -7,7 +7,7 @@ use membank_core::event::Event;
 use membank_core::limits::{MAX_PAGE_SIZE, MAX_TEXT_BYTES};
 use membank_core::memory::turn_content;
 use membank_core::time::UserTimeZone;
-use membank_core::{ForgettingState, InvalidInput, Kind, Memory, MemoryId, Scope, Source, Status, Timestamp};
+use membank_core::{ClockFrom, ForgettingState, InvalidInput, Kind, Memory, MemoryId, Scope, Source, Status, Timestamp};
 use membank_store::{EventQuery, IdempotencyClaim, IdempotencyRecord, Insertion, ListQuery, NewMemory, StatusCounts, SweepReport};
 
 use crate::{Engine, EngineError};
@@ -55,7 +55,7 @@ pub(crate) fn set_base_importance(memory: &mut Memory, explicit: Option<f64>, te
 
 /// A new active memory with fresh forgetting state, not yet stored.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn fresh_memory(scope: Scope, kind: Kind, source: Source, content: String, occurred_at: Timestamp, now: Timestamp, day: NaiveDate, metadata: BTreeMap<String, String>) -> Memory {
+pub(crate) fn fresh_memory(scope: Scope, kind: Kind, source: Source, content: String, occurred_at: Timestamp, now: Timestamp, day: NaiveDate, metadata: BTreeMap<String, String>, clock_from: ClockFrom) -> Memory {
     Memory {
         id: MemoryId::generate(now),
         scope,
@@ -67,7 +67,7 @@ pub(crate) fn fresh_memory(scope: Scope, kind: Kind, source: Source, content: St
         occurred_at,
         recorded_at: now,
         day,
-        forgetting: ForgettingState::new(occurred_at),
+        forgetting: ForgettingState::starting(occurred_at, now, clock_from),
         status: Status::Active,
         superseded_by: None,
         derived_from: Vec::new(),
@@ -103,6 +103,9 @@ pub struct RememberTurn {
     pub metadata: BTreeMap<String, String>,
     /// How much it matters, in [0, 1] (FadeMem's base importance); default: estimated from the text.
     pub importance: Option<f64>,
+    /// Where its forgetting clock starts when `occurred_at` is in the past: the event's
+    /// date, or when it is stored (the default).
+    pub clock_from: ClockFrom,
 }
 
 /// Store a free-form note an agent chose to save.
@@ -120,6 +123,9 @@ pub struct RememberNote {
     pub metadata: BTreeMap<String, String>,
     /// How much it matters, in [0, 1] (FadeMem's base importance); default: estimated from the text.
     pub importance: Option<f64>,
+    /// Where its forgetting clock starts when `occurred_at` is in the past: the event's
+    /// date, or when it is stored (the default).
+    pub clock_from: ClockFrom,
 }
 
 /// List memories of a scope.
@@ -190,7 +196,7 @@ impl Engine {
         }
         let (now, occurred_at, day) = self.prepare(&request.scope, request.occurred_at)?;
         let content = turn_content(&request.user_text, request.assistant_text.as_deref());
-        let mut memory = fresh_memory(request.scope, Kind::Turn, Source::User, content.clone(), occurred_at, now, day, request.metadata);
+        let mut memory = fresh_memory(request.scope, Kind::Turn, Source::User, content.clone(), occurred_at, now, day, request.metadata, request.clock_from);
         set_base_importance(&mut memory, request.importance, &content)?;
         memory.user_text = Some(request.user_text);
         memory.assistant_text = request.assistant_text;
@@ -212,7 +218,7 @@ impl Engine {
             validate_importance(importance)?;
         }
         let (now, occurred_at, day) = self.prepare(&request.scope, request.occurred_at)?;
-        let mut memory = fresh_memory(request.scope, Kind::Note, request.source, request.text.clone(), occurred_at, now, day, request.metadata);
+        let mut memory = fresh_memory(request.scope, Kind::Note, request.source, request.text.clone(), occurred_at, now, day, request.metadata, request.clock_from);
         set_base_importance(&mut memory, request.importance, &request.text)?;
         Ok((memory, request.text))
     }
@@ -335,5 +341,20 @@ impl Engine {
     /// Sets a user's time zone (IANA name) for the day bucket of future memories.
     pub fn set_time_zone(&self, scope: &Scope, time_zone: &str) -> Result<String, EngineError> {
         Ok(self.store.set_time_zone(&scope.tenant, &scope.user, time_zone, self.clock.now())?.time_zone)
+    }
+
+    /// The user's time zone (UTC for a user membank has not met yet).
+    pub fn time_zone_of(&self, scope: &Scope) -> Result<UserTimeZone, EngineError> {
+        match self.store.find_user(&scope.tenant, &scope.user)? {
+            Some(user) => Ok(UserTimeZone::parse(&user.time_zone)?),
+            None => Ok(UserTimeZone::UTC),
+        }
+    }
+
+    /// Parses a time a caller gave for this user: an RFC 3339 instant, or a bare date
+    /// (`2024-05-04`) as the user's local midnight.
+    pub fn parse_time(&self, scope: &Scope, field: &'static str, text: &str) -> Result<Timestamp, EngineError> {
+        let zone = if membank_core::time::bare_date(text).is_some() { self.time_zone_of(scope)? } else { UserTimeZone::UTC };
+        Ok(membank_core::time::parse_instant_in(field, text, zone)?)
     }
 }

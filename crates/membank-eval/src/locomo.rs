@@ -94,7 +94,7 @@ pub fn run(engine: &Engine, run: &LocomoRun, progress: Progress<'_>) -> Result<L
     let set = ImportSet { format: "locomo", users };
     progress("importing", 0, set.len());
     let conversations = set.users.clone();
-    let import = engine.import(ImportRequest { tenant: tenant.clone(), set }, &|done, total| progress("importing", done, total))?;
+    let import = engine.import(ImportRequest { tenant: tenant.clone(), set, clock_from: membank_engine::core::ClockFrom::Event }, &|done, total| progress("importing", done, total))?;
 
     let ks: Vec<usize> = { let mut ks = run.ks.clone(); ks.sort(); ks.dedup(); ks };
     let depth = ks.last().copied().unwrap_or(10).max(1);

@@ -146,7 +146,7 @@ pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Res
     for (index, record) in records.iter().enumerate() {
         progress("importing", index, records.len());
         let Some(question) = prepare(record, index, run)? else { continue };
-        let report = engine.import(ImportRequest { tenant: tenant.clone(), set: ImportSet { format: "longmemeval", users: vec![question.user] } }, &|_, _| {})?;
+        let report = engine.import(ImportRequest { tenant: tenant.clone(), set: ImportSet { format: "longmemeval", users: vec![question.user] }, clock_from: membank_engine::core::ClockFrom::Event }, &|_, _| {})?;
         import.users += report.users;
         import.records += report.records;
         import.imported += report.imported;

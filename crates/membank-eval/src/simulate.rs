@@ -749,6 +749,7 @@ impl Sim<'_> {
                 occurred_at: Some(turn.at),
                 metadata: turn.metadata.clone(),
                 importance: None,
+                clock_from: membank_engine::core::ClockFrom::Event,
             })?,
             Body::Note { text } => engine.remember_note(RememberNote {
                 scope: self.scope.clone(),
@@ -757,6 +758,7 @@ impl Sim<'_> {
                 occurred_at: Some(turn.at),
                 metadata: turn.metadata.clone(),
                 importance: None,
+                clock_from: membank_engine::core::ClockFrom::Event,
             })?,
         };
         Ok(())

@@ -250,7 +250,7 @@ impl MemoryTools {
             Ok(i) => i,
             Err(e) => return fail(e.to_string()),
         };
-        let request = RememberNote { scope, text: args.text, source, occurred_at, metadata: Default::default(), importance };
+        let request = RememberNote { scope, text: args.text, source, occurred_at, metadata: Default::default(), importance, clock_from: Default::default() };
         match self.run(move |e| e.remember_note(request)).await? {
             // The id last, on a line of its own after the quoted text, where hosts look for it.
             Ok(memory) => answer(format!("Remembered on {}:\n{}\n(id {})", memory.day, quote(memory.content.as_deref().unwrap_or("")), memory.id), wire::MemoryOut::from(&memory)),

@@ -58,7 +58,11 @@ fn unknown_ids_and_other_users_ids_exit_4() {
     let alice = bank.remember("alice", "my secret plan", "2024-05-04T10:00:00Z");
     bank.remember("bob", "bob's own memory", "2024-05-04T10:00:00Z");
     for cmd in ["show", "forget", "restore", "pin", "unpin", "erase"] {
-        let stderr = bank.fails(&[cmd, "--user", "bob", &alice], 4);
+        let mut args = vec![cmd, "--user", "bob", &alice];
+        if cmd == "erase" {
+            args.push("--yes");
+        }
+        let stderr = bank.fails(&args, 4);
         assert!(stderr.contains("not found"), "{cmd}: {stderr}");
     }
     // A batch with one bad id changes none of them.

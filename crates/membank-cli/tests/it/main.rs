@@ -8,6 +8,9 @@
 #![allow(missing_docs)]
 
 mod bad_input;
+mod bench;
+mod first_hour;
+mod output;
 mod config;
 mod chat;
 mod durability;
@@ -86,7 +89,7 @@ impl Bank {
     }
 
     pub fn remember(&self, user: &str, text: &str, at: &str) -> String {
-        self.ok(&["remember", "--user", user, "--user-text", text, "--at", at]).trim().to_string()
+        self.ok(&["remember", "--user", user, "--user-text", text, "--at", at, "--clock-from", "event"]).trim().to_string()
     }
 
     pub fn path(&self, name: &str) -> PathBuf {

@@ -109,7 +109,7 @@ fn a_fademem_config_table_is_used() {
     let bank = Bank::new();
     let config = bank.path("fademem.toml");
     // A very low ε keeps everything; a high one archives a week-old neutral memory.
-    bank.ok(&["note", "--user", "ana", "--text", "We watched a film", "--importance", "0.5", "--at", "2024-05-01T09:00:00Z"]);
+    bank.ok(&["note", "--user", "ana", "--text", "We watched a film", "--importance", "0.5", "--at", "2024-05-01T09:00:00Z", "--clock-from", "event"]);
     write(&config, b"[forgetting]\npolicy = \"fademem\"\n[forgetting.fademem]\nepsilon = 0.9\nconsolidation_threshold = 0.95\n");
     let report = bank.json(&["--config", config.to_str().unwrap(), "maintain", "--user", "ana", "--now", "2024-05-08T09:00:00Z", "--dry-run"]);
     assert_eq!(report["policy"], "fademem");

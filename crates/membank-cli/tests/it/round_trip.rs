@@ -74,7 +74,7 @@ fn lifecycle_commands_and_sweep_report() {
     bank.ok(&["restore", "--user", "u1", &old]);
     bank.ok(&["forget", "--user", "u1", &old, "--reason", "user asked"]);
     bank.ok(&["unpin", "--user", "u1", &keep]);
-    bank.ok(&["erase", "--user", "u1", &other]);
+    bank.ok(&["erase", "--yes", "--user", "u1", &other]);
     let shown = bank.json(&["show", "--user", "u1", &other]);
     assert_eq!(shown["memories"][0]["status"], "erased");
     assert_eq!(shown["memories"][0]["content"], serde_json::Value::Null);

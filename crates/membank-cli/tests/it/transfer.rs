@@ -14,7 +14,7 @@ fn filled() -> Bank {
     let secret = bank.remember("alice", "my locker code is 4512", "2024-05-05T11:00:00Z");
     bank.ok(&["note", "--user", "bob", "--text", "Bob prefers tea"]);
     bank.ok(&["recall", "--user", "alice", "--query", "cat"]);
-    bank.ok(&["erase", "--user", "alice", &secret]);
+    bank.ok(&["erase", "--yes", "--user", "alice", &secret]);
     bank
 }
 

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::Duration;
 use membank_core::memory::turn_content;
 use membank_core::time::UserTimeZone;
-use membank_core::{ForgettingState, InvalidInput, Kind, Memory, MemoryId, Scope, Source, Status, Strength, TenantId, Timestamp, UserId};
+use membank_core::{ClockFrom, ForgettingState, InvalidInput, Kind, Memory, MemoryId, Scope, Source, Status, Strength, TenantId, Timestamp, UserId};
 use membank_store::NewMemory;
 
 use crate::ops::validate_text;
@@ -128,6 +128,10 @@ pub struct ImportRequest {
     pub tenant: TenantId,
     /// What to import.
     pub set: ImportSet,
+    /// Where the imported memories' forgetting clocks start: each record's own date (and
+    /// the source's last recall, if it kept one), or the import (the default), so that a
+    /// migrated history is not past the archive threshold the moment it arrives.
+    pub clock_from: ClockFrom,
 }
 
 /// What an import did.
@@ -252,11 +256,11 @@ impl Engine {
                 progress(done, total);
             }
             for ((record, content), vector) in records.into_iter().zip(contents).zip(vectors) {
-                let mut forgetting = ForgettingState::new(record.occurred_at);
+                let mut forgetting = ForgettingState::starting(record.occurred_at, now, request.clock_from);
                 if let Some(strength) = record.strength {
                     forgetting.strength = Strength::new(strength).map_err(|e| bad(&record.path, e.reason))?;
                 }
-                if let Some(last) = record.last_recalled_at {
+                if let (Some(last), ClockFrom::Event) = (record.last_recalled_at, request.clock_from) {
                     forgetting.last_recalled_at = last.max(record.occurred_at);
                 }
                 let mut metadata = record.metadata;

@@ -33,7 +33,7 @@ fn set(text: &str) -> ImportSet {
 }
 
 fn run(w: &World, set: ImportSet) -> membank_engine::ImportReport {
-    w.engine.import(ImportRequest { tenant: TenantId::default_tenant(), set }, &|_, _| {}).unwrap()
+    w.engine.import(ImportRequest { tenant: TenantId::default_tenant(), set, clock_from: membank_engine::core::ClockFrom::Event }, &|_, _| {}).unwrap()
 }
 
 fn all(w: &World, user: &str) -> Vec<membank_engine::core::Memory> {
@@ -121,7 +121,7 @@ fn a_bad_record_anywhere_stores_nothing() {
     // Parsed fine, but the second user's text is over the limit: validation fails before any write.
     let long = "x".repeat(membank_engine::core::limits::MAX_TEXT_BYTES + 1);
     let file = TWO_USERS.replace("I painted a lake today", &long);
-    let err = w.engine.import(ImportRequest { tenant: TenantId::default_tenant(), set: set(&file) }, &|_, _| {}).unwrap_err();
+    let err = w.engine.import(ImportRequest { tenant: TenantId::default_tenant(), set: set(&file), clock_from: membank_engine::core::ClockFrom::Event }, &|_, _| {}).unwrap_err();
     assert!(err.to_string().contains(r#"$["Emily"].history["2023-05-01"][0]"#), "{err}");
     assert!(err.to_string().contains("bytes"), "{err}");
     assert!(all(&w, "Jason").is_empty());
@@ -145,7 +145,7 @@ fn hostile_files_are_refused_without_panics() {
     ] {
         let file = TWO_USERS.replace(from, to);
         let outcome = parse(file.as_bytes()).map_err(|e| e.to_string()).and_then(|set| {
-            w.engine.import(ImportRequest { tenant: TenantId::default_tenant(), set }, &|_, _| {}).map_err(|e| e.to_string())
+            w.engine.import(ImportRequest { tenant: TenantId::default_tenant(), set, clock_from: membank_engine::core::ClockFrom::Event }, &|_, _| {}).map_err(|e| e.to_string())
         });
         let err = outcome.expect_err(expect);
         assert!(err.contains(expect), "{expect}: {err}");

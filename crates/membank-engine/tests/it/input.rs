@@ -7,7 +7,7 @@ use membank_store::{EventQuery, Store};
 use crate::{scope, world};
 
 fn turn(user_text: &str, assistant: Option<&str>) -> RememberTurn {
-    RememberTurn { scope: scope("ana"), user_text: user_text.into(), assistant_text: assistant.map(Into::into), occurred_at: None, metadata: Default::default(), importance: None }
+    RememberTurn { scope: scope("ana"), user_text: user_text.into(), assistant_text: assistant.map(Into::into), occurred_at: None, metadata: Default::default(), importance: None, clock_from: membank_engine::core::ClockFrom::Event }
 }
 
 #[test]

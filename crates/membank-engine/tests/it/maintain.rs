@@ -23,7 +23,7 @@ fn note(w: &World, user: &str, text: &str, when: Timestamp, importance: f64) -> 
         w.clock.set(when);
     }
     w.engine
-        .remember_note(RememberNote { scope: scope(user), text: text.into(), source: membank_engine::core::Source::User, occurred_at: Some(when), metadata: Default::default(), importance: Some(importance) })
+        .remember_note(RememberNote { scope: scope(user), text: text.into(), source: membank_engine::core::Source::User, occurred_at: Some(when), metadata: Default::default(), importance: Some(importance), clock_from: membank_engine::core::ClockFrom::Event })
         .unwrap()
 }
 

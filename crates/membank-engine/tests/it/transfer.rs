@@ -13,7 +13,7 @@ use crate::llm_world::{at, llm_world};
 use crate::{scope, world};
 
 fn turn(user: &str, text: &str, when: Option<membank_engine::core::Timestamp>) -> Remember {
-    Remember::Turn(RememberTurn { scope: scope(user), user_text: text.into(), assistant_text: None, occurred_at: when, metadata: Default::default(), importance: None })
+    Remember::Turn(RememberTurn { scope: scope(user), user_text: text.into(), assistant_text: None, occurred_at: when, metadata: Default::default(), importance: None, clock_from: membank_engine::core::ClockFrom::Event })
 }
 
 fn count(w: &crate::World, user: &str) -> usize {

@@ -19,7 +19,8 @@ pub struct TurnIn {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 32768, pattern = r"^[^\u0000]*\S[^\u0000]*$")]
     pub assistant_text: Option<String>,
-    /// When it was said (RFC 3339; default now; at most a day in the future).
+    /// When it was said (RFC 3339; default now; at most a day in the future; a bare date
+    /// `YYYY-MM-DD` is taken as midnight UTC).
     #[serde(default)]
     #[schema(format = DateTime)]
     pub occurred_at: Option<String>,
@@ -39,6 +40,13 @@ pub struct TurnIn {
     #[serde(default)]
     #[schema(minimum = 0.0, maximum = 1.0)]
     pub importance: Option<f64>,
+    /// Where the memory's forgetting clock starts when `occurred_at` is in the past:
+    /// `import` (default: when it is stored, so a migrated history starts fresh) or
+    /// `event` (at `occurred_at`: an old exchange is old at once, and may already be past
+    /// the archive threshold).
+    #[serde(default)]
+    #[schema(pattern = r"^(event|import)$")]
+    pub clock_from: Option<String>,
 }
 
 /// `POST /v1/users/{user}/turns/batch`: several exchanges, stored in order.
@@ -68,7 +76,8 @@ pub struct NoteIn {
     #[serde(default)]
     #[schema(pattern = r"^(agent|user|assistant)$")]
     pub source: Option<String>,
-    /// When it happened (RFC 3339; default now).
+    /// When it happened (RFC 3339; default now; a bare date `YYYY-MM-DD` is taken as
+    /// midnight UTC).
     #[serde(default)]
     #[schema(format = DateTime)]
     pub occurred_at: Option<String>,
@@ -88,6 +97,13 @@ pub struct NoteIn {
     #[serde(default)]
     #[schema(minimum = 0.0, maximum = 1.0)]
     pub importance: Option<f64>,
+    /// Where the memory's forgetting clock starts when `occurred_at` is in the past:
+    /// `import` (default: when it is stored, so a migrated history starts fresh) or
+    /// `event` (at `occurred_at`: an old exchange is old at once, and may already be past
+    /// the archive threshold).
+    #[serde(default)]
+    #[schema(pattern = r"^(event|import)$")]
+    pub clock_from: Option<String>,
 }
 
 /// `POST /v1/users/{user}/recall`.
@@ -230,7 +246,7 @@ pub struct EventParams {
     /// Only events about this memory.
     #[param(pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
     pub memory: Option<String>,
-    /// Only events after this log position.
+    /// Only events after this log position (`seq`; the last one of the previous page).
     pub after: Option<i64>,
     /// Page size (default 1000, at most 10000).
     #[param(minimum = 1, maximum = 10000)]
@@ -249,7 +265,7 @@ pub struct ForgetParams {
 /// A page of events.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EventsOut {
-    /// Oldest first.
+    /// In log order (`seq` ascending).
     pub events: Vec<EventOut>,
 }
 

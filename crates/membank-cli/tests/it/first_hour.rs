@@ -1,0 +1,1 @@
+//! (filled in by issue 11 work)
