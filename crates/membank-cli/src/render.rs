@@ -1,8 +1,8 @@
 //! Human-readable output. JSON output goes through `membank_server::wire` instead.
 
 use membank_engine::core::event::Event;
-use membank_engine::core::Memory;
-use membank_engine::{ListResponse, RecallResponse, SweepReport};
+use membank_engine::core::{Memory, Status};
+use membank_engine::{ListResponse, RecallHit, RecallResponse, SweepReport};
 
 fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -14,20 +14,96 @@ fn content(m: &Memory) -> String {
 }
 
 pub fn recall(r: &RecallResponse) -> String {
-    if r.results.is_empty() {
-        return "no memories found\n".into();
-    }
     let mut out = String::new();
+    out.push_str(&date_filter(r));
+    if r.results.is_empty() {
+        out.push_str("no memories found\n");
+        return out;
+    }
     for (i, hit) in r.results.iter().enumerate() {
         let m = &hit.memory;
-        out.push_str(&format!("{:>2}. [{}] {} {}  score {:.4}  R {:.2}  S {}\n    {}\n", i + 1, m.day, m.kind, m.id, hit.score, hit.retention, m.forgetting.strength.get(), content(m)));
+        // Retention and strength of one moment: after this recall. The value the ranking
+        // used is named as such when the recall changed it.
+        let before = if (hit.retention - hit.retention_before).abs() >= 0.005 { format!(" ({:.2} before this recall)", hit.retention_before) } else { String::new() };
+        out.push_str(&format!("{:>2}. [{}] {} {}  score {:.4}  R {:.2}{before}  S {}\n", i + 1, m.day, m.kind, m.id, hit.score, hit.retention, m.forgetting.strength.get()));
+        out.push_str(&format!("    {}\n    {}\n", score_parts(hit), content(m)));
     }
+    out.push_str(&format!(
+        "score: rank fusion: each ranking a memory is in adds 1/({k} + its place), so first place adds {first:.4};\n       dense ranks by meaning (cosine), lexical by shared words (BM25). R: retention after this recall.\n",
+        k = r.rrf_k,
+        first = membank_engine::core::fusion::rank_share(1.0, r.rrf_k, 1),
+    ));
     out
 }
 
+/// `= dense 0.0164 (#1, cosine 0.61) + lexical 0.0161 (#2, BM25 1.43) + date 0.0328 …`
+fn score_parts(hit: &RecallHit) -> String {
+    let p = &hit.parts;
+    let mut terms = Vec::new();
+    if let Some(rank) = p.dense_rank {
+        terms.push(format!("dense {:.4} (#{rank}, cosine {:.2})", p.dense, hit.dense.unwrap_or(0.0)));
+    }
+    if let Some(rank) = p.lexical_rank {
+        terms.push(format!("lexical {:.4} (#{rank}, BM25 {:.2})", p.lexical, hit.lexical.unwrap_or(0.0)));
+    }
+    if p.date > 0.0 {
+        terms.push(format!("date {:.4}", p.date));
+    }
+    if p.neighbour > 0.0 {
+        terms.push(format!("neighbour {:.4}", p.neighbour));
+    }
+    let mut line = format!("= {}", if terms.is_empty() { "0".to_string() } else { terms.join(" + ") });
+    if p.speaker != 1.0 {
+        line.push_str(&format!(", x{:.2} speaker named", p.speaker));
+    }
+    if p.retention != 1.0 {
+        line.push_str(&format!(", x{:.2} retention", p.retention));
+    }
+    line
+}
+
+/// `dates: 2024-05-04, from "May 4th" in the query (…): memories of that day first`
+fn date_filter(r: &RecallResponse) -> String {
+    let Some(d) = &r.date_filter else { return String::new() };
+    let days = match (d.from, d.to) {
+        (Some(from), Some(to)) if from == to => from.to_string(),
+        (Some(from), Some(to)) => format!("{from} to {to}"),
+        (Some(from), None) => format!("from {from}"),
+        (None, Some(to)) => format!("up to {to}"),
+        (None, None) => "any".to_string(),
+    };
+    let Some(expression) = &d.from_query else {
+        return format!("dates: {days} (only these days)\n");
+    };
+    let year = match d.year_inferred.map(|y| y.as_str()) {
+        Some("latest_with_memories") => format!("; no year given: the most recent {expression:?} with memories"),
+        Some(_) => format!("; no year given and no {expression:?} with memories: the most recent one"),
+        None => String::new(),
+    };
+    let how = if d.exact { "memories of these days rank first, others follow" } else { "memories of these days rank a little higher" };
+    format!("dates: {days}, from {expression:?} in the query{year}; {how}\n")
+}
+
+/// True when the next sweep archives this memory for its retention: active, not pinned,
+/// below the policy's threshold (θ, or FadeMem's ε). `archive_below` is `None` when the
+/// policy does not archive by a threshold (stochastic draws, rank mode).
+fn past_threshold(m: &Memory, retention: f64, archive_below: Option<f64>) -> bool {
+    archive_below.is_some_and(|threshold| m.status == Status::Active && !m.forgetting.pinned && retention < threshold)
+}
+
 pub fn memory(m: &Memory, retention: f64) -> String {
+    memory_marked(m, retention, None)
+}
+
+/// [`memory`], saying plainly when the memory is already past the archive threshold.
+pub fn memory_marked(m: &Memory, retention: f64, archive_below: Option<f64>) -> String {
+    let past = if past_threshold(m, retention, archive_below) {
+        format!("  past the archive threshold ({:.2}): the next sweep archives it", archive_below.unwrap_or_default())
+    } else {
+        String::new()
+    };
     let mut out = format!(
-        "id:           {}\nuser:         {}\nkind:         {} (source: {})\nstatus:       {}\nday:          {}\noccurred_at:  {}\nrecorded_at:  {}\nstrength:     {}  recalls: {}  last recall: {}\nretention:    {:.4}{}\nimportance:   {:.2} (base {:.2}, {})  layer: {}  FadeMem age: {:.1} days\n",
+        "id:           {}\nuser:         {}\nkind:         {} (source: {})\nstatus:       {}\nday:          {}\noccurred_at:  {}\nrecorded_at:  {}\nstrength:     {}  recalls: {}  last recall: {}\nretention:    {:.4}{}{}\nimportance:   {:.2} (base {:.2}, {})  layer: {}  FadeMem age: {:.1} days\n",
         m.id,
         m.scope.user,
         m.kind,
@@ -41,6 +117,7 @@ pub fn memory(m: &Memory, retention: f64) -> String {
         m.forgetting.last_recalled_at.to_rfc3339(),
         retention,
         if m.forgetting.pinned { "  (pinned)" } else { "" },
+        past,
         m.forgetting.importance,
         m.forgetting.base_importance,
         m.metadata.get("importance_source").map(String::as_str).unwrap_or("default"),
@@ -60,17 +137,26 @@ pub fn memory(m: &Memory, retention: f64) -> String {
 }
 
 pub fn list(l: &ListResponse) -> String {
+    list_marked(l, None)
+}
+
+/// [`list`], marking the memories already past the archive threshold and counting them.
+pub fn list_marked(l: &ListResponse, archive_below: Option<f64>) -> String {
     let mut out = String::new();
+    let mut past_count = 0;
     for (m, retention) in &l.memories {
         let pin = if m.forgetting.pinned { " pinned" } else { "" };
+        let past = past_threshold(m, *retention, archive_below);
+        past_count += usize::from(past);
         out.push_str(&format!(
-            "{} [{}] {:<8} {:<8} S {:<4} R {:.2} I {:.2} {:<5}{}  {}\n",
+            "{} [{}] {:<8} {:<8} S {:<4} R {:.2}{} I {:.2} {:<5}{}  {}\n",
             m.id,
             m.day,
             m.kind,
             m.status,
             m.forgetting.strength.get(),
             retention,
+            if past { " (past threshold: the next sweep archives it)" } else { "" },
             m.forgetting.importance,
             m.forgetting.layer,
             pin,
@@ -78,48 +164,70 @@ pub fn list(l: &ListResponse) -> String {
         ));
     }
     out.push_str(&format!("({} active, {} archived, {} superseded, {} erased)\n", l.counts.active, l.counts.archived, l.counts.superseded, l.counts.erased));
+    if past_count > 0 {
+        let threshold = archive_below.unwrap_or_default();
+        let (these, them) = if past_count == 1 { ("1 memory listed is", "it") } else { ("", "them") };
+        let these = if past_count == 1 { these.to_string() } else { format!("{past_count} memories listed are") };
+        out.push_str(&format!("{these} past the archive threshold (R < {threshold}): the next sweep archives {them}\n"));
+    }
     out
 }
 
+/// The past-tense verb of a report, or what would happen on a dry run.
+fn did(dry_run: bool, done: &str, would: &str) -> String {
+    if dry_run { format!("would {would}") } else { done.to_string() }
+}
+
 pub fn sweep(r: &SweepReport) -> String {
+    let d = r.dry_run;
     let mut out = format!(
-        "{}examined {}, archived {}, kept {}, deferred by the per-pass cap {}\n",
-        if r.dry_run { "dry run: " } else { "" },
+        "{}examined {}, {} {}, {} {}, {} {}\n",
+        if d { "dry run, nothing changed: " } else { "" },
         r.examined,
+        did(d, "archived", "archive"),
         r.archived.len(),
+        did(d, "kept", "keep"),
         r.kept,
+        if d { "the per-pass cap would defer" } else { "deferred by the per-pass cap" },
         r.deferred
     );
     for a in &r.archived {
-        out.push_str(&format!("  {}  t {:.2}  S {}  R {:.4}\n", a.id, a.elapsed_units, a.strength, a.retention));
+        out.push_str(&format!("  {}{}  t {:.2}  S {}  R {:.4}\n", if d { "would archive " } else { "" }, a.id, a.elapsed_units, a.strength, a.retention));
     }
     out
 }
 
 pub fn maintain(r: &membank_engine::MaintainReport) -> String {
+    let d = r.dry_run;
     let mut out = format!(
-        "{}{} ({}): examined {}, promoted {}, demoted {}, archived {}, merged {}, fused {}, conflicts {}, importance rated {}, deferred by the per-pass cap {}\n",
-        if r.dry_run { "dry run: " } else { "" },
+        "{}{} ({}): examined {}, {} {}, {} {}, {} {}, {} {}, {} {}, conflicts {}, importance rated {}, {} {}\n",
+        if d { "dry run, nothing changed: " } else { "" },
         r.user,
         r.policy.as_str(),
         r.examined,
+        did(d, "promoted", "promote"),
         r.promoted,
+        did(d, "demoted", "demote"),
         r.demoted,
+        did(d, "archived", "archive"),
         r.archived.len(),
+        did(d, "merged", "merge"),
         r.merged.len(),
+        did(d, "fused", "fuse"),
         r.fused.len(),
         r.conflicts,
         r.rated,
+        if d { "the per-pass cap would defer" } else { "deferred by the per-pass cap" },
         r.deferred
     );
     for a in &r.archived {
-        out.push_str(&format!("  archived {}  t {:.2}  S {}  R {:.4}\n", a.id, a.elapsed_units, a.strength, a.retention));
+        out.push_str(&format!("  {} {}  t {:.2}  S {}  R {:.4}\n", did(d, "archived", "archive"), a.id, a.elapsed_units, a.strength, a.retention));
     }
     for m in &r.merged {
-        out.push_str(&format!("  merged   {} into {}  cosine {:.3}  overlap {:.2}\n", m.old, m.by, m.similarity, m.overlap));
+        out.push_str(&format!("  {} {} into {}  cosine {:.3}  overlap {:.2}\n", did(d, "merged  ", "merge"), m.old, m.by, m.similarity, m.overlap));
     }
     for id in &r.fused {
-        out.push_str(&format!("  fused    {id}\n"));
+        out.push_str(&format!("  {} {id}\n", did(d, "fused   ", "fuse")));
     }
     for s in &r.skipped {
         out.push_str(&format!("  skipped: {s}\n"));
@@ -127,14 +235,28 @@ pub fn maintain(r: &membank_engine::MaintainReport) -> String {
     out
 }
 
+/// A page of the event log in the order things happened (each event's time, then its log
+/// position: an operation given an earlier `--now` is logged after events it precedes),
+/// numbered from 1 for this listing. The log position (`log`) is global to the store, so
+/// it skips the numbers of other users' events; it is the cursor `--after` takes, and the
+/// pages follow it.
 pub fn events(events: &[Event]) -> String {
-    let mut out = String::new();
-    for e in events {
-        let memory = e.memory_id.map(|id| id.to_string()).unwrap_or_else(|| "-".into());
-        out.push_str(&format!("{:>6} {} {:<12} {} {}\n", e.seq, e.at.to_rfc3339(), e.kind, memory, e.data));
-    }
     if events.is_empty() {
-        out.push_str("no events\n");
+        return "no events\n".into();
     }
+    let mut in_time: Vec<&Event> = events.iter().collect();
+    in_time.sort_by(|a, b| a.at.cmp(&b.at).then(a.seq.cmp(&b.seq)));
+    let width = events.len().to_string().len().max(2);
+    let log_width = in_time.iter().map(|e| e.seq.to_string().len()).max().unwrap_or(3).max(3);
+    let mut out = format!("{:>width$}  {:<24}  {:<12} {:<36}  {:>log_width$}  data\n", "#", "at", "kind", "memory", "log");
+    for (n, e) in in_time.iter().enumerate() {
+        let memory = e.memory_id.map(|id| id.to_string()).unwrap_or_else(|| "-".into());
+        out.push_str(&format!("{:>width$}  {:<24}  {:<12} {:<36}  {:>log_width$}  {}\n", n + 1, membank_server::wire::rfc3339(e.at), e.kind.as_str(), memory, e.seq, e.data));
+    }
+    let last = events.iter().map(|e| e.seq).max().unwrap_or_default();
+    out.push_str(&format!(
+        "{} events in the order they happened. log: position in the store's event log, shared by all users (so it skips numbers); later events: --after {last}\n",
+        events.len()
+    ));
     out
 }

@@ -7,9 +7,17 @@ use std::hash::Hash;
 /// The RRF constant from Cormack et al. (2009); it damps the head of each list.
 pub const RRF_K: f64 = 60.0;
 
+/// What one list adds to the fused score of its item at `rank` (starting at 1):
+/// `weight / (k + rank)`. First place in a list of weight 1 adds `1 / (k + 1)`, 1/61 ≈ 0.0164
+/// with the default `k`; the tenth place 1/70 ≈ 0.0143, so fused scores are small numbers
+/// whose differences, not sizes, carry the ranking.
+pub fn rank_share(weight: f64, k: f64, rank: usize) -> f64 {
+    weight / (k + rank as f64)
+}
+
 /// Reciprocal rank fusion: each item scores `Σ weight / (k + rank)` over the lists it is
-/// in (rank starting at 1). Ties keep the order of first appearance, so the result is
-/// deterministic. Returns items with their fused score, best first.
+/// in (rank starting at 1; [`rank_share`]). Ties keep the order of first appearance, so the
+/// result is deterministic. Returns items with their fused score, best first.
 pub fn reciprocal_rank_fusion<T: Copy + Eq + Hash>(lists: &[(&[T], f64)], k: f64) -> Vec<(T, f64)> {
     let mut scores: HashMap<T, (f64, usize)> = HashMap::new();
     let mut order = 0usize;
@@ -19,7 +27,7 @@ pub fn reciprocal_rank_fusion<T: Copy + Eq + Hash>(lists: &[(&[T], f64)], k: f64
                 order += 1;
                 (0.0, order)
             });
-            entry.0 += weight / (k + rank as f64 + 1.0);
+            entry.0 += rank_share(*weight, k, rank + 1);
         }
     }
     let mut fused: Vec<(T, f64, usize)> = scores.into_iter().map(|(item, (score, first))| (item, score, first)).collect();

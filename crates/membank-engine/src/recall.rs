@@ -3,19 +3,28 @@
 //! fuse them by reciprocal rank, optionally weight by retention, keep the top k, and
 //! strengthen what was returned when the policy says a retrieval is a recall.
 //!
-//! Every hit carries its own scores: its cosine, its BM25 score, its fused score and its
-//! retention. Nothing here is shared across hits.
+//! Every hit carries its own scores: its cosine, its BM25 score, its fused score, how
+//! that score was made ([`ScoreParts`]) and its retention before and after this recall.
+//! Nothing here is shared across hits.
+//!
+//! **Reading a score.** The fused score is reciprocal rank fusion: each ranking a memory is
+//! in adds `weight / (k + rank)` (k = 60), whatever its cosine or BM25 value, so first place
+//! in one ranking adds 1/61 ≈ 0.0164 and a memory first in both the dense and the lexical
+//! ranking scores ≈ 0.033. A time expression adds the same shares from the two rankings
+//! restricted to its days (weighted 2 for an exact date), neighbour expansion adds a share
+//! of a neighbour's score, and a named speaker or retention weighting multiply the sum.
 
 use std::collections::{HashMap, HashSet};
 
 use chrono::NaiveDate;
 use membank_core::forgetting::RecallMode;
-use membank_core::fusion::reciprocal_rank_fusion;
+use membank_core::fusion::{rank_share, reciprocal_rank_fusion};
 use membank_core::limits::MAX_RECALL_K;
 use membank_core::{EventId, InvalidInput, Kind, Memory, MemoryId, Scope, Status, Timestamp, text};
-use membank_store::{RecallRecord, SearchFilter};
+use membank_store::{ListQuery, RecallRecord, SearchFilter};
 
 use crate::ops::validate_text;
+use crate::temporal;
 use crate::{Engine, EngineError};
 
 /// Settings of the recall pipeline.
@@ -102,7 +111,7 @@ impl RecallRequest {
 pub struct RecallHit {
     /// The memory (after strengthening, if this recall strengthened it).
     pub memory: Memory,
-    /// The fused score this hit was ranked by.
+    /// The fused score this hit was ranked by: see [`ScoreParts`] for how it was made.
     pub score: f64,
     /// Its cosine similarity to the query, if it was a dense candidate.
     pub dense: Option<f64>,
@@ -110,8 +119,80 @@ pub struct RecallHit {
     pub lexical: Option<f64>,
     /// The part of `score` lent by an adjacent turn that ranked well (neighbour expansion).
     pub neighbour: Option<f64>,
-    /// Its retention at the query's time (before this recall).
+    /// Its retention at the query's time as `memory` is now, after this recall: 1 right
+    /// after a strengthening recall under MemoryBank. The same as `retention_before` when
+    /// this recall did not strengthen it.
     pub retention: f64,
+    /// Its retention at the query's time before this recall: what retention weighting
+    /// ranked it by.
+    pub retention_before: f64,
+    /// How `score` was made.
+    pub parts: ScoreParts,
+}
+
+/// How a hit's fused score was made:
+/// `score = (dense + lexical + date + neighbour) × speaker × retention`.
+///
+/// Each ranking adds `weight / (k + rank)` ([`rank_share`]): a rank share, not its cosine or
+/// BM25 value, which only decide the order within their own ranking.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoreParts {
+    /// Place in the dense ranking (cosine to the query), from 1, if it was in it.
+    pub dense_rank: Option<usize>,
+    /// What the dense ranking added.
+    pub dense: f64,
+    /// Place in the lexical ranking (BM25 over its words), from 1, if it was in it.
+    pub lexical_rank: Option<usize>,
+    /// What the lexical ranking added.
+    pub lexical: f64,
+    /// What the two rankings restricted to the days of the query's time expression added
+    /// (0 without one).
+    pub date: f64,
+    /// What an adjacent memory lent (neighbour expansion; 0 if none).
+    pub neighbour: f64,
+    /// The factor for a participant the query names (1 if none).
+    pub speaker: f64,
+    /// The factor of retention weighting: the retention before this recall, or 1 when off.
+    pub retention: f64,
+}
+
+/// The days a recall was restricted to (the caller's range) or boosted towards (a time
+/// expression in the query).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DateFilter {
+    /// First day, if bounded.
+    pub from: Option<NaiveDate>,
+    /// Last day, if bounded.
+    pub to: Option<NaiveDate>,
+    /// The time expression these days were read from ("May 4th"); `None` when the caller
+    /// gave the days.
+    pub from_query: Option<String>,
+    /// True for a time expression: a boost (memories of these days rank first, the rest
+    /// still follow); false for the caller's days: a filter (nothing else is returned).
+    pub boost: bool,
+    /// A strong boost (a named date, "yesterday") rather than a mild one ("last week").
+    pub exact: bool,
+    /// Set when the expression named a day without its year and this recall chose the year.
+    pub year_inferred: Option<YearChoice>,
+}
+
+/// How a recall chose the year of a day named without one ("May 4th").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum YearChoice {
+    /// The most recent such day, not after the query's, on which the person has memories.
+    LatestWithMemories,
+    /// No such day has memories: the most recent one not after the query's day.
+    Latest,
+}
+
+impl YearChoice {
+    /// `latest_with_memories` or `latest`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            YearChoice::LatestWithMemories => "latest_with_memories",
+            YearChoice::Latest => "latest",
+        }
+    }
 }
 
 /// The result of a recall.
@@ -127,6 +208,10 @@ pub struct RecallResponse {
     pub results: Vec<RecallHit>,
     /// The days a time expression in the query referred to, if one was found and used.
     pub time_range: Option<(NaiveDate, NaiveDate)>,
+    /// The days this recall was restricted to or boosted towards, and where they came from.
+    pub date_filter: Option<DateFilter>,
+    /// The RRF constant `k` the scores were fused with (see [`ScoreParts`]).
+    pub rrf_k: f64,
 }
 
 impl Engine {
@@ -151,6 +236,22 @@ impl Engine {
         } else {
             None
         };
+        let mut year_inferred = None;
+        let time = match time {
+            Some(mut time) => {
+                if let Some((month, day)) = time.expression.month_day {
+                    year_inferred = Some(match self.yearless_day(&request.scope, &filter, month, day, time.from)? {
+                        Some(date) => {
+                            (time.from, time.to) = (date, date);
+                            YearChoice::LatestWithMemories
+                        }
+                        None => YearChoice::Latest,
+                    });
+                }
+                Some(time)
+            }
+            None => None,
+        };
         let search_text = time.as_ref().map(|t| t.expression.strip(&request.query)).filter(|q| !text::query_terms(q).is_empty()).unwrap_or_else(|| request.query.clone());
 
         let query_vector = self.embedder.embed_query(search_text.as_str())?;
@@ -160,6 +261,9 @@ impl Engine {
 
         let dense_ids: Vec<MemoryId> = dense.iter().map(|h| h.id).collect();
         let lexical_ids: Vec<MemoryId> = lexical.iter().map(|h| h.id).collect();
+        // Ranks from 1 in the two unrestricted rankings, for each hit's score parts.
+        let dense_rank: HashMap<MemoryId, usize> = dense_ids.iter().enumerate().map(|(i, id)| (*id, i + 1)).collect();
+        let lexical_rank: HashMap<MemoryId, usize> = lexical_ids.iter().enumerate().map(|(i, id)| (*id, i + 1)).collect();
         let mut dense_score: HashMap<MemoryId, f64> = dense.iter().map(|h| (h.id, h.score)).collect();
         let mut lexical_score: HashMap<MemoryId, f64> = lexical.iter().map(|h| (h.id, h.score)).collect();
         let mut lists: Vec<(Vec<MemoryId>, f64)> = vec![(dense_ids, config.dense_weight), (lexical_ids, config.lexical_weight)];
@@ -175,6 +279,13 @@ impl Engine {
         }
         let weighted: Vec<(&[MemoryId], f64)> = lists.iter().map(|(ids, w)| (ids.as_slice(), *w)).collect();
         let fused = reciprocal_rank_fusion(&weighted, config.rrf_k);
+        // What the day-restricted lists (all lists after the first two) added to each memory.
+        let mut date_share: HashMap<MemoryId, f64> = HashMap::new();
+        for (ids, list_weight) in lists.iter().skip(2) {
+            for (i, id) in ids.iter().enumerate() {
+                *date_share.entry(*id).or_insert(0.0) += rank_share(*list_weight, config.rrf_k, i + 1);
+            }
+        }
         let fused = self.expand_neighbours(&request.scope, &filter, &fused, config.neighbour_weight, config.exchange_neighbour_weight)?;
 
         let weight = request.weight_by_retention.unwrap_or(config.weight_by_retention);
@@ -204,12 +315,23 @@ impl Engine {
             .into_iter()
             .filter_map(|(id, fused_score, neighbour)| {
                 let memory = memories.get(&id)?.clone();
-                let retention = policy.retention_of(&memory.forgetting, now);
-                let mut score = if weight { fused_score * retention } else { fused_score };
-                if speaker_of(&memory).is_some_and(|speaker| named.contains(&speaker)) {
-                    score *= 1.0 + config.speaker_weight;
-                }
-                Some(RecallHit { memory, score, dense: dense_score.get(&id).copied(), lexical: lexical_score.get(&id).copied(), neighbour, retention })
+                // Ranking weighs the memory as it was when the query came, before this recall.
+                let retention_before = policy.retention_of(&memory.forgetting, now);
+                let retention_factor = if weight { retention_before } else { 1.0 };
+                let speaker = if speaker_of(&memory).is_some_and(|speaker| named.contains(&speaker)) { 1.0 + config.speaker_weight } else { 1.0 };
+                let score = fused_score * retention_factor * speaker;
+                let (dense_rank, lexical_rank) = (dense_rank.get(&id).copied(), lexical_rank.get(&id).copied());
+                let parts = ScoreParts {
+                    dense_rank,
+                    dense: dense_rank.map_or(0.0, |rank| rank_share(config.dense_weight, config.rrf_k, rank)),
+                    lexical_rank,
+                    lexical: lexical_rank.map_or(0.0, |rank| rank_share(config.lexical_weight, config.rrf_k, rank)),
+                    date: date_share.get(&id).copied().unwrap_or(0.0),
+                    neighbour: neighbour.unwrap_or(0.0),
+                    speaker,
+                    retention: retention_factor,
+                };
+                Some(RecallHit { memory, score, dense: dense_score.get(&id).copied(), lexical: lexical_score.get(&id).copied(), neighbour, retention: retention_before, retention_before, parts })
             })
             .collect();
         // Stable sort: equal scores keep fusion order.
@@ -231,14 +353,34 @@ impl Engine {
             // A hit archived or erased while this recall ran is not in `updated`: dropped.
             hits.retain_mut(|hit| match updated.remove(&hit.memory.id) {
                 Some(memory) => {
+                    // One moment for the whole hit: the memory as it is now, and its retention.
+                    hit.retention = policy.retention_of(&memory.forgetting, now);
                     hit.memory = memory;
                     true
                 }
                 None => false,
             });
         }
+        let date_filter = match &time {
+            Some(t) => Some(DateFilter { from: Some(t.from), to: Some(t.to), from_query: Some(t.expression.text(&request.query).to_string()), boost: true, exact: t.expression.exact, year_inferred }),
+            None if request.day_from.is_some() || request.day_to.is_some() => Some(DateFilter { from: request.day_from, to: request.day_to, from_query: None, boost: false, exact: true, year_inferred: None }),
+            None => None,
+        };
         let time_range = time.map(|t| (t.from, t.to));
-        Ok(RecallResponse { query_id, now, strengthened: strengthen && !hits.is_empty(), results: hits, time_range })
+        Ok(RecallResponse { query_id, now, strengthened: strengthen && !hits.is_empty(), results: hits, time_range, date_filter, rrf_k: config.rrf_k })
+    }
+
+    /// The day a date named without a year means ([`temporal::yearless_candidates`]): the
+    /// most recent such day not after `latest` (the query's own resolution) on which the
+    /// person has memories that `filter` admits, looking back to their first memory; `None`
+    /// when no such day has any (the caller keeps `latest`).
+    fn yearless_day(&self, scope: &Scope, filter: &SearchFilter, month: u32, day: u32, latest: NaiveDate) -> Result<Option<NaiveDate>, EngineError> {
+        let statuses = if filter.include_archived { vec![Status::Active, Status::Archived, Status::Superseded] } else { vec![Status::Active] };
+        let first = self.store.list(scope, &ListQuery { statuses, kinds: filter.kinds.clone(), limit: 1, oldest_first: true, ..Default::default() })?;
+        let Some(first) = first.first() else { return Ok(None) };
+        let candidates = temporal::yearless_candidates(month, day, latest, first.day);
+        let with_memories = self.store.days_with_memories(scope, &candidates, filter)?;
+        Ok(candidates.into_iter().find(|d| with_memories.contains(d)))
     }
 }
 

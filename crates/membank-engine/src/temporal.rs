@@ -37,9 +37,18 @@ pub struct TimeExpression {
     pub exact: bool,
     /// The byte range of the expression in the query, so it can be left out of the search text.
     pub span: (usize, usize),
+    /// Month and day of a date named without a year ("May 4th", "5月4日"). `reference` then
+    /// holds the most recent such day not after `today`; a caller that knows on which days
+    /// the person has memories may choose another year ([`yearless_candidates`]).
+    pub month_day: Option<(u32, u32)>,
 }
 
 impl TimeExpression {
+    /// The expression as written in `query` ("May 4th").
+    pub fn text<'a>(&self, query: &'a str) -> &'a str {
+        query.get(self.span.0..self.span.1).unwrap_or("").trim()
+    }
+
     /// The query without the expression.
     pub fn strip(&self, query: &str) -> String {
         let (start, end) = self.span;
@@ -116,7 +125,32 @@ fn resolve(month: u32, day: u32, year: Option<i32>, today: NaiveDate) -> Option<
 }
 
 fn days(from: NaiveDate, to: NaiveDate, exact: bool, span: (usize, usize)) -> TimeExpression {
-    TimeExpression { reference: TimeReference::Days { from, to }, exact, span }
+    TimeExpression { reference: TimeReference::Days { from, to }, exact, span, month_day: None }
+}
+
+/// A named date: one exact day, remembering its month and day when no year was given.
+fn named_day(date: NaiveDate, year: Option<i32>, span: (usize, usize)) -> TimeExpression {
+    TimeExpression { month_day: year.is_none().then(|| (date.month(), date.day())), ..days(date, date, true, span) }
+}
+
+/// How many years back [`yearless_candidates`] looks at most.
+const MAX_CANDIDATE_YEARS: usize = 200;
+
+/// The days a date without a year may mean, most recent first: `month`/`day` in each year,
+/// from the latest one not after `today` back to the first on or after `earliest` (the
+/// person's first memory), at most [`MAX_CANDIDATE_YEARS`] of them. February 29th only in
+/// leap years. Empty when no such day lies between `earliest` and `today`.
+pub fn yearless_candidates(month: u32, day: u32, today: NaiveDate, earliest: NaiveDate) -> Vec<NaiveDate> {
+    let mut out = Vec::new();
+    let mut year = today.year();
+    while year >= earliest.year() && out.len() < MAX_CANDIDATE_YEARS {
+        if let Some(date) = NaiveDate::from_ymd_opt(year, month, day).filter(|d| *d <= today && *d >= earliest) {
+            out.push(date);
+        }
+        let Some(previous) = year.checked_sub(1) else { break };
+        year = previous;
+    }
+    out
 }
 
 /// `date` moved by `days` (negative: back in time); `None` past either end of the calendar.
@@ -167,7 +201,7 @@ fn parse_english(lower: &str, today: NaiveDate) -> Option<TimeExpression> {
             let year = at(i + 2).and_then(|y| y.parse::<i32>().ok()).filter(|y| (1900..=2200).contains(y));
             let end = if year.is_some() { w[i + 2].end } else { w[i + 1].end };
             if let Some(date) = resolve(m, d, year, today) {
-                return Some(days(date, date, true, (start, end)));
+                return Some(named_day(date, year, (start, end)));
             }
         }
         // Day + (of) + month ("4th of May", "4 May 2023").
@@ -178,7 +212,7 @@ fn parse_english(lower: &str, today: NaiveDate) -> Option<TimeExpression> {
                     let year = at(month_index + 1).and_then(|y| y.parse::<i32>().ok()).filter(|y| (1900..=2200).contains(y));
                     let end = if year.is_some() { w[month_index + 1].end } else { w[month_index].end };
                     if let Some(date) = resolve(m, d, year, today) {
-                        return Some(days(date, date, true, (start, end)));
+                        return Some(named_day(date, year, (start, end)));
                     }
                 }
             }
@@ -280,7 +314,7 @@ fn parse_english(lower: &str, today: NaiveDate) -> Option<TimeExpression> {
                 let talk = |x: &&str| matches!(*x, "conversation" | "conversations" | "chat" | "talk" | "talked" | "spoke" | "met" | "chatted" | "meeting");
                 if after.first().is_some_and(talk) || (after.first() == Some(&"time") && after.iter().skip(1).any(talk)) {
                     let end = w[(i + after.len()).min(w.len() - 1)].end;
-                    return Some(TimeExpression { reference: TimeReference::FirstDay, exact: true, span: (start, end) });
+                    return Some(TimeExpression { reference: TimeReference::FirstDay, exact: true, span: (start, end), month_day: None });
                 }
             }
             _ => {}
@@ -351,7 +385,7 @@ fn parse_chinese(query: &str, today: NaiveDate) -> Option<TimeExpression> {
         }
         if let (Some(m), Some(d)) = (chinese_number(&month_text), chinese_number(&day_text)) {
             if let Some(date) = resolve(m, d, year, today) {
-                return Some(days(date, date, true, (byte_end(start), byte_end(d_end + 1))));
+                return Some(named_day(date, year, (byte_end(start), byte_end(d_end + 1))));
             }
         }
     }
@@ -418,7 +452,7 @@ fn parse_chinese(query: &str, today: NaiveDate) -> Option<TimeExpression> {
     for needle in ["第一次聊天", "第一次对话", "第一次见面", "第一次交流", "第一次谈话", "第一次"] {
         if let Some(span) = find(needle) {
             if needle != "第一次" || query.contains("聊") || query.contains("谈") {
-                return Some(TimeExpression { reference: TimeReference::FirstDay, exact: true, span });
+                return Some(TimeExpression { reference: TimeReference::FirstDay, exact: true, span, month_day: None });
             }
         }
     }
@@ -476,6 +510,35 @@ mod tests {
         check("三天前", Some(("2023-05-04", "2023-05-04", true)));
         check("我们第一次聊天的时候", Some(("first", "first", true)));
         check("我喜欢猫", None);
+    }
+
+    #[test]
+    fn a_date_without_a_year_keeps_its_month_and_day() {
+        let month_day = |query: &str| parse(query, today()).and_then(|e| e.month_day);
+        assert_eq!(month_day("what did I do on May 4th?"), Some((5, 4)));
+        assert_eq!(month_day("on the 2nd of May"), Some((5, 2)));
+        assert_eq!(month_day("五月四日那天"), Some((5, 4)));
+        assert_eq!(month_day("May 4, 2021 was fun"), None);
+        assert_eq!(month_day("2023年5月4日"), None);
+        assert_eq!(month_day("see 2023-05-01"), None);
+        assert_eq!(month_day("yesterday"), None);
+        let query = "what did I do on May 4th?";
+        assert_eq!(parse(query, today()).unwrap().text(query), "May 4th");
+    }
+
+    #[test]
+    fn candidates_of_a_date_without_a_year_run_back_to_the_first_memory() {
+        let d = |s: &str| s.parse::<NaiveDate>().unwrap();
+        let got = yearless_candidates(5, 4, d("2025-03-01"), d("2022-12-31"));
+        assert_eq!(got, [d("2024-05-04"), d("2023-05-04")]);
+        let got = yearless_candidates(5, 4, d("2025-05-04"), d("2025-01-01"));
+        assert_eq!(got, [d("2025-05-04")]);
+        assert!(yearless_candidates(5, 4, d("2025-05-03"), d("2025-01-01")).is_empty());
+        assert_eq!(yearless_candidates(2, 29, d("2025-03-01"), d("2019-01-01")), [d("2024-02-29"), d("2020-02-29")]);
+        assert_eq!(yearless_candidates(1, 1, d("2025-03-01"), d("1000-01-01")).len(), MAX_CANDIDATE_YEARS);
+        // The ends of the calendar are no panic.
+        assert!(!yearless_candidates(1, 1, NaiveDate::MAX, NaiveDate::MIN).is_empty());
+        assert!(yearless_candidates(12, 31, NaiveDate::MIN, NaiveDate::MIN).is_empty());
     }
 
     #[test]

@@ -116,29 +116,97 @@ pub struct MemoryWithRetention {
     pub retention: f64,
 }
 
-/// One recall result.
+/// One recall result: the memory as it is after this recall (`strength`,
+/// `last_recalled_at` and `retention` describe one moment), with its scores.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RecallHitOut {
-    /// The memory.
+    /// The memory, after this recall's strengthening if it strengthened.
     #[serde(flatten)]
     pub memory: MemoryOut,
-    /// The fused score this hit was ranked by.
+    /// The fused score this hit was ranked by: reciprocal rank fusion, the sum over the
+    /// rankings the memory is in of `weight / (k + rank)` with k = 60 (first place in one
+    /// ranking adds 1/61 ≈ 0.0164), plus a neighbour's loan, times a named speaker's boost
+    /// and, when asked, `retention_before`. `score_parts` holds each term.
     pub score: f64,
-    /// Its cosine similarity to the query, if a dense candidate.
+    /// Its cosine similarity to the query, if a dense candidate (it decides `dense_rank`).
     pub dense_score: Option<f64>,
-    /// Its BM25 score, if a lexical candidate.
+    /// Its BM25 score, if a lexical candidate (it decides `lexical_rank`).
     pub lexical_score: Option<f64>,
-    /// Its retention at the query's time, before this recall.
+    /// Its retention at the query's time after this recall (1 just after a strengthening
+    /// recall under MemoryBank); equal to `retention_before` when it was not strengthened.
     pub retention: f64,
+    /// Its retention at the query's time before this recall (what `weight_by_retention`
+    /// ranks by).
+    pub retention_before: f64,
     /// The part of `score` lent by an adjacent turn (neighbour expansion), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub neighbour_score: Option<f64>,
+    /// Its place in the dense ranking (cosine), from 1, if it was in it.
+    pub dense_rank: Option<usize>,
+    /// Its place in the lexical ranking (BM25), from 1, if it was in it.
+    pub lexical_rank: Option<usize>,
+    /// How `score` was made.
+    pub score_parts: ScorePartsOut,
+}
+
+/// The terms of a recall score: `score = (dense + lexical + date + neighbour) × speaker × retention`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScorePartsOut {
+    /// Added by the dense ranking: `weight / (k + dense_rank)` (0 if not in it).
+    pub dense: f64,
+    /// Added by the lexical ranking: `weight / (k + lexical_rank)` (0 if not in it).
+    pub lexical: f64,
+    /// Added by the two rankings restricted to the days of the query's time expression (0 without one).
+    pub date: f64,
+    /// Lent by an adjacent memory (0 if none).
+    pub neighbour: f64,
+    /// Factor for a participant the query names (1 if none).
+    pub speaker: f64,
+    /// Factor of retention weighting: `retention_before`, or 1 when off.
+    pub retention: f64,
 }
 
 impl From<&RecallHit> for RecallHitOut {
     fn from(h: &RecallHit) -> Self {
-        Self { memory: (&h.memory).into(), score: h.score, dense_score: h.dense, lexical_score: h.lexical, retention: h.retention, neighbour_score: h.neighbour }
+        let p = &h.parts;
+        Self {
+            memory: (&h.memory).into(),
+            score: h.score,
+            dense_score: h.dense,
+            lexical_score: h.lexical,
+            retention: h.retention,
+            retention_before: h.retention_before,
+            neighbour_score: h.neighbour,
+            dense_rank: p.dense_rank,
+            lexical_rank: p.lexical_rank,
+            score_parts: ScorePartsOut { dense: p.dense, lexical: p.lexical, date: p.date, neighbour: p.neighbour, speaker: p.speaker, retention: p.retention },
+        }
     }
+}
+
+/// The days a recall was restricted to or boosted towards.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DateFilterOut {
+    /// First day (YYYY-MM-DD), if bounded.
+    pub from: Option<String>,
+    /// Last day (YYYY-MM-DD), if bounded.
+    pub to: Option<String>,
+    /// The time expression in the query the days were read from (`"May 4th"`); absent when
+    /// the caller gave `from`/`to`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_query: Option<String>,
+    /// `boost` (a time expression: memories of these days rank first, others still follow)
+    /// or `filter` (the caller's `from`/`to`: nothing else is returned).
+    #[schema(value_type = String)]
+    pub mode: &'static str,
+    /// A strong boost (a named date, "yesterday") rather than a mild one ("last week").
+    pub exact: bool,
+    /// Present when the query named a day without its year and the recall chose the year:
+    /// `latest_with_memories` (the most recent such day, not after `now`, on which the user
+    /// has memories) or `latest` (none has: the most recent one not after `now`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub year_inferred: Option<&'static str>,
 }
 
 /// A recall's answer: `{"query_id", "now", "strengthened", "results": [...]}`.
@@ -155,6 +223,10 @@ pub struct RecallOut {
     /// The days a time expression in the query referred to (`[from, to]`), if one was used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_range: Option<[String; 2]>,
+    /// The days the recall was restricted to or boosted towards, and where they came from;
+    /// absent when it looked at every day.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date_filter: Option<DateFilterOut>,
 }
 
 impl From<&RecallResponse> for RecallOut {
@@ -165,6 +237,14 @@ impl From<&RecallResponse> for RecallOut {
             strengthened: r.strengthened,
             results: r.results.iter().map(Into::into).collect(),
             time_range: r.time_range.map(|(from, to)| [from.to_string(), to.to_string()]),
+            date_filter: r.date_filter.as_ref().map(|d| DateFilterOut {
+                from: d.from.map(|day| day.to_string()),
+                to: d.to.map(|day| day.to_string()),
+                from_query: d.from_query.clone(),
+                mode: if d.boost { "boost" } else { "filter" },
+                exact: d.exact,
+                year_inferred: d.year_inferred.map(|y| y.as_str()),
+            }),
         }
     }
 }
@@ -395,7 +475,8 @@ impl From<&SweepReport> for SweepOut {
 /// One event of the log.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EventOut {
-    /// Position in the log.
+    /// Position in the store's log, shared by all users: it grows, skipping other users'
+    /// events. The cursor `after` takes.
     pub seq: i64,
     /// Stable id.
     pub id: String,
@@ -404,7 +485,8 @@ pub struct EventOut {
     pub kind: &'static str,
     /// The memory concerned.
     pub memory_id: Option<String>,
-    /// When.
+    /// When it took effect (an operation given an earlier `now` is logged after events it
+    /// precedes, so log order and time order can differ).
     pub at: String,
     /// The numbers behind it.
     #[schema(value_type = Object)]

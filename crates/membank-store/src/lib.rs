@@ -101,6 +101,11 @@ pub trait Store: Send + Sync {
     /// Neighbour expansion uses it: the turn before an answer often names its subject.
     fn adjacent(&self, scope: &Scope, ids: &[MemoryId], filter: &SearchFilter) -> Result<Vec<Adjacent>, StoreError>;
 
+    /// Those of `days` on which this scope has a memory that `filter` admits (its kinds and
+    /// statuses; its day range is ignored), in no particular order. One indexed seek per
+    /// day: a recall uses it to choose the year of a date named without one.
+    fn days_with_memories(&self, scope: &Scope, days: &[chrono::NaiveDate], filter: &SearchFilter) -> Result<Vec<chrono::NaiveDate>, StoreError>;
+
     /// The stored vectors of these memories of this scope (ids without a vector, or of
     /// other scopes, are left out), in the order of `ids`.
     fn vectors(&self, scope: &Scope, ids: &[MemoryId]) -> Result<Vec<(MemoryId, Vec<f32>)>, StoreError>;

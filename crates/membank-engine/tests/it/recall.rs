@@ -90,6 +90,7 @@ fn filters_by_kind_and_day() {
             occurred_at: None,
             metadata: Default::default(),
             importance: None,
+            clock_from: membank_engine::core::ClockFrom::Event,
         })
         .unwrap();
     let mut request = RecallRequest::new(scope("ana"), "garden", 10);
@@ -116,7 +117,7 @@ fn the_day_follows_the_users_time_zone() {
 fn note_by(w: &crate::World, user: &str, speaker: &str, text: &str) -> membank_engine::core::Memory {
     let metadata = [("speaker".to_string(), speaker.to_string())].into_iter().collect();
     w.engine
-        .remember_note(membank_engine::RememberNote { scope: scope(user), text: text.into(), source: membank_engine::core::Source::User, occurred_at: None, metadata, importance: None })
+        .remember_note(membank_engine::RememberNote { scope: scope(user), text: text.into(), source: membank_engine::core::Source::User, occurred_at: None, metadata, importance: None, clock_from: membank_engine::core::ClockFrom::Event })
         .unwrap()
 }
 
@@ -158,7 +159,7 @@ fn a_whole_exchange_lends_only_to_the_next_one() {
     let w = crate::world_with(config);
     let exchange = |text: &str| {
         w.engine
-            .remember_turn(membank_engine::RememberTurn { scope: scope("conv"), user_text: text.into(), assistant_text: Some("I see.".into()), occurred_at: None, metadata: Default::default(), importance: None })
+            .remember_turn(membank_engine::RememberTurn { scope: scope("conv"), user_text: text.into(), assistant_text: Some("I see.".into()), occurred_at: None, metadata: Default::default(), importance: None, clock_from: membank_engine::core::ClockFrom::Event })
             .unwrap()
     };
     let before = exchange("Morning! The weather is grey");
@@ -193,4 +194,164 @@ fn by_default_turns_lend_nothing_and_transcript_lines_lend_both_ways() {
     let response = w.engine.recall(request).unwrap();
     let lent = |id| response.results.iter().find(|h| h.memory.id == id).and_then(|h| h.neighbour);
     assert!(lent(lines[0].id).is_some() && lent(lines[2].id).is_some(), "both neighbours of the matching line borrow");
+}
+
+fn at(text: &str) -> membank_engine::core::Timestamp {
+    chrono::DateTime::parse_from_rfc3339(text).unwrap().into()
+}
+
+#[test]
+fn a_hit_shows_the_memory_after_the_recall_and_names_the_retention_before_it() {
+    let w = world();
+    let m = w.turn("ana", "I am allergic to peanuts");
+    w.advance_days(6);
+    let policy = w.engine.config().forgetting;
+    let expected_before = policy.retention_of(&m.forgetting, w.engine.now());
+    assert!(expected_before < 0.5);
+
+    // An inspection: one state, before and after are the same.
+    let mut request = RecallRequest::new(scope("ana"), "peanuts", 5);
+    request.strengthen = Some(false);
+    let hit = w.engine.recall(request).unwrap().results.remove(0);
+    assert_eq!(hit.memory.forgetting.strength.get(), 1.0);
+    assert_eq!(hit.retention, expected_before);
+    assert_eq!(hit.retention_before, expected_before);
+
+    // A strengthening recall: strength, last recall and retention all after it.
+    let hit = w.engine.recall(RecallRequest::new(scope("ana"), "peanuts", 5)).unwrap().results.remove(0);
+    assert_eq!(hit.memory.forgetting.strength.get(), 2.0);
+    assert_eq!(hit.memory.forgetting.last_recalled_at, w.engine.now());
+    assert_eq!(hit.retention, 1.0, "just recalled");
+    assert_eq!(hit.retention, policy.retention_of(&hit.memory.forgetting, w.engine.now()));
+    assert_eq!(hit.retention_before, expected_before);
+}
+
+#[test]
+fn retention_weighting_ranks_by_the_retention_before_the_recall() {
+    let w = world();
+    w.turn("ana", "my bicycle has a flat tyre");
+    w.advance_days(9);
+    w.turn("ana", "my bicycle needs a new bell");
+    let mut request = RecallRequest::new(scope("ana"), "bicycle", 5);
+    request.weight_by_retention = Some(true);
+    let response = w.engine.recall(request).unwrap();
+    assert!(response.strengthened);
+    let old = response.results.iter().find(|h| h.memory.content.as_deref().unwrap().contains("tyre")).unwrap();
+    assert!(old.retention_before < 0.1 && old.retention == 1.0, "{} / {}", old.retention_before, old.retention);
+    assert_eq!(old.parts.retention, old.retention_before, "the factor is the retention before the recall");
+    assert_eq!(response.results[0].memory.content.as_deref(), Some("User: my bicycle needs a new bell"), "the fading memory ranks lower");
+}
+
+/// `score = (dense + lexical + date + neighbour) × speaker × retention`, term by term.
+fn assert_parts_add_up(response: &membank_engine::RecallResponse) {
+    for hit in &response.results {
+        let p = &hit.parts;
+        let sum = (p.dense + p.lexical + p.date + p.neighbour) * p.speaker * p.retention;
+        assert!((sum - hit.score).abs() < 1e-12, "{} vs parts {p:?}", hit.score);
+        assert_eq!(p.dense_rank.is_some(), hit.dense.is_some());
+        assert_eq!(p.lexical_rank.is_some(), hit.lexical.is_some());
+        if let Some(rank) = p.dense_rank {
+            assert_eq!(p.dense, 1.0 / (response.rrf_k + rank as f64));
+        }
+        assert_eq!(p.neighbour, hit.neighbour.unwrap_or(0.0));
+    }
+}
+
+#[test]
+fn the_parts_of_a_score_add_up_to_it() {
+    let w = world();
+    w.clock.set(at("2024-05-04T09:00:00Z"));
+    note_by(&w, "conv", "Ann", "Good morning");
+    note_by(&w, "conv", "Ann", "I planted tomatoes in the garden");
+    note_by(&w, "conv", "Bo", "the tomatoes need water");
+    w.clock.set(at("2024-05-09T09:00:00Z"));
+    note_by(&w, "conv", "Bo", "the garden is full of weeds");
+    for (query, weight) in [("tomatoes garden", false), ("What did Ann plant on May 4th?", false), ("garden", true), ("weeds yesterday", true)] {
+        let mut request = RecallRequest::new(scope("conv"), query, 10);
+        request.strengthen = Some(false);
+        request.weight_by_retention = Some(weight);
+        let response = w.engine.recall(request).unwrap();
+        assert!(!response.results.is_empty(), "{query}");
+        assert_parts_add_up(&response);
+    }
+    let mut request = RecallRequest::new(scope("conv"), "What did Ann plant on May 4th?", 10);
+    request.strengthen = Some(false);
+    let response = w.engine.recall(request).unwrap();
+    let first = &response.results[0];
+    assert!(first.parts.date > 0.0 && first.parts.speaker == 1.5, "{:?}", first.parts);
+    assert!(response.results.iter().any(|h| h.parts.neighbour > 0.0));
+}
+
+#[test]
+fn a_date_without_a_year_is_the_latest_such_day_with_memories() {
+    let w = world();
+    w.clock.set(at("2022-05-04T10:00:00Z"));
+    let old = w.turn("ana", "we went to the lake");
+    w.clock.set(at("2023-05-04T10:00:00Z"));
+    let last_year = w.turn("ana", "we went to the mountains");
+    w.clock.set(at("2023-08-01T10:00:00Z"));
+    w.turn("ana", "a quiet day at home");
+    w.clock.set(at("2025-03-01T10:00:00Z"));
+    let recall = |query: &str| {
+        let mut request = RecallRequest::new(scope("ana"), query, 3);
+        request.strengthen = Some(false);
+        w.engine.recall(request).unwrap()
+    };
+
+    // 2024-05-04 is the latest May 4th, but nothing was said then: 2023's is used.
+    let response = recall("what did we do on May 4th?");
+    let dates = response.date_filter.clone().unwrap();
+    assert_eq!((dates.from, dates.to), (Some(last_year.day), Some(last_year.day)));
+    assert_eq!(dates.from_query.as_deref(), Some("May 4th"));
+    assert!(dates.boost && dates.exact);
+    assert_eq!(dates.year_inferred.map(|y| y.as_str()), Some("latest_with_memories"));
+    assert_eq!(response.time_range, Some((last_year.day, last_year.day)));
+    assert_eq!(response.results[0].memory.id, last_year.id);
+
+    // A day no year has memories on: the latest one not after now.
+    let response = recall("what did we do on June 2nd?");
+    let dates = response.date_filter.unwrap();
+    assert_eq!(dates.from.unwrap().to_string(), "2024-06-02");
+    assert_eq!(dates.year_inferred.map(|y| y.as_str()), Some("latest"));
+
+    // A year given is kept, whatever the memories.
+    let response = recall("what did we do on May 4, 2022?");
+    let dates = response.date_filter.unwrap();
+    assert_eq!(dates.from, Some(old.day));
+    assert_eq!(dates.year_inferred, None);
+
+    // Archived memories do not count unless the recall includes them.
+    w.engine.forget(&scope("ana"), last_year.id, None).unwrap();
+    assert_eq!(recall("what did we do on May 4th?").date_filter.unwrap().from, Some(old.day));
+    let mut audit = RecallRequest::new(scope("ana"), "what did we do on May 4th?", 3);
+    audit.strengthen = Some(false);
+    audit.include_archived = true;
+    assert_eq!(w.engine.recall(audit).unwrap().date_filter.unwrap().from, Some(last_year.day));
+
+    // Another user's memories never choose the year.
+    assert_eq!(w.engine.recall({
+        let mut r = RecallRequest::new(scope("ben"), "May 4th", 3);
+        r.strengthen = Some(false);
+        r
+    }).unwrap().date_filter.map(|d| d.from), None, "a user membank has not met has no time zone, hence no boost");
+    w.turn("ben", "nothing special");
+    let mut request = RecallRequest::new(scope("ben"), "what did we do on May 4th?", 3);
+    request.strengthen = Some(false);
+    let dates = w.engine.recall(request).unwrap().date_filter.unwrap();
+    assert_eq!(dates.from.unwrap().to_string(), "2024-05-04");
+    assert_eq!(dates.year_inferred.map(|y| y.as_str()), Some("latest"));
+}
+
+#[test]
+fn the_callers_days_are_reported_as_a_filter() {
+    let w = world();
+    let m = w.turn("ana", "We talked about the garden");
+    let mut request = RecallRequest::new(scope("ana"), "garden", 5);
+    request.day_from = Some(m.day);
+    request.strengthen = Some(false);
+    let dates = w.engine.recall(request).unwrap().date_filter.unwrap();
+    assert_eq!((dates.from, dates.to, dates.from_query, dates.boost), (Some(m.day), None, None, false));
+    let mut request = RecallRequest::new(scope("ana"), "garden", 5);
+    request.strengthen = Some(false);
+    assert!(w.engine.recall(request).unwrap().date_filter.is_none());
 }

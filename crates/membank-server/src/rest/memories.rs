@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::NaiveDate;
 use membank_engine::core::time::parse_instant;
-use membank_engine::core::{InvalidInput, Kind, MemoryId, Scope, Source, Status, Timestamp};
+use membank_engine::core::{ClockFrom, InvalidInput, Kind, MemoryId, Scope, Source, Status, Timestamp};
 use membank_engine::{EditRequest, Engine, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest};
 use membank_store::{EventQuery, IdempotencyRecord, Insertion, ListQuery};
 
@@ -62,6 +62,11 @@ fn importance(value: Option<f64>) -> Result<Option<f64>, ApiError> {
     value.map(membank_engine::validate_importance).transpose().map_err(invalid)
 }
 
+/// Where a new memory's forgetting clock starts (default: when it is stored).
+fn clock_from(value: Option<&str>) -> Result<ClockFrom, ApiError> {
+    value.map(str::parse::<ClockFrom>).transpose().map(Option::unwrap_or_default).map_err(invalid)
+}
+
 fn turn_request(state: &AppState, caller: &Caller, user: &str, turn: TurnIn) -> Result<RememberTurn, ApiError> {
     check_text(state, "user_text", &turn.user_text)?;
     if let Some(reply) = &turn.assistant_text {
@@ -74,6 +79,7 @@ fn turn_request(state: &AppState, caller: &Caller, user: &str, turn: TurnIn) -> 
         occurred_at: instant("occurred_at", turn.occurred_at.as_deref())?,
         metadata: checked_metadata(turn.metadata)?,
         importance: importance(turn.importance)?,
+        clock_from: clock_from(turn.clock_from.as_deref())?,
     })
 }
 
@@ -237,11 +243,23 @@ pub async fn remember_note(State(state): State<AppState>, caller: Caller, header
         occurred_at: instant("occurred_at", note.occurred_at.as_deref())?,
         metadata: checked_metadata(note.metadata)?,
         importance: importance(note.importance)?,
+        clock_from: clock_from(note.clock_from.as_deref())?,
     };
     create(&state, scope, &headers, format!("notes:{digest}"), vec![membank_engine::Remember::Note(request)], one_memory).await
 }
 
 /// Find the memories most relevant to a query; strengthens what it returns (per policy).
+///
+/// Each result is the memory as it is after this recall: `strength`, `last_recalled_at` and
+/// `retention` describe one moment (right after a strengthening recall `retention` is 1
+/// under MemoryBank), and `retention_before` is its retention before the recall, what
+/// `weight_by_retention` ranks by. `score` is reciprocal rank fusion: each ranking a memory
+/// is in (dense: cosine to the query; lexical: BM25 over its words) adds `1 / (60 + rank)`,
+/// so first place adds about 0.0164; `score_parts` holds each term, with the share of the
+/// days a time expression names, a neighbour's loan, and the speaker and retention factors.
+/// `date_filter` says which days were boosted and from which words of the query ("May 4th";
+/// a day named without a year is the most recent such day with memories), or which days
+/// the caller's `from`/`to` restricted the recall to.
 #[utoipa::path(post, path = "/v1/users/{user}/recall", tag = "recall",
     params(UserPath),
     request_body = RecallIn,
@@ -441,7 +459,13 @@ pub async fn maintain(State(state): State<AppState>, caller: Caller, ApiPath(use
     }
 }
 
-/// The user's event log (content-free), oldest first.
+/// The user's event log (content-free), in log order.
+///
+/// `seq` is an event's position in the store's log, which all users share: it grows but
+/// skips the numbers of other users' events. Pass the last `seq` of a page as `after` for
+/// the next page. `at` is when the event took effect: an operation given an earlier `now`
+/// (a replay, a recall dated in the past) is logged after events it precedes in time, so
+/// sort by `at`, then `seq`, to read the history in the order things happened.
 #[utoipa::path(get, path = "/v1/users/{user}/events", tag = "events",
     params(UserPath, EventParams),
     responses((status = 200, description = "A page of events", body = EventsOut), ErrorResponses))]

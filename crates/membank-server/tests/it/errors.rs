@@ -36,6 +36,50 @@ async fn round_trip_matches_the_cli_shape() {
     assert!(body["events"].as_array().unwrap().iter().any(|e| e["kind"] == "strengthened"));
 }
 
+/// A recall's answer describes one moment (the memory after the recall, `retention_before`
+/// named as such), explains each score's terms, and says which days a date in the query
+/// meant; the OpenAPI document describes the same fields.
+#[tokio::test]
+async fn a_recall_answers_one_moment_explains_its_scores_and_names_its_days() {
+    let at = |text: &str| -> membank_engine::core::Timestamp { chrono::DateTime::parse_from_rfc3339(text).unwrap().into() };
+    let clock = std::sync::Arc::new(membank_engine::core::ManualClock::new(at("2025-03-01T10:00:00Z")));
+    let server = TestServer::with_clock(AuthMode::LoopbackOpen, clock.clone(), |_| {});
+    let app = server.router();
+    for (text, when) in [("we went to the lake", "2023-05-04T10:00:00Z"), ("a quiet day at home", "2023-08-01T10:00:00Z")] {
+        let (status, body) = call(&app, "POST", "/v1/users/alice/turns", None, Some(json!({ "user_text": text, "occurred_at": when }))).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    clock.set(at("2025-03-20T10:00:00Z"));
+    let (status, body) = call(&app, "POST", "/v1/users/alice/recall", None, Some(json!({ "query": "what did we do on May 4th?", "k": 2 }))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["date_filter"], json!({ "from": "2023-05-04", "to": "2023-05-04", "from_query": "May 4th", "mode": "boost", "exact": true, "year_inferred": "latest_with_memories" }));
+    let hit = &body["results"][0];
+    assert_eq!(hit["content"], "User: we went to the lake");
+    assert_eq!((hit["strength"].clone(), hit["last_recalled_at"].clone(), hit["retention"].clone()), (json!(2.0), json!("2025-03-20T10:00:00.000Z"), json!(1.0)));
+    assert!(hit["retention_before"].as_f64().unwrap() < 0.5, "{hit}");
+    let parts = &hit["score_parts"];
+    let sum = (parts["dense"].as_f64().unwrap() + parts["lexical"].as_f64().unwrap() + parts["date"].as_f64().unwrap() + parts["neighbour"].as_f64().unwrap()) * parts["speaker"].as_f64().unwrap() * parts["retention"].as_f64().unwrap();
+    assert!((sum - hit["score"].as_f64().unwrap()).abs() < 1e-12, "{hit}");
+    assert!(parts["date"].as_f64().unwrap() > 0.0 && hit["dense_rank"].is_u64(), "{hit}");
+
+    // An inspection recall: one state, before and after alike; the caller's days are a filter.
+    let (_, body) = call(&app, "POST", "/v1/users/alice/recall", None, Some(json!({ "query": "lake", "strengthen": false, "from": "2023-01-01" }))).await;
+    let hit = &body["results"][0];
+    assert_eq!(hit["retention"], hit["retention_before"]);
+    assert_eq!(body["date_filter"], json!({ "from": "2023-01-01", "to": null, "mode": "filter", "exact": true }));
+
+    let (_, doc) = call(&app, "GET", "/openapi.json", None, None).await;
+    let schemas = &doc["components"]["schemas"];
+    // The memory is flattened in: the hit's own fields are the second part of an allOf.
+    let hit_fields = &schemas["RecallHitOut"]["allOf"][1]["properties"];
+    for field in ["retention", "retention_before", "score_parts", "dense_rank", "lexical_rank"] {
+        assert!(hit_fields.get(field).is_some(), "RecallHitOut.{field} is not documented: {hit_fields}");
+    }
+    assert!(schemas["RecallOut"]["properties"].get("date_filter").is_some());
+    assert!(schemas["DateFilterOut"]["properties"].get("year_inferred").is_some());
+    assert!(schemas["ScorePartsOut"]["properties"].get("date").is_some());
+}
+
 #[tokio::test]
 async fn memory_lifecycle_edit_pin_forget_restore_erase_export() {
     let server = TestServer::new(AuthMode::LoopbackOpen);

@@ -1,12 +1,14 @@
 //! Lookups by metadata, for idempotent imports: which values of one metadata key (such
 //! as `import_key`) already exist among a scope's memories, and which memory carries each;
-//! and lookups by position, for neighbour expansion: the memories just before and after one.
+//! lookups by position, for neighbour expansion: the memories just before and after one;
+//! and which days have memories, for a date named without a year.
 //!
 //! Read-only, scoped like every other query; it deliberately knows nothing of import
 //! formats — the engine decides what a key means.
 
 use std::collections::HashMap;
 
+use chrono::NaiveDate;
 use membank_core::MemoryId;
 
 use membank_core::Scope;
@@ -86,6 +88,34 @@ pub(super) fn adjacent(store: &SqliteStore, scope: &Scope, ids: &[MemoryId], fil
             let before_id = before.query_row(params, |row| row.get::<_, String>(0)).optional()?;
             let after_id = after.query_row(params, |row| row.get::<_, String>(0)).optional()?;
             out.push(Adjacent { id: *id, before: parse(before_id)?, after: parse(after_id)? });
+        }
+        Ok(out)
+    })
+}
+
+/// See [`crate::Store::days_with_memories`]. One seek per day on `memories_by_user_day`.
+pub(super) fn days_with_memories(store: &SqliteStore, scope: &Scope, days: &[NaiveDate], filter: &SearchFilter) -> Result<Vec<NaiveDate>, StoreError> {
+    if days.is_empty() {
+        return Ok(Vec::new());
+    }
+    store.read(|conn| {
+        let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
+        let statuses = if filter.include_archived { "'active', 'archived', 'superseded'" } else { "'active'" };
+        let kinds = if filter.kinds.is_empty() {
+            String::new()
+        } else {
+            let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
+            format!("AND m.kind IN ({})", quoted_list(&kinds))
+        };
+        let mut any = conn.prepare_cached(&format!("SELECT 1 FROM memories m WHERE m.user_row = :user AND m.day = :day AND m.status IN ({statuses}) {kinds} {LABEL_FILTER} LIMIT 1"))?;
+        let agent = scope.agent.as_ref().map(|a| a.as_str());
+        let session = scope.session.as_ref().map(|s| s.as_str());
+        let mut out = Vec::new();
+        for day in days {
+            let text = day.format("%Y-%m-%d").to_string();
+            if any.query_row(named_params! { ":user": user, ":day": text, ":agent": agent, ":session": session }, |_| Ok(())).optional()?.is_some() {
+                out.push(*day);
+            }
         }
         Ok(out)
     })

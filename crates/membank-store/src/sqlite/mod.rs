@@ -725,6 +725,10 @@ impl Store for SqliteStore {
         lookup::adjacent(self, scope, ids, filter)
     }
 
+    fn days_with_memories(&self, scope: &Scope, days: &[chrono::NaiveDate], filter: &SearchFilter) -> Result<Vec<chrono::NaiveDate>, StoreError> {
+        lookup::days_with_memories(self, scope, days, filter)
+    }
+
     fn vectors(&self, scope: &Scope, ids: &[MemoryId]) -> Result<Vec<(MemoryId, Vec<f32>)>, StoreError> {
         maintain::vectors(self, scope, ids)
     }

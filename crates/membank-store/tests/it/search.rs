@@ -155,3 +155,34 @@ fn an_exact_match_scores_clearly_and_ranks_first_in_tiny_stores() {
     let score = |word: &str, id: MemoryId| store.lexical_search(&ana, &[word.to_string()], &SearchFilter::default(), 10).unwrap().into_iter().find(|h| h.id == id).unwrap().score;
     assert!(score("violin", rare) > score("garden", common[0]));
 }
+
+#[test]
+fn days_with_memories_are_the_scopes_own_admitted_days() {
+    let (_dir, store) = store();
+    let (ana, ben) = (scope("ana"), scope("ben"));
+    let t = Utc.with_ymd_and_hms(2023, 5, 4, 9, 0, 0).unwrap();
+    store.ensure_user(&ana.tenant, &ana.user, t).unwrap();
+    store.ensure_user(&ben.tenant, &ben.user, t).unwrap();
+    let day = |s: &str| s.parse::<chrono::NaiveDate>().unwrap();
+    insert(&store, memory(&ana, Kind::Turn, "lake", t));
+    let archived = insert(&store, memory(&ana, Kind::Turn, "mountains", t + Duration::days(366)));
+    insert(&store, memory(&ana, Kind::DailySummary, "a summary", t + Duration::days(731)));
+    insert(&store, memory(&ben, Kind::Turn, "ben's", t + Duration::days(1096)));
+    store.archive(&ana, archived, "test", t + Duration::days(400)).unwrap();
+    let candidates = [day("2026-05-04"), day("2025-05-04"), day("2024-05-04"), day("2023-05-04")];
+    let sorted = |mut days: Vec<chrono::NaiveDate>| {
+        days.sort();
+        days
+    };
+
+    let active = SearchFilter::default();
+    assert_eq!(sorted(store.days_with_memories(&ana, &candidates, &active).unwrap()), [day("2023-05-04"), day("2025-05-04")]);
+    let audit = SearchFilter { include_archived: true, ..Default::default() };
+    assert_eq!(sorted(store.days_with_memories(&ana, &candidates, &audit).unwrap()), [day("2023-05-04"), day("2024-05-04"), day("2025-05-04")]);
+    let turns = SearchFilter { kinds: vec![Kind::Turn], ..Default::default() };
+    assert_eq!(store.days_with_memories(&ana, &candidates, &turns).unwrap(), [day("2023-05-04")]);
+    // Ben's day is his only; an unknown user and no candidates give nothing.
+    assert_eq!(store.days_with_memories(&ben, &candidates, &audit).unwrap(), [day("2026-05-04")]);
+    assert!(store.days_with_memories(&scope("nobody"), &candidates, &audit).unwrap().is_empty());
+    assert!(store.days_with_memories(&ana, &[], &audit).unwrap().is_empty());
+}
