@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Embedding throughput of the reference implementation, sentence-transformers on PyTorch (CPU).
 
-Counterpart of `cargo run --release -p membank-embed --example bench_embed`: same sentence
-file, same thread count, same output line (`sentences/s: <median>`), so that
-bench/embed/compare.sh can put both side by side. Loads the model from a local directory
+Counterpart of `membank bench embed --sentences FILE`: same sentence file (its first --n
+lines), same thread count, the same numbers (median sentences/s and sentences per
+CPU-second), so that bench/embed/compare.sh can put both side by side. Loads the model from a local directory
 with HF_HUB_OFFLINE=1; it never downloads anything.
 """
 

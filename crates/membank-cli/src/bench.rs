@@ -1,51 +1,89 @@
 //! `membank bench …`: speed measurements. Not tests: they print medians and percentiles
 //! and assert nothing. Each builds what it needs in a scratch directory unless told where.
 //!
-//! - `embed`: sentences/s of the configured embedder on N sentences from the public data.
+//! - `embed`: sentences/s of the configured embedder on N sentences from the public data
+//!   or from a sentence file (`bench/embed/compare.sh` puts it beside PyTorch).
 //! - `recall`: recall latency p50/p95 for one user with 1k/10k/100k memories, with and
 //!   without query embedding (real vectors from the configured model).
+//! - `http`: the same over real HTTP on loopback (`bench_http.rs`).
 //! - `sweep`: time to sweep U users × M memories each.
+//!
+//! With `--json` each prints one report object (the `*Report` structs below, documented
+//! field by field) instead of its table; progress of database builds goes to standard
+//! error either way. The report structs are this command's output, not domain types.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use clap::Subcommand;
-use membank_engine::core::{ForgettingState, Kind, ManualClock, Memory, MemoryId, Scope, Source, Status, TenantId, UserId};
+use clap::builder::RangedU64ValueParser;
+use membank_engine::core::{ForgettingState, InvalidInput, Kind, ManualClock, Memory, MemoryId, Scope, Source, Status, TenantId, UserId};
 use membank_engine::{Engine, RecallRequest, SweepRequest};
 use membank_store::{EmbeddingModel, NewMemory, SqliteStore, Store};
+use serde::Serialize;
 
-use crate::commands::Context;
+use crate::commands::{Context, print_json};
 use crate::embedder::EmbedderChoice;
+use crate::progress::Bar;
 
-/// Which benchmark.
+/// Largest `--n` of `bench embed`, `--queries`, `--requests`, `--users` and `--per-user`:
+/// far above any useful run, low enough that a typo cannot ask for days of work.
+pub(crate) const MAX_COUNT: u64 = 10_000_000;
+/// Most bytes read from a `--sentences` file (a hostile file cannot exhaust memory).
+const MAX_SENTENCE_FILE_BYTES: u64 = 64 << 20;
+
+/// A count flag between 1 and `max`.
+pub(crate) fn count(max: u64) -> RangedU64ValueParser<usize> {
+    RangedU64ValueParser::<usize>::new().range(1..=max)
+}
+
+/// Which benchmark. With `--json`, each prints one JSON object instead of its table; its
+/// shape is given in each benchmark's `--help`.
 #[derive(Debug, Subcommand)]
+#[command(after_help = "Every benchmark takes --json: one JSON object instead of the table, {\"benchmark\": \"embed\"|\"recall\"|\"http\"|\"sweep\", …, \"results\": [one object per row]}; `membank bench <COMMAND> --help` gives each shape. Progress goes to standard error.")]
 pub enum BenchCommand {
     /// Embedding throughput (sentences/s).
+    ///
+    /// With --json: {"benchmark": "embed", "model", "source", "sentences", "words", "runs",
+    /// "results": [{"threads", "sentences_per_second", "seconds", "sentences_per_cpu_second"
+    /// (null where the process CPU time cannot be read), "run_rates": [sentences/s of each
+    /// run]}]}; rates are medians of the runs.
     Embed {
         /// Number of sentences.
-        #[arg(long, default_value_t = 2000)]
+        #[arg(long, default_value_t = 2000, value_parser = count(MAX_COUNT))]
         n: usize,
         /// Thread counts to measure, comma-separated. (Not `--threads`: that is the global
         /// number of threads, and clap panicked on the clash of the two.)
-        #[arg(long = "thread-counts", id = "thread_counts", default_value = "1,2")]
-        threads: String,
+        #[arg(long = "thread-counts", id = "thread_counts", value_delimiter = ',', default_value = "1,2", value_parser = count(256))]
+        threads: Vec<usize>,
         /// Runs per thread count (the median is reported).
-        #[arg(long, default_value_t = 3)]
+        #[arg(long, default_value_t = 3, value_parser = count(1000))]
         runs: usize,
         /// Public data folder (sentences come from MemoryBank and LoCoMo).
         #[arg(long, default_value = "../shared/data")]
         data: PathBuf,
+        /// Embed the first N lines of this UTF-8 file instead, one sentence per line (the
+        /// file `bench/embed/compare.sh` gives PyTorch too). Blank lines are refused.
+        #[arg(long, conflicts_with = "data")]
+        sentences: Option<PathBuf>,
     },
     /// Recall latency for one user at several store sizes.
+    ///
+    /// With --json: {"benchmark": "recall", "model", "k", "queries", "results": [{"memories",
+    /// "built" (memories added to the cached database by this run), "total", "no_embed",
+    /// "dense", "bm25", "embed"}]}; each of the last five is {"p50_ms", "p95_ms", "p99_ms"}:
+    /// the engine's whole recall, search and fetch without embedding, the dense scan alone,
+    /// BM25 alone, and embedding the query alone.
     Recall {
         /// Store sizes, comma-separated.
-        #[arg(long, default_value = "1000,10000,100000")]
-        sizes: String,
-        /// Queries per size.
-        #[arg(long, default_value_t = 200)]
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000", value_parser = count(MAX_COUNT))]
+        sizes: Vec<usize>,
+        /// Queries per size (fewer if the data has fewer sentences: one query per 7).
+        #[arg(long, default_value_t = 200, value_parser = count(MAX_COUNT))]
         queries: usize,
         /// Where to keep the built databases (reused when present).
         #[arg(long, default_value = "target/bench")]
@@ -55,14 +93,22 @@ pub enum BenchCommand {
         data: PathBuf,
     },
     /// Recall latency over real HTTP on loopback (query embedding included), 1 and N clients.
+    ///
+    /// With --json: {"benchmark": "http", "model", "model_threads" (null for a remote
+    /// embedder), "memories", "k", "results": [{"clients", "strengthen", "requests",
+    /// "latency": {"p50_ms", "p95_ms", "p99_ms"}, "recalls_per_second"}]}.
     Http(crate::bench_http::HttpArgs),
     /// Sweep time over many users.
+    ///
+    /// With --json: {"benchmark": "sweep", "users", "per_user", "built" (whether this run
+    /// built the database), "results": [{"dry_run", "examined", "archived", "seconds",
+    /// "memories_per_second", "ms_per_user"}]}: a dry run, then the real sweep.
     Sweep {
         /// Users.
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = 1000, value_parser = count(MAX_COUNT))]
         users: usize,
         /// Memories per user.
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = 1000, value_parser = count(MAX_COUNT))]
         per_user: usize,
         /// Where to keep the built database (reused when present).
         #[arg(long, default_value = "target/bench")]
@@ -73,15 +119,47 @@ pub enum BenchCommand {
 /// Runs a benchmark.
 pub fn run(ctx: &Context, command: BenchCommand) -> Result<()> {
     match command {
-        BenchCommand::Embed { n, threads, runs, data } => embed(ctx, n, &threads, runs, &data),
-        BenchCommand::Recall { sizes, queries, dir, data } => recall(ctx, &sizes, queries, &dir, &data),
-        BenchCommand::Sweep { users, per_user, dir } => sweep(users, per_user, &dir),
-        BenchCommand::Http(args) => crate::bench_http::run(ctx, args),
+        BenchCommand::Embed { n, threads, runs, data, sentences } => {
+            let (texts, source) = match &sentences {
+                Some(file) => (sentence_file(file, n)?, file.display().to_string()),
+                None => (data_sentences(data.as_path(), n)?, data.display().to_string()),
+            };
+            finish(ctx, &embed(ctx, texts, source, &threads, runs)?)
+        }
+        BenchCommand::Recall { sizes, queries, dir, data } => finish(ctx, &recall(ctx, &sizes, queries, &dir, &data)?),
+        BenchCommand::Sweep { users, per_user, dir } => finish(ctx, &sweep(ctx, users, per_user, &dir)?),
+        BenchCommand::Http(args) => finish(ctx, &crate::bench_http::run(ctx, args)?),
     }
 }
 
-/// User utterances from the public data sets, deduplicated, in file order.
-pub fn sentences(data: &std::path::Path, n: usize) -> Result<Vec<String>> {
+/// Prints the report with `--json`; the text tables were printed as the rows came.
+fn finish(ctx: &Context, report: &impl Serialize) -> Result<()> {
+    if ctx.cli_json { print_json(report) } else { Ok(()) }
+}
+
+/// Latency percentiles of one series, in milliseconds.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Latency {
+    /// Median.
+    pub p50_ms: f64,
+    /// 95th percentile.
+    pub p95_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+}
+
+impl Latency {
+    /// Percentiles of `times`, which must not be empty.
+    pub(crate) fn of(times: &mut [Duration]) -> Self {
+        times.sort();
+        let ms = |p| percentile(times, p).as_secs_f64() * 1000.0;
+        Self { p50_ms: ms(0.5), p95_ms: ms(0.95), p99_ms: ms(0.99) }
+    }
+}
+
+/// User utterances from the public data sets, deduplicated, in file order: at most `n`, at
+/// least one.
+pub fn sentences(data: &Path, n: usize) -> Result<Vec<String>> {
     let mut out = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let bank: serde_json::Value = serde_json::from_slice(&std::fs::read(data.join("memorybank/memory_bank_en.json")).with_context(|| format!("reading {}/memorybank/memory_bank_en.json", data.display()))?)?;
@@ -97,7 +175,7 @@ pub fn sentences(data: &std::path::Path, n: usize) -> Result<Vec<String>> {
             }
         }
     }
-    let locomo: serde_json::Value = serde_json::from_slice(&std::fs::read(data.join("locomo/locomo10.json"))?)?;
+    let locomo: serde_json::Value = serde_json::from_slice(&std::fs::read(data.join("locomo/locomo10.json")).with_context(|| format!("reading {}/locomo/locomo10.json", data.display()))?)?;
     for sample in locomo.as_array().into_iter().flatten() {
         for (key, session) in sample["conversation"].as_object().into_iter().flatten() {
             if !key.starts_with("session_") || key.ends_with("date_time") {
@@ -111,12 +189,56 @@ pub fn sentences(data: &std::path::Path, n: usize) -> Result<Vec<String>> {
             }
         }
     }
+    out.truncate(n);
+    if out.is_empty() {
+        return Err(InvalidInput::new("data", format!("no sentences in {}", data.display())).into());
+    }
     Ok(out)
-        .map(|mut all: Vec<String>| {
-            all.truncate(n.max(1));
-            all
-        })
-        .and_then(|all| if all.len() < n { bail!("only {} distinct sentences in the data; ask for fewer", all.len()) } else { Ok(all) })
+}
+
+/// Exactly `n` sentences from the public data.
+fn data_sentences(data: &Path, n: usize) -> Result<Vec<String>> {
+    let texts = sentences(data, n)?;
+    if texts.len() < n {
+        return Err(InvalidInput::new("n", format!("only {} distinct sentences in {}; ask for --n {} or fewer", texts.len(), data.display(), texts.len())).into());
+    }
+    Ok(texts)
+}
+
+/// The first `n` lines of a sentence file, each one sentence.
+fn sentence_file(path: &Path, n: usize) -> Result<Vec<String>> {
+    let invalid = |reason: String| anyhow::Error::new(InvalidInput::new("sentences", format!("{}: {reason}", path.display())));
+    let file = std::fs::File::open(path).map_err(|e| invalid(format!("cannot read it: {e}")))?;
+    let mut reader = std::io::BufReader::new(std::io::Read::take(file, MAX_SENTENCE_FILE_BYTES + 1));
+    let mut out = Vec::new();
+    let mut line = Vec::new();
+    let mut read = 0u64;
+    while out.len() < n {
+        line.clear();
+        let got = reader.read_until(b'\n', &mut line).map_err(|e| invalid(format!("cannot read it: {e}")))?;
+        if got == 0 {
+            break;
+        }
+        read += got as u64;
+        if read > MAX_SENTENCE_FILE_BYTES {
+            return Err(invalid(format!("its first {n} lines are longer than {} MiB", MAX_SENTENCE_FILE_BYTES >> 20)));
+        }
+        let number = out.len() + 1;
+        let text = std::str::from_utf8(&line).map_err(|e| invalid(format!("line {number} is not valid UTF-8 (at byte {})", e.valid_up_to())))?;
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        if text.trim().is_empty() {
+            return Err(invalid(format!("line {number} is blank; the file must hold one sentence per line")));
+        }
+        out.push(text.to_string());
+    }
+    if out.is_empty() {
+        return Err(invalid("it holds no sentences".into()));
+    }
+    if out.len() < n {
+        return Err(invalid(format!("it holds only {} sentences; ask for --n {} or fewer", out.len(), out.len())));
+    }
+    Ok(out)
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -128,52 +250,149 @@ pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn embed(ctx: &Context, n: usize, threads: &str, runs: usize, data: &std::path::Path) -> Result<()> {
-    let texts = sentences(data, n)?;
+/// CPU time (user + system, all threads) of this process so far, from `/proc/self/stat`
+/// (Linux); `None` elsewhere. A second view of efficiency that other load on the machine
+/// disturbs less than wall time.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the parenthesised command name; utime and stime are fields 14 and
+    // 15 of the line, 12 and 13 after the name (counted from 0).
+    let (_, after) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    // /proc reports in USER_HZ, 100 per second on every Linux architecture in use.
+    Some((ticks(11)? + ticks(12)?) / 100.0)
+}
+
+/// `bench embed --json`.
+#[derive(Debug, Serialize)]
+pub struct EmbedReport {
+    /// Always `"embed"`.
+    pub benchmark: &'static str,
+    /// The embedder's model id.
+    pub model: String,
+    /// Where the sentences came from: the `--sentences` file or the `--data` folder.
+    pub source: String,
+    /// Sentences embedded per run.
+    pub sentences: usize,
+    /// Their words (split at whitespace), to compare runs on different files.
+    pub words: usize,
+    /// Timed runs per thread count (after one warm-up batch).
+    pub runs: usize,
+    /// One entry per thread count, in the order asked.
+    pub results: Vec<EmbedResult>,
+}
+
+/// One thread count of `bench embed`.
+#[derive(Debug, Serialize)]
+pub struct EmbedResult {
+    /// Model threads (ignored by a remote embedder).
+    pub threads: usize,
+    /// Median sentences per second of wall time.
+    pub sentences_per_second: f64,
+    /// Seconds to embed all sentences at that rate.
+    pub seconds: f64,
+    /// Median sentences per CPU-second of the process (all threads); null where the CPU
+    /// time cannot be read (outside Linux).
+    pub sentences_per_cpu_second: Option<f64>,
+    /// Sentences per second of each run, in order.
+    pub run_rates: Vec<f64>,
+}
+
+fn embed(ctx: &Context, texts: Vec<String>, source: String, threads: &[usize], runs: usize) -> Result<EmbedReport> {
+    let n = texts.len();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let tokens: usize = texts.iter().map(|t| t.split_whitespace().count()).sum();
-    println!("embedding {} sentences ({} words, {:.1} per sentence), {} runs each, median", n, tokens, tokens as f64 / n as f64, runs);
-    println!("{:>8} {:>14} {:>12}", "threads", "sentences/s", "seconds");
-    for t in threads.split(',') {
-        let t: usize = t.trim().parse().context("--thread-counts takes numbers such as 1,2")?;
+    let words: usize = texts.iter().map(|t| t.split_whitespace().count()).sum();
+    let mut report = EmbedReport { benchmark: "embed", model: String::new(), source, sentences: n, words, runs, results: Vec::new() };
+    if !ctx.cli_json {
+        println!("embedding {n} sentences from {} ({words} words, {:.1} per sentence), {runs} runs each, median", report.source, words as f64 / n as f64);
+        println!("{:>8} {:>14} {:>12} {:>18}", "threads", "sentences/s", "seconds", "per CPU-second");
+    }
+    for &t in threads {
         let choice = match &ctx.embedder {
             EmbedderChoice::Local { dir, expect, .. } => EmbedderChoice::Local { dir: dir.clone(), expect: *expect, threads: t },
             other => other.clone(),
         };
         let embedder = choice.load()?;
+        report.model = embedder.model_id().to_string();
         embedder.embed(&refs[..refs.len().min(32)])?; // warm-up: page in weights
-        let mut rates = Vec::new();
-        for _ in 0..runs.max(1) {
-            let start = Instant::now();
+        let (mut rates, mut cpu_rates) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let (start, cpu_start) = (Instant::now(), cpu_seconds());
             let vectors = embedder.embed(&refs)?;
             let secs = start.elapsed().as_secs_f64();
-            assert_eq!(vectors.len(), n);
+            anyhow::ensure!(vectors.len() == n, "the embedder returned {} vectors for {n} sentences", vectors.len());
             rates.push(n as f64 / secs);
+            if let (Some(before), Some(after)) = (cpu_start, cpu_seconds()) {
+                cpu_rates.push(n as f64 / (after - before).max(1e-9));
+            }
         }
-        let rate = median(rates);
-        println!("{:>8} {:>14.1} {:>12.2}", t, rate, n as f64 / rate);
+        let rate = median(rates.clone());
+        let cpu_rate = (cpu_rates.len() == runs).then(|| median(cpu_rates));
+        if !ctx.cli_json {
+            println!("{:>8} {:>14.1} {:>12.2} {:>18}", t, rate, n as f64 / rate, cpu_rate.map_or("-".into(), |r| format!("{r:.1}")));
+        }
+        report.results.push(EmbedResult { threads: t, sentences_per_second: rate, seconds: n as f64 / rate, sentences_per_cpu_second: cpu_rate, run_rates: rates });
     }
-    Ok(())
+    Ok(report)
 }
 
-fn recall(ctx: &Context, sizes: &str, queries: usize, dir: &std::path::Path, data: &std::path::Path) -> Result<()> {
+/// `bench recall --json`.
+#[derive(Debug, Serialize)]
+pub struct RecallReport {
+    /// Always `"recall"`.
+    pub benchmark: &'static str,
+    /// The embedder's model id.
+    pub model: String,
+    /// Results per recall.
+    pub k: usize,
+    /// Queries timed per size.
+    pub queries: usize,
+    /// One entry per store size, in the order asked.
+    pub results: Vec<RecallResult>,
+}
+
+/// One store size of `bench recall`.
+#[derive(Debug, Serialize)]
+pub struct RecallResult {
+    /// Active memories of the bench user.
+    pub memories: usize,
+    /// Memories this run added to the cached database (0 when it was reused as it was).
+    pub built: usize,
+    /// The engine's whole recall, query embedding included.
+    pub total: Latency,
+    /// Dense search, BM25 and fetching the top rows, without embedding.
+    pub no_embed: Latency,
+    /// The dense scan alone.
+    pub dense: Latency,
+    /// BM25 alone.
+    pub bm25: Latency,
+    /// Embedding the query alone.
+    pub embed: Latency,
+}
+
+fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Path) -> Result<RecallReport> {
     let embedder = ctx.embedder.load()?;
     let model = EmbeddingModel { id: embedder.model_id().to_string(), dim: embedder.dim() };
-    std::fs::create_dir_all(dir)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let corpus = sentences(data, 4000)?;
-    let questions: Vec<String> = corpus.iter().step_by(7).take(queries.max(1)).map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" ")).collect();
-    println!("recall latency, one user, k = 10, {} queries per size, strengthening off (read path only)", questions.len());
-    println!("{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>11} {:>11}", "memories", "p50 total", "p95 total", "p50 no-embed", "p95 no-embed", "p50 dense", "p50 BM25", "p50 embed");
-    for size in sizes.split(',') {
-        let size: usize = size.trim().parse().context("--sizes takes numbers such as 1000,10000")?;
+    let questions: Vec<String> = corpus.iter().step_by(7).take(queries).map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" ")).collect();
+    let k = 10;
+    let mut report = RecallReport { benchmark: "recall", model: model.id.clone(), k, queries: questions.len(), results: Vec::new() };
+    if !ctx.cli_json {
+        println!("recall latency, one user, k = {k}, {} queries per size, strengthening off (read path only)", questions.len());
+        println!("{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>11} {:>11}", "memories", "p50 total", "p95 total", "p50 no-embed", "p95 no-embed", "p50 dense", "p50 BM25", "p50 embed");
+    }
+    for &size in sizes {
         let path = dir.join(format!("recall-v2-{size}-{}.db", model.id.replace('/', "_")));
         let store = Arc::new(SqliteStore::open(&path)?);
         let scope = Scope::user(TenantId::default_tenant(), UserId::new("bench")?);
         let have = store.counts(&scope)?.active as usize;
+        let built = size.saturating_sub(have);
         if have < size {
             let start = Instant::now();
             fill(store.as_ref(), &scope, &model, embedder.as_ref(), &corpus, have, size)?;
-            eprintln!("built {} memories in {:.1}s", size - have, start.elapsed().as_secs_f64());
+            eprintln!("built {built} memories in {:.1}s", start.elapsed().as_secs_f64());
         }
         let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
         let engine = Engine::new(store.clone(), embedder.clone(), clock, Default::default())?;
@@ -189,16 +408,15 @@ fn recall(ctx: &Context, sizes: &str, queries: usize, dir: &std::path::Path, dat
                 vector
             })
             .collect::<Result<Vec<_>, _>>()?;
-        embed_only.sort();
         // Warm the vector cache once, as a long-running server has it warm.
-        let mut warm = RecallRequest::new(scope.clone(), questions[0].clone(), 10);
+        let mut warm = RecallRequest::new(scope.clone(), questions[0].clone(), k);
         warm.strengthen = Some(false);
         engine.recall(warm)?;
         let mut total = Vec::new();
         let mut search_only = Vec::new();
         let (mut dense_only, mut lexical_only) = (Vec::new(), Vec::new());
         for (q, vector) in questions.iter().zip(&vectors) {
-            let mut request = RecallRequest::new(scope.clone(), q.clone(), 10);
+            let mut request = RecallRequest::new(scope.clone(), q.clone(), k);
             request.strengthen = Some(false);
             let start = Instant::now();
             engine.recall(request)?;
@@ -211,27 +429,35 @@ fn recall(ctx: &Context, sizes: &str, queries: usize, dir: &std::path::Path, dat
             lexical_only.push(dense_done.elapsed());
             dense_only.push(dense_done - start);
             let ids: Vec<MemoryId> = dense.iter().chain(&lexical).map(|h| h.id).collect();
-            store.get_many(&scope, &ids[..ids.len().min(10)])?;
+            store.get_many(&scope, &ids[..ids.len().min(k)])?;
             search_only.push(start.elapsed());
         }
-        total.sort();
-        search_only.sort();
-        dense_only.sort();
-        lexical_only.sort();
-        let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1000.0);
-        println!(
-            "{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>11} {:>11}",
-            size,
-            ms(percentile(&total, 0.5)),
-            ms(percentile(&total, 0.95)),
-            ms(percentile(&search_only, 0.5)),
-            ms(percentile(&search_only, 0.95)),
-            ms(percentile(&dense_only, 0.5)),
-            ms(percentile(&lexical_only, 0.5)),
-            ms(percentile(&embed_only, 0.5))
-        );
+        let row = RecallResult {
+            memories: size,
+            built,
+            total: Latency::of(&mut total),
+            no_embed: Latency::of(&mut search_only),
+            dense: Latency::of(&mut dense_only),
+            bm25: Latency::of(&mut lexical_only),
+            embed: Latency::of(&mut embed_only),
+        };
+        if !ctx.cli_json {
+            let ms = |ms: f64| format!("{ms:.2} ms");
+            println!(
+                "{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>11} {:>11}",
+                size,
+                ms(row.total.p50_ms),
+                ms(row.total.p95_ms),
+                ms(row.no_embed.p50_ms),
+                ms(row.no_embed.p95_ms),
+                ms(row.dense.p50_ms),
+                ms(row.bm25.p50_ms),
+                ms(row.embed.p50_ms)
+            );
+        }
+        report.results.push(row);
     }
-    Ok(())
+    Ok(report)
 }
 
 /// Adds memories `have..size` to the bench user. Texts are real utterances, then pairs of
@@ -243,7 +469,12 @@ pub(crate) fn fill(store: &dyn Store, scope: &Scope, model: &EmbeddingModel, emb
     let start_day = chrono::Utc::now() - chrono::Duration::days(365);
     store.ensure_user(&scope.tenant, &scope.user, start_day)?;
     eprintln!("embedding {} sentences; pairs beyond them reuse their vectors (normalised sums)", corpus.len());
-    let base = embedder.embed(&corpus.iter().map(String::as_str).collect::<Vec<_>>())?;
+    let bar = Bar::new();
+    let mut base = Vec::with_capacity(corpus.len());
+    for chunk in corpus.chunks(256) {
+        base.extend(embedder.embed(&chunk.iter().map(String::as_str).collect::<Vec<_>>())?);
+        bar.update("embedding", base.len(), corpus.len());
+    }
     let pair = |i: usize| (i % corpus.len(), (i / corpus.len() * 31 + i) % corpus.len());
     for chunk_start in (have..size).step_by(5000) {
         let chunk_end = (chunk_start + 5000).min(size);
@@ -261,9 +492,9 @@ pub(crate) fn fill(store: &dyn Store, scope: &Scope, model: &EmbeddingModel, emb
             NewMemory { memory: synthetic_memory(scope, Kind::Turn, text, at), embedding: Some((model.clone(), vector)) }
         });
         store.insert_many(batch.collect())?;
-        eprint!("\r{chunk_end}/{size}");
+        bar.update("inserting", chunk_end - have, size - have);
     }
-    eprintln!();
+    bar.finish();
     Ok(())
 }
 
@@ -287,8 +518,40 @@ pub(crate) fn synthetic_memory(scope: &Scope, kind: Kind, text: String, at: memb
     }
 }
 
-fn sweep(users: usize, per_user: usize, dir: &std::path::Path) -> Result<()> {
-    std::fs::create_dir_all(dir)?;
+/// `bench sweep --json`.
+#[derive(Debug, Serialize)]
+pub struct SweepReport {
+    /// Always `"sweep"`.
+    pub benchmark: &'static str,
+    /// Users swept.
+    pub users: usize,
+    /// Memories per user.
+    pub per_user: usize,
+    /// Whether this run built the database (else it was reused from `--dir`).
+    pub built: bool,
+    /// The dry run, then the real sweep (each on the same copy of the data).
+    pub results: Vec<SweepResult>,
+}
+
+/// One sweep over every user.
+#[derive(Debug, Serialize)]
+pub struct SweepResult {
+    /// A dry run decides and counts but archives nothing.
+    pub dry_run: bool,
+    /// Memories examined.
+    pub examined: usize,
+    /// Memories archived (would be, in a dry run).
+    pub archived: usize,
+    /// Wall time of the whole sweep.
+    pub seconds: f64,
+    /// Memories examined per second.
+    pub memories_per_second: f64,
+    /// Milliseconds per user.
+    pub ms_per_user: f64,
+}
+
+fn sweep(ctx: &Context, users: usize, per_user: usize, dir: &Path) -> Result<SweepReport> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join(format!("sweep-v2-{users}x{per_user}.db"));
     let build = !path.exists();
     let store = Arc::new(SqliteStore::open(&path)?);
@@ -296,6 +559,7 @@ fn sweep(users: usize, per_user: usize, dir: &std::path::Path) -> Result<()> {
     let tenant = TenantId::default_tenant();
     if build {
         let start = Instant::now();
+        let bar = Bar::new();
         for u in 0..users {
             let scope = Scope::user(tenant.clone(), UserId::new(&format!("user-{u}"))?);
             store.ensure_user(&scope.tenant, &scope.user, t0)?;
@@ -310,11 +574,10 @@ fn sweep(users: usize, per_user: usize, dir: &std::path::Path) -> Result<()> {
                 })
                 .collect();
             store.insert_many(batch)?;
-            if u % 50 == 0 {
-                eprint!("\rbuilding {u}/{users} users");
-            }
+            bar.update("building users", u + 1, users);
         }
-        eprintln!("\rbuilt {} memories in {:.1}s", users * per_user, start.elapsed().as_secs_f64());
+        bar.finish();
+        eprintln!("built {} memories in {:.1}s", users * per_user, start.elapsed().as_secs_f64());
     }
     // Sweep as of day 40 on a copy so the benchmark can be repeated on the same data.
     let copy = dir.join(format!("sweep-{users}x{per_user}-run.db"));
@@ -325,6 +588,7 @@ fn sweep(users: usize, per_user: usize, dir: &std::path::Path) -> Result<()> {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&copy)?);
     let clock = Arc::new(ManualClock::new(t0 + chrono::Duration::days(40)));
     let engine = Engine::new(store.clone(), Arc::new(NoEmbedder), clock, Default::default())?;
+    let mut report = SweepReport { benchmark: "sweep", users, per_user, built: build, results: Vec::new() };
     for dry_run in [true, false] {
         let start = Instant::now();
         let (mut examined, mut archived) = (0, 0);
@@ -335,19 +599,23 @@ fn sweep(users: usize, per_user: usize, dir: &std::path::Path) -> Result<()> {
             archived += report.archived.len();
         }
         let secs = start.elapsed().as_secs_f64();
-        println!(
-            "sweep{} of {} users x {} memories: examined {}, archived {}, {:.2}s ({:.0} memories/s, {:.2} ms per user)",
-            if dry_run { " (dry run)" } else { "" },
-            users,
-            per_user,
-            examined,
-            archived,
-            secs,
-            examined as f64 / secs,
-            secs * 1000.0 / users as f64
-        );
+        let row = SweepResult { dry_run, examined, archived, seconds: secs, memories_per_second: examined as f64 / secs, ms_per_user: secs * 1000.0 / users as f64 };
+        if !ctx.cli_json {
+            println!(
+                "sweep{} of {} users x {} memories: examined {}, archived {}, {:.2}s ({:.0} memories/s, {:.2} ms per user)",
+                if dry_run { " (dry run)" } else { "" },
+                users,
+                per_user,
+                row.examined,
+                row.archived,
+                row.seconds,
+                row.memories_per_second,
+                row.ms_per_user
+            );
+        }
+        report.results.push(row);
     }
-    Ok(())
+    Ok(report)
 }
 
 /// Sweeps never embed; this makes that explicit.

@@ -6,7 +6,7 @@
 //! HTTP/1.1 connection written by hand over `TcpStream`, so the numbers include request
 //! parsing, auth middleware, the blocking-pool hop and JSON, and nothing of a client
 //! library. It measures; it asserts nothing. Only loopback is ever contacted, and every
-//! loop is bounded by the request count.
+//! loop is bounded by the request count. With `--json` it prints an [`HttpReport`].
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -16,28 +16,29 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
+use serde::Serialize;
 use membank_engine::core::{Scope, SystemClock, TenantId, UserId};
 use membank_engine::Engine;
 use membank_server::{AppState, AuthMode, RateLimit, ServerConfig};
 use membank_store::{EmbeddingModel, SqliteStore, Store};
 
-use crate::bench::{fill, percentile, sentences};
+use crate::bench::{Latency, MAX_COUNT, count, fill, sentences};
 use crate::commands::Context;
 
 /// `bench http`.
 #[derive(Debug, Args)]
 pub struct HttpArgs {
     /// Memories of the bench user.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 100_000, value_parser = count(MAX_COUNT))]
     pub memories: usize,
-    /// Client concurrencies, comma-separated.
-    #[arg(long, default_value = "1,32")]
-    pub clients: String,
+    /// Client concurrencies, comma-separated (each 1 to 256).
+    #[arg(long, value_delimiter = ',', default_value = "1,32", value_parser = count(256))]
+    pub clients: Vec<usize>,
     /// Requests per concurrency level (spread over the clients; at least 10 per client).
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = count(MAX_COUNT))]
     pub requests: usize,
     /// k of each recall.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = count(membank_engine::core::limits::MAX_RECALL_K as u64))]
     pub k: usize,
     /// Also measure recalls that strengthen what they return (one small write each).
     #[arg(long)]
@@ -55,11 +56,43 @@ pub struct HttpArgs {
     pub data: PathBuf,
 }
 
+/// `bench http --json`.
+#[derive(Debug, Serialize)]
+pub struct HttpReport {
+    /// Always `"http"`.
+    pub benchmark: &'static str,
+    /// The embedder's model id.
+    pub model: String,
+    /// Threads of the local model; null for a remote embedder.
+    pub model_threads: Option<usize>,
+    /// Active memories of the bench user.
+    pub memories: usize,
+    /// k of each recall.
+    pub k: usize,
+    /// One entry per client concurrency (and strengthening mode), in the order asked.
+    pub results: Vec<HttpResult>,
+}
+
+/// One concurrency level of `bench http`.
+#[derive(Debug, Serialize)]
+pub struct HttpResult {
+    /// Concurrent clients, each on one keep-alive connection.
+    pub clients: usize,
+    /// Whether the recalls strengthened what they returned.
+    pub strengthen: bool,
+    /// Requests timed.
+    pub requests: usize,
+    /// Per-request latency, as a client sees it.
+    pub latency: Latency,
+    /// Requests per second of wall time over all clients.
+    pub recalls_per_second: f64,
+}
+
 /// Runs the benchmark.
-pub fn run(ctx: &Context, args: HttpArgs) -> Result<()> {
+pub fn run(ctx: &Context, args: HttpArgs) -> Result<HttpReport> {
     let embedder = ctx.embedder.load()?;
     let model = EmbeddingModel { id: embedder.model_id().to_string(), dim: embedder.dim() };
-    std::fs::create_dir_all(&args.dir)?;
+    std::fs::create_dir_all(&args.dir).with_context(|| format!("cannot create {}", args.dir.display()))?;
     let corpus = sentences(&args.data, 4000)?;
     let path = args.dir.join(format!("recall-{}-{}.db", args.memories, model.id.replace('/', "_")));
     let store = Arc::new(SqliteStore::open(&path)?);
@@ -94,17 +127,17 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<()> {
     }
     drop(warm);
 
-    println!("recall over HTTP on loopback: one user with {} memories, k = {}, query embedding included ({} threads for the model)", args.memories, args.k, match &ctx.embedder {
-        crate::embedder::EmbedderChoice::Local { threads, .. } => threads.to_string(),
-        _ => "remote".into(),
-    });
-    println!("{:>8} {:>12} {:>9} {:>10} {:>10} {:>10} {:>12}", "clients", "strengthen", "requests", "p50", "p95", "p99", "recalls/s");
+    let model_threads = match &ctx.embedder {
+        crate::embedder::EmbedderChoice::Local { threads, .. } => Some(*threads),
+        _ => None,
+    };
+    let mut report = HttpReport { benchmark: "http", model: model.id.clone(), model_threads, memories: args.memories, k: args.k, results: Vec::new() };
+    if !ctx.cli_json {
+        println!("recall over HTTP on loopback: one user with {} memories, k = {}, query embedding included ({} threads for the model)", args.memories, args.k, model_threads.map_or("remote".into(), |t| t.to_string()));
+        println!("{:>8} {:>12} {:>9} {:>10} {:>10} {:>10} {:>12}", "clients", "strengthen", "requests", "p50", "p95", "p99", "recalls/s");
+    }
     let modes: &[bool] = if args.strengthen { &[false, true] } else { &[false] };
-    for clients in args.clients.split(',') {
-        let clients: usize = clients.trim().parse().context("--clients takes numbers such as 1,32")?;
-        if clients == 0 || clients > 256 {
-            bail!("--clients must be between 1 and 256");
-        }
+    for &clients in &args.clients {
         let per_client = (args.requests / clients).max(10);
         for &strengthen in modes {
             let start = Instant::now();
@@ -130,23 +163,26 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<()> {
                 times.extend(h.join().map_err(|_| anyhow::anyhow!("a client thread panicked"))??);
             }
             let wall = start.elapsed().as_secs_f64();
-            times.sort();
-            let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1000.0);
-            println!(
-                "{:>8} {:>12} {:>9} {:>10} {:>10} {:>10} {:>12.1}",
-                clients,
-                if strengthen { "yes" } else { "no" },
-                times.len(),
-                ms(percentile(&times, 0.5)),
-                ms(percentile(&times, 0.95)),
-                ms(percentile(&times, 0.99)),
-                times.len() as f64 / wall
-            );
+            let row = HttpResult { clients, strengthen, requests: times.len(), latency: Latency::of(&mut times), recalls_per_second: times.len() as f64 / wall };
+            if !ctx.cli_json {
+                let ms = |ms: f64| format!("{ms:.2} ms");
+                println!(
+                    "{:>8} {:>12} {:>9} {:>10} {:>10} {:>10} {:>12.1}",
+                    clients,
+                    if strengthen { "yes" } else { "no" },
+                    row.requests,
+                    ms(row.latency.p50_ms),
+                    ms(row.latency.p95_ms),
+                    ms(row.latency.p99_ms),
+                    row.recalls_per_second
+                );
+            }
+            report.results.push(row);
         }
     }
     let _ = stop.send(());
     runtime.block_on(server)??;
-    Ok(())
+    Ok(report)
 }
 
 /// One keep-alive HTTP/1.1 connection to the bench server.
@@ -181,10 +217,10 @@ impl Connection {
             if line.is_empty() {
                 break;
             }
-            if let Some((name, value)) = line.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse::<usize>().ok();
-                }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse::<usize>().ok();
             }
         }
         let mut body = vec![0; length.context("response without Content-Length")?];

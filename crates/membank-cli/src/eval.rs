@@ -1,6 +1,8 @@
 //! `membank eval memorybank|locomo|longmemeval`: builds (or reuses) an evaluation
 //! database, runs a benchmark through `membank-eval`, prints a table, or with `--json`
-//! the report object.
+//! the report object. Questions asked but not scored are counted, with the reason, in text
+//! and JSON (MemoryBank: `asked`, `skipped`, `skipped_by_reason`; LongMemEval: `skipped`);
+//! LoCoMo scores every question.
 //!
 //! The database is cached under `<cache dir>/membank/eval/`, keyed by the SHA-256 of the
 //! data files, the embedding model and the import format version, so a second run skips the import; `--eval-db`
@@ -20,7 +22,7 @@ use membank_eval::{CachingEmbedder, locomo, longmemeval, memorybank};
 use membank_store::SqliteStore;
 use sha2::{Digest, Sha256};
 
-use crate::commands::Context;
+use crate::commands::{Context, print_json};
 use crate::embedder::LazyEmbedder;
 use crate::progress::Bar;
 
@@ -148,6 +150,22 @@ fn table(title: &str, columns: &[String], rows: &[(String, &BTreeMap<String, f64
     }
 }
 
+/// Names the questions of a MemoryBank run that were asked but not scored, and why, so
+/// that an `n` smaller than the questions asked is explained where it is printed.
+fn print_skipped(report: &memorybank::MemoryBankReport) {
+    for (reason, count) in &report.skipped_by_reason {
+        let why = match *reason {
+            memorybank::NO_EVIDENCE => "the gold line lists no evidence (not answerable from the history)",
+            memorybank::NO_GOLD => "no gold given",
+            other => other,
+        };
+        let qids: Vec<&str> = report.questions.iter().filter(|q| q.skip_reason == Some(*reason)).map(|q| q.qid.as_str()).collect();
+        let shown = qids.iter().take(10).copied().collect::<Vec<_>>().join(", ");
+        let more = if qids.len() > 10 { format!(" and {} more", qids.len() - 10) } else { String::new() };
+        println!("skipped {count}: {why}: {shown}{more}");
+    }
+}
+
 /// Runs `eval`.
 pub fn run(ctx: &Context, command: EvalCommand) -> Result<()> {
     let bar = Bar::new();
@@ -168,14 +186,15 @@ pub fn run(ctx: &Context, command: EvalCommand) -> Result<()> {
             let report = memorybank::run(&engine, &memorybank::MemoryBankRun { bank, questions, gold: gold.clone(), lang, ks: ks.clone(), now }, &progress)?;
             bar.finish();
             if ctx.cli_json {
-                return Ok(println!("{}", serde_json::to_string_pretty(&report)?));
+                return print_json(&report);
             }
             let Some(gold) = gold else {
                 for q in &report.questions {
                     let top: Vec<String> = q.retrieved.iter().take(3).map(|r| format!("{}#{}", r.date, r.turn)).collect();
                     println!("{:<14} {}  →  {}", q.qid, q.question, top.join(", "));
                 }
-                return Ok(println!("{} questions asked (no gold given: nothing scored)", report.questions.len()));
+                println!("{} questions asked (no gold given: nothing scored)", report.asked);
+                return Ok(());
             };
             let mut columns: Vec<String> = ks.iter().map(|k| format!("hit@{k}")).collect();
             columns.extend(ks.iter().map(|k| format!("all@{k}")));
@@ -184,7 +203,8 @@ pub fn run(ctx: &Context, command: EvalCommand) -> Result<()> {
             overall.insert("n".into(), report.n as f64);
             let mut rows = vec![("all".to_string(), &overall)];
             rows.extend(report.by_kind.iter().map(|(kind, m)| (kind.clone(), m)));
-            table(&format!("MemoryBank ({}), gold {}", lang.as_str(), gold.display()), &columns, &rows);
+            table(&format!("MemoryBank ({}), gold {}: {} of {} questions scored", lang.as_str(), gold.display(), report.n, report.asked), &columns, &rows);
+            print_skipped(&report);
         }
         EvalCommand::Locomo { data, k, db } => {
             let ks = parse_ks(&k)?;
@@ -192,7 +212,7 @@ pub fn run(ctx: &Context, command: EvalCommand) -> Result<()> {
             let report = locomo::run(&engine, &locomo::LocomoRun { data, ks: ks.clone() }, &progress)?;
             bar.finish();
             if ctx.cli_json {
-                return Ok(println!("{}", serde_json::to_string_pretty(&report)?));
+                return print_json(&report);
             }
             let columns: Vec<String> = ks.iter().map(|k| format!("recall@{k}")).collect();
             let mut overall = report.metrics.clone();
@@ -207,7 +227,7 @@ pub fn run(ctx: &Context, command: EvalCommand) -> Result<()> {
             let report = longmemeval::run(&engine, &longmemeval::LongMemEvalRun { data, limit }, &progress)?;
             bar.finish();
             if ctx.cli_json {
-                return Ok(println!("{}", serde_json::to_string_pretty(&report)?));
+                return print_json(&report);
             }
             let columns: Vec<String> = [5, 10].iter().flat_map(|k| [format!("recall_any@{k}"), format!("recall_all@{k}"), format!("ndcg_any@{k}")]).collect();
             for (level, overall, pick) in [("session", &report.metrics.session, 0), ("turn", &report.metrics.turn, 1)] {

@@ -6,7 +6,9 @@
 //! ranked turns are scored against a gold file (`gold_*.jsonl`: `user`, `qid`, `evidence`
 //! as date + 0-based turn index, `kind`; `question` and `answer` are optional and unused).
 //! A qid names its question by position: `en-<user name without spaces>-<i>` for English,
-//! `cn-<line index>-<i>` for Chinese. Questions with empty evidence are not scored.
+//! `cn-<line index>-<i>` for Chinese. Questions with empty evidence are asked but not
+//! scored; the report counts them (`asked`, `skipped`, `skipped_by_reason`), so that `n`
+//! is never a silently smaller number than the questions asked.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -85,6 +87,9 @@ pub struct QuestionResult {
     pub evidence: Vec<String>,
     /// Whether it counts in the metrics (gold given and evidence not empty).
     pub scored: bool,
+    /// Why it does not count, when it does not: [`NO_GOLD`] or [`NO_EVIDENCE`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip_reason: Option<&'static str>,
     /// The rank of the first gold turn (1-based), if retrieved.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_rank: Option<usize>,
@@ -94,7 +99,14 @@ pub struct QuestionResult {
     pub retrieved: Vec<Retrieved>,
 }
 
-/// The run's result: `{"metrics": {...}, "by_kind": {...}, "questions": [...]}`.
+/// Why a question was asked but not scored: no gold file was given.
+pub const NO_GOLD: &str = "no_gold";
+/// Why a question was asked but not scored: its gold line lists no evidence (the answer is
+/// not in the history, e.g. a question about a day the bank has no turns for).
+pub const NO_EVIDENCE: &str = "no_evidence";
+
+/// The run's result: `{"metrics": {...}, "by_kind": {...}, "n", "asked", "skipped",
+/// "skipped_by_reason": {"no_evidence": 1}, "questions": [...]}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct MemoryBankReport {
     /// hit@k and all@k for every k asked, and mrr; empty without gold.
@@ -103,6 +115,13 @@ pub struct MemoryBankReport {
     pub by_kind: BTreeMap<String, BTreeMap<String, f64>>,
     /// Scored questions.
     pub n: usize,
+    /// Questions asked: `n` scored plus `skipped`.
+    pub asked: usize,
+    /// Questions asked but not scored.
+    pub skipped: usize,
+    /// The skipped questions counted by reason ([`NO_GOLD`], [`NO_EVIDENCE`]); empty when
+    /// none was skipped.
+    pub skipped_by_reason: BTreeMap<&'static str, usize>,
     /// Every question asked.
     pub questions: Vec<QuestionResult>,
     /// What the import did (all skipped when the database already held the bank).
@@ -156,7 +175,7 @@ pub fn run(engine: &Engine, run: &MemoryBankRun, progress: Progress<'_>) -> Resu
     }
     let tenant = TenantId::new(EVAL_TENANT).map_err(|e| EvalError::data("tenant", e.reason))?;
     progress("importing", 0, set.len());
-    let import = engine.import(ImportRequest { tenant: tenant.clone(), set }, &|done, total| progress("importing", done, total))?;
+    let import = engine.import(ImportRequest { tenant: tenant.clone(), set, clock_from: membank_engine::core::ClockFrom::Event }, &|done, total| progress("importing", done, total))?;
 
     let questions = read_questions(run, &key_of)?;
     let gold = match &run.gold {
@@ -205,7 +224,12 @@ pub fn run(engine: &Engine, run: &MemoryBankRun, progress: Progress<'_>) -> Resu
         }
         let gold_line = gold_by_qid.get(question.qid.as_str());
         let evidence: HashSet<String> = gold_line.map(|g| g.evidence.iter().map(|e| format!("memorybank:{}:{}", e.date.trim(), e.turn)).collect()).unwrap_or_default();
-        let scored = gold_line.is_some() && !evidence.is_empty();
+        let skip_reason = match gold_line {
+            None => Some(NO_GOLD),
+            Some(_) if evidence.is_empty() => Some(NO_EVIDENCE),
+            Some(_) => None,
+        };
+        let scored = skip_reason.is_none();
         let mut values = BTreeMap::new();
         let mut first_rank = None;
         if scored {
@@ -228,6 +252,7 @@ pub fn run(engine: &Engine, run: &MemoryBankRun, progress: Progress<'_>) -> Resu
             kind: gold_line.and_then(|g| g.kind.clone()),
             evidence: evidence_list,
             scored,
+            skip_reason,
             first_rank,
             metrics: values,
             retrieved,
@@ -242,7 +267,11 @@ pub fn run(engine: &Engine, run: &MemoryBankRun, progress: Progress<'_>) -> Resu
             (kind, m)
         })
         .collect();
-    Ok(MemoryBankReport { metrics: overall.means(), by_kind, n: overall.n, questions: results, import })
+    let mut skipped_by_reason = BTreeMap::new();
+    for reason in results.iter().filter_map(|q| q.skip_reason) {
+        *skipped_by_reason.entry(reason).or_insert(0) += 1;
+    }
+    Ok(MemoryBankReport { metrics: overall.means(), by_kind, n: overall.n, asked: results.len(), skipped: results.len() - overall.n, skipped_by_reason, questions: results, import })
 }
 
 fn read_questions(run: &MemoryBankRun, key_of: &HashMap<UserId, String>) -> Result<Vec<Question>, EvalError> {

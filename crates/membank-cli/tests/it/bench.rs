@@ -1,0 +1,323 @@
+//! `membank bench …`, `bench/embed/compare.sh` and the counts of `membank eval memorybank`
+//! through the real binary, at tiny sizes: the JSON shape of every benchmark (numbers are
+//! checked to be numbers, never against a time), progress on a non-terminal standard error
+//! as whole lines, bad values of the flags refused with exit 2 or 3, the comparison script's
+//! Rust side end to end (so it cannot rot), and questions asked but not scored counted with
+//! their reason.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::{Bank, model_dir, write};
+
+/// A public-data folder in miniature: `memorybank/memory_bank_en.json` and
+/// `locomo/locomo10.json` with nine distinct sentences between them.
+fn tiny_data(bank: &Bank) -> std::path::PathBuf {
+    let data = bank.path("data");
+    std::fs::create_dir_all(data.join("memorybank")).unwrap();
+    std::fs::create_dir_all(data.join("locomo")).unwrap();
+    write(
+        &data.join("memorybank/memory_bank_en.json"),
+        br#"{"Ann": {"history": {"2023-04-27": [
+            {"query": "I adopted a grey cat named Miso", "response": "What a lovely name for a cat."},
+            {"query": "We went hiking on Mount Tam last weekend", "response": "The views must have been great."},
+            {"query": "My sister is getting married in June", "response": "Congratulations to her!"}]}}}"#,
+    );
+    write(
+        &data.join("locomo/locomo10.json"),
+        br#"[{"sample_id": "conv-1", "conversation": {"speaker_a": "A", "speaker_b": "B",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "I started learning the piano this spring"},
+                          {"speaker": "B", "dia_id": "D1:2", "text": "Which pieces are you practising now?"},
+                          {"speaker": "A", "dia_id": "D1:3", "text": "Mostly Bach preludes and some jazz standards"}]}}]"#,
+    );
+    data
+}
+
+fn number(value: &Value, what: &str) -> f64 {
+    value.as_f64().unwrap_or_else(|| panic!("{what} should be a number: {value}"))
+}
+
+/// Every field of a latency object is a number of milliseconds.
+fn latency(value: &Value, what: &str) {
+    let fields: Vec<&String> = value.as_object().unwrap_or_else(|| panic!("{what}: {value}")).keys().collect();
+    assert_eq!(fields, ["p50_ms", "p95_ms", "p99_ms"], "{what}");
+    for (name, ms) in value.as_object().unwrap() {
+        assert!(number(ms, name) >= 0.0, "{what}.{name}");
+    }
+}
+
+/// Runs with `--json` (spawned: standard error is a pipe, not a terminal); returns the
+/// report and standard error, after checking that progress came as whole lines.
+fn json_and_stderr(bank: &Bank, args: &[&str]) -> (Value, String) {
+    let out = bank.command().arg("--json").args(args).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "membank --json {args:?}: {stderr}");
+    assert_whole_lines(&stderr);
+    (serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout))), stderr)
+}
+
+/// No carriage return, and every line ended: what a log file or CI console can show.
+fn assert_whole_lines(stderr: &str) {
+    assert!(!stderr.contains('\r'), "progress on a non-terminal must be whole lines: {stderr:?}");
+    assert!(stderr.is_empty() || stderr.ends_with('\n'), "an unfinished line: {stderr:?}");
+}
+
+#[test]
+fn bench_embed_reads_a_sentence_file_and_reports_json() {
+    let bank = Bank::new();
+    let file = bank.path("sentences.txt");
+    write(&file, b"I adopted a grey cat named Miso\r\nWe went hiking on Mount Tam\nMy sister is getting married\nnot read: past --n\n");
+    let (report, stderr) = json_and_stderr(&bank, &["bench", "embed", "--sentences", file.to_str().unwrap(), "--n", "3", "--runs", "2", "--thread-counts", "1,2"]);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert_eq!(report["benchmark"], "embed");
+    assert_eq!(report["model"], "sentence-transformers/all-MiniLM-L6-v2");
+    assert_eq!(report["source"], file.to_str().unwrap());
+    assert_eq!((report["sentences"].as_u64(), report["words"].as_u64(), report["runs"].as_u64()), (Some(3), Some(18), Some(2)));
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.iter().map(|r| r["threads"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2]);
+    for row in results {
+        assert!(number(&row["sentences_per_second"], "sentences_per_second") > 0.0 && number(&row["seconds"], "seconds") > 0.0, "{row}");
+        assert!(row["sentences_per_cpu_second"].is_number() || row["sentences_per_cpu_second"].is_null(), "{row}");
+        assert_eq!(row["run_rates"].as_array().unwrap().len(), 2, "{row}");
+        assert_eq!(row.as_object().unwrap().len(), 5, "{row}");
+    }
+    // The text table names the source and has a row per thread count.
+    let text = bank.ok(&["bench", "embed", "--sentences", file.to_str().unwrap(), "--n", "3", "--runs", "1", "--thread-counts", "1"]);
+    assert!(text.starts_with(&format!("embedding 3 sentences from {}", file.display())), "{text}");
+    assert_eq!(text.lines().count(), 3, "{text}");
+}
+
+#[test]
+fn bench_embed_refuses_bad_sentence_files_and_counts() {
+    let bank = Bank::new();
+    let path = |name: &str, bytes: &[u8]| {
+        let p = bank.path(name);
+        write(&p, bytes);
+        p.to_str().unwrap().to_string()
+    };
+    let two = path("two.txt", b"one sentence\nanother sentence\n");
+    let files = [
+        (bank.path("missing.txt").to_str().unwrap().to_string(), "cannot read it"),
+        (bank.dir.path().to_str().unwrap().to_string(), "cannot read it"),
+        (path("empty.txt", b""), "holds no sentences"),
+        (path("blank.txt", b"fine\n   \nfine again\n"), "line 2 is blank"),
+        (path("latin1.txt", b"caf\xe9 au lait\n"), "line 1 is not valid UTF-8"),
+        (two.clone(), "only 2 sentences; ask for --n 2 or fewer"),
+    ];
+    for (file, expect) in files {
+        let stderr = bank.fails(&["bench", "embed", "--sentences", &file, "--n", "3", "--runs", "1"], 3);
+        assert!(stderr.contains("invalid sentences") && stderr.contains(expect), "{file:?}: {stderr}");
+    }
+    let usage: &[&[&str]] = &[
+        &["--n", "0"],
+        &["--n", "-1"],
+        &["--n", "2x"],
+        &["--n", "99999999999999999999"],
+        &["--runs", "0"],
+        &["--thread-counts", "0"],
+        &["--thread-counts", "1,,2"],
+        &["--thread-counts", ""],
+        &["--thread-counts", "257"],
+        &["--thread-counts", "1;2"],
+        &["--data", "somewhere"],
+        &["--sentences", ""],
+    ];
+    for extra in usage {
+        let mut args = vec!["bench", "embed", "--sentences", &two, "--runs", "1"];
+        args.extend_from_slice(extra);
+        let stderr = bank.fails(&args, 2);
+        assert!(stderr.contains("error:"), "{extra:?}: {stderr}");
+    }
+    // From the data folder: asking for more sentences than it holds is refused, naming it.
+    let data = tiny_data(&bank);
+    let stderr = bank.fails(&["bench", "embed", "--data", data.to_str().unwrap(), "--n", "1000", "--runs", "1"], 3);
+    assert!(stderr.contains("only 9 distinct sentences") && stderr.contains("--n 9 or fewer"), "{stderr}");
+}
+
+#[test]
+fn bench_recall_reports_json_and_reuses_its_databases() {
+    let bank = Bank::new();
+    let data = tiny_data(&bank);
+    let dir = bank.path("bench");
+    let args = ["bench", "recall", "--sizes", "4,20", "--queries", "2", "--dir", dir.to_str().unwrap(), "--data", data.to_str().unwrap()];
+    let (report, stderr) = json_and_stderr(&bank, &args);
+    assert_eq!(report["benchmark"], "recall");
+    assert_eq!((report["k"].as_u64(), report["queries"].as_u64()), (Some(10), Some(2)), "one query per 7 sentences: {report}");
+    assert!(report["model"].is_string());
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.iter().map(|r| (r["memories"].as_u64().unwrap(), r["built"].as_u64().unwrap())).collect::<Vec<_>>(), [(4, 4), (20, 20)]);
+    for row in results {
+        for series in ["total", "no_embed", "dense", "bm25", "embed"] {
+            latency(&row[series], series);
+        }
+        assert_eq!(row.as_object().unwrap().len(), 7, "{row}");
+    }
+    // Building 20 memories reports its end on a line of its own.
+    assert!(stderr.contains("embedding: 9/9 in ") && stderr.contains("inserting: 20/20 in ") && stderr.contains("built 20 memories in "), "{stderr}");
+
+    let (again, stderr) = json_and_stderr(&bank, &args);
+    assert_eq!(again["results"].as_array().unwrap().iter().map(|r| r["built"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 0]);
+    assert!(stderr.is_empty(), "nothing to build: {stderr}");
+
+    for bad in [["--sizes", "0"], ["--sizes", "10,x"], ["--queries", "0"]] {
+        bank.fails(&[&args[..], &bad[..]].concat(), 2);
+    }
+}
+
+#[test]
+fn bench_http_reports_json_per_concurrency_and_mode() {
+    let bank = Bank::new();
+    let data = tiny_data(&bank);
+    let dir = bank.path("bench");
+    let args = ["bench", "http", "--memories", "8", "--clients", "1,2", "--requests", "2", "--k", "3", "--dir", dir.to_str().unwrap(), "--data", data.to_str().unwrap()];
+    let (report, _) = json_and_stderr(&bank, &[&args[..], &["--strengthen"]].concat());
+    assert_eq!(report["benchmark"], "http");
+    assert_eq!((report["memories"].as_u64(), report["k"].as_u64()), (Some(8), Some(3)));
+    assert!(report["model"].is_string() && report["model_threads"].is_u64(), "{report}");
+    let results = report["results"].as_array().unwrap();
+    // At least 10 requests per client.
+    let rows: Vec<(u64, bool, u64)> = results.iter().map(|r| (r["clients"].as_u64().unwrap(), r["strengthen"].as_bool().unwrap(), r["requests"].as_u64().unwrap())).collect();
+    assert_eq!(rows, [(1, false, 10), (1, true, 10), (2, false, 20), (2, true, 20)]);
+    for row in results {
+        latency(&row["latency"], "latency");
+        assert!(number(&row["recalls_per_second"], "recalls_per_second") > 0.0);
+    }
+    for bad in [["--clients", "0"], ["--clients", "257"], ["--clients", "1,-2"], ["--requests", "0"], ["--k", "0"], ["--k", "100000"], ["--memories", "0"]] {
+        bank.fails(&[&args[..], &bad[..]].concat(), 2);
+    }
+}
+
+#[test]
+fn bench_sweep_reports_json_for_the_dry_and_the_real_sweep() {
+    let bank = Bank::new();
+    let dir = bank.path("bench");
+    let args = ["bench", "sweep", "--users", "3", "--per-user", "40", "--dir", dir.to_str().unwrap()];
+    let (report, stderr) = json_and_stderr(&bank, &args);
+    assert_eq!(report["benchmark"], "sweep");
+    assert_eq!((report["users"].as_u64(), report["per_user"].as_u64(), report["built"].as_bool()), (Some(3), Some(40), Some(true)));
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.iter().map(|r| r["dry_run"].as_bool().unwrap()).collect::<Vec<_>>(), [true, false]);
+    for row in results {
+        assert_eq!(row["examined"].as_u64(), Some(120), "{row}");
+        for field in ["seconds", "memories_per_second", "ms_per_user"] {
+            number(&row[field], field);
+        }
+    }
+    // The dry run and the real sweep decide alike; day 40 archives some and keeps others.
+    let archived = results[0]["archived"].as_u64().unwrap();
+    assert!(archived > 0 && archived < 120 && results[1]["archived"].as_u64() == Some(archived), "{report}");
+    assert!(stderr.contains("building users: 3/3 in ") && stderr.contains("built 120 memories"), "{stderr}");
+
+    let (again, _) = json_and_stderr(&bank, &args);
+    assert_eq!(again["built"], false);
+    assert_eq!(again["results"][1]["archived"].as_u64(), Some(archived), "each run sweeps a fresh copy");
+    bank.fails(&["bench", "sweep", "--users", "0", "--dir", dir.to_str().unwrap()], 2);
+    bank.fails(&["bench", "sweep", "--per-user", "many", "--dir", dir.to_str().unwrap()], 2);
+}
+
+/// `bench/embed/compare.sh` with the binary under test, the model, and `home` as HOME.
+fn compare_sh(home: &Path) -> Command {
+    let mut command = Command::new("bash");
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/embed/compare.sh"))
+        .env("MEMBANK_BIN", env!("CARGO_BIN_EXE_membank"))
+        .env("MODEL_DIR", model_dir())
+        // The Rust side must need neither PyTorch nor cargo.
+        .env("PYTHON", "/nonexistent/python")
+        .env("CARGO", "/nonexistent/cargo")
+        .env("HOME", home)
+        .env_remove("MEMBANK_CONFIG")
+        .env_remove("COMPARE_STOP_BEFORE_PYTORCH");
+    command
+}
+
+/// The comparison script cited by the README, run with the binary under test up to the
+/// point where it would need PyTorch.
+#[test]
+fn compare_sh_runs_the_rust_side_with_the_built_binary() {
+    let bank = Bank::new();
+    let file = bank.path("sentences.txt");
+    write(&file, b"I adopted a grey cat named Miso\nWe went hiking on Mount Tam\nMy sister is getting married in June\n");
+    let out = compare_sh(bank.dir.path()).args(["--rust-only", "--n", "3", "--runs", "1", "--thread-counts", "1,2", "--sentences", file.to_str().unwrap()]).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "compare.sh failed: {stdout}\n{stderr}");
+    assert!(stdout.contains("3 sentences (20 words), median of 1 runs, Rust only (stopped before PyTorch)"), "{stdout}");
+    let rows: Vec<&str> = stdout.lines().skip_while(|l| !l.starts_with("threads")).skip(1).collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    for (row, threads) in rows.iter().zip(["1", "2"]) {
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(fields[0], threads, "{row}");
+        assert!(fields[1].parse::<f64>().is_ok_and(|r| r > 0.0), "{row}");
+    }
+    // The environment variable stops it as well.
+    let out = compare_sh(bank.dir.path()).env("COMPARE_STOP_BEFORE_PYTORCH", "1").args(["--n", "2", "--runs", "1", "--thread-counts", "1", "--sentences", file.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Rust only"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn compare_sh_refuses_bad_arguments_with_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--n", "0"], "--n takes a number"),
+        (&["--n", "1e3"], "--n takes a number"),
+        (&["--n", "$(false)"], "--n takes a number"),
+        (&["--runs", ""], "--runs takes a number"),
+        (&["--thread-counts", "1,"], "--thread-counts takes numbers"),
+        (&["--sentences", "/nonexistent/sentences.txt"], "is not a file"),
+        (&["--n"], "--n needs a value"),
+        (&["--fast"], "unknown argument --fast"),
+    ];
+    let bank = Bank::new();
+    for (args, expect) in cases {
+        let out = compare_sh(bank.dir.path()).arg("--rust-only").args(*args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+    }
+}
+
+const BANK: &str = r#"{"Ann": {"name": "Ann", "history": {
+  "2023-04-27": [{"query": "I adopted a grey cat named Miso", "response": "Lovely!"}, {"query": "I went hiking on Mount Tam", "response": "Fun."}],
+  "2023-04-28": [{"query": "My sister is getting married in June", "response": "Congratulations!"}]}}}"#;
+
+/// As on the English dev set (56 asked, 55 scored): a question whose gold lists no
+/// evidence is asked, not scored, and counted with its reason in text and JSON.
+#[test]
+fn eval_memorybank_counts_the_questions_it_did_not_score() {
+    let bank = Bank::new();
+    write(&bank.path("memory_bank_en.json"), BANK.as_bytes());
+    write(&bank.path("probing_questions_en.jsonl"), "{\"Ann\": [\"What is my cat called?\", \"Where did I hike?\", \"What dish did I cook on May 5th?\"]}\n".as_bytes());
+    let gold = bank.path("gold.jsonl");
+    write(
+        &gold,
+        concat!(
+            "{\"user\": \"Ann\", \"qid\": \"en-Ann-0\", \"evidence\": [{\"date\": \"2023-04-27\", \"turn\": 0}], \"kind\": \"fact\"}\n",
+            "{\"user\": \"Ann\", \"qid\": \"en-Ann-1\", \"evidence\": [{\"date\": \"2023-04-27\", \"turn\": 1}], \"kind\": \"fact\"}\n",
+            "{\"user\": \"Ann\", \"qid\": \"en-Ann-2\", \"evidence\": [], \"kind\": \"unanswerable\"}\n",
+        )
+        .as_bytes(),
+    );
+    let eval_db = bank.path("eval.db");
+    let data = bank.dir.path().to_str().unwrap();
+    let args = ["eval", "memorybank", "--data", data, "--gold", gold.to_str().unwrap(), "--k", "1,3", "--eval-db", eval_db.to_str().unwrap()];
+    let (report, stderr) = json_and_stderr(&bank, &args);
+    assert_eq!((report["asked"].as_u64(), report["n"].as_u64(), report["skipped"].as_u64()), (Some(3), Some(2), Some(1)), "{report}");
+    assert_eq!(report["skipped_by_reason"], serde_json::json!({"no_evidence": 1}));
+    let skipped: Vec<&Value> = report["questions"].as_array().unwrap().iter().filter(|q| q["scored"] == false).collect();
+    assert_eq!(skipped.len(), 1);
+    assert_eq!((&skipped[0]["qid"], &skipped[0]["skip_reason"]), (&Value::from("en-Ann-2"), &Value::from("no_evidence")));
+    assert!(report["questions"][0].get("skip_reason").is_none(), "a scored question has no skip reason");
+    // Progress on a pipe: one whole line per step.
+    assert!(stderr.contains("importing: ") && stderr.contains("asking: 3/3 in "), "{stderr}");
+
+    let text = bank.ok(&args);
+    assert!(text.contains("MemoryBank (en), gold ") && text.contains(": 2 of 3 questions scored"), "{text}");
+    assert!(text.contains("skipped 1: the gold line lists no evidence (not answerable from the history): en-Ann-2"), "{text}");
+
+    // Without gold, every question is asked and none scored, for that reason.
+    let no_gold = bank.json(&["eval", "memorybank", "--data", data, "--eval-db", eval_db.to_str().unwrap()]);
+    assert_eq!((no_gold["asked"].as_u64(), no_gold["n"].as_u64(), no_gold["skipped"].as_u64()), (Some(3), Some(0), Some(3)), "{no_gold}");
+    assert_eq!(no_gold["skipped_by_reason"], serde_json::json!({"no_gold": 3}));
+}
