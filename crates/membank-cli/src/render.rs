@@ -152,22 +152,21 @@ pub fn list_marked(l: &ListResponse, archive_below: Option<f64>) -> String {
             "{} [{}] {:<8} {:<8} S {:<4} R {:.2}{} I {:.2} {:<5}{}  {}\n",
             m.id,
             m.day,
-            m.kind,
-            m.status,
+            // as_str: the Display impls do not pad.
+            m.kind.as_str(),
+            m.status.as_str(),
             m.forgetting.strength.get(),
             retention,
             if past { " (past threshold: the next sweep archives it)" } else { "" },
             m.forgetting.importance,
-            m.forgetting.layer,
+            m.forgetting.layer.as_str(),
             pin,
             content(m)
         ));
     }
     out.push_str(&format!("({} active, {} archived, {} superseded, {} erased)\n", l.counts.active, l.counts.archived, l.counts.superseded, l.counts.erased));
-    if past_count > 0 {
-        let threshold = archive_below.unwrap_or_default();
-        let (these, them) = if past_count == 1 { ("1 memory listed is", "it") } else { ("", "them") };
-        let these = if past_count == 1 { these.to_string() } else { format!("{past_count} memories listed are") };
+    if let (Some(threshold), 1..) = (archive_below, past_count) {
+        let (these, them) = if past_count == 1 { ("1 memory listed is".to_string(), "it") } else { (format!("{past_count} memories listed are"), "them") };
         out.push_str(&format!("{these} past the archive threshold (R < {threshold}): the next sweep archives {them}\n"));
     }
     out
@@ -259,4 +258,68 @@ pub fn events(events: &[Event]) -> String {
         events.len()
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeZone, Utc};
+    use membank_engine::core::{ForgettingState, Kind, MemoryId, Scope, Source, TenantId, UserId};
+    use membank_store::StatusCounts;
+
+    use super::*;
+
+    fn sample(text: &str) -> Memory {
+        let at = Utc.with_ymd_and_hms(2024, 5, 4, 9, 0, 0).unwrap();
+        Memory {
+            id: MemoryId::generate(at),
+            scope: Scope::user(TenantId::default_tenant(), UserId::new("ana").unwrap()),
+            kind: Kind::Turn,
+            source: Source::User,
+            content: Some(text.into()),
+            user_text: None,
+            assistant_text: None,
+            occurred_at: at,
+            recorded_at: at,
+            day: at.date_naive(),
+            forgetting: ForgettingState::new(at),
+            status: Status::Active,
+            superseded_by: None,
+            derived_from: Vec::new(),
+            metadata: Default::default(),
+        }
+    }
+
+    const PAST: &str = "(past threshold: the next sweep archives it)";
+
+    #[test]
+    fn a_list_marks_and_counts_what_the_next_sweep_archives() {
+        let faded = sample("faded");
+        let mut pinned = sample("pinned");
+        pinned.forgetting.pinned = true;
+        let mut archived = sample("archived already");
+        archived.status = Status::Archived;
+        let fresh = sample("fresh");
+        let page = ListResponse {
+            now: faded.occurred_at,
+            memories: vec![(faded, 0.01), (pinned, 0.01), (archived, 0.01), (fresh, 0.9)],
+            counts: StatusCounts { active: 3, archived: 1, superseded: 0, erased: 0 },
+        };
+        let text = list_marked(&page, Some(0.05));
+        let marked: Vec<&str> = text.lines().filter(|l| l.contains(PAST)).collect();
+        assert_eq!(marked.len(), 1, "{text}");
+        assert!(marked[0].ends_with("  faded"), "{text}");
+        assert!(text.ends_with("(3 active, 1 archived, 0 superseded, 0 erased)\n1 memory listed is past the archive threshold (R < 0.05): the next sweep archives it\n"), "{text}");
+        // A policy that does not archive by a threshold marks nothing.
+        let text = list_marked(&page, None);
+        assert!(!text.contains("past"), "{text}");
+        assert_eq!(list(&page), text);
+    }
+
+    #[test]
+    fn show_says_when_a_memory_is_past_the_threshold() {
+        let m = sample("faded");
+        assert!(memory_marked(&m, 0.01, Some(0.05)).contains("retention:    0.0100  past the archive threshold (0.05): the next sweep archives it\n"));
+        assert!(!memory_marked(&m, 0.2, Some(0.05)).contains("past"));
+        assert_eq!(memory(&m, 0.01), memory_marked(&m, 0.01, None));
+    }
 }
