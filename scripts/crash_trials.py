@@ -164,7 +164,7 @@ class Trial:
                 tok = self.token()
                 text = self.sentence(rng, tok)
                 if op == "turn":
-                    body = {"user_text": text, "assistant_text": f"noted {rng.choice(WORDS)}", "occurred_at": self.past(rng)}
+                    body = {"user_text": text, "assistant_text": f"noted {rng.choice(WORDS)}", "occurred_at": self.past(rng), "clock_from": "event"}
                     path = f"/v1/users/{user}/turns"
                 else:
                     body = {"text": text}
@@ -179,7 +179,7 @@ class Trial:
                         self.unacked(res, op, [(user, tok)])
             elif op == "batch":
                 toks = [self.token() for _ in range(rng.randint(2, 20))]
-                body = {"turns": [{"user_text": self.sentence(rng, t), "assistant_text": "ok", "occurred_at": self.past(rng)} for t in toks]}
+                body = {"turns": [{"user_text": self.sentence(rng, t), "assistant_text": "ok", "occurred_at": self.past(rng), "clock_from": "event"} for t in toks]}
                 res = http.call("POST", f"/v1/users/{user}/turns/batch", body)
                 with m.lock:
                     if res and res[0] == 201:
@@ -217,8 +217,8 @@ class Trial:
                     else:
                         self.unacked(res, "erase", [])
             elif op == "sweep":
-                # Turns are dated up to 90 days back, so a sweep now really archives (a
-                # sweep may not run ahead of the server's clock).
+                # Turns are dated up to 90 days back with their clocks from those dates, so
+                # a sweep now really archives (a sweep may not run ahead of the server's clock).
                 body = {} if rng.random() < 0.5 else {"max_archive_fraction": 0.3}
                 res = http.call("POST", f"/v1/users/{user}/sweep", body)
                 with m.lock:

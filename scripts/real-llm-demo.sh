@@ -78,7 +78,7 @@ for user in users:
     for day, turns in history[:days] if days > 0 else history:
         for i, turn in enumerate(turns):
             at = f"{day}T10:{i:02d}:00Z"
-            subprocess.run([binary, "remember", "--user", user, "--user-text", turn["query"], "--assistant-text", turn["response"], "--at", at], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run([binary, "remember", "--user", user, "--user-text", turn["query"], "--assistant-text", turn["response"], "--at", at, "--clock-from", "event"], check=True, stdout=subprocess.DEVNULL)
             n += 1
     print(f"{user}: {n} turns over {min(days, len(history)) if days > 0 else len(history)} days")
 PY
@@ -91,7 +91,7 @@ FIRST=${USERS%% *}
 echo "== incremental: membank summarize --user $FIRST again, nothing new (expect 0 LLM calls)"
 "$BIN" summarize --user "$FIRST"
 echo "== incremental: one more turn on 2023-04-28, then summarize (expect that day and the globals only)"
-"$BIN" remember --user "$FIRST" --user-text "By the way, the squirrel in the park was eating a walnut." --at 2023-04-28T18:00:00Z > /dev/null
+"$BIN" remember --user "$FIRST" --user-text "By the way, the squirrel in the park was eating a walnut." --at 2023-04-28T18:00:00Z --clock-from event > /dev/null
 "$BIN" summarize --user "$FIRST"
 for user in $USERS; do
   echo "== membank profile --user $user"
