@@ -468,12 +468,14 @@ fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Pat
 pub(crate) fn fill(store: &dyn Store, scope: &Scope, model: &EmbeddingModel, embedder: &dyn membank_embed::Embedder, corpus: &[String], have: usize, size: usize) -> Result<()> {
     let start_day = chrono::Utc::now() - chrono::Duration::days(365);
     store.ensure_user(&scope.tenant, &scope.user, start_day)?;
-    eprintln!("embedding {} sentences; pairs beyond them reuse their vectors (normalised sums)", corpus.len());
+    // Only the sentences the store will hold: all of them once pairs are needed.
+    let needed = &corpus[..size.min(corpus.len())];
+    eprintln!("embedding {} sentences; pairs beyond them reuse their vectors (normalised sums)", needed.len());
     let bar = Bar::new();
-    let mut base = Vec::with_capacity(corpus.len());
-    for chunk in corpus.chunks(256) {
+    let mut base = Vec::with_capacity(needed.len());
+    for chunk in needed.chunks(256) {
         base.extend(embedder.embed(&chunk.iter().map(String::as_str).collect::<Vec<_>>())?);
-        bar.update("embedding", base.len(), corpus.len());
+        bar.update("embedding", base.len(), needed.len());
     }
     let pair = |i: usize| (i % corpus.len(), (i / corpus.len() * 31 + i) % corpus.len());
     for chunk_start in (have..size).step_by(5000) {
