@@ -242,7 +242,7 @@ impl Session<'_> {
                 let query = ListQuery { statuses: vec![Status::Active], kinds: vec![Kind::Turn, Kind::Note], limit: 20, ..ListQuery::default() };
                 let list = self.engine.list(ListRequest { scope: self.scope.clone(), query })?;
                 if json {
-                    let out: Vec<_> = list.memories.iter().map(|(m, r)| membank_server::wire::MemoryWithRetention { memory: m.into(), retention: *r }).collect();
+                    let out: Vec<_> = list.memories.iter().map(|(m, r)| membank_server::wire::MemoryWithRetention::new(m, *r, list.archive_below)).collect();
                     print_json(&json!({ "memories": out }))?;
                 } else {
                     print!("{}", crate::render::list(&list));

@@ -612,10 +612,10 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
             let ids = parse_all::<MemoryId>(&a.ids)?;
             let shown = ids.iter().map(|id| engine.show(&scope, *id)).collect::<Result<Vec<_>, _>>()?;
             if json {
-                let out: Vec<_> = shown.iter().map(|(m, r)| wire::MemoryWithRetention { memory: m.into(), retention: *r }).collect();
+                let out: Vec<_> = shown.iter().map(|(m, r)| wire::MemoryWithRetention::new(m, *r, engine.archive_below())).collect();
                 print_json(&json!({ "memories": out }))
             } else {
-                print!("{}", shown.iter().map(|(m, r)| render::memory(m, *r)).collect::<Vec<_>>().join("\n"));
+                print!("{}", shown.iter().map(|(m, r)| render::memory(m, *r, engine.archive_below())).collect::<Vec<_>>().join("\n"));
                 Ok(())
             }
         }

@@ -114,6 +114,19 @@ pub enum Command {
     /// Store a free-form note; prints the new memory's id.
     Note(commands::NoteArgs),
     /// Find the memories most relevant to a query (strengthens them by default).
+    ///
+    /// Each hit shows its `score`, which ranks by rank fusion (RRF) and is not a
+    /// probability. Two rankings are made: dense (meaning: the cosine between the query's
+    /// and the memory's embeddings) and lexical (shared words: BM25). Each ranking a memory
+    /// is in adds 1/(60 + its place): first place adds 1/61 ≈ 0.0164, so ≈ 0.033 means
+    /// first in both. A date in the query ("May 4th") adds twice that again from the
+    /// rankings among that day's memories; a neighbouring line's share, a named speaker
+    /// (×1.5) and --weight-by-retention (× R before this recall) come on top. The "=" line
+    /// under each hit shows each part.
+    ///
+    /// R and S are the memory as it is after this recall: a recall that strengthens sets R
+    /// to 1 and adds 1 to S; the retention before it is shown beside it ("before this
+    /// recall"). --no-strengthen changes nothing.
     Recall(commands::RecallArgs),
     /// List a user's memories with their strength and retention.
     List(commands::ListArgs),

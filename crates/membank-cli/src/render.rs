@@ -1,7 +1,7 @@
 //! Human-readable output. JSON output goes through `membank_server::wire` instead.
 
 use membank_engine::core::event::Event;
-use membank_engine::core::{Memory, Status};
+use membank_engine::core::Memory;
 use membank_engine::{ListResponse, RecallHit, RecallResponse, SweepReport};
 
 fn one_line(text: &str, max: usize) -> String {
@@ -88,15 +88,12 @@ fn date_filter(r: &RecallResponse) -> String {
 /// below the policy's threshold (θ, or FadeMem's ε). `archive_below` is `None` when the
 /// policy does not archive by a threshold (stochastic draws, rank mode).
 fn past_threshold(m: &Memory, retention: f64, archive_below: Option<f64>) -> bool {
-    archive_below.is_some_and(|threshold| m.status == Status::Active && !m.forgetting.pinned && retention < threshold)
+    membank_engine::core::forgetting::past_threshold(archive_below, m.status, &m.forgetting, retention)
 }
 
-pub fn memory(m: &Memory, retention: f64) -> String {
-    memory_marked(m, retention, None)
-}
-
-/// [`memory`], saying plainly when the memory is already past the archive threshold.
-pub fn memory_marked(m: &Memory, retention: f64, archive_below: Option<f64>) -> String {
+/// One memory in full, saying plainly when it is already past the archive threshold
+/// (`archive_below`, the policy's θ or ε; `None` marks nothing).
+pub fn memory(m: &Memory, retention: f64, archive_below: Option<f64>) -> String {
     let past = if past_threshold(m, retention, archive_below) {
         format!("  past the archive threshold ({:.2}): the next sweep archives it", archive_below.unwrap_or_default())
     } else {
@@ -136,12 +133,9 @@ pub fn memory_marked(m: &Memory, retention: f64, archive_below: Option<f64>) -> 
     out
 }
 
+/// A page of memories, marking those already past the archive threshold and counting them.
 pub fn list(l: &ListResponse) -> String {
-    list_marked(l, None)
-}
-
-/// [`list`], marking the memories already past the archive threshold and counting them.
-pub fn list_marked(l: &ListResponse, archive_below: Option<f64>) -> String {
+    let archive_below = l.archive_below;
     let mut out = String::new();
     let mut past_count = 0;
     for (m, retention) in &l.memories {
@@ -263,7 +257,7 @@ pub fn events(events: &[Event]) -> String {
 #[cfg(test)]
 mod tests {
     use chrono::{TimeZone, Utc};
-    use membank_engine::core::{ForgettingState, Kind, MemoryId, Scope, Source, TenantId, UserId};
+    use membank_engine::core::{ForgettingState, Kind, MemoryId, Scope, Source, Status, TenantId, UserId};
     use membank_store::StatusCounts;
 
     use super::*;
@@ -303,23 +297,23 @@ mod tests {
             now: faded.occurred_at,
             memories: vec![(faded, 0.01), (pinned, 0.01), (archived, 0.01), (fresh, 0.9)],
             counts: StatusCounts { active: 3, archived: 1, superseded: 0, erased: 0 },
+            archive_below: Some(0.05),
         };
-        let text = list_marked(&page, Some(0.05));
+        let text = list(&page);
         let marked: Vec<&str> = text.lines().filter(|l| l.contains(PAST)).collect();
         assert_eq!(marked.len(), 1, "{text}");
         assert!(marked[0].ends_with("  faded"), "{text}");
         assert!(text.ends_with("(3 active, 1 archived, 0 superseded, 0 erased)\n1 memory listed is past the archive threshold (R < 0.05): the next sweep archives it\n"), "{text}");
         // A policy that does not archive by a threshold marks nothing.
-        let text = list_marked(&page, None);
+        let text = list(&ListResponse { archive_below: None, ..page });
         assert!(!text.contains("past"), "{text}");
-        assert_eq!(list(&page), text);
     }
 
     #[test]
     fn show_says_when_a_memory_is_past_the_threshold() {
         let m = sample("faded");
-        assert!(memory_marked(&m, 0.01, Some(0.05)).contains("retention:    0.0100  past the archive threshold (0.05): the next sweep archives it\n"));
-        assert!(!memory_marked(&m, 0.2, Some(0.05)).contains("past"));
-        assert_eq!(memory(&m, 0.01), memory_marked(&m, 0.01, None));
+        assert!(memory(&m, 0.01, Some(0.05)).contains("retention:    0.0100  past the archive threshold (0.05): the next sweep archives it\n"));
+        assert!(!memory(&m, 0.2, Some(0.05)).contains("past"));
+        assert!(!memory(&m, 0.01, None).contains("past"));
     }
 }

@@ -211,7 +211,30 @@ pub struct SweepPlan {
     pub deferred: usize,
 }
 
+/// Whether a memory in `status` with this state and `retention` is past a policy's
+/// [`ForgettingPolicy::archive_below`]: active, not pinned, and below it.
+pub fn past_threshold(archive_below: Option<f64>, status: crate::Status, state: &ForgettingState, retention: f64) -> bool {
+    archive_below.is_some_and(|below| status == crate::Status::Active && !state.pinned && retention < below)
+}
+
 impl ForgettingPolicy {
+    /// The retention below which a sweep archives an active, unpinned memory: θ in
+    /// threshold mode, FadeMem's ε; `None` when a sweep draws (stochastic) or ranks.
+    pub fn archive_below(&self) -> Option<f64> {
+        match (self.kind, self.mode) {
+            (PolicyKind::FadeMem, _) => Some(self.fademem.epsilon),
+            (PolicyKind::MemoryBank, DecisionMode::Threshold { theta }) => Some(theta),
+            _ => None,
+        }
+    }
+
+    /// Whether the next sweep archives a memory in `status` with this state and
+    /// `retention` for its retention alone (the per-pass cap aside): active, not pinned,
+    /// below [`Self::archive_below`].
+    pub fn past_threshold(&self, status: crate::Status, state: &ForgettingState, retention: f64) -> bool {
+        past_threshold(self.archive_below(), status, state, retention)
+    }
+
     /// Checks the policy's numbers.
     pub fn validate(&self) -> Result<(), InvalidInput> {
         if self.unit <= Duration::zero() {

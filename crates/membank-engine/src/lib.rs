@@ -31,7 +31,7 @@ pub use membank_store::{Store, SweepReport};
 pub use import::{ImportReport, ImportRequest, ImportSet};
 pub use ops::*;
 pub use maintain::{MaintainReport, MaintainRequest, Merge};
-pub use recall::{RecallConfig, RecallHit, RecallRequest, RecallResponse};
+pub use recall::{DateFilter, RecallConfig, RecallHit, RecallRequest, RecallResponse, ScoreParts, YearChoice};
 pub use chat::{ChatRequest, ChatResponse, CitedMemory};
 pub use membank_llm::Llm;
 pub use summarize::{DayOutcome, DayProfile, DerivedOutcome, ProfileRequest, ProfileResponse, SummarizeRequest, SummarizeResponse};

@@ -146,6 +146,9 @@ pub struct ListResponse {
     pub memories: Vec<(Memory, f64)>,
     /// Counts per status for the whole scope.
     pub counts: StatusCounts,
+    /// The retention below which the next sweep archives an active, unpinned memory
+    /// (`None` when the policy does not archive by a threshold).
+    pub archive_below: Option<f64>,
 }
 
 /// Run the forgetting policy over one scope.
@@ -281,7 +284,19 @@ impl Engine {
         let policy = &self.config.forgetting;
         let memories = self.store.list(&request.scope, &request.query)?;
         let counts = self.store.counts(&request.scope)?;
-        Ok(ListResponse { now, memories: memories.into_iter().map(|m| { let r = policy.retention_of(&m.forgetting, now); (m, r) }).collect(), counts })
+        Ok(ListResponse { now, memories: memories.into_iter().map(|m| { let r = policy.retention_of(&m.forgetting, now); (m, r) }).collect(), counts, archive_below: policy.archive_below() })
+    }
+
+    /// The retention below which the next sweep archives an active, unpinned memory under
+    /// this engine's policy (`None` when it does not archive by a threshold).
+    pub fn archive_below(&self) -> Option<f64> {
+        self.config.forgetting.archive_below()
+    }
+
+    /// Whether the next sweep archives `memory`, whose retention now is `retention`, for
+    /// its retention alone.
+    pub fn past_threshold(&self, memory: &Memory, retention: f64) -> bool {
+        self.config.forgetting.past_threshold(memory.status, &memory.forgetting, retention)
     }
 
     /// One memory with its retention now.

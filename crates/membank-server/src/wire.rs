@@ -114,6 +114,18 @@ pub struct MemoryWithRetention {
     /// Retention now under the configured policy: MemoryBank's `exp(-t/S)` or FadeMem's
     /// `v0·exp(-λ·Δt^β)` (1 when pinned).
     pub retention: f64,
+    /// True when the memory is active, not pinned, and its retention is already below the
+    /// archive threshold: the next sweep archives it (a history imported with its clock
+    /// from its own dates often is).
+    pub past_threshold: bool,
+}
+
+impl MemoryWithRetention {
+    /// `memory` with its retention now, marked when it is past `archive_below`.
+    pub fn new(memory: &Memory, retention: f64, archive_below: Option<f64>) -> Self {
+        let past_threshold = membank_engine::core::forgetting::past_threshold(archive_below, memory.status, &memory.forgetting, retention);
+        Self { memory: memory.into(), retention, past_threshold }
+    }
 }
 
 /// One recall result: the memory as it is after this recall (`strength`,
@@ -258,6 +270,11 @@ pub struct ListOut {
     pub memories: Vec<MemoryWithRetention>,
     /// Counts per status over the whole scope.
     pub counts: CountsOut,
+    /// The retention below which the next sweep archives an active, unpinned memory
+    /// (θ, or FadeMem's ε); absent when the policy does not archive by a threshold.
+    pub archive_below: Option<f64>,
+    /// How many of the listed memories are past it.
+    pub past_threshold: usize,
 }
 
 /// Counts per status.
@@ -277,8 +294,10 @@ impl From<&ListResponse> for ListOut {
     fn from(l: &ListResponse) -> Self {
         Self {
             now: rfc3339(l.now),
-            memories: l.memories.iter().map(|(m, r)| MemoryWithRetention { memory: m.into(), retention: *r }).collect(),
+            memories: l.memories.iter().map(|(m, r)| MemoryWithRetention::new(m, *r, l.archive_below)).collect(),
             counts: CountsOut { active: l.counts.active, archived: l.counts.archived, superseded: l.counts.superseded, erased: l.counts.erased },
+            archive_below: l.archive_below,
+            past_threshold: l.memories.iter().filter(|(m, r)| MemoryWithRetention::new(m, *r, l.archive_below).past_threshold).count(),
         }
     }
 }

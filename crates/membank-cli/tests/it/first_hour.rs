@@ -81,6 +81,21 @@ fn backdated_history_starts_fresh_unless_the_clock_runs_from_the_event() {
     let retention = |id: &serde_json::Value| listed["memories"].as_array().unwrap().iter().find(|m| m["id"] == *id).unwrap()["retention"].as_f64().unwrap();
     assert!(retention(&fresh["id"]) > 0.99, "{listed}");
     assert!(retention(&old["id"]) < 0.01, "{listed}");
+    // list and show say plainly what the next sweep archives.
+    assert_eq!((listed["archive_below"].as_f64(), listed["past_threshold"].as_u64()), (Some(0.05), Some(1)), "{listed}");
+    let marked: Vec<_> = listed["memories"].as_array().unwrap().iter().filter(|m| m["past_threshold"] == true).map(|m| m["id"].clone()).collect();
+    assert_eq!(marked, vec![old["id"].clone()]);
+    let text = bank.ok(&["list", "--user", "ana"]);
+    let line = text.lines().find(|l| l.contains("We flew home")).unwrap();
+    assert!(line.contains("(past threshold: the next sweep archives it)"), "{text}");
+    assert!(!text.lines().find(|l| l.contains("We met in Lisbon")).unwrap().contains("past threshold"), "{text}");
+    assert!(text.contains("1 memory listed is past the archive threshold (R < 0.05): the next sweep archives it"), "{text}");
+    let shown = bank.ok(&["show", "--user", "ana", old["id"].as_str().unwrap()]);
+    assert!(shown.contains("past the archive threshold (0.05): the next sweep archives it"), "{shown}");
+    assert_eq!(bank.json(&["show", "--user", "ana", old["id"].as_str().unwrap()])["memories"][0]["past_threshold"], true);
+    bank.ok(&["pin", "--user", "ana", old["id"].as_str().unwrap()]);
+    assert_eq!(bank.json(&["list", "--user", "ana"])["past_threshold"], 0, "a pinned memory never decays");
+    bank.ok(&["unpin", "--user", "ana", old["id"].as_str().unwrap()]);
     let sweep = bank.json(&["sweep", "--user", "ana", "--dry-run", "--max-fraction", "1"]);
     let archived: Vec<_> = sweep["archived"].as_array().unwrap().iter().map(|a| a["id"].clone()).collect();
     assert_eq!(archived, vec![old["id"].clone()], "{sweep}");
@@ -183,6 +198,8 @@ fn help_puts_the_commands_own_flags_first_and_usage_errors_name_the_alternatives
     for global_flag in ["--db <DB>", "--json", "--embedder", "--forgetting-policy", "--llm-base-url"] {
         assert!(help.find(global_flag).is_some_and(|at| at > global), "{global_flag} under a global heading:\n{help}");
     }
+    let recall = bank.ok(&["recall", "--help"]);
+    assert!(recall.contains("rank fusion") && recall.contains("1/(60 + its place)") && recall.contains("after this recall"), "{recall}");
     let err = bank.fails(&["sweep"], 2);
     assert!(err.contains("--user <USER>|--all-users"), "{err}");
     let err = bank.fails(&["sweep", "--user", "a", "--all-users"], 2);

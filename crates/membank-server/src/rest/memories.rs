@@ -323,8 +323,8 @@ pub async fn list(State(state): State<AppState>, caller: Caller, ApiPath(user): 
 pub async fn show(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>) -> Result<Json<MemoryWithRetention>, ApiError> {
     let scope = caller.scope(&user)?;
     let id = memory_id(&id)?;
-    let (memory, retention) = state.run(move |engine| Ok(engine.show(&scope, id)?)).await?;
-    Ok(Json(MemoryWithRetention { memory: (&memory).into(), retention }))
+    let (memory, retention, archive_below) = state.run(move |engine| Ok(engine.show(&scope, id).map(|(m, r)| (m, r, engine.archive_below()))?)).await?;
+    Ok(Json(MemoryWithRetention::new(&memory, retention, archive_below)))
 }
 
 /// Edit a memory's text. The edited text is a new memory (returned); the old version is
