@@ -101,6 +101,12 @@ impl State {
             *self = Self::new(now);
             self.label = label.to_string();
         }
+        if total == 0 {
+            // Nothing to do after all (an evaluation database already imported): the step
+            // says nothing, and a line drawn for it at a terminal is cleared.
+            self.last = None;
+            return std::mem::take(&mut self.open_line).then(|| "\r\x1b[2K".to_string()).or((!out.is_empty()).then_some(out));
+        }
         self.last = Some((done, total));
         let finished = done >= total;
         let fraction = if total == 0 { 1.0 } else { (done as f64 / total as f64).min(1.0) };
@@ -148,6 +154,14 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_that_turns_out_empty_says_nothing() {
+        let lines = written(Style::Lines, &[(0, "importing", 0, 581), (0, "importing", 0, 0), (1, "asking", 56, 56)], 2);
+        assert_eq!(lines, "asking: 56/56 in 1.0s\n");
+        let redrawn = written(Style::Redraw, &[(0, "importing", 0, 581), (0, "importing", 0, 0)], 1);
+        assert!(redrawn.ends_with("\r\x1b[2K"), "{redrawn:?}");
+    }
 
     /// Feeds `(seconds since start, label, done, total)` reports, then ends the step at
     /// `end` seconds; returns what was written.
