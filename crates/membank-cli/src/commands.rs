@@ -621,11 +621,11 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         }
         Command::Forget(a) => {
             let reason = a.reason.clone();
-            apply_to_ids(&ctx, &a.target, "archived", |engine, scope, id| engine.forget(scope, id, reason.as_deref()))
+            apply_to_ids(ctx, &a.target, "archived", |engine, scope, id| engine.forget(scope, id, reason.as_deref()))
         }
-        Command::Restore(a) => apply_to_ids(&ctx, &a, "restored", |engine, scope, id| engine.restore(scope, id)),
-        Command::Pin(a) => apply_to_ids(&ctx, &a, "pinned", |engine, scope, id| engine.set_pinned(scope, id, true)),
-        Command::Unpin(a) => apply_to_ids(&ctx, &a, "unpinned", |engine, scope, id| engine.set_pinned(scope, id, false)),
+        Command::Restore(a) => apply_to_ids(ctx, &a, "restored", |engine, scope, id| engine.restore(scope, id)),
+        Command::Pin(a) => apply_to_ids(ctx, &a, "pinned", |engine, scope, id| engine.set_pinned(scope, id, true)),
+        Command::Unpin(a) => apply_to_ids(ctx, &a, "unpinned", |engine, scope, id| engine.set_pinned(scope, id, false)),
         Command::Erase(a) => {
             if !a.yes {
                 let n = a.target.ids.len();
@@ -638,7 +638,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
                     return Ok(());
                 }
             }
-            apply_to_ids(&ctx, &a.target, "erased", |engine, scope, id| engine.erase(scope, id))
+            apply_to_ids(ctx, &a.target, "erased", |engine, scope, id| engine.erase(scope, id))
         }
         Command::Sweep(a) => {
             let engine = ctx.engine()?;
@@ -736,20 +736,20 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
                 Ok(())
             }
         }
-        Command::Check(args) => crate::transfer::check(&ctx, args),
-        Command::Export(args) => crate::transfer::export(&ctx, args),
-        Command::Backup(args) => crate::transfer::backup(&ctx, args),
-        Command::Models { command } => models(&ctx, command),
-        Command::Bench { command } => crate::bench::run(&ctx, command),
-        Command::Summarize(a) => crate::chat::summarize(&ctx, a),
-        Command::Profile(a) => crate::chat::profile(&ctx, a),
-        Command::Chat(a) => crate::chat::chat(&ctx, a),
-        Command::Import(a) => crate::import::run(&ctx, a),
-        Command::Eval { command } => crate::eval::run(&ctx, command),
-        Command::Simulate(a) => crate::simulate::run(&ctx, a),
-        Command::Serve(args) => crate::serve::serve(&ctx, args),
-        Command::Mcp(args) => crate::serve::mcp(&ctx, args),
-        Command::Keys { command } => crate::serve::keys(&ctx, command),
+        Command::Check(args) => crate::transfer::check(ctx, args),
+        Command::Export(args) => crate::transfer::export(ctx, args),
+        Command::Backup(args) => crate::transfer::backup(ctx, args),
+        Command::Models { command } => models(ctx, command),
+        Command::Bench { command } => crate::bench::run(ctx, command),
+        Command::Summarize(a) => crate::chat::summarize(ctx, a),
+        Command::Profile(a) => crate::chat::profile(ctx, a),
+        Command::Chat(a) => crate::chat::chat(ctx, a),
+        Command::Import(a) => crate::import::run(ctx, a),
+        Command::Eval { command } => crate::eval::run(ctx, command),
+        Command::Simulate(a) => crate::simulate::run(ctx, a),
+        Command::Serve(args) => crate::serve::serve(ctx, args),
+        Command::Mcp(args) => crate::serve::mcp(ctx, args),
+        Command::Keys { command } => crate::serve::keys(ctx, command),
     }
 }
 

@@ -121,21 +121,17 @@ text_enum!(
     /// Where a written memory's forgetting clock starts when the memory is about the past
     /// (an imported history, a backdated `remember`): the time `t` in `R = exp(-t/S)`
     /// counts from then.
+    #[derive(Default)]
     ClockFrom, "clock_from" {
         /// From the event's own date: a memory of an exchange a year ago is a year old at
         /// once, as in the MemoryBank paper's replay (and usually past the threshold).
         Event = "event",
         /// From when membank stores it (the default): a migrated history starts as fresh
         /// as a new memory and fades from the import on.
+        #[default]
         Import = "import",
     }
 );
-
-impl Default for ClockFrom {
-    fn default() -> Self {
-        Self::Import
-    }
-}
 
 /// The numbers the forgetting policies work on.
 #[derive(Debug, Clone, Copy, PartialEq)]
