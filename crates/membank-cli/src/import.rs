@@ -94,7 +94,8 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<()> {
             serde_json::to_string_pretty(&json!({ "users": report.users, "records": report.records, "imported": report.imported, "skipped": report.skipped, "clock_from": clock_from.as_str(), "past_threshold": past_threshold }))?
         );
     } else {
-        println!("imported {} of {} records for {} users ({} already present)", report.imported, report.records, report.users, report.skipped);
+        let users = if report.users == 1 { "1 user".to_string() } else { format!("{} users", report.users) };
+        println!("imported {} of {} records for {users} ({} already present)", report.imported, report.records, report.skipped);
         match clock_from {
             ClockFrom::Import => println!("forgetting clocks start now (--clock-from import): the imported memories fade from today on"),
             ClockFrom::Event => println!("forgetting clocks start at each record's date (--clock-from event)"),

@@ -116,6 +116,7 @@ fn an_import_says_where_the_clocks_start_and_what_is_already_past_the_threshold(
     let file = bank.path("bank.json");
     std::fs::write(&file, HISTORY).unwrap();
     let said = bank.ok(&["import", "memorybank", file.to_str().unwrap()]);
+    assert!(said.contains("imported 2 of 2 records for 1 user (0 already present)"), "{said}");
     assert!(said.contains("forgetting clocks start now (--clock-from import)"), "{said}");
     assert!(!said.contains("past the archive threshold"), "{said}");
     let sweep = bank.json(&["sweep", "--user", "Ann", "--dry-run"]);
