@@ -128,3 +128,34 @@ async fn export_streams_the_lossless_format() {
     let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap();
     assert_eq!(std::str::from_utf8(&bytes).unwrap().lines().count(), 2);
 }
+
+/// `clock_from` on `/turns`, `/turns/batch` and `/notes`: a backdated memory starts fresh by
+/// default, `event` starts its clock at `occurred_at` (past the threshold at once, and the
+/// listing says so), and anything else is refused with nothing stored.
+#[tokio::test]
+async fn the_forgetting_clock_of_a_backdated_write_starts_where_clock_from_says() {
+    let server = TestServer::new(AuthMode::LoopbackOpen);
+    let app = server.router();
+    let (status, fresh) = call(&app, "POST", "/v1/users/ana/turns", None, Some(json!({ "user_text": "We met in Lisbon", "occurred_at": "2024-05-04T10:00:00Z" }))).await;
+    assert_eq!(status, StatusCode::CREATED, "{fresh}");
+    assert_ne!(fresh["last_recalled_at"], "2024-05-04T10:00:00.000Z", "{fresh}");
+    let (status, old) = call(&app, "POST", "/v1/users/ana/notes", None, Some(json!({ "text": "Ana flew home", "occurred_at": "2024-05-04T11:00:00Z", "clock_from": "event" }))).await;
+    assert_eq!(status, StatusCode::CREATED, "{old}");
+    assert_eq!(old["last_recalled_at"], "2024-05-04T11:00:00.000Z");
+    let (status, batch) = call(&app, "POST", "/v1/users/ana/turns/batch", None, Some(json!({ "turns": [{ "user_text": "old", "occurred_at": "2024-05-05T10:00:00Z", "clock_from": "event" }, { "user_text": "new", "occurred_at": "2024-05-05T10:00:00Z", "clock_from": "import" }] }))).await;
+    assert_eq!(status, StatusCode::CREATED, "{batch}");
+    let (status, listed) = call(&app, "GET", "/v1/users/ana/memories?limit=100", None, None).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert_eq!((listed["archive_below"].as_f64(), listed["past_threshold"].as_u64()), (Some(0.05), Some(2)), "{listed}");
+    let (_, shown) = call(&app, "GET", &format!("/v1/users/ana/memories/{}", old["id"].as_str().unwrap()), None, None).await;
+    assert_eq!(shown["past_threshold"], true, "{shown}");
+    for bad in [json!("events"), json!(""), json!(1), json!(null), json!("<script>"), json!("import".repeat(10_000))] {
+        let result = call(&app, "POST", "/v1/users/ana/turns", None, Some(json!({ "user_text": "x", "occurred_at": "2024-05-04T10:00:00Z", "clock_from": bad }))).await;
+        if bad.is_null() {
+            assert_eq!(result.0, StatusCode::CREATED, "null means the default: {}", result.1);
+            continue;
+        }
+        assert_eq!(result.0, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {}", result.1);
+    }
+    assert_eq!(count(&app, "ana").await, 5);
+}
