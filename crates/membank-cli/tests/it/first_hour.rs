@@ -81,6 +81,14 @@ fn backdated_history_starts_fresh_unless_the_clock_runs_from_the_event() {
     let retention = |id: &serde_json::Value| listed["memories"].as_array().unwrap().iter().find(|m| m["id"] == *id).unwrap()["retention"].as_f64().unwrap();
     assert!(retention(&fresh["id"]) > 0.99, "{listed}");
     assert!(retention(&old["id"]) < 0.01, "{listed}");
+    // The log keeps where each clock started, so a curve can be replayed from it.
+    let created = |id: &serde_json::Value| {
+        let events = bank.json(&["events", "--user", "ana", "--memory", id.as_str().unwrap()]);
+        events["events"].as_array().unwrap().iter().find(|e| e["kind"] == "created").unwrap()["data"].clone()
+    };
+    assert_eq!(created(&old["id"])["clock_started_at"], "2024-05-04T11:00:00+00:00");
+    assert_ne!(created(&fresh["id"])["clock_started_at"], "2024-05-04T10:00:00+00:00");
+    assert_eq!(created(&fresh["id"])["strength"], 1.0);
     // list and show say plainly what the next sweep archives.
     assert_eq!((listed["archive_below"].as_f64(), listed["past_threshold"].as_u64()), (Some(0.05), Some(1)), "{listed}");
     let marked: Vec<_> = listed["memories"].as_array().unwrap().iter().filter(|m| m["past_threshold"] == true).map(|m| m["id"].clone()).collect();

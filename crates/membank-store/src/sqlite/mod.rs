@@ -785,7 +785,17 @@ impl Store for SqliteStore {
 fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), StoreError> {
     let (user, _, memory) = insert_row(tx, new)?;
     let derived: Vec<String> = memory.derived_from.iter().map(ToString::to_string).collect();
-    let data = json!({ "kind": memory.kind.as_str(), "source": memory.source.as_str(), "occurred_at": memory.occurred_at.to_rfc3339(), "derived_from": derived });
+    // Where the memory's forgetting clock started and its first strength: with the
+    // recalls that follow in the log, the whole curve can be replayed from the log alone
+    // (the clock may start at the event or at the write, `ClockFrom`).
+    let data = json!({
+        "kind": memory.kind.as_str(),
+        "source": memory.source.as_str(),
+        "occurred_at": memory.occurred_at.to_rfc3339(),
+        "derived_from": derived,
+        "clock_started_at": memory.forgetting.last_recalled_at.to_rfc3339(),
+        "strength": memory.forgetting.strength.get(),
+    });
     append_event(tx, user, &NewEvent::about(memory.id, EventKind::Created, memory.recorded_at, data))?;
     Ok((user, memory.id))
 }
