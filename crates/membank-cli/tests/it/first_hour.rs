@@ -115,14 +115,11 @@ fn backdated_history_starts_fresh_unless_the_clock_runs_from_the_event() {
     assert_eq!(bank.json(&["list", "--user", "ana"])["memories"].as_array().unwrap().len(), 2);
 }
 
-const HISTORY: &str = r#"{"Ann": {"name": "Ann", "history": {
-  "2023-04-27": [{"query": "I adopted a grey cat named Miso", "response": "Lovely!"}, {"query": "I went hiking on Mount Tam", "response": "Fun."}]}}}"#;
-
 #[test]
 fn an_import_says_where_the_clocks_start_and_what_is_already_past_the_threshold() {
     let bank = Bank::new();
     let file = bank.path("bank.json");
-    std::fs::write(&file, HISTORY).unwrap();
+    std::fs::write(&file, crate::import::BANK).unwrap();
     let said = bank.ok(&["import", "memorybank", file.to_str().unwrap()]);
     assert!(said.contains("imported 2 of 2 records for 1 user (0 already present)"), "{said}");
     assert!(said.contains("forgetting clocks start now (--clock-from import)"), "{said}");
@@ -131,7 +128,7 @@ fn an_import_says_where_the_clocks_start_and_what_is_already_past_the_threshold(
     assert_eq!(sweep["archived"].as_array().unwrap().len(), 0, "{sweep}");
 
     let other = Bank::new();
-    std::fs::write(other.path("bank.json"), HISTORY).unwrap();
+    std::fs::write(other.path("bank.json"), crate::import::BANK).unwrap();
     let report = other.json(&["import", "memorybank", other.path("bank.json").to_str().unwrap(), "--clock-from", "event"]);
     assert_eq!((report["clock_from"].as_str(), report["past_threshold"].as_u64()), (Some("event"), Some(2)), "{report}");
     let err = other.fails(&["import", "membank-export", other.path("bank.json").to_str().unwrap(), "--clock-from", "event"], 2);

@@ -4,7 +4,8 @@
 
 use crate::Bank;
 
-const BANK: &str = r#"{" Ann ": {"name": "Ann", "history": {
+/// Two turns of one user, Ann (her key carries spaces, as in the released English file).
+pub const BANK: &str = r#"{" Ann ": {"name": "Ann", "history": {
   "2023-04-27": [{"query": "I adopted a grey cat named Miso", "response": "Lovely!"}, {"query": "I went hiking on Mount Tam", "response": "Fun."}]}}}"#;
 
 #[test]

@@ -45,6 +45,19 @@ pub(super) fn metadata_index(store: &SqliteStore, scope: &Scope, key: &str) -> R
     })
 }
 
+/// The SQL condition for the memories of `:user` that a recall with `filter` may return
+/// (its statuses, kinds and the `:agent`/`:session` labels), on the alias `m`.
+fn admitted_by(filter: &SearchFilter) -> String {
+    let statuses = if filter.include_archived { "'active', 'archived', 'superseded'" } else { "'active'" };
+    let kinds = if filter.kinds.is_empty() {
+        String::new()
+    } else {
+        let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
+        format!("AND m.kind IN ({})", quoted_list(&kinds))
+    };
+    format!("m.user_row = :user AND m.status IN ({statuses}) {kinds} {LABEL_FILTER}")
+}
+
 /// See [`crate::Store::adjacent`]. Two indexed seeks per id on `memories_by_user_day`,
 /// however many memories the day or the user holds.
 pub(super) fn adjacent(store: &SqliteStore, scope: &Scope, ids: &[MemoryId], filter: &SearchFilter) -> Result<Vec<Adjacent>, StoreError> {
@@ -53,14 +66,7 @@ pub(super) fn adjacent(store: &SqliteStore, scope: &Scope, ids: &[MemoryId], fil
     }
     store.read(|conn| {
         let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
-        let statuses = if filter.include_archived { "'active', 'archived', 'superseded'" } else { "'active'" };
-        let kinds = if filter.kinds.is_empty() {
-            String::new()
-        } else {
-            let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
-            format!("AND m.kind IN ({})", quoted_list(&kinds))
-        };
-        let admitted = format!("m.user_row = :user AND m.status IN ({statuses}) {kinds} {LABEL_FILTER}");
+        let admitted = admitted_by(filter);
         let mut this = conn.prepare_cached(&format!("SELECT m.seq, m.day, m.occurred_at FROM memories m WHERE m.id = :id AND {admitted}"))?;
         let side = |cmp: &str, order: &str| {
             format!(
@@ -100,14 +106,7 @@ pub(super) fn days_with_memories(store: &SqliteStore, scope: &Scope, days: &[Nai
     }
     store.read(|conn| {
         let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
-        let statuses = if filter.include_archived { "'active', 'archived', 'superseded'" } else { "'active'" };
-        let kinds = if filter.kinds.is_empty() {
-            String::new()
-        } else {
-            let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
-            format!("AND m.kind IN ({})", quoted_list(&kinds))
-        };
-        let mut any = conn.prepare_cached(&format!("SELECT 1 FROM memories m WHERE m.user_row = :user AND m.day = :day AND m.status IN ({statuses}) {kinds} {LABEL_FILTER} LIMIT 1"))?;
+        let mut any = conn.prepare_cached(&format!("SELECT 1 FROM memories m WHERE {} AND m.day = :day LIMIT 1", admitted_by(filter)))?;
         let agent = scope.agent.as_ref().map(|a| a.as_str());
         let session = scope.session.as_ref().map(|s| s.as_str());
         let mut out = Vec::new();
