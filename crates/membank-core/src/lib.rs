@@ -7,6 +7,7 @@
 //! stochastic forgetting draws) is either passed in or derived deterministically
 //! from a seed.
 
+pub mod curve;
 pub mod error;
 pub mod event;
 pub mod fademem;

@@ -126,6 +126,15 @@ pub trait Llm: Send + Sync {
     ///
     /// Errors: see [`LlmError`]; a prompt over the budget is refused before sending.
     fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError>;
+
+    /// One chat completion, streamed: `on_delta` receives each piece of the reply as the
+    /// model makes it, and the whole completion is returned at the end. The default calls
+    /// [`Llm::complete`] and hands over the reply in one piece.
+    fn complete_streaming(&self, request: &CompletionRequest, on_delta: &mut dyn FnMut(&str)) -> Result<Completion, LlmError> {
+        let completion = self.complete(request)?;
+        on_delta(&completion.content);
+        Ok(completion)
+    }
 }
 
 /// A conservative token estimate for budgeting, without the model's tokenizer: about

@@ -107,6 +107,22 @@ struct ChoiceMessage {
 }
 
 #[derive(Deserialize)]
+struct StreamChunk {
+    #[serde(default)]
+    choices: Vec<StreamChoice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct StreamChoice {
+    #[serde(default)]
+    delta: Option<ChoiceMessage>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
 struct Usage {
     #[serde(default)]
     prompt_tokens: Option<u64>,
@@ -144,12 +160,23 @@ impl OpenAiChat {
     }
 
     fn attempt(&self, body: &str) -> Result<Completion, Attempt> {
+        let mut response = self.send(body)?;
+        let bytes = response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec().map_err(|e| self.transport(e))?;
+        self.parse(&bytes).map_err(Attempt::Fail)
+    }
+
+    /// Sends one request; a 2xx answer is returned with its body unread, any other is
+    /// read and turned into a retry or a failure.
+    fn send(&self, body: &str) -> Result<ureq::http::Response<ureq::Body>, Attempt> {
         let mut request = self.agent.post(&self.url).header("Content-Type", "application/json");
         if let Some(key) = &self.config.api_key {
             request = request.header("Authorization", format!("Bearer {key}"));
         }
         let mut response = request.send(body.as_bytes()).map_err(|e| self.transport(e))?;
         let status = response.status().as_u16();
+        if (200..300).contains(&status) {
+            return Ok(response);
+        }
         let retry_after = response
             .headers()
             .get("retry-after")
@@ -157,9 +184,6 @@ impl OpenAiChat {
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
         let bytes = response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec().map_err(|e| self.transport(e))?;
-        if (200..300).contains(&status) {
-            return self.parse(&bytes).map_err(Attempt::Fail);
-        }
         let message = server_message(&bytes);
         let url = self.url.clone();
         Err(match status {
@@ -211,6 +235,23 @@ impl Llm for OpenAiChat {
     }
 
     fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
+        let body = self.body(request, false)?;
+        self.with_retries(|| self.attempt(&body))
+    }
+
+    /// Streams the reply (`"stream": true`, server-sent events): `on_delta` gets each piece
+    /// as it arrives. Retries happen only before the first piece; a server that ignores
+    /// `stream` and answers one JSON completion is handled too (one piece).
+    fn complete_streaming(&self, request: &CompletionRequest, on_delta: &mut dyn FnMut(&str)) -> Result<Completion, LlmError> {
+        let body = self.body(request, true)?;
+        let response = self.with_retries(|| self.send(&body))?;
+        self.read_stream(response, on_delta)
+    }
+}
+
+impl OpenAiChat {
+    /// The request body, after checking the prompt against the window.
+    fn body(&self, request: &CompletionRequest, stream: bool) -> Result<String, LlmError> {
         let reply_tokens = request.max_tokens.map_or(self.config.reply_tokens, |t| t as usize);
         let estimated = estimate_messages(&request.messages);
         if estimated + reply_tokens > self.config.context_tokens {
@@ -224,24 +265,28 @@ impl Llm for OpenAiChat {
         }
         let messages: Vec<serde_json::Value> =
             request.messages.iter().map(|m| serde_json::json!({ "role": m.role.as_str(), "content": m.content })).collect();
-        let mut body = serde_json::json!({ "model": self.config.model, "messages": messages, "max_tokens": reply_tokens, "stream": false });
+        let mut body = serde_json::json!({ "model": self.config.model, "messages": messages, "max_tokens": reply_tokens, "stream": stream });
         if let Some(temperature) = request.temperature.or(self.config.temperature) {
             body["temperature"] = serde_json::json!(temperature);
         }
-        let body = body.to_string();
+        Ok(body.to_string())
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good, or the retries are spent.
+    fn with_retries<T>(&self, mut attempt: impl FnMut() -> Result<T, Attempt>) -> Result<T, LlmError> {
         let attempts = self.config.max_retries + 1;
         let mut last = (None, String::new());
-        for attempt in 0..attempts {
-            match self.attempt(&body) {
-                Ok(completion) => {
-                    tracing::debug!(model = %self.config.model, attempt, prompt_tokens = ?completion.prompt_tokens, completion_tokens = ?completion.completion_tokens, "chat completion");
-                    return Ok(completion);
+        for round in 0..attempts {
+            match attempt() {
+                Ok(done) => {
+                    tracing::debug!(model = %self.config.model, attempt = round, "chat completion");
+                    return Ok(done);
                 }
                 Err(Attempt::Fail(error)) => return Err(error),
                 Err(Attempt::Retry { status, message, wait }) => {
-                    tracing::warn!(url = %self.url, ?status, attempt, %message, "LLM call failed; retrying");
-                    if attempt + 1 < attempts {
-                        std::thread::sleep(self.wait_before(attempt, wait));
+                    tracing::warn!(url = %self.url, ?status, attempt = round, %message, "LLM call failed; retrying");
+                    if round + 1 < attempts {
+                        std::thread::sleep(self.wait_before(round, wait));
                     }
                     last = (status, message);
                 }
@@ -253,6 +298,50 @@ impl Llm for OpenAiChat {
             (Some(status), message) => LlmError::Status { url, status, message },
             (None, _) => LlmError::Timeout { url, seconds: self.config.timeout.as_secs(), attempts },
         })
+    }
+
+    /// Reads a streamed answer: `data: {chunk}` lines until `data: [DONE]` or the end.
+    fn read_stream(&self, mut response: ureq::http::Response<ureq::Body>, on_delta: &mut dyn FnMut(&str)) -> Result<Completion, LlmError> {
+        use std::io::BufRead;
+        let malformed = |reason: String| LlmError::Malformed { url: self.url.clone(), reason };
+        let is_stream = response.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"));
+        let failed = |e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::TimedOut => LlmError::Timeout { url: self.url.clone(), seconds: self.config.timeout.as_secs(), attempts: 1 },
+            _ => LlmError::Unreachable { url: self.url.clone(), reason: format!("the stream broke off: {e}") },
+        };
+        if !is_stream {
+            let bytes = response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec().map_err(|e| match self.transport(e) {
+                Attempt::Fail(error) => error,
+                Attempt::Retry { message, .. } => LlmError::Unreachable { url: self.url.clone(), reason: message },
+            })?;
+            let completion = self.parse(&bytes)?;
+            on_delta(&completion.content);
+            return Ok(completion);
+        }
+        let reader = std::io::BufReader::new(response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).reader());
+        let mut completion = Completion { content: String::new(), finish_reason: None, prompt_tokens: None, completion_tokens: None };
+        for line in reader.lines() {
+            let line = line.map_err(failed)?;
+            let Some(data) = line.strip_prefix("data:") else { continue };
+            let data = data.trim();
+            if data == "[DONE]" {
+                break;
+            }
+            let chunk: StreamChunk = serde_json::from_str(data).map_err(|e| malformed(format!("not a chat completion chunk: {e}")))?;
+            if let Some(usage) = chunk.usage {
+                completion.prompt_tokens = usage.prompt_tokens.or(completion.prompt_tokens);
+                completion.completion_tokens = usage.completion_tokens.or(completion.completion_tokens);
+            }
+            let Some(choice) = chunk.choices.into_iter().next() else { continue };
+            if let Some(piece) = choice.delta.and_then(|d| d.content).filter(|p| !p.is_empty()) {
+                completion.content.push_str(&piece);
+                on_delta(&piece);
+            }
+            if choice.finish_reason.is_some() {
+                completion.finish_reason = choice.finish_reason;
+            }
+        }
+        Ok(completion)
     }
 }
 

@@ -69,6 +69,19 @@ impl Reply {
         Self { status: 200, headers: Vec::new(), body: body.to_string() }
     }
 
+    /// A 200 streamed chat completion (server-sent events) whose reply is `pieces` joined,
+    /// one chunk per piece, then `[DONE]`.
+    pub fn stream(pieces: &[&str]) -> Self {
+        let mut body = String::new();
+        for piece in pieces {
+            let chunk = serde_json::json!({ "id": "chatcmpl-stub", "object": "chat.completion.chunk", "model": "stub", "choices": [{ "index": 0, "delta": { "content": piece }, "finish_reason": null }] });
+            body.push_str(&format!("data: {chunk}\n\n"));
+        }
+        let last = serde_json::json!({ "id": "chatcmpl-stub", "object": "chat.completion.chunk", "model": "stub", "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] });
+        body.push_str(&format!("data: {last}\n\ndata: [DONE]\n\n"));
+        Self { status: 200, headers: vec![("Content-Type".into(), "text/event-stream".into())], body }
+    }
+
     /// Any status with an OpenAI-style error body.
     pub fn error(status: u16, message: &str) -> Self {
         Self { status, headers: Vec::new(), body: serde_json::json!({ "error": { "message": message } }).to_string() }
@@ -194,7 +207,10 @@ fn serve(stream: TcpStream, recorded: &Mutex<Vec<Recorded>>, responder: &mut Res
     };
     let reply = responder(&request);
     recorded.lock().unwrap_or_else(|e| e.into_inner()).push(request);
-    let mut head = format!("HTTP/1.1 {} Stub\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n", reply.status, reply.body.len());
+    let mut head = format!("HTTP/1.1 {} Stub\r\nContent-Length: {}\r\nConnection: close\r\n", reply.status, reply.body.len());
+    if !reply.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-type")) {
+        head.push_str("Content-Type: application/json\r\n");
+    }
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }

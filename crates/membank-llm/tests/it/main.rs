@@ -118,3 +118,38 @@ fn a_base_url_without_scheme_is_refused() {
     let err = OpenAiChat::new(OpenAiChatConfig::new("localhost:11434/v1", "m")).unwrap_err();
     assert!(matches!(err, LlmError::BadUrl { .. }), "{err:?}");
 }
+
+#[test]
+fn a_streamed_call_hands_over_each_piece_as_it_arrives_and_returns_the_whole_reply() {
+    let stub = StubServer::scripted(vec![Reply::stream(&["You ", "mentioned ", "Paris [M1]."])]);
+    let mut pieces = Vec::new();
+    let completion = client(stub.base_url()).complete_streaming(&hello(), &mut |piece| pieces.push(piece.to_owned())).unwrap();
+    assert_eq!(pieces, vec!["You ", "mentioned ", "Paris [M1]."]);
+    assert_eq!(completion.content, "You mentioned Paris [M1].");
+    assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(stub.requests()[0].body["stream"], true);
+}
+
+#[test]
+fn a_server_that_ignores_stream_gives_one_piece() {
+    let stub = StubServer::scripted(vec![Reply::text("all at once")]);
+    let mut pieces = Vec::new();
+    let completion = client(stub.base_url()).complete_streaming(&hello(), &mut |piece| pieces.push(piece.to_owned())).unwrap();
+    assert_eq!((pieces, completion.content), (vec!["all at once".to_owned()], "all at once".to_owned()));
+}
+
+#[test]
+fn a_streamed_call_is_retried_before_its_first_piece_and_fails_clearly_on_garbage() {
+    let stub = StubServer::scripted(vec![Reply::error(503, "loading model"), Reply::stream(&["ok"])]);
+    let completion = client(stub.base_url()).complete_streaming(&hello(), &mut |_| {}).unwrap();
+    assert_eq!((completion.content.as_str(), stub.count()), ("ok", 2));
+
+    let garbage = StubServer::scripted(vec![Reply::raw(200, "data: {not json\n\n").with_header("Content-Type", "text/event-stream")]);
+    let err = client(garbage.base_url()).complete_streaming(&hello(), &mut |_| {}).unwrap_err();
+    assert!(matches!(err, LlmError::Malformed { .. }), "{err:?}");
+    assert!(err.to_string().contains("chunk"), "{err}");
+
+    let refused = StubServer::scripted(vec![Reply::error(401, "bad key")]);
+    let err = client(refused.base_url()).complete_streaming(&hello(), &mut |_| {}).unwrap_err();
+    assert!(matches!(err, LlmError::Unauthorized { .. }), "{err:?}");
+}
