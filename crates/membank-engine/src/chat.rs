@@ -85,6 +85,15 @@ pub struct ChatResponse {
     pub prompt: String,
 }
 
+/// Watches a streamed chat: what went into the prompt, then the reply piece by piece.
+pub trait ChatObserver {
+    /// The memories put into the prompt, labelled `M1`, `M2`, … in this order; called once,
+    /// before the model is asked.
+    fn recalled(&mut self, hits: &[RecallHit]);
+    /// The next piece of the reply as the model makes it.
+    fn delta(&mut self, text: &str);
+}
+
 /// Kinds the companion recalls; the global summary and portrait are in the prompt anyway.
 const RECALLED_KINDS: &[Kind] = &[Kind::Turn, Kind::Note, Kind::DailySummary, Kind::Fused];
 
@@ -94,6 +103,18 @@ impl Engine {
     /// Errors: `Invalid` (blank or oversized message, bad `k`), `LlmNotConfigured`, the
     /// model's errors. On a model error nothing is stored.
     pub fn chat(&self, request: ChatRequest) -> Result<ChatResponse, EngineError> {
+        self.chat_with(request, None)
+    }
+
+    /// [`Engine::chat`] with the reply streamed: `observer` learns the memories in the
+    /// prompt before the model is asked, then each piece of the reply as it arrives. The
+    /// exchange is stored and memories strengthened only once the whole reply is in, as
+    /// for [`Engine::chat`]; on a model error midway nothing is stored.
+    pub fn chat_streaming(&self, request: ChatRequest, observer: &mut dyn ChatObserver) -> Result<ChatResponse, EngineError> {
+        self.chat_with(request, Some(observer))
+    }
+
+    fn chat_with(&self, request: ChatRequest, mut observer: Option<&mut dyn ChatObserver>) -> Result<ChatResponse, EngineError> {
         validate_text("message", &request.message)?;
         if request.k == 0 || request.k > MAX_RECALL_K {
             return Err(InvalidInput::new("k", format!("must be between 1 and {MAX_RECALL_K}")).into());
@@ -152,7 +173,13 @@ impl Engine {
         let mut recalled = recall.results;
         recalled.truncate(included);
 
-        let completion = llm.complete(&CompletionRequest::new(messages))?;
+        let completion = match observer.as_mut() {
+            Some(observer) => {
+                observer.recalled(&recalled);
+                llm.complete_streaming(&CompletionRequest::new(messages), &mut |piece| observer.delta(piece))?
+            }
+            None => llm.complete(&CompletionRequest::new(messages))?,
+        };
         let reply = completion.content.trim().to_string();
         if reply.is_empty() {
             return Err(membank_llm::LlmError::Malformed { url: llm.model().to_string(), reason: "the model returned an empty reply".into() }.into());

@@ -19,6 +19,7 @@ pub mod ratelimit;
 pub mod rest;
 pub mod serve;
 pub mod state;
+pub mod web;
 pub mod wire;
 
 pub use error::ApiError;
@@ -29,3 +30,4 @@ pub use rest::{openapi, router};
 pub use serve::{ServeError, check_bind, serve};
 pub use state::{AppState, AuthMode, Limits, ServerConfig};
 pub mod wire_companion;
+pub mod wire_insight;

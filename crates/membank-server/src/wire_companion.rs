@@ -37,6 +37,13 @@ fn cited(label: String, m: &Memory, score: Option<f64>) -> CitedOut {
     CitedOut { label, id: m.id.to_string(), kind: m.kind.as_str(), source: m.source.as_str(), day: m.day.to_string(), occurred_at: rfc3339(m.occurred_at), content: m.content.clone(), score }
 }
 
+impl CitedOut {
+    /// The `index`-th memory of the prompt (label `M{index+1}`) with its recall score.
+    pub fn recalled(index: usize, hit: &membank_engine::RecallHit) -> Self {
+        cited(format!("M{}", index + 1), &hit.memory, Some(hit.score))
+    }
+}
+
 /// One companion reply.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ChatOut {
@@ -67,7 +74,7 @@ impl From<&ChatResponse> for ChatOut {
         Self {
             reply: r.reply.clone(),
             used: r.used.iter().map(|c| cited(c.label.clone(), &c.memory, None)).collect(),
-            recalled: r.recalled.iter().enumerate().map(|(i, h)| cited(format!("M{}", i + 1), &h.memory, Some(h.score))).collect(),
+            recalled: r.recalled.iter().enumerate().map(|(i, h)| CitedOut::recalled(i, h)).collect(),
             omitted: r.omitted,
             strengthened: r.strengthened.iter().map(ToString::to_string).collect(),
             recall_mode: match r.recall_mode {

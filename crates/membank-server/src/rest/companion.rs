@@ -5,7 +5,9 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use membank_engine::{ChatRequest, ProfileRequest, SummarizeRequest};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -14,7 +16,7 @@ use super::extract::{ApiPath, Caller, DigestedJsonBody, JsonBody};
 use super::types::UserPath;
 use crate::error::{ApiError, ErrorResponses};
 use crate::state::AppState;
-use crate::wire_companion::{ChatOut, ProfileOut, SummarizeOut};
+use crate::wire_companion::{ChatOut, CitedOut, ProfileOut, SummarizeOut};
 
 /// A message to the companion.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -80,6 +82,98 @@ pub async fn chat(State(state): State<AppState>, caller: Caller, headers: Header
     let body = serde_json::to_string(&ChatOut::from(&response)).map_err(|_| ApiError::Internal)?;
     super::memories::keep_answer(&state, scope, key, &body).await;
     Ok(super::memories::answer(StatusCode::OK, body, false))
+}
+
+/// One event of a streamed chat, as the handler's channel carries it.
+enum StreamEvent {
+    Recalled(String),
+    Delta(String),
+    Done(String),
+    Error(String),
+}
+
+struct Forward(tokio::sync::mpsc::UnboundedSender<StreamEvent>);
+
+impl membank_engine::ChatObserver for Forward {
+    fn recalled(&mut self, hits: &[membank_engine::RecallHit]) {
+        let memories: Vec<CitedOut> = hits.iter().enumerate().map(|(i, hit)| CitedOut::recalled(i, hit)).collect();
+        if let Ok(json) = serde_json::to_string(&serde_json::json!({ "memories": memories })) {
+            let _ = self.0.send(StreamEvent::Recalled(json));
+        }
+    }
+    fn delta(&mut self, text: &str) {
+        if let Ok(json) = serde_json::to_string(&serde_json::json!({ "text": text })) {
+            let _ = self.0.send(StreamEvent::Delta(json));
+        }
+    }
+}
+
+/// [`chat`], streamed as server-sent events (`text/event-stream`), for a reply that shows
+/// as it is written:
+///
+/// - `event: recalled`, data `{"memories": [...]}`: the memories put into the prompt
+///   (labelled `M1`, `M2`, …), before the model is asked;
+/// - `event: delta`, data `{"text": "..."}`: the next piece of the reply (many);
+/// - `event: done`, data: the whole answer, exactly as `POST …/chat` returns it (`used`
+///   lists the memories the reply cites); sent once the exchange is stored;
+/// - `event: error`, data `{"error": {"code", "message"}}`: the model failed midway;
+///   nothing was stored.
+///
+/// Bad input and a missing LLM are refused before the stream starts, with the usual JSON
+/// error and status. There is no `Idempotency-Key` here: retry with `POST …/chat` when a
+/// retry must not store the exchange twice. A client that disconnects does not stop the
+/// exchange from being stored.
+#[utoipa::path(post, path = "/v1/users/{user}/chat/stream", tag = "companion",
+    params(UserPath),
+    request_body = ChatIn,
+    responses((status = 200, description = "Server-sent events: `recalled`, then `delta` (many), then `done` (a ChatOut) or `error`", content_type = "text/event-stream", body = String), ErrorResponses))]
+pub async fn chat_stream(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(body): JsonBody<ChatIn>) -> Result<Response, ApiError> {
+    // Everything the engine would refuse is refused here, before the stream starts.
+    super::memories::check_text(&state, "message", &body.message)?;
+    membank_engine::validate_text("message", &body.message).map_err(|e| ApiError::Invalid(e.to_string()))?;
+    let mut request = ChatRequest::new(caller.scope_with(&user, None, None)?, body.message);
+    if let Some(k) = body.k {
+        let max_k = state.config().limits.k;
+        if k == 0 || k as usize > max_k {
+            return Err(ApiError::Invalid(format!("k: must be between 1 and {max_k}")));
+        }
+        request.k = k as usize;
+    }
+    request.now = super::memories::instant("now", body.now.as_deref())?;
+    if let Some(persona) = body.persona {
+        super::memories::check_text(&state, "persona", &persona)?;
+        membank_engine::validate_text("persona", &persona).map_err(|e| ApiError::Invalid(e.to_string()))?;
+        request.persona = Some(persona);
+    }
+    state.engine().request_now(request.now, true).map_err(ApiError::from)?;
+    // A missing model is an answer, not a stream that fails.
+    state.engine().llm().map_err(ApiError::from)?;
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let engine = state.engine().clone();
+    tokio::task::spawn_blocking(move || {
+        let mut forward = Forward(sender.clone());
+        let last = match engine.chat_streaming(request, &mut forward) {
+            Ok(response) => serde_json::to_string(&ChatOut::from(&response)).map(StreamEvent::Done),
+            Err(err) => serde_json::to_string(&ApiError::from(err).body()).map(StreamEvent::Error),
+        };
+        if let Ok(event) = last {
+            let _ = sender.send(event);
+        }
+    });
+    let events = futures_util::stream::poll_fn(move |cx| receiver.poll_recv(cx)).map(|event| {
+        let (name, data) = match event {
+            StreamEvent::Recalled(data) => ("recalled", data),
+            StreamEvent::Delta(data) => ("delta", data),
+            StreamEvent::Done(data) => ("done", data),
+            StreamEvent::Error(data) => ("error", data),
+        };
+        Ok::<_, std::convert::Infallible>(Event::default().event(name).data(data))
+    });
+    let mut response = Sse::new(events).keep_alive(KeepAlive::default()).into_response();
+    // Proxies (nginx) buffer responses unless told not to; a stream must flow.
+    response.headers_mut().insert("x-accel-buffering", axum::http::HeaderValue::from_static("no"));
+    response.headers_mut().insert(axum::http::header::CACHE_CONTROL, axum::http::HeaderValue::from_static("no-cache"));
+    Ok(response)
 }
 
 /// Summarise the user's days incrementally (only days whose turns changed), then the

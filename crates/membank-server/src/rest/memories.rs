@@ -41,7 +41,7 @@ fn parse_list<T: std::str::FromStr<Err = InvalidInput>>(values: impl IntoIterato
 }
 
 /// A path id that does not parse cannot exist: answered like any unknown id.
-fn memory_id(raw: &str) -> Result<MemoryId, ApiError> {
+pub(super) fn memory_id(raw: &str) -> Result<MemoryId, ApiError> {
     raw.parse().map_err(|_| ApiError::NotFound(format!("memory {} not found", raw.chars().take(64).collect::<String>())))
 }
 

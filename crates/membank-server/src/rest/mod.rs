@@ -1,7 +1,8 @@
 //! The REST API: the router, its middleware (metrics, the loopback guard of the no-auth
 //! mode, authentication with its per-address failure limit, rate limit, body limit), the
 //! system endpoints (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`,
-//! `/v1/admin/check`) and the OpenAPI document.
+//! `/v1/admin/check`), the web app's page and assets at `/` and `/assets/` ([`crate::web`];
+//! they need no key: the page asks for one) and the OpenAPI document.
 //!
 //! The document is generated from the handlers themselves: each handler carries its
 //! `#[utoipa::path]` and is registered with `utoipa_axum::routes!`, which adds the route
@@ -10,6 +11,7 @@
 
 mod companion;
 pub mod extract;
+mod insight;
 mod memories;
 pub mod types;
 
@@ -71,8 +73,12 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(memories::export))
         .routes(routes!(memories::users))
         .routes(routes!(companion::chat))
+        .routes(routes!(companion::chat_stream))
         .routes(routes!(companion::summarize))
         .routes(routes!(companion::profile))
+        .routes(routes!(insight::about))
+        .routes(routes!(insight::curve))
+        .routes(routes!(insight::overview))
         .routes(routes!(admin_check))
         .split_for_parts()
 }
@@ -115,6 +121,8 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", axum::routing::get(healthz))
         .route("/readyz", axum::routing::get(readyz))
         .route("/metrics", axum::routing::get(metrics))
+        .route("/", axum::routing::get(crate::web::index))
+        .route("/assets/{*path}", axum::routing::get(crate::web::file))
         .route("/openapi.json", axum::routing::get(move || std::future::ready(([(header::CONTENT_TYPE, "application/json")], doc_json.clone()))))
         .merge(authenticated)
         .fallback(not_found)

@@ -12,4 +12,5 @@ mod maintain;
 mod mcp;
 mod security;
 mod support;
+mod web;
 mod writes;
