@@ -169,12 +169,20 @@ impl Engine {
         let mut status: std::collections::HashMap<MemoryId, Status> = std::collections::HashMap::new();
         let mut counts = StatusCounts::default();
         let mut days: Vec<DayCounts> = Vec::new();
-        // The log is in write order; a day's counts are those after its last event.
-        let mut ordered: Vec<&Event> = events.iter().collect();
-        ordered.sort_by_key(|e| (e.at, e.seq));
-        for event in ordered {
+        // Each event counts at its own time, except that a memory's events keep their log
+        // order: an operation given an earlier `now` (a backdated sweep over imported
+        // history) may be dated before the memory was stored, and counts from its store.
+        let mut effective: std::collections::HashMap<MemoryId, Timestamp> = std::collections::HashMap::new();
+        let mut ordered: Vec<(Timestamp, i64, MemoryId, EventKind)> = Vec::with_capacity(events.len());
+        for event in &events {
             let Some(id) = event.memory_id else { continue };
-            let next = match event.kind {
+            let at = effective.get(&id).map_or(event.at, |previous| event.at.max(*previous));
+            effective.insert(id, at);
+            ordered.push((at, event.seq, id, event.kind));
+        }
+        ordered.sort_by_key(|(at, seq, _, _)| (*at, *seq));
+        for (at, _, id, kind) in ordered {
+            let next = match kind {
                 EventKind::Created => Some(Status::Active),
                 EventKind::Archived => Some(Status::Archived),
                 EventKind::Restored => Some(Status::Active),
@@ -187,7 +195,7 @@ impl Engine {
                 count(&mut counts, previous, -1);
             }
             count(&mut counts, next, 1);
-            let day = zone.day_of(event.at);
+            let day = zone.day_of(at);
             match days.last_mut() {
                 Some(last) if last.day == day => last.counts = counts,
                 _ => days.push(DayCounts { day, counts }),

@@ -247,6 +247,26 @@ async fn the_overview_counts_statuses_by_day_from_the_log_and_ends_at_the_stores
     assert!(call(&app, "POST", "/v1/users/mia/overview", None, None).await.0.is_client_error());
 }
 
+#[tokio::test]
+async fn a_backdated_sweep_over_imported_history_counts_from_when_the_memory_was_stored() {
+    // Stored on day 10 about day −20 with its clock from the event; a sweep dated day 5 (before
+    // the memory was stored) archives it. The overview must end archived, not active.
+    let clock = Arc::new(ManualClock::new(t0() + Duration::days(10)));
+    let server = TestServer::with_clock(AuthMode::LoopbackOpen, clock.clone(), |_| {});
+    let app = server.router();
+    let occurred = (t0() - Duration::days(20)).to_rfc3339();
+    let (status, turn) = call(&app, "POST", "/v1/users/ivy/turns", None, Some(json!({ "user_text": "I moved to Lyon", "occurred_at": occurred, "clock_from": "event" }))).await;
+    assert_eq!(status, StatusCode::CREATED, "{turn}");
+    let (status, swept) = call(&app, "POST", "/v1/users/ivy/sweep", None, Some(json!({ "now": (t0() + Duration::days(5)).to_rfc3339() }))).await;
+    assert_eq!(status, StatusCode::OK, "{swept}");
+    assert_eq!(swept["archived"].as_array().map(Vec::len), Some(1), "{swept}");
+    let (_, overview) = call(&app, "GET", "/v1/users/ivy/overview", None, None).await;
+    let days = overview["days"].as_array().unwrap();
+    assert_eq!(days.len(), 1, "{overview}");
+    assert_eq!((days[0]["day"].as_str(), days[0]["active"].as_u64(), days[0]["archived"].as_u64()), (Some("2026-03-12"), Some(0), Some(1)), "{overview}");
+    assert_eq!(overview["current"]["archived"], 1);
+}
+
 fn with_llm(stub: &StubServer) -> (TestServer, axum::Router) {
     let base = TestServer::new(AuthMode::LoopbackOpen);
     let llm = Arc::new(membank_llm::OpenAiChat::new(OpenAiChatConfig::new(stub.base_url(), "stub-model")).unwrap());
