@@ -172,6 +172,7 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
             eprintln!("membank: {keys} API key(s) active; every /v1 and /mcp request needs Authorization: Bearer KEY");
         }
         eprintln!("membank: listening on http://{local} (REST /v1, MCP /mcp, OpenAPI /openapi.json, metrics /metrics)");
+        eprintln!("membank: the web app is at http://{local}/{}", if auth == AuthMode::LoopbackOpen { "" } else { " (sign in with an API key)" });
         eprintln!("membank: {}", describe_maintenance(&state.config().maintenance));
         tokio::spawn(warm_up(embedder, state.clone()));
         membank_server::serve(listener, state, membank_server::serve::shutdown_signal()).await?;

@@ -97,6 +97,10 @@ fn serve_without_keys_is_loopback_only_and_says_so() {
     assert_eq!(status, 200, "{body}");
     let body: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert!(body["results"][0]["content"].as_str().unwrap().contains("Miso"));
+    // The web app comes with the binary.
+    let (status, page) = server.request("GET", "/", None, None);
+    assert_eq!(status, 200);
+    assert!(page.to_ascii_lowercase().starts_with("<!doctype html") && page.contains("/assets/app."), "{page}");
     server.stop();
     // The database is intact after the shutdown.
     bank.ok(&["check"]);
