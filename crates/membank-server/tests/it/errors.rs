@@ -335,4 +335,12 @@ async fn openapi_documents_every_route_the_router_serves() {
         assert!(paths.contains_key(path), "{path} missing from the OpenAPI document");
     }
     assert!(paths["/v1/users/{user}/recall"]["post"]["responses"]["422"].is_object());
+    // The web app's read-only routes and the streamed chat are public API like the rest.
+    for path in ["/v1/about", "/v1/users/{user}/memories/{id}/curve", "/v1/users/{user}/overview", "/v1/users/{user}/chat/stream"] {
+        assert!(paths.contains_key(path), "{path} missing from the OpenAPI document");
+    }
+    let stream = &paths["/v1/users/{user}/chat/stream"]["post"];
+    assert!(stream["responses"]["200"]["content"]["text/event-stream"].is_object(), "{stream}");
+    assert!(stream["description"].as_str().unwrap_or_default().contains("event: delta"), "{stream}");
+    assert!(paths["/v1/users/{user}/memories/{id}/curve"]["get"]["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "days_ahead"));
 }
