@@ -7,6 +7,8 @@
 //!   without query embedding (real vectors from the configured model).
 //! - `http`: the same over real HTTP on loopback (`bench_http.rs`).
 //! - `sweep`: time to sweep U users × M memories each.
+//! - `cache`: memory of the search caches over U users × M memories under the cache
+//!   budget (`bench_cache.rs`).
 //!
 //! With `--json` each prints one report object (the `*Report` structs below, documented
 //! field by field) instead of its table; progress of database builds goes to standard
@@ -44,7 +46,7 @@ pub(crate) fn count(max: u64) -> RangedU64ValueParser<usize> {
 /// Which benchmark. With `--json`, each prints one JSON object instead of its table; its
 /// shape is given in each benchmark's `--help`.
 #[derive(Debug, Subcommand)]
-#[command(after_help = "Every benchmark takes --json: one JSON object instead of the table, {\"benchmark\": \"embed\"|\"recall\"|\"http\"|\"sweep\", …, \"results\": [one object per row]}; `membank bench <COMMAND> --help` gives each shape. Progress goes to standard error.")]
+#[command(after_help = "Every benchmark takes --json: one JSON object instead of the table, {\"benchmark\": \"embed\"|\"recall\"|\"http\"|\"sweep\"|\"cache\", …, \"results\": [one object per row]}; `membank bench <COMMAND> --help` gives each shape. Progress goes to standard error.")]
 pub enum BenchCommand {
     /// Embedding throughput (sentences/s).
     ///
@@ -75,9 +77,10 @@ pub enum BenchCommand {
     ///
     /// With --json: {"benchmark": "recall", "model", "k", "queries", "results": [{"memories",
     /// "built" (memories added to the cached database by this run), "total", "no_embed",
-    /// "dense", "bm25", "embed"}]}; each of the last five is {"p50_ms", "p95_ms", "p99_ms"}:
-    /// the engine's whole recall, search and fetch without embedding, the dense scan alone,
-    /// BM25 alone, and embedding the query alone.
+    /// "dense", "bm25", "embed", "cache_bytes"}]}; "total" to "embed" are each {"p50_ms",
+    /// "p95_ms", "p99_ms"}: the engine's whole recall, search and fetch without embedding,
+    /// the dense scan alone, BM25 alone, and embedding the query alone; "cache_bytes" is
+    /// {"vectors", "terms"}: what the user's entries in the two search caches are charged.
     Recall {
         /// Store sizes, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000", value_parser = count(MAX_COUNT))]
@@ -114,6 +117,16 @@ pub enum BenchCommand {
         #[arg(long, default_value = "target/bench")]
         dir: PathBuf,
     },
+    /// Memory of the search caches over many users under the budget (--cache-mb).
+    ///
+    /// With --json: {"benchmark": "cache", "model", "users", "per_user", "built",
+    /// "budget_bytes", "per_user_bytes": {"vectors", "terms"} (one user's entries alone),
+    /// "baseline" (resident memory before the first search), "results": [{"pass",
+    /// "searches", "seconds", "cache": {"bytes", "vectors_users", "terms_users", "hits",
+    /// "misses", "evictions"}, "rss"}]}; "baseline" and each "rss" are {"vm_rss_mb",
+    /// "rss_anon_mb", "rss_file_mb", "vm_hwm_mb"} from /proc/self/status (null elsewhere
+    /// than Linux).
+    Cache(crate::bench_cache::CacheArgs),
 }
 
 /// Runs a benchmark.
@@ -129,6 +142,7 @@ pub fn run(ctx: &Context, command: BenchCommand) -> Result<()> {
         BenchCommand::Recall { sizes, queries, dir, data } => finish(ctx, &recall(ctx, &sizes, queries, &dir, &data)?),
         BenchCommand::Sweep { users, per_user, dir } => finish(ctx, &sweep(ctx, users, per_user, &dir)?),
         BenchCommand::Http(args) => finish(ctx, &crate::bench_http::run(ctx, args)?),
+        BenchCommand::Cache(args) => finish(ctx, &crate::bench_cache::run(ctx, args)?),
     }
 }
 
@@ -369,6 +383,17 @@ pub struct RecallResult {
     pub bm25: Latency,
     /// Embedding the query alone.
     pub embed: Latency,
+    /// What the user's entries in the two search caches are charged, once warm.
+    pub cache_bytes: UserCacheBytes,
+}
+
+/// One user's entries in the search caches, in bytes.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct UserCacheBytes {
+    /// The vector cache's entry.
+    pub vectors: u64,
+    /// The BM25 cache's entry.
+    pub terms: u64,
 }
 
 fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Path) -> Result<RecallReport> {
@@ -381,11 +406,11 @@ fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Pat
     let mut report = RecallReport { benchmark: "recall", model: model.id.clone(), k, queries: questions.len(), results: Vec::new() };
     if !ctx.cli_json {
         println!("recall latency, one user, k = {k}, {} queries per size, strengthening off (read path only)", questions.len());
-        println!("{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>11} {:>11}", "memories", "p50 total", "p95 total", "p50 no-embed", "p95 no-embed", "p50 dense", "p50 BM25", "p50 embed");
+        println!("{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>11} {:>11} {:>11} {:>11}", "memories", "p50 total", "p95 total", "p50 no-embed", "p95 no-embed", "p50 dense", "p50 BM25", "p50 embed", "cache vec", "cache BM25");
     }
     for &size in sizes {
         let path = dir.join(format!("recall-v2-{size}-{}.db", model.id.replace('/', "_")));
-        let store = Arc::new(SqliteStore::open(&path)?);
+        let store = Arc::new(SqliteStore::open_with(&path, ctx.store_options())?);
         let scope = Scope::user(TenantId::default_tenant(), UserId::new("bench")?);
         let have = store.counts(&scope)?.active as usize;
         let built = size.saturating_sub(have);
@@ -440,11 +465,16 @@ fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Pat
             dense: Latency::of(&mut dense_only),
             bm25: Latency::of(&mut lexical_only),
             embed: Latency::of(&mut embed_only),
+            cache_bytes: {
+                let stats = store.cache_stats();
+                UserCacheBytes { vectors: stats.vectors.bytes, terms: stats.terms.bytes }
+            },
         };
         if !ctx.cli_json {
             let ms = |ms: f64| format!("{ms:.2} ms");
+            let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0));
             println!(
-                "{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>11} {:>11}",
+                "{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>11} {:>11} {:>11} {:>11}",
                 size,
                 ms(row.total.p50_ms),
                 ms(row.total.p95_ms),
@@ -452,7 +482,9 @@ fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Pat
                 ms(row.no_embed.p95_ms),
                 ms(row.dense.p50_ms),
                 ms(row.bm25.p50_ms),
-                ms(row.embed.p50_ms)
+                ms(row.embed.p50_ms),
+                mib(row.cache_bytes.vectors),
+                mib(row.cache_bytes.terms)
             );
         }
         report.results.push(row);
@@ -556,7 +588,7 @@ fn sweep(ctx: &Context, users: usize, per_user: usize, dir: &Path) -> Result<Swe
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join(format!("sweep-v2-{users}x{per_user}.db"));
     let build = !path.exists();
-    let store = Arc::new(SqliteStore::open(&path)?);
+    let store = Arc::new(SqliteStore::open_with(&path, ctx.store_options())?);
     let t0 = chrono::DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z")?.to_utc();
     let tenant = TenantId::default_tenant();
     if build {
@@ -587,7 +619,7 @@ fn sweep(ctx: &Context, users: usize, per_user: usize, dir: &Path) -> Result<Swe
         let _ = std::fs::remove_file(format!("{}{suffix}", copy.display()));
     }
     store.backup(&copy)?;
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&copy)?);
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open_with(&copy, ctx.store_options())?);
     let clock = Arc::new(ManualClock::new(t0 + chrono::Duration::days(40)));
     let engine = Engine::new(store.clone(), Arc::new(NoEmbedder), clock, Default::default())?;
     let mut report = SweepReport { benchmark: "sweep", users, per_user, built: build, results: Vec::new() };

@@ -95,7 +95,7 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<HttpReport> {
     std::fs::create_dir_all(&args.dir).with_context(|| format!("cannot create {}", args.dir.display()))?;
     let corpus = sentences(&args.data, 4000)?;
     let path = args.dir.join(format!("recall-{}-{}.db", args.memories, model.id.replace('/', "_")));
-    let store = Arc::new(SqliteStore::open(&path)?);
+    let store = Arc::new(SqliteStore::open_with(&path, ctx.store_options())?);
     let scope = Scope::user(TenantId::default_tenant(), UserId::new("bench")?);
     let have = store.counts(&scope)?.active as usize;
     if have < args.memories {

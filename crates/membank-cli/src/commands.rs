@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use membank_engine::core::{ClockFrom, Kind, MemoryId, Scope, Source, Status, SystemClock, TenantId, UserId};
 use membank_engine::{Engine, EngineError, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest};
 use membank_server::wire;
-use membank_store::{EventQuery, ListQuery, SqliteStore, StoreError};
+use membank_store::{EventQuery, ListQuery, SqliteStore, StoreError, StoreOptions};
 use serde_json::json;
 
 use crate::config;
@@ -340,6 +340,8 @@ pub struct Context {
     pub llm: crate::llm_config::LlmSettings,
     /// `[maintenance]`: background cycles of `serve`.
     pub maintenance: config::Maintenance,
+    /// The search caches' budget in MiB (`--cache-mb`, `[cache] max_mb`).
+    pub cache_mb: u64,
 }
 
 impl Context {
@@ -378,7 +380,13 @@ impl Context {
         let model_dir_configured = e.model_dir.is_some() || file.embedding.model_dir.is_some();
         let maintenance = config::maintenance(&file)?;
         let local_model_given = e.local_model.clone().or_else(|| file.embedding.local_model.clone());
-        Ok(Self { cli_json: cli.json, db, db_given, config_path: cli.config.clone(), local_model_given, tenant, embedder, model_dir_configured, engine_config, llm, maintenance })
+        let cache_mb = config::cache_mb(&file, cli.cache_mb)?;
+        Ok(Self { cli_json: cli.json, db, db_given, config_path: cli.config.clone(), local_model_given, tenant, embedder, model_dir_configured, engine_config, llm, maintenance, cache_mb })
+    }
+
+    /// How every store this command opens is opened (its cache budget).
+    pub fn store_options(&self) -> StoreOptions {
+        StoreOptions { cache_budget: Some(self.cache_mb << 20) }
     }
 
     pub fn open_store(&self) -> Result<Arc<SqliteStore>> {
@@ -387,7 +395,7 @@ impl Context {
                 std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
             }
         let new = !self.db.exists();
-        let store = SqliteStore::open(&self.db).with_context(|| format!("cannot open database {}", self.db.display()))?;
+        let store = SqliteStore::open_with(&self.db, self.store_options()).with_context(|| format!("cannot open database {}", self.db.display()))?;
         // The first command of a newcomer writes somewhere; say where, once, to a person.
         if new && !self.db_given && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             eprintln!("membank: created the database {} (choose another with --db or MEMBANK_DB)", self.db.display());

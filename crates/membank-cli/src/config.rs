@@ -38,6 +38,9 @@ pub struct FileConfig {
     /// Background maintenance of `membank serve`.
     #[serde(default)]
     pub maintenance: MaintenanceFile,
+    /// The in-process search caches.
+    #[serde(default)]
+    pub cache: CacheFile,
 }
 
 /// `[maintenance]`: the cycles `membank serve` runs by itself.
@@ -108,6 +111,51 @@ pub fn maintenance(file: &FileConfig) -> Result<Maintenance> {
         bail!("maintenance.per_pass must be between 1 and 100000");
     }
     Ok(Maintenance { enabled: m.enabled.unwrap_or(true), interval, every_turns: m.every_turns, per_pass })
+}
+
+/// `[cache]`: how much memory the per-user search caches may keep.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheFile {
+    /// The budget in MiB, shared by every user's vectors and BM25 index (read as any TOML
+    /// value so that a wrong one gets the same message as a wrong flag).
+    pub max_mb: Option<toml::Value>,
+}
+
+/// The largest cache budget accepted, in MiB (1 TiB): far above any machine this runs on,
+/// so a larger number is a typo, not a wish.
+pub const MAX_CACHE_MB: u64 = 1 << 20;
+
+/// `--cache-mb` and `MEMBANK_CACHE_MB`: a whole number of MiB from 1 to [`MAX_CACHE_MB`].
+/// 0 is refused rather than read as "no limit" or "no cache": the first would undo the
+/// bound without saying so, the second would reload every user on every search.
+pub fn parse_cache_mb(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<i128>() {
+        Ok(mb) => cache_mb_in_range(mb),
+        Err(_) => Err(format!("{text:?} is not a whole number of MiB (from 1 to {MAX_CACHE_MB})")),
+    }
+}
+
+fn cache_mb_in_range(mb: i128) -> Result<u64, String> {
+    match u64::try_from(mb) {
+        Ok(mb) if (1..=MAX_CACHE_MB).contains(&mb) => Ok(mb),
+        _ => Err(format!("the cache budget must be from 1 to {MAX_CACHE_MB} MiB, not {mb}")),
+    }
+}
+
+/// The cache budget in MiB: the flag or environment, else `[cache] max_mb`, else
+/// [`membank_store::DEFAULT_CACHE_MB`]. A bad file value is a usage error (exit 2), as a
+/// bad flag is.
+pub fn cache_mb(file: &FileConfig, flag: Option<u64>) -> Result<u64> {
+    if let Some(mb) = flag {
+        return Ok(mb);
+    }
+    let checked = match &file.cache.max_mb {
+        None => return Ok(membank_store::DEFAULT_CACHE_MB),
+        Some(toml::Value::Integer(mb)) => cache_mb_in_range(i128::from(*mb)),
+        Some(other) => Err(format!("{other} is not a whole number of MiB (from 1 to {MAX_CACHE_MB})")),
+    };
+    checked.map_err(|reason| crate::commands::UsageError(format!("cache.max_mb in the config file: {reason}")).into())
 }
 
 /// `[embedding]`.

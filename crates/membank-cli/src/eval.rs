@@ -129,7 +129,7 @@ fn engine(ctx: &Context, db: &EvalDb, name: &str, files: &[&Path], scratch: &mut
         }
     };
     tracing::info!(db = %path.display(), "evaluation database");
-    let store = Arc::new(SqliteStore::open(&path).with_context(|| format!("cannot open {}", path.display()))?);
+    let store = Arc::new(SqliteStore::open_with(&path, ctx.store_options()).with_context(|| format!("cannot open {}", path.display()))?);
     Ok(Engine::new(store, Arc::new(CachingEmbedder::new(inner)), Arc::new(SystemClock), ctx.engine_config.clone())?)
 }
 

@@ -2,7 +2,9 @@
 //! `/metrics`: requests and latency histograms per route, and domain counters (memories
 //! stored, recalls, memories strengthened, sweeps, memories archived) and maintenance
 //! counters (cycles, failures, and what cycles archived, merged, fused and decided), with
-//! the engine-clock time of the last cycle. Labels come from fixed sets only, never from
+//! the engine-clock time of the last cycle, and the store's search caches (bytes kept
+//! against their budget, hits, loads, evictions; read from the store when rendered, by
+//! [`render_cache`]). Labels come from fixed sets only, never from
 //! what a client sends: methods outside the standard ones are `other`, routes are the
 //! router's templates (never raw paths, so never user ids) and every unknown path is
 //! `unmatched`. Requests are counted before authentication, so anything a client could
@@ -19,6 +21,7 @@ use std::time::Duration;
 
 use membank_engine::MaintainReport;
 use membank_engine::core::Timestamp;
+use membank_store::{CacheCounters, CacheKind, CacheStats};
 
 /// Latency bucket bounds in seconds.
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
@@ -145,6 +148,29 @@ impl Metrics {
     }
 }
 
+/// Appends the store's cache numbers to a rendering: the budget, and per cache (`vectors`,
+/// `terms`: a fixed set) the bytes and users kept, hits, misses (whole loads) and evictions.
+pub fn render_cache(out: &mut String, stats: &CacheStats) {
+    let name = "membank_cache_budget_bytes";
+    let budget = stats.budget_bytes.map_or_else(|| "+Inf".to_string(), |b| b.to_string());
+    let _ = writeln!(out, "# HELP {name} Bytes the per-user search caches may keep together (+Inf: no limit).\n# TYPE {name} gauge\n{name} {budget}");
+    // Name, type, help, and the number of one cache it shows.
+    type Family = (&'static str, &'static str, &'static str, fn(&CacheCounters) -> u64);
+    let families: [Family; 5] = [
+        ("membank_cache_bytes", "gauge", "Bytes a per-user search cache keeps now, by cache.", |c| c.bytes),
+        ("membank_cache_users", "gauge", "Users a search cache holds now, by cache.", |c| c.entries),
+        ("membank_cache_hits_total", "counter", "Searches served from a cached user, by cache.", |c| c.hits),
+        ("membank_cache_misses_total", "counter", "Searches that loaded a user whole (first use, after an eviction or an erasure), by cache.", |c| c.misses),
+        ("membank_cache_evictions_total", "counter", "Users dropped from a search cache to stay within the budget, by cache.", |c| c.evictions),
+    ];
+    for (name, kind, help, value) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for cache in CacheKind::ALL {
+            let _ = writeln!(out, "{name}{{cache=\"{}\"}} {}", cache.as_str(), value(stats.of(cache)));
+        }
+    }
+}
+
 /// The label of a request method: one of the standard methods, else `other`.
 pub fn method_label(method: &str) -> &'static str {
     const KNOWN: [&str; 9] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"];
@@ -173,6 +199,23 @@ mod tests {
         assert!(text.contains("membank_recalls_total 2"));
         assert!(text.contains("membank_maintenance_cycles_total 0"));
         assert!(text.contains("# TYPE membank_maintenance_last_cycle_timestamp_seconds gauge\nmembank_maintenance_last_cycle_timestamp_seconds 0\n"));
+    }
+
+    #[test]
+    fn cache_numbers_are_rendered_per_cache() {
+        let mut stats = CacheStats { budget_bytes: Some(1 << 30), vectors: Default::default(), terms: Default::default() };
+        stats.vectors.bytes = 1234;
+        stats.terms.evictions = 5;
+        let mut text = String::new();
+        render_cache(&mut text, &stats);
+        assert!(text.contains("# TYPE membank_cache_budget_bytes gauge\nmembank_cache_budget_bytes 1073741824\n"), "{text}");
+        assert!(text.contains("membank_cache_bytes{cache=\"vectors\"} 1234\nmembank_cache_bytes{cache=\"terms\"} 0\n"), "{text}");
+        assert!(text.contains("# TYPE membank_cache_evictions_total counter\n"), "{text}");
+        assert!(text.contains("membank_cache_evictions_total{cache=\"terms\"} 5\n"), "{text}");
+        stats.budget_bytes = None;
+        let mut text = String::new();
+        render_cache(&mut text, &stats);
+        assert!(text.contains("membank_cache_budget_bytes +Inf\n"), "{text}");
     }
 
     #[test]

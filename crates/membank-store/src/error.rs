@@ -50,6 +50,11 @@ pub enum StoreError {
     /// Ours or the machine's: the database failed (disk full, locked too long, I/O).
     #[error("database error: {0}")]
     Database(#[from] rusqlite::Error),
+    /// Ours or the machine's: the PostgreSQL server failed, refused a statement or could
+    /// not be reached (see [`crate::postgres::PgError`]).
+    #[cfg(feature = "postgres")]
+    #[error("database error: {0}")]
+    Postgres(#[from] crate::postgres::PgError),
 }
 
 impl StoreError {

@@ -9,15 +9,29 @@
 //!   recall strengthening and sweeps are explicit write methods.
 //! - **Writes are transactional** and durable once acknowledged (WAL, `synchronous=FULL`).
 //! - **One embedding model per store.** Vectors of another model or dimension are refused.
+//! - **Bounded caches.** The per-user search caches of a store handle share one byte budget
+//!   ([`StoreOptions`], `cache.rs`) with least-recently-used eviction; an evicted user is
+//!   loaded again from the database, so eviction changes speed, never results.
+//!
+//! Backends: [`SqliteStore`] (one file, the default) and, behind the cargo feature
+//! `postgres` (off by default while issue 13 is under way), `PgStore`: the same traits on
+//! PostgreSQL with pgvector (`postgres/`). One conformance suite (`tests/it/conformance.rs`)
+//! runs against both.
 //!
 //! It deliberately knows nothing of embeddings models, HTTP or the CLI.
 
+mod cache;
 mod error;
 mod kernels;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod sqlite;
 mod types;
 
+pub use cache::{CacheCounters, CacheKind, CacheStats, DEFAULT_CACHE_MB, StoreOptions};
 pub use error::StoreError;
+#[cfg(feature = "postgres")]
+pub use self::postgres::{PgOptions, PgStore};
 pub use sqlite::{ApiKeyRecord, ApiKeyStore, NewApiKey, SqliteStore};
 pub use types::*;
 

@@ -153,7 +153,11 @@ fn bench_recall_reports_json_and_reuses_its_databases() {
         for series in ["total", "no_embed", "dense", "bm25", "embed"] {
             latency(&row[series], series);
         }
-        assert_eq!(row.as_object().unwrap().len(), 7, "{row}");
+        assert_eq!(row.as_object().unwrap().len(), 8, "{row}");
+        // The user's entries in both search caches, warm: at least its f32 vectors.
+        let dim = 384;
+        assert!(row["cache_bytes"]["vectors"].as_u64().unwrap() >= row["memories"].as_u64().unwrap() * dim * 4, "{row}");
+        assert!(row["cache_bytes"]["terms"].as_u64().unwrap() > 0, "{row}");
     }
     // Building 20 memories reports its end on a line of its own.
     assert!(stderr.contains("embedding: 9/9 in ") && stderr.contains("inserting: 20/20 in ") && stderr.contains("built 20 memories in "), "{stderr}");
@@ -216,6 +220,44 @@ fn bench_sweep_reports_json_for_the_dry_and_the_real_sweep() {
     assert_eq!(again["results"][1]["archived"].as_u64(), Some(archived), "each run sweeps a fresh copy");
     bank.fails(&["bench", "sweep", "--users", "0", "--dir", dir.to_str().unwrap()], 2);
     bank.fails(&["bench", "sweep", "--per-user", "many", "--dir", dir.to_str().unwrap()], 2);
+}
+
+#[test]
+fn bench_cache_reports_json_per_pass_with_the_caches_and_resident_memory() {
+    let bank = Bank::new();
+    let data = tiny_data(&bank);
+    let dir = bank.path("bench");
+    let args = ["--cache-mb", "1", "bench", "cache", "--users", "3", "--per-user", "20", "--passes", "2", "--clients", "2", "--dir", dir.to_str().unwrap(), "--data", data.to_str().unwrap()];
+    let (report, stderr) = json_and_stderr(&bank, &args);
+    assert_eq!(report["benchmark"], "cache");
+    assert_eq!((report["users"].as_u64(), report["per_user"].as_u64(), report["built"].as_bool(), report["budget_bytes"].as_u64()), (Some(3), Some(20), Some(true), Some(1 << 20)));
+    assert!(report["per_user_bytes"]["vectors"].as_u64().unwrap() >= 20 * 384 * 4, "{report}");
+    assert!(report["per_user_bytes"]["terms"].as_u64().unwrap() > 0, "{report}");
+    assert!(stderr.contains("built 3 users x 20 memories"), "{stderr}");
+    let rss_fields = |rss: &Value| {
+        for field in ["vm_rss_mb", "rss_anon_mb", "rss_file_mb", "vm_hwm_mb"] {
+            assert!(number(&rss[field], field) > 0.0, "{rss}");
+        }
+    };
+    rss_fields(&report["baseline"]);
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    // All three users fit in 1 MiB: the first pass loads each into both caches, the
+    // second is served from them.
+    for (row, (hits, misses)) in results.iter().zip([(0, 6), (6, 6)]) {
+        let cache = &row["cache"];
+        assert_eq!((cache["hits"].as_u64(), cache["misses"].as_u64(), cache["evictions"].as_u64()), (Some(hits), Some(misses), Some(0)), "{row}");
+        assert_eq!((cache["vectors_users"].as_u64(), cache["terms_users"].as_u64(), row["searches"].as_u64()), (Some(3), Some(3), Some(6)), "{row}");
+        assert!(cache["bytes"].as_u64().unwrap() <= 1 << 20, "{row}");
+        number(&row["seconds"], "seconds");
+        rss_fields(&row["rss"]);
+    }
+    let (again, _) = json_and_stderr(&bank, &args);
+    assert_eq!(again["built"], false);
+    for bad in [["--users", "0"], ["--clients", "0"], ["--passes", "x"]] {
+        bank.fails(&[&args[..], &bad[..]].concat(), 2);
+    }
+    bank.fails(&[&["--cache-mb", "0"], &args[2..]].concat(), 2);
 }
 
 /// `bench/embed/compare.sh` with the binary under test, the model, and `home` as HOME.

@@ -56,3 +56,32 @@ fn a_bad_config_file_is_a_clear_error() {
     let missing = bank.command().args(["--config", "/nonexistent/membank.toml", "list", "--user", "u"]).output().unwrap();
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read config file"));
 }
+
+#[test]
+fn a_bad_cache_budget_is_a_usage_error_from_every_layer() {
+    let bank = Bank::new();
+    bank.remember("u", "an ordinary day", "2024-01-01T00:00:00Z");
+    for value in ["0", "-5", "lots", "1.5", "", "1048577", "99999999999999999999999"] {
+        let flag = format!("--cache-mb={value}");
+        let stderr = bank.fails(&[&flag, "list", "--user", "u"], 2);
+        assert!(stderr.contains("--cache-mb") && stderr.contains("MiB"), "{value:?}: {stderr}");
+        let out = bank.command().env("MEMBANK_CACHE_MB", value).args(["list", "--user", "u"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "MEMBANK_CACHE_MB={value:?}: {stderr}");
+        assert!(stderr.contains("--cache-mb") && stderr.contains("MiB"), "MEMBANK_CACHE_MB={value:?}: {stderr}");
+    }
+    let config = bank.path("cache.toml");
+    for (value, needle) in [("0", "from 1 to 1048576 MiB, not 0"), ("-1", "not -1"), ("2000000", "not 2000000"), ("\"512\"", "not a whole number"), ("1.5", "not a whole number")] {
+        write(&config, format!("[cache]\nmax_mb = {value}\n").as_bytes());
+        let stderr = bank.fails(&["--config", config.to_str().unwrap(), "list", "--user", "u"], 2);
+        assert!(stderr.contains("cache.max_mb") && stderr.contains(needle), "{value}: {stderr}");
+    }
+    // Good values at every layer; a flag or the environment wins over a bad file.
+    write(&config, b"[cache]\nmax_mb = 64\n");
+    bank.ok(&["--config", config.to_str().unwrap(), "list", "--user", "u"]);
+    bank.ok(&["--cache-mb", "1", "recall", "--user", "u", "--query", "day"]);
+    write(&config, b"[cache]\nmax_mb = 0\n");
+    bank.ok(&["--config", config.to_str().unwrap(), "--cache-mb", "16", "list", "--user", "u"]);
+    let out = bank.command().arg("--config").arg(&config).env("MEMBANK_CACHE_MB", "16").args(["list", "--user", "u"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

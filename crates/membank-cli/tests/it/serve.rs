@@ -1,8 +1,9 @@
 //! `membank serve`, `keys` and `mcp` as processes: the loud no-auth warning, refusal of a
 //! non-loopback address without keys, a curl-like round trip over a real socket with and
 //! without a key, SIGTERM shutting down cleanly, the MCP tools over stdio through
-//! the rmcp client spawning `membank mcp`, and a model that was missing at start being
-//! loaded once it is put in place, without a restart.
+//! the rmcp client spawning `membank mcp`, a model that was missing at start being
+//! loaded once it is put in place, without a restart, and the cache budget from the
+//! environment over the config file reaching `/metrics`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -104,6 +105,29 @@ fn serve_without_keys_is_loopback_only_and_says_so() {
     server.stop();
     // The database is intact after the shutdown.
     bank.ok(&["check"]);
+}
+
+#[test]
+fn serve_reports_its_caches_against_the_configured_budget() {
+    let bank = Bank::new();
+    let config = bank.path("config.toml");
+    crate::write(&config, b"[cache]\nmax_mb = 32\n");
+    let server = Server::start_with(&bank, |command| {
+        command.arg("--config").arg(&config).env("MEMBANK_CACHE_MB", "64");
+    });
+    server.wait_ready();
+    let (status, _) = server.request("POST", "/v1/users/alice/turns", None, Some(r#"{"user_text":"I adopted a grey cat named Miso","assistant_text":"Lovely name!"}"#));
+    assert_eq!(status, 201);
+    let (status, _) = server.request("POST", "/v1/users/alice/recall", None, Some(r#"{"query":"what is my cat called?","k":3}"#));
+    assert_eq!(status, 200);
+    let (status, metrics) = server.request("GET", "/metrics", None, None);
+    assert_eq!(status, 200);
+    // The environment's 64 MiB, not the file's 32.
+    assert!(metrics.contains("\nmembank_cache_budget_bytes 67108864\n"), "{metrics}");
+    let bytes: u64 = metrics.lines().find_map(|l| l.strip_prefix("membank_cache_bytes{cache=\"vectors\"} ")).unwrap().trim().parse().unwrap();
+    assert!(bytes > 0, "{metrics}");
+    assert!(metrics.contains("membank_cache_misses_total{cache=\"terms\"} 1\n"), "{metrics}");
+    server.stop();
 }
 
 #[test]

@@ -270,7 +270,9 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<HealthOut>) 
 /// Prometheus metrics (text exposition format).
 #[utoipa::path(get, path = "/metrics", tag = "system", responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
 async fn metrics(State(state): State<AppState>) -> Response {
-    let mut response = state.metrics().render().into_response();
+    let mut text = state.metrics().render();
+    crate::metrics::render_cache(&mut text, &state.store().cache_stats());
+    let mut response = text.into_response();
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
     response
 }

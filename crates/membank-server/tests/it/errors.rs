@@ -328,6 +328,39 @@ async fn metrics_count_requests_by_route_template() {
 }
 
 #[tokio::test]
+async fn metrics_show_the_search_caches_against_their_budget() {
+    let server = TestServer::new(AuthMode::LoopbackOpen);
+    let app = server.router();
+    let scrape = || async {
+        let response = tower::ServiceExt::oneshot(app.clone(), request("GET", "/metrics", None, None)).await.unwrap();
+        String::from_utf8(axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap().to_vec()).unwrap()
+    };
+    let value = |text: &str, sample: &str| -> u64 {
+        text.lines().find_map(|line| line.strip_prefix(sample).and_then(|rest| rest.strip_prefix(' '))).unwrap_or_else(|| panic!("{sample} missing:\n{text}")).parse().unwrap()
+    };
+    let before = scrape().await;
+    assert_eq!(value(&before, "membank_cache_budget_bytes"), membank_store::DEFAULT_CACHE_MB << 20);
+    assert_eq!(value(&before, "membank_cache_bytes{cache=\"vectors\"}"), 0);
+    remember(&app, None, "alice", "I adopted a grey cat named Miso").await;
+    for _ in 0..2 {
+        let (status, _) = call(&app, "POST", "/v1/users/alice/recall", None, Some(json!({ "query": "what is my cat called" }))).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let after = scrape().await;
+    for cache in ["vectors", "terms"] {
+        let sample = |family: &str| value(&after, &format!("{family}{{cache=\"{cache}\"}}"));
+        assert!(sample("membank_cache_bytes") > 0, "{cache}");
+        assert_eq!(sample("membank_cache_users"), 1, "{cache}");
+        // The first recall loaded alice; every later search was served from the cache.
+        assert_eq!(sample("membank_cache_misses_total"), 1, "{cache}");
+        assert!(sample("membank_cache_hits_total") >= 1, "{cache}");
+        assert_eq!(sample("membank_cache_evictions_total"), 0, "{cache}");
+    }
+    assert!(after.contains("# TYPE membank_cache_hits_total counter"));
+    assert_eq!(server.store.cache_stats().bytes(), value(&after, "membank_cache_bytes{cache=\"vectors\"}") + value(&after, "membank_cache_bytes{cache=\"terms\"}"));
+}
+
+#[tokio::test]
 async fn openapi_documents_every_route_the_router_serves() {
     let doc = serde_json::to_value(membank_server::openapi()).unwrap();
     let paths = doc["paths"].as_object().unwrap();

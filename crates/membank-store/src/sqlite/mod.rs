@@ -18,7 +18,7 @@ mod usercache;
 mod vectors;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, NaiveDate};
 use membank_core::event::{Event, EventKind, NewEvent};
@@ -33,6 +33,7 @@ use terms::TermCache;
 use usercache::Labels;
 use vectors::VectorCache;
 
+use crate::cache::{CacheBudget, CacheStats, StoreOptions};
 use crate::types::*;
 use crate::{Store, StoreError};
 
@@ -41,6 +42,8 @@ pub struct SqliteStore {
     path: PathBuf,
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
+    /// Where both caches keep their users, under one byte budget.
+    cache: Arc<CacheBudget>,
     vectors: VectorCache,
     terms: TermCache,
 }
@@ -56,14 +59,28 @@ const MEMORY_COLUMNS: &str = "m.seq, m.id, u.tenant, u.user_key, m.agent, m.sess
     m.importance, m.status, m.superseded_by, m.derived_from, m.metadata, m.fade_age, m.access_frequency, m.base_importance, m.decay_factor";
 
 impl SqliteStore {
-    /// Opens (creating if absent) the database at `path` and brings its schema up to date.
+    /// Opens (creating if absent) the database at `path` and brings its schema up to date,
+    /// with the default options (a cache budget of [`crate::DEFAULT_CACHE_MB`] MiB).
     /// Opening never changes memories: no sweep, no re-index.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(path, StoreOptions::default())
+    }
+
+    /// [`SqliteStore::open`] with these options. The cache budget is this handle's: two
+    /// handles on one file (or two processes) each keep their own caches.
+    pub fn open_with(path: impl AsRef<Path>, options: StoreOptions) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         let mut writer = Connection::open(&path)?;
         configure(&writer, false)?;
         schema::migrate(&mut writer)?;
-        Ok(Self { path, writer: Mutex::new(writer), readers: Mutex::new(Vec::new()), vectors: VectorCache::default(), terms: TermCache::default() })
+        let cache = Arc::new(CacheBudget::new(options.cache_budget));
+        let (vectors, terms) = (VectorCache::new(Arc::clone(&cache)), TermCache::new(Arc::clone(&cache)));
+        Ok(Self { path, writer: Mutex::new(writer), readers: Mutex::new(Vec::new()), cache, vectors, terms })
+    }
+
+    /// The caches' size, budget, hits, misses and evictions now (for metrics).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
     }
 
     /// The database file.

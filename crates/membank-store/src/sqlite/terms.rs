@@ -14,6 +14,9 @@
 //! It is kept in step with the database exactly like the vector cache, by
 //! [`super::usercache`]: rows added since are loaded incrementally, status changes are
 //! patched in place, and an erasure reloads the index (its terms must leave memory too).
+//! Its entry is charged to the store's cache budget as its arrays' capacities, the term
+//! table's buckets and keys, and every postings list's buffer, small allocations with the
+//! allocator's header and rounding.
 
 use std::collections::HashMap;
 
@@ -21,8 +24,9 @@ use membank_core::{Status, text};
 use rusqlite::{Connection, params};
 
 use super::body_text;
-use super::usercache::{Labels, RowMeta, UserCache, UserRows};
+use super::usercache::{Labels, RowMeta, UserCache, UserRows, count_rows};
 use crate::StoreError;
+use crate::cache::{CacheKind, allocation, reserve_rows};
 use crate::types::{Hit, SearchFilter};
 
 /// BM25 term-frequency saturation.
@@ -39,6 +43,12 @@ pub(crate) struct UserTerms {
     /// Each document's length in terms (apart from `docs`, so the scoring loop reads 4 bytes).
     lens: Vec<u32>,
     total_len: u64,
+    /// Heap bytes of the documents' label strings, of the term strings, and of the
+    /// postings lists' buffers (each a small allocation, counted with the allocator's
+    /// share), kept as they grow: summing them per search would walk every term.
+    label_bytes: usize,
+    term_bytes: usize,
+    posting_bytes: usize,
 }
 
 /// All cached users' lexical indexes of one store.
@@ -54,6 +64,7 @@ impl TermCache {
 
 impl UserRows for UserTerms {
     type Params = ();
+    const KIND: CacheKind = CacheKind::Terms;
     const MAX_SEQ: &'static str = "SELECT coalesce(max(seq), 0) FROM memories WHERE user_row = ?1";
 
     fn rows_mut(&mut self) -> &mut [RowMeta] {
@@ -67,6 +78,13 @@ impl UserRows for UserTerms {
         )?;
         let mut rows = stmt.query(params![user_row, after])?;
         let mut last = after;
+        let appending = !self.docs.is_empty();
+        if !appending {
+            // Erased rows are counted and skipped: the shrink after the load returns their room.
+            let n = count_rows(conn, "SELECT count(*) FROM memories WHERE user_row = ?1 AND seq > ?2", user_row, after)?;
+            self.docs.reserve_exact(n);
+            self.lens.reserve_exact(n);
+        }
         while let Some(row) = rows.next()? {
             let meta = RowMeta::read(row)?;
             last = meta.seq;
@@ -84,16 +102,52 @@ impl UserRows for UserTerms {
                 let next = self.postings.len() as u32;
                 let index = *self.terms.entry(term.into()).or_insert(next);
                 if index == next {
+                    self.term_bytes += allocation(term.len());
                     self.postings.push(Vec::new());
                 }
-                self.postings[index as usize].push((doc, tf));
+                let postings = &mut self.postings[index as usize];
+                let before = posting_allocation(postings);
+                postings.push((doc, tf));
+                self.posting_bytes += posting_allocation(postings) - before;
             }
+            self.label_bytes += meta.label_bytes();
+            reserve_rows(&mut self.docs, 1, appending);
             self.docs.push(meta);
+            reserve_rows(&mut self.lens, 1, appending);
             self.lens.push(body.len() as u32);
             self.total_len += body.len() as u64;
         }
         Ok(last)
     }
+
+    fn heap_bytes(&self) -> usize {
+        // A hash table of capacity c has about c · 8/7 buckets, each a key-value pair and a
+        // control byte.
+        let table = self.terms.capacity() * 8 / 7 * (std::mem::size_of::<(Box<str>, u32)>() + 1);
+        self.docs.capacity() * std::mem::size_of::<RowMeta>()
+            + self.label_bytes
+            + table
+            + self.term_bytes
+            + self.postings.capacity() * std::mem::size_of::<Vec<(u32, u32)>>()
+            + self.posting_bytes
+            + self.lens.capacity() * std::mem::size_of::<u32>()
+    }
+
+    fn shrink(&mut self) {
+        self.docs.shrink_to_fit();
+        self.terms.shrink_to_fit();
+        self.postings.shrink_to_fit();
+        for postings in &mut self.postings {
+            postings.shrink_to_fit();
+        }
+        self.posting_bytes = self.postings.iter().map(posting_allocation).sum();
+        self.lens.shrink_to_fit();
+    }
+}
+
+/// The heap bytes of one postings list's buffer.
+fn posting_allocation(postings: &Vec<(u32, u32)>) -> usize {
+    allocation(postings.capacity() * std::mem::size_of::<(u32, u32)>())
 }
 
 /// BM25's inverse document frequency of a term in `df` of `n` documents, as Lucene

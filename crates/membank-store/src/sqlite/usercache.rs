@@ -7,15 +7,22 @@
 //! restore, a sweep, an edit's superseding, erasure) re-reads every cached row's status in
 //! place, and reloads the user whole only if a row was erased, so that erased text and
 //! vectors leave memory too. So a cache never serves a stale view, and a read never writes.
+//!
+//! The entries live in the store's [`CacheBudget`] (`crate::cache`), which may evict a user
+//! at any time between searches: an evicted user is simply not loaded, and the next search
+//! loads it whole from its own snapshot, as for a user never seen. A search that brought an
+//! entry up to date reads it under the same write lock, so it always sees exactly the
+//! snapshot it checked against.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::marker::PhantomData;
+use std::sync::{Arc, RwLock};
 
 use chrono::NaiveDate;
 use membank_core::{Kind, MemoryId, Status};
 use rusqlite::{Connection, Row, params};
 
 use crate::StoreError;
+use crate::cache::{CacheBudget, CacheKind, ENTRY_OVERHEAD, allocation};
 use crate::types::SearchFilter;
 
 /// Narrowing of a search to an agent or session label.
@@ -52,6 +59,11 @@ impl RowMeta {
         })
     }
 
+    /// The heap bytes of its labels (the rest of it is counted as the array it sits in).
+    pub(crate) fn label_bytes(&self) -> usize {
+        [&self.agent, &self.session].into_iter().flatten().map(|label| allocation(label.len())).sum()
+    }
+
     /// Whether a search with this filter and these labels may return the row.
     pub(crate) fn admitted(&self, filter: &SearchFilter, labels: &Labels<'_>) -> bool {
         let status_ok = match self.status {
@@ -69,15 +81,22 @@ impl RowMeta {
 }
 
 /// One user's cached rows, as one cache keeps them.
-pub(crate) trait UserRows: Default + Send + Sync {
+pub(crate) trait UserRows: Default + Send + Sync + 'static {
     /// What loading needs besides the connection (the vector dimension, or nothing).
     type Params: Copy;
+    /// Which cache this is, for the budget and its metrics.
+    const KIND: CacheKind;
     /// SQL giving the newest sequence number this cache loads for user `?1` (0 if none).
     const MAX_SEQ: &'static str;
     /// The cached rows' metadata, in sequence order.
     fn rows_mut(&mut self) -> &mut [RowMeta];
     /// Appends the user's rows after sequence number `after`; returns the last one read.
     fn load_after(&mut self, conn: &Connection, user_row: i64, after: i64, params: Self::Params) -> Result<i64, StoreError>;
+    /// The heap bytes these rows hold (capacities, not lengths: what was allocated), which
+    /// the budget is charged.
+    fn heap_bytes(&self) -> usize;
+    /// Gives back spare capacity after a whole load, when the final sizes are known.
+    fn shrink(&mut self);
 }
 
 struct Synced<T> {
@@ -93,46 +112,72 @@ impl<T: Default> Default for Synced<T> {
     }
 }
 
-/// The cached users of one store.
+/// The cached users of one store, kept in (and evicted by) the store's budget.
 pub(crate) struct UserCache<T> {
-    users: Mutex<HashMap<i64, Arc<RwLock<Synced<T>>>>>,
+    budget: Arc<CacheBudget>,
+    rows: PhantomData<fn() -> T>,
 }
 
-impl<T> Default for UserCache<T> {
-    fn default() -> Self {
-        Self { users: Mutex::new(HashMap::new()) }
+impl<T> UserCache<T> {
+    pub(crate) fn new(budget: Arc<CacheBudget>) -> Self {
+        Self { budget, rows: PhantomData }
     }
 }
 
 impl<T: UserRows> UserCache<T> {
     /// Brings the user's rows up to date with `conn`'s snapshot, then reads them with `f`.
     pub(crate) fn with_fresh<R>(&self, conn: &Connection, user_row: i64, revision: i64, params: T::Params, f: impl FnOnce(&T) -> R) -> Result<R, StoreError> {
-        let slot = {
-            let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
-            Arc::clone(users.entry(user_row).or_default())
-        };
+        // Held until `f` returns: an eviction meanwhile drops only the budget's handle.
+        let slot: Arc<RwLock<Synced<T>>> = self.budget.slot(T::KIND, user_row);
         let max_seq: i64 = conn.query_row(T::MAX_SEQ, [user_row], |row| row.get(0))?;
         {
             let cached = slot.read().unwrap_or_else(|e| e.into_inner());
-            if !(cached.loaded && cached.revision == revision && cached.max_seq == max_seq) {
-                drop(cached);
-                let mut cached = slot.write().unwrap_or_else(|e| e.into_inner());
-                if cached.loaded && cached.revision != revision && cached.max_seq <= max_seq && refresh_statuses(conn, user_row, cached.rows.rows_mut())? {
-                    cached.revision = revision;
-                }
-                if !cached.loaded || cached.revision != revision || cached.max_seq > max_seq {
-                    *cached = Synced { revision, ..Default::default() };
-                }
-                if cached.max_seq < max_seq || !cached.loaded {
-                    let after = cached.max_seq;
-                    cached.max_seq = cached.rows.load_after(conn, user_row, after, params)?;
-                    cached.loaded = true;
-                }
+            if cached.loaded && cached.revision == revision && cached.max_seq == max_seq {
+                self.budget.hit(T::KIND);
+                return Ok(f(&cached.rows));
             }
         }
-        let cached = slot.read().unwrap_or_else(|e| e.into_inner());
+        let mut cached = slot.write().unwrap_or_else(|e| e.into_inner());
+        if cached.loaded && cached.revision != revision && cached.max_seq <= max_seq && refresh_statuses(conn, user_row, cached.rows.rows_mut())? {
+            cached.revision = revision;
+        }
+        let whole = !cached.loaded || cached.revision != revision || cached.max_seq > max_seq;
+        if whole {
+            *cached = Synced { revision, ..Default::default() };
+        }
+        if cached.max_seq < max_seq || whole {
+            let after = cached.max_seq;
+            match cached.rows.load_after(conn, user_row, after, params) {
+                Ok(last) => cached.max_seq = last,
+                Err(err) => {
+                    // Rows half appended must not be served, nor appended again next time.
+                    *cached = Synced::default();
+                    return Err(err);
+                }
+            }
+            if whole {
+                cached.rows.shrink();
+            }
+            cached.loaded = true;
+            self.budget.charge(T::KIND, user_row, &slot, cached.rows.heap_bytes() + ENTRY_OVERHEAD);
+        }
+        if whole {
+            self.budget.miss(T::KIND);
+        } else {
+            self.budget.hit(T::KIND);
+        }
+        // Under the write lock still: what `f` reads is what this snapshot loaded, even if
+        // another search with an older snapshot is waiting to reload the entry.
         Ok(f(&cached.rows))
     }
+}
+
+/// How many rows a whole load will read, from a `count(*)` statement over the user (`?1`)
+/// after a sequence number (`?2`), so that it reserves its arrays exactly
+/// ([`crate::cache::reserve_rows`] says why).
+pub(crate) fn count_rows(conn: &Connection, sql: &str, user_row: i64, after: i64) -> Result<usize, StoreError> {
+    let n: i64 = conn.prepare_cached(sql)?.query_row(params![user_row, after], |row| row.get(0))?;
+    Ok(usize::try_from(n).unwrap_or(0))
 }
 
 /// Re-reads the status of every cached row (in sequence order) and patches them in place:

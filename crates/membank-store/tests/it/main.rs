@@ -1,12 +1,18 @@
-//! The SQLite store at its trait boundary: against an in-memory model under random
-//! operation sequences (two handles on one file, as two processes would be), and
-//! opening database files of every released schema version.
+//! The stores at their trait boundary: the conformance suite, one body of tests run on
+//! every backend (`conformance.rs`; PostgreSQL when `MEMBANK_TEST_PG_URL` is set), and the
+//! SQLite store against an in-memory model under random operation sequences (two handles
+//! on one file, as two processes would be), its caches, and opening database files of
+//! every released schema version.
 
 #![allow(missing_docs)]
 
+mod cache;
+mod conformance;
 mod maintenance;
 mod migrations;
 mod model;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod search;
 
 use std::collections::BTreeMap;

@@ -2,14 +2,16 @@
 //! file, each followed by a comparison of everything observable (list, counts, dense and
 //! lexical search) with a plain in-memory model. The dense search is checked against a
 //! brute-force scan, so the vector cache must track appends and status changes made
-//! through the *other* handle.
+//! through the *other* handle. A third handle, checked the same way, has a cache budget of
+//! a few kilobytes, so its users' entries are evicted and reloaded (or, once larger than
+//! the budget, never kept) between the writes.
 
 use std::collections::BTreeMap;
 
 use chrono::{Duration, TimeZone, Utc};
 use membank_core::forgetting::ForgettingPolicy;
 use membank_core::{ForgettingState, Kind, Memory, MemoryId, Scope, Source, Status, TenantId, Timestamp, UserId};
-use membank_store::{EmbeddingModel, ListQuery, NewMemory, RecallRecord, SearchFilter, SqliteStore, Store};
+use membank_store::{EmbeddingModel, ListQuery, NewMemory, RecallRecord, SearchFilter, SqliteStore, Store, StoreOptions};
 use proptest::prelude::*;
 
 const DIM: usize = 8;
@@ -125,6 +127,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("model.db");
         let handles = [SqliteStore::open(&path).unwrap(), SqliteStore::open(&path).unwrap()];
+        let tight = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(3000) }).unwrap();
         let policy = ForgettingPolicy::default();
         let mut model: BTreeMap<MemoryId, Expected> = BTreeMap::new();
         let mut order: Vec<MemoryId> = Vec::new();
@@ -192,6 +195,8 @@ proptest! {
             // Both handles must agree with the model after every step.
             check(&handles[0], &model)?;
             check(&handles[1], &model)?;
+            check(&tight, &model)?;
+            prop_assert!(tight.cache_stats().bytes() <= 3000);
         }
     }
 }

@@ -1,0 +1,64 @@
+//! API keys of the REST and MCP server, stored as hashes (the SQLite store's `keys.rs`
+//! is the reference). One table for the whole database, not keyed by user: a key is looked
+//! up by its hash before anyone's scope is known. With Citus it is a reference table.
+
+use postgres::Row;
+
+use super::{PgStore, col};
+use crate::StoreError;
+use crate::sqlite::{ApiKeyRecord, ApiKeyStore, NewApiKey};
+use membank_core::{TenantId, Timestamp, UserId};
+
+const KEY_COLUMNS: &str = "key_id, tenant, user_key, admin, label, created_at, revoked_at";
+
+fn row_to_key(row: &Row) -> Result<ApiKeyRecord, StoreError> {
+    let bad = |e: membank_core::InvalidInput| StoreError::Corrupt(format!("bad key row: {e}"));
+    Ok(ApiKeyRecord {
+        key_id: col(row, 0)?,
+        tenant: TenantId::new(&col::<String>(row, 1)?).map_err(bad)?,
+        user: col::<Option<String>>(row, 2)?.map(|u| UserId::new(&u)).transpose().map_err(bad)?,
+        admin: col(row, 3)?,
+        label: col(row, 4)?,
+        created_at: col(row, 5)?,
+        revoked_at: col(row, 6)?,
+    })
+}
+
+impl ApiKeyStore for PgStore {
+    fn create_key(&self, key: NewApiKey) -> Result<ApiKeyRecord, StoreError> {
+        for text in [Some(&key.key_id), Some(&key.hash), key.label.as_ref()].into_iter().flatten() {
+            super::refuse_nul("API key", text)?;
+        }
+        self.pool.write(|tx| {
+            let row = tx.query_one(
+                &format!("INSERT INTO api_keys (key_id, hash, tenant, user_key, admin, label, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {KEY_COLUMNS}"),
+                &[&key.key_id, &key.hash, &key.tenant.as_str(), &key.user.as_ref().map(|u| u.as_str()), &key.admin, &key.label, &super::millis(key.created_at)],
+            )?;
+            row_to_key(&row)
+        })
+    }
+
+    fn find_key_by_hash(&self, hash: &str) -> Result<Option<ApiKeyRecord>, StoreError> {
+        self.pool.read(|tx| tx.query_opt(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE hash = $1 AND revoked_at IS NULL"), &[&hash])?.map(|row| row_to_key(&row)).transpose())
+    }
+
+    fn list_keys(&self) -> Result<Vec<ApiKeyRecord>, StoreError> {
+        self.pool.read(|tx| tx.query(&format!("SELECT {KEY_COLUMNS} FROM api_keys ORDER BY row_seq"), &[])?.iter().map(row_to_key).collect())
+    }
+
+    fn revoke_key(&self, key_id: &str, now: Timestamp) -> Result<ApiKeyRecord, StoreError> {
+        self.pool.write(|tx| {
+            let found = tx.query_opt(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_id = $1 FOR UPDATE"), &[&key_id])?.map(|row| row_to_key(&row)).transpose()?;
+            let Some(found) = found else { return Err(StoreError::NotFound { what: format!("key {key_id}") }) };
+            if found.revoked_at.is_some() {
+                return Err(StoreError::Conflict(format!("key {key_id} is already revoked")));
+            }
+            let row = tx.query_one(&format!("UPDATE api_keys SET revoked_at = $2 WHERE key_id = $1 RETURNING {KEY_COLUMNS}"), &[&key_id, &super::millis(now)])?;
+            row_to_key(&row)
+        })
+    }
+
+    fn live_key_count(&self) -> Result<u64, StoreError> {
+        self.pool.read(|tx| Ok(col::<i64>(&tx.query_one("SELECT count(*) FROM api_keys WHERE revoked_at IS NULL", &[])?, 0)?.max(0) as u64))
+    }
+}

@@ -1,0 +1,201 @@
+//! A small pool of synchronous PostgreSQL connections, each with its own prepared
+//! statements, and the transaction wrapper every query of the backend goes through.
+//!
+//! Why our own pool: the `Store` trait is synchronous, so the synchronous `postgres`
+//! client fits it, and what a pool must do here is little (hand out an idle connection,
+//! open one more up to a bound, drop broken ones); `r2d2` would add a crate and a thread
+//! for that. Each connection keeps the statements it has prepared, keyed by their SQL:
+//! without them every query would cost a second round trip (parse and describe) and the
+//! server would plan it afresh each time.
+//!
+//! It deliberately does no retrying: a statement that fails because the server went away
+//! fails the operation (the connection is dropped, the next operation opens a new one), so
+//! a write is never applied twice behind the caller's back.
+
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use postgres::types::ToSql;
+use postgres::{Client, IsolationLevel, NoTls, Row, RowIter, Statement};
+
+use super::PgError;
+use crate::StoreError;
+
+/// How long an operation waits for a connection when all are busy.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// The connections of one store handle.
+pub(super) struct Pool {
+    config: postgres::Config,
+    max: usize,
+    state: Mutex<State>,
+    freed: Condvar,
+}
+
+struct State {
+    idle: Vec<Conn>,
+    open: usize,
+}
+
+/// One connection and the statements prepared on it.
+pub(super) struct Conn {
+    client: Client,
+    statements: HashMap<String, Statement>,
+}
+
+impl Pool {
+    /// A pool of at most `max` connections (at least one) to the server `config` names.
+    /// Nothing is opened yet.
+    pub(super) fn new(config: postgres::Config, max: usize) -> Self {
+        Self { config, max: max.max(1), state: Mutex::new(State { idle: Vec::new(), open: 0 }), freed: Condvar::new() }
+    }
+
+    fn take(&self) -> Result<Conn, StoreError> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            while let Some(conn) = state.idle.pop() {
+                if !conn.client.is_closed() {
+                    return Ok(conn);
+                }
+                state.open -= 1;
+            }
+            if state.open < self.max {
+                state.open += 1;
+                drop(state);
+                return match self.config.connect(NoTls) {
+                    Ok(client) => Ok(Conn { client, statements: HashMap::new() }),
+                    Err(err) => {
+                        self.state.lock().unwrap_or_else(|e| e.into_inner()).open -= 1;
+                        self.freed.notify_one();
+                        Err(PgError::Client(err).into())
+                    }
+                };
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(PgError::PoolExhausted { waited: WAIT, open: state.open }.into());
+            }
+            state = self.freed.wait_timeout(state, left).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+
+    fn give_back(&self, conn: Conn) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if conn.client.is_closed() {
+            state.open -= 1;
+        } else {
+            state.idle.push(conn);
+        }
+        drop(state);
+        self.freed.notify_one();
+    }
+
+    /// Runs `f` in one read-only REPEATABLE READ transaction: one consistent snapshot, and
+    /// the server refuses any write in it (the counterpart of SQLite's `query_only`).
+    pub(super) fn read<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        self.run(true, f)
+    }
+
+    /// Runs `f` in one READ COMMITTED transaction and commits it if `f` succeeds; an error
+    /// (or a panic) rolls everything back.
+    pub(super) fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        self.run(false, f)
+    }
+
+    fn run<T>(&self, read_only: bool, f: impl FnOnce(&mut Tx<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut conn = self.take()?;
+        let mut replaced = false;
+        let result = loop {
+            let error = {
+                let Conn { client, statements } = &mut conn;
+                let begun = if read_only { client.build_transaction().isolation_level(IsolationLevel::RepeatableRead).read_only(true).start() } else { client.transaction() };
+                match begun {
+                    Ok(inner) => {
+                        let mut tx = Tx { inner, statements };
+                        break f(&mut tx).and_then(|value| {
+                            tx.inner.commit().map_err(PgError::from)?;
+                            Ok(value)
+                        });
+                    }
+                    Err(err) => err,
+                }
+            };
+            // A connection the server closed while it sat idle (a restart, an idle timeout,
+            // a failover) fails at BEGIN, before anything of the operation was sent: it is
+            // replaced once. A failure later is the operation's and is never retried.
+            if replaced || !conn.client.is_closed() {
+                break Err(PgError::from(error).into());
+            }
+            replaced = true;
+            let fresh = match self.take() {
+                Ok(fresh) => fresh,
+                Err(err) => {
+                    self.give_back(conn);
+                    return Err(err);
+                }
+            };
+            self.give_back(std::mem::replace(&mut conn, fresh));
+        };
+        self.give_back(conn);
+        result
+    }
+
+    /// Runs plain SQL outside any transaction of ours (migrations take their own).
+    pub(super) fn with_client<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut conn = self.take()?;
+        let result = f(&mut conn.client);
+        // Statements prepared before a schema change may describe old tables.
+        conn.statements.clear();
+        self.give_back(conn);
+        result
+    }
+}
+
+/// One transaction on a pooled connection, with that connection's prepared statements.
+pub(super) struct Tx<'a> {
+    pub(super) inner: postgres::Transaction<'a>,
+    statements: &'a mut HashMap<String, Statement>,
+}
+
+/// Positional parameters of a statement.
+pub(super) type Params<'p> = [&'p (dyn ToSql + Sync)];
+
+impl Tx<'_> {
+    /// The prepared statement for `sql`, preparing it on first use on this connection.
+    pub(super) fn statement(&mut self, sql: &str) -> Result<Statement, StoreError> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.inner.prepare(sql).map_err(PgError::from)?;
+        self.statements.insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+
+    pub(super) fn query(&mut self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>, StoreError> {
+        let statement = self.statement(sql)?;
+        Ok(self.inner.query(&statement, params).map_err(PgError::from)?)
+    }
+
+    pub(super) fn query_opt(&mut self, sql: &str, params: &Params<'_>) -> Result<Option<Row>, StoreError> {
+        let statement = self.statement(sql)?;
+        Ok(self.inner.query_opt(&statement, params).map_err(PgError::from)?)
+    }
+
+    pub(super) fn query_one(&mut self, sql: &str, params: &Params<'_>) -> Result<Row, StoreError> {
+        let statement = self.statement(sql)?;
+        Ok(self.inner.query_one(&statement, params).map_err(PgError::from)?)
+    }
+
+    pub(super) fn execute(&mut self, sql: &str, params: &Params<'_>) -> Result<u64, StoreError> {
+        let statement = self.statement(sql)?;
+        Ok(self.inner.execute(&statement, params).map_err(PgError::from)?)
+    }
+
+    /// Rows one at a time, as the server sends them (exports stream in constant memory).
+    pub(super) fn query_iter<'s>(&'s mut self, sql: &str, params: &'s Params<'s>) -> Result<RowIter<'s>, StoreError> {
+        let statement = self.statement(sql)?;
+        Ok(self.inner.query_raw(&statement, params.iter().copied()).map_err(PgError::from)?)
+    }
+}

@@ -1,0 +1,195 @@
+//! What only the PostgreSQL store can be asked, beyond the conformance suite: its
+//! migrations (a newer schema and a foreign database refused, two processes opening a new
+//! database at once), a connection the server dropped, both backends ranking alike on the
+//! same data, moving a user from SQLite to PostgreSQL and back, and erased text absent from
+//! every live row. Each test has a database of its own on the server `MEMBANK_TEST_PG_URL`
+//! names and skips (or fails, with `MEMBANK_REQUIRE_PG=1`) without one.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+use membank_core::{Kind, Memory};
+use membank_store::{NewMemory, PgStore, SearchFilter, Store, StoreError};
+
+use crate::conformance::pg::TestDatabase;
+use crate::conformance::{DIM, Fixture, ensure, export, import_of, model, note, plain, populate, scope, t0, unit};
+use crate::memory;
+
+fn server(test: &str) -> Option<String> {
+    Fixture::postgres_url(test)
+}
+
+fn admin(database: &TestDatabase) -> postgres::Client {
+    postgres::Client::connect(&database.url, postgres::NoTls).unwrap()
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let Some(url) = server("a_newer_schema_is_refused") else { return };
+    let database = TestDatabase::create(&url, "newer_schema");
+    let store = PgStore::open(&database.url).unwrap();
+    assert_eq!(store.schema_version().unwrap(), membank_store::postgres::CURRENT_VERSION);
+    drop(store);
+    // Opening again migrates nothing and changes nothing.
+    PgStore::open(&database.url).unwrap();
+    admin(&database).batch_execute("UPDATE schema_version SET version = 99").unwrap();
+    match PgStore::open(&database.url) {
+        Err(StoreError::NewerSchema { found: 99, supported }) => assert_eq!(supported, membank_store::postgres::CURRENT_VERSION),
+        other => panic!("expected NewerSchema, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_database_with_tables_of_its_own_is_refused() {
+    let Some(url) = server("a_database_with_tables_of_its_own_is_refused") else { return };
+    let database = TestDatabase::create(&url, "foreign");
+    admin(&database).batch_execute("CREATE TABLE memories (x integer)").unwrap();
+    assert!(matches!(PgStore::open(&database.url), Err(StoreError::Corrupt(_))));
+}
+
+#[test]
+fn processes_opening_a_new_database_at_once_migrate_it_once() {
+    let Some(url) = server("processes_opening_a_new_database_at_once_migrate_it_once") else { return };
+    let database = TestDatabase::create(&url, "concurrent_open");
+    let stores: Vec<PgStore> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4).map(|_| s.spawn(|| PgStore::open(&database.url))).collect();
+        handles.into_iter().map(|h| h.join().unwrap().unwrap()).collect()
+    });
+    for store in &stores {
+        assert_eq!(store.schema_version().unwrap(), membank_store::postgres::CURRENT_VERSION);
+    }
+}
+
+#[test]
+fn a_connection_the_server_dropped_is_replaced() {
+    let Some(url) = server("a_connection_the_server_dropped_is_replaced") else { return };
+    let database = TestDatabase::create(&url, "dropped");
+    let store = PgStore::open(&database.url).unwrap();
+    let ana = scope("ana");
+    ensure(&store, &ana);
+    let id = note(&store, &ana, "before the restart", t0(), 1);
+    let terminated: i64 = admin(&database)
+        .query_one("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    assert!(terminated >= 1);
+    // The pool's idle connection is dead; the next operation gets a new one.
+    assert_eq!(store.get(&ana, id).unwrap().content.as_deref(), Some("before the restart"));
+    note(&store, &ana, "after the restart", t0(), 2);
+    assert_eq!(store.counts(&ana).unwrap().active, 2);
+}
+
+/// The same memories in both backends rank the same: lexical scores to the last bit (the
+/// same BM25 arithmetic in the same order), dense ids in the same order with cosines
+/// within float rounding.
+#[test]
+fn both_backends_rank_alike() {
+    let Some(fx) = Fixture::postgres("both_backends_rank_alike") else { return };
+    let sqlite = Fixture::sqlite();
+    let ana = scope("ana");
+    let words = ["violin", "river", "garden", "cat", "music", "lesson", "walk", "dinner", "sister", "train", "rain", "猫咪", "寿司", "下雨"];
+    let stores: [&dyn Store; 2] = [sqlite.store.as_ref(), fx.store.as_ref()];
+    let mut x: u64 = 7;
+    let memories: Vec<Memory> = (0..300u64)
+        .map(|i| {
+            let mut text = String::new();
+            for _ in 0..(3 + i % 9) {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                // Skewed: the first words are the common ones.
+                let pick = ((x >> 33) % 100) as usize;
+                text.push_str(words[(pick * pick / 700).min(words.len() - 1)]);
+                text.push(' ');
+            }
+            memory(&ana, if i % 3 == 0 { Kind::Turn } else { Kind::Note }, &text, t0() + Duration::minutes(i as i64))
+        })
+        .collect();
+    for store in stores {
+        ensure(store, &ana);
+        let batch = memories.iter().enumerate().map(|(i, m)| NewMemory { memory: m.clone(), embedding: Some((model(), unit(i as u64))) }).collect();
+        store.insert_many(batch).unwrap();
+        store.archive(&ana, memories[5].id, "x", t0()).unwrap();
+        store.erase(&ana, memories[6].id, t0()).unwrap();
+    }
+    for query in ["violin", "violin river", "cat music lesson", "寿司", "rain on the train", "dinner with my sister", "猫咪 and 寿司"] {
+        let terms = membank_core::text::query_terms(query);
+        for filter in [SearchFilter::default(), SearchFilter { kinds: vec![Kind::Turn], include_archived: true, ..Default::default() }] {
+            let [a, b] = stores.map(|s| s.lexical_search(&ana, &terms, &filter, 20).unwrap());
+            assert!(!a.is_empty(), "{query:?}");
+            assert_eq!(a, b, "lexical {query:?}");
+        }
+    }
+    for seed in 1000..1010 {
+        let [a, b] = stores.map(|s| s.dense_search(&ana, &model(), &unit(seed), &SearchFilter::default(), 20).unwrap());
+        assert_eq!(a.iter().map(|h| h.id).collect::<Vec<_>>(), b.iter().map(|h| h.id).collect::<Vec<_>>(), "dense {seed}");
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x.score - y.score).abs() < 1e-6, "dense {seed}: {} vs {}", x.score, y.score);
+        }
+    }
+}
+
+/// A user moves from SQLite to PostgreSQL and back through export and import, and comes
+/// back the same: every memory with its state and vector, every event, the settings and
+/// the recent queries (the `membank migrate` of issue 13 will move whole stores this way).
+#[test]
+fn a_user_moves_from_sqlite_to_postgres_and_back_unchanged() {
+    let Some(pg) = Fixture::postgres("a_user_moves_from_sqlite_to_postgres_and_back_unchanged") else { return };
+    let source = Fixture::sqlite();
+    let ana = scope("ana");
+    ensure(source.store.as_ref(), &ana);
+    source.store.set_time_zone(&ana.tenant, &ana.user, "Asia/Shanghai", t0()).unwrap();
+    populate(source.store.as_ref(), &ana);
+    let original = export(source.store.as_ref(), &ana);
+    pg.store.import_users(vec![import_of(source.store.as_ref(), &ana)], false).unwrap();
+    assert_eq!(export(pg.store.as_ref(), &ana), original);
+    assert_eq!(pg.integrity(), Vec::<String>::new());
+    let back = Fixture::sqlite();
+    back.store.import_users(vec![import_of(pg.store.as_ref(), &ana)], false).unwrap();
+    assert_eq!(export(back.store.as_ref(), &ana), original);
+    assert_eq!(back.integrity(), Vec::<String>::new());
+}
+
+/// After an erasure no live row of any table holds the text or one of its terms (dead row
+/// versions are VACUUM's; see the erasure module's documentation).
+#[test]
+fn erased_text_is_in_no_live_row() {
+    let Some(url) = server("erased_text_is_in_no_live_row") else { return };
+    let database = TestDatabase::create(&url, "erased_text");
+    let store = Arc::new(PgStore::open(&database.url).unwrap());
+    let ana = scope("ana");
+    ensure(store.as_ref(), &ana);
+    let mut m = memory(&ana, Kind::Turn, "User: the code is zanzibar42\nAssistant: noted", t0());
+    m.user_text = Some("the code is zanzibar42".into());
+    m.assistant_text = Some("noted".into());
+    m.metadata.insert("hint".into(), "zanzibar42".into());
+    let id = store.insert(NewMemory { memory: m, embedding: Some((model(), vec![0.25; DIM])) }).unwrap().id;
+    plain(store.as_ref(), memory(&ana, Kind::Note, "something else entirely", t0()));
+    let mut db = admin(&database);
+    let count = |db: &mut postgres::Client, sql: &str| -> i64 { db.query_one(sql, &[]).unwrap().get(0) };
+    assert_eq!(count(&mut db, "SELECT count(*) FROM memory_terms WHERE term = 'zanzibar42'"), 1);
+    store.erase(&ana, id, t0() + Duration::hours(1)).unwrap();
+    for table in ["memories", "events", "memory_terms", "idempotency_keys", "recent_queries", "users", "store_meta"] {
+        let sql = format!("SELECT count(*) FROM {table} t WHERE row_to_json(t)::text LIKE '%zanzibar%'");
+        assert_eq!(count(&mut db, &sql), 0, "{table}");
+    }
+    assert_eq!(count(&mut db, "SELECT count(*) FROM embeddings"), 0);
+    assert_eq!(count(&mut db, "SELECT count(*) FROM memory_terms WHERE term IN ('the', 'code', 'is', 'noted')"), 0);
+}
+
+/// PostgreSQL's text cannot hold U+0000 (SQLite's can): such text is refused as the
+/// caller's (`Invalid`), before anything is written, never a database error.
+#[test]
+fn text_with_a_nul_character_is_refused_as_invalid() {
+    let Some(fx) = Fixture::postgres("text_with_a_nul_character_is_refused_as_invalid") else { return };
+    let store = fx.store.as_ref();
+    let ana = scope("ana");
+    ensure(store, &ana);
+    let refused = store.insert(NewMemory { memory: memory(&ana, Kind::Note, "a\0b", t0()), embedding: Some((model(), unit(1))) });
+    assert!(matches!(refused, Err(StoreError::Invalid(_))), "{refused:?}");
+    let mut m = memory(&ana, Kind::Note, "fine", t0());
+    m.metadata.insert("key".into(), "x\0y".into());
+    assert!(matches!(store.insert(NewMemory { memory: m, embedding: None }), Err(StoreError::Invalid(_))));
+    let id = note(store, &ana, "fine", t0(), 2);
+    assert!(matches!(store.archive(&ana, id, "because\0", t0()), Err(StoreError::Invalid(_))));
+    assert_eq!(store.get(&ana, id).unwrap().status, membank_core::Status::Active, "the refused archive changed nothing");
+    assert_eq!(store.counts(&ana).unwrap().active, 1);
+}
