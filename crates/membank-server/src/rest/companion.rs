@@ -48,21 +48,8 @@ pub struct SummarizeIn {
     request_body = ChatIn,
     responses((status = 200, description = "The reply and the memories it drew on", body = ChatOut), ErrorResponses))]
 pub async fn chat(State(state): State<AppState>, caller: Caller, headers: HeaderMap, ApiPath(user): ApiPath<String>, DigestedJsonBody(body, digest): DigestedJsonBody<ChatIn>) -> Result<Response, ApiError> {
-    super::memories::check_text(&state, "message", &body.message)?;
     let scope = caller.scope(&user)?;
-    let mut request = ChatRequest::new(caller.scope_with(&user, None, None)?, body.message);
-    if let Some(k) = body.k {
-        let max_k = state.config().limits.k;
-        if k == 0 || k as usize > max_k {
-            return Err(ApiError::Invalid(format!("k: must be between 1 and {max_k}")));
-        }
-        request.k = k as usize;
-    }
-    request.now = super::memories::instant("now", body.now.as_deref())?;
-    if let Some(persona) = body.persona {
-        super::memories::check_text(&state, "persona", &persona)?;
-        request.persona = Some(persona);
-    }
+    let mut request = chat_request(&state, &caller, &user, body)?;
     let digest = format!("chat:{digest}");
     let (key, prior) = super::memories::prior_use(&state, &scope, &headers, &digest).await?;
     if let Some(record) = prior {
@@ -82,6 +69,32 @@ pub async fn chat(State(state): State<AppState>, caller: Caller, headers: Header
     let body = serde_json::to_string(&ChatOut::from(&response)).map_err(|_| ApiError::Internal)?;
     super::memories::keep_answer(&state, scope, key, &body).await;
     Ok(super::memories::answer(StatusCode::OK, body, false))
+}
+
+/// The engine request of a chat body, checked as the engine would check it (text sizes
+/// against the server's limit and blankness, `k`, `now` and that it is not in the future),
+/// so both chat routes refuse bad input before anything is looked up or streamed.
+fn chat_request(state: &AppState, caller: &Caller, user: &str, body: ChatIn) -> Result<ChatRequest, ApiError> {
+    let checked = |field: &'static str, text: &str| -> Result<(), ApiError> {
+        super::memories::check_text(state, field, text)?;
+        membank_engine::validate_text(field, text).map_err(|e| ApiError::Invalid(e.to_string()))
+    };
+    checked("message", &body.message)?;
+    let mut request = ChatRequest::new(caller.scope_with(user, None, None)?, body.message);
+    if let Some(k) = body.k {
+        let max_k = state.config().limits.k;
+        if k == 0 || k as usize > max_k {
+            return Err(ApiError::Invalid(format!("k: must be between 1 and {max_k}")));
+        }
+        request.k = k as usize;
+    }
+    request.now = super::memories::instant("now", body.now.as_deref())?;
+    state.engine().request_now(request.now, true).map_err(ApiError::from)?;
+    if let Some(persona) = body.persona {
+        checked("persona", &persona)?;
+        request.persona = Some(persona);
+    }
+    Ok(request)
 }
 
 /// One event of a streamed chat, as the handler's channel carries it.
@@ -129,23 +142,7 @@ impl membank_engine::ChatObserver for Forward {
     responses((status = 200, description = "Server-sent events: `recalled`, then `delta` (many), then `done` (a ChatOut) or `error`", content_type = "text/event-stream", body = String), ErrorResponses))]
 pub async fn chat_stream(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(body): JsonBody<ChatIn>) -> Result<Response, ApiError> {
     // Everything the engine would refuse is refused here, before the stream starts.
-    super::memories::check_text(&state, "message", &body.message)?;
-    membank_engine::validate_text("message", &body.message).map_err(|e| ApiError::Invalid(e.to_string()))?;
-    let mut request = ChatRequest::new(caller.scope_with(&user, None, None)?, body.message);
-    if let Some(k) = body.k {
-        let max_k = state.config().limits.k;
-        if k == 0 || k as usize > max_k {
-            return Err(ApiError::Invalid(format!("k: must be between 1 and {max_k}")));
-        }
-        request.k = k as usize;
-    }
-    request.now = super::memories::instant("now", body.now.as_deref())?;
-    if let Some(persona) = body.persona {
-        super::memories::check_text(&state, "persona", &persona)?;
-        membank_engine::validate_text("persona", &persona).map_err(|e| ApiError::Invalid(e.to_string()))?;
-        request.persona = Some(persona);
-    }
-    state.engine().request_now(request.now, true).map_err(ApiError::from)?;
+    let request = chat_request(&state, &caller, &user, body)?;
     // A missing model is an answer, not a stream that fails.
     state.engine().llm().map_err(ApiError::from)?;
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
