@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use membank_engine::core::{ClockFrom, Kind, MemoryId, Scope, Source, Status, SystemClock, TenantId, UserId};
 use membank_engine::{Engine, EngineError, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest};
 use membank_server::wire;
-use membank_store::{EventQuery, ListQuery, SqliteStore, StoreError, StoreOptions};
+use membank_store::{Backend, EventQuery, ListQuery, Location, StoreError, StoreOptions};
 use serde_json::json;
 
 use crate::config;
@@ -325,7 +325,8 @@ pub enum ModelsCommand {
 pub struct Context {
     pub cli_json: bool,
 
-    pub db: PathBuf,
+    /// The database: a SQLite file or a PostgreSQL URL.
+    pub db: Location,
     /// Whether the database was chosen (flag, environment or file) rather than defaulted.
     pub db_given: bool,
     /// The configuration file, when one was named.
@@ -348,9 +349,10 @@ impl Context {
     fn new(cli: &Cli) -> Result<Self> {
         let file = config::load_file(cli.config.as_ref())?;
         let db_given = cli.db.is_some() || file.db.is_some();
-        let db = match cli.db.clone().or_else(|| file.db.clone()) {
-            Some(db) => db,
-            None => default_db()?,
+        let db = match cli.db.as_deref().or(file.db.as_deref()) {
+            Some("") => bail!("--db is empty: give a SQLite file or a postgres:// URL"),
+            Some(db) => Location::parse(db),
+            None => Location::Sqlite(default_db()?),
         };
         let tenant = TenantId::new(cli.tenant.as_deref().or(file.tenant.as_deref()).unwrap_or("default"))?;
         let e = &cli.embedding;
@@ -389,18 +391,33 @@ impl Context {
         StoreOptions { cache_budget: Some(self.cache_mb << 20) }
     }
 
-    pub fn open_store(&self) -> Result<Arc<SqliteStore>> {
-        if let Some(parent) = self.db.parent()
-            && !parent.as_os_str().is_empty() {
-                std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    /// Opens the configured database: a SQLite file (created with its directory when
+    /// missing) or a PostgreSQL database (its schema created when empty).
+    pub fn open_store(&self) -> Result<Arc<dyn Backend>> {
+        let new = match &self.db {
+            Location::Sqlite(path) => {
+                if let Some(parent) = path.parent()
+                    && !parent.as_os_str().is_empty() {
+                        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+                    }
+                !path.exists()
             }
-        let new = !self.db.exists();
-        let store = SqliteStore::open_with(&self.db, self.store_options()).with_context(|| format!("cannot open database {}", self.db.display()))?;
+            Location::Postgres(_) => false,
+        };
+        let store = membank_store::open(&self.db, self.store_options()).with_context(|| format!("cannot open database {}", self.db.display()))?;
         // The first command of a newcomer writes somewhere; say where, once, to a person.
         if new && !self.db_given && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             eprintln!("membank: created the database {} (choose another with --db or MEMBANK_DB)", self.db.display());
         }
-        Ok(Arc::new(store))
+        Ok(store)
+    }
+
+    /// The SQLite file, for commands that only work on one (`backup`, `check FILE`).
+    pub fn sqlite_path(&self, what: &str) -> Result<&std::path::Path> {
+        match &self.db {
+            Location::Sqlite(path) => Ok(path),
+            Location::Postgres(_) => bail!("{what} works on a SQLite file; for PostgreSQL use its own tools (pg_dump, a replica), or `membank export`, which works on both"),
+        }
     }
 
     /// The flags that say which data a command acts on (configuration file, database,
@@ -412,7 +429,11 @@ impl Context {
             out.push_str(&format!(" --config {}", shell_word(&config.to_string_lossy())));
         }
         if self.db_given {
-            out.push_str(&format!(" --db {}", shell_word(&self.db.to_string_lossy())));
+            let db = match &self.db {
+                Location::Sqlite(path) => path.to_string_lossy().into_owned(),
+                Location::Postgres(url) => membank_store::redact(url),
+            };
+            out.push_str(&format!(" --db {}", shell_word(&db)));
         }
         out
     }

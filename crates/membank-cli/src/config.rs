@@ -19,8 +19,8 @@ use serde::Deserialize;
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
-    /// Database file.
-    pub db: Option<PathBuf>,
+    /// Database: a SQLite file or a `postgres://` URL.
+    pub db: Option<String>,
     /// Tenant for CLI operations.
     pub tenant: Option<String>,
     /// Embedding settings.

@@ -31,9 +31,10 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "membank", version, about, propagate_version = true)]
 pub struct Cli {
-    /// SQLite database file (default: <data dir>/membank/membank.db).
+    /// Database: a SQLite file (default: <data dir>/membank/membank.db) or a PostgreSQL
+    /// URL, postgres://USER@HOST:PORT/DB (PostgreSQL 15 or newer with pgvector).
     #[arg(long, global = true, env = "MEMBANK_DB", help_heading = "Global options")]
-    pub db: Option<PathBuf>,
+    pub db: Option<String>,
     /// Configuration file (TOML).
     #[arg(long, global = true, env = "MEMBANK_CONFIG", help_heading = "Global options")]
     pub config: Option<PathBuf>,

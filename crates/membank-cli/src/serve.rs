@@ -12,7 +12,6 @@ use clap::{Args, Subcommand};
 use membank_engine::core::{SystemClock, UserId};
 use membank_engine::Engine;
 use membank_server::{AppState, AuthFailureLimit, AuthMode, Limits, MaintenanceConfig, RateLimit, ServerConfig};
-use membank_store::{ApiKeyStore, SqliteStore};
 use serde_json::json;
 
 use crate::commands::Context;
@@ -225,7 +224,7 @@ pub fn mcp(ctx: &Context, args: McpArgs) -> Result<()> {
 
 /// `membank keys …`.
 pub fn keys(ctx: &Context, command: KeysCommand) -> Result<()> {
-    let store: Arc<SqliteStore> = ctx.open_store()?;
+    let store = ctx.open_store()?;
     let now = chrono::Utc::now();
     match command {
         KeysCommand::Create { user, admin, label } => {

@@ -96,8 +96,10 @@ pub fn export(ctx: &Context, args: ExportArgs) -> Result<()> {
 
 /// Runs `backup`.
 pub fn backup(ctx: &Context, args: BackupArgs) -> Result<()> {
+    let db = ctx.sqlite_path("backup")?;
     let store = ctx.open_store()?;
-    store.backup(&args.file).with_context(|| format!("cannot back up {} to {}", ctx.db.display(), args.file.display()))?;
+    let sqlite = store.as_sqlite().ok_or_else(|| anyhow::anyhow!("backup works on a SQLite file"))?;
+    sqlite.backup(&args.file).with_context(|| format!("cannot back up {} to {}", db.display(), args.file.display()))?;
     let (version, problems) = SqliteStore::check_file(&args.file)?;
     if !problems.is_empty() {
         problems.iter().for_each(|p| eprintln!("problem: {p}"));
@@ -107,19 +109,31 @@ pub fn backup(ctx: &Context, args: BackupArgs) -> Result<()> {
     if ctx.cli_json {
         crate::commands::print_json(&json!({ "file": args.file, "bytes": bytes, "schema_version": version, "ok": true }))?;
     } else {
-        println!("backed up {} to {} ({bytes} bytes, schema version {version}, check ok)", ctx.db.display(), args.file.display());
+        println!("backed up {} to {} ({bytes} bytes, schema version {version}, check ok)", db.display(), args.file.display());
     }
     Ok(())
 }
 
 /// Runs `check`.
 pub fn check(ctx: &Context, args: CheckArgs) -> Result<()> {
-    let path = args.file.clone().unwrap_or_else(|| ctx.db.clone());
-    let (version, problems) = SqliteStore::check_file(&path).with_context(|| format!("cannot check {}", path.display()))?;
+    let (path, version, problems) = match (&args.file, &ctx.db) {
+        (None, membank_store::Location::Postgres(_)) => {
+            let store = ctx.open_store()?;
+            (ctx.db.display(), store.schema_version()?, store.integrity_check()?)
+        }
+        (file, _) => {
+            let path = match file {
+                Some(file) => file.clone(),
+                None => ctx.sqlite_path("check")?.to_path_buf(),
+            };
+            let (version, problems) = SqliteStore::check_file(&path).with_context(|| format!("cannot check {}", path.display()))?;
+            (path.display().to_string(), version, problems)
+        }
+    };
     if ctx.cli_json {
         crate::commands::print_json(&json!({ "ok": problems.is_empty(), "problems": problems, "schema_version": version }))?;
     } else if problems.is_empty() {
-        println!("ok: {} (schema version {version})", path.display());
+        println!("ok: {path} (schema version {version})");
     } else {
         problems.iter().for_each(|p| println!("problem: {p}"));
     }

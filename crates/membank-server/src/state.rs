@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use membank_engine::core::limits::{MAX_PAGE_SIZE, MAX_RECALL_K, MAX_TEXT_BYTES};
 use membank_engine::core::TenantId;
 use membank_engine::Engine;
-use membank_store::SqliteStore;
+use membank_store::Backend;
 
 use crate::error::ApiError;
 use crate::maintenance::MaintenanceConfig;
@@ -75,7 +75,7 @@ impl ServerConfig {
 
 pub(crate) struct Inner {
     pub engine: Arc<Engine>,
-    pub store: Arc<SqliteStore>,
+    pub store: Arc<dyn Backend>,
     pub config: ServerConfig,
     pub metrics: Metrics,
     pub limiter: RateLimiter,
@@ -96,9 +96,10 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// State over an engine and the SQLite store it uses (for keys and integrity checks).
+    /// State over an engine and the store it uses (for keys, integrity checks and cache
+    /// metrics): a SQLite file or PostgreSQL.
     /// It starts ready; call [`AppState::set_ready`] to hold `/readyz` back during warm-up.
-    pub fn new(engine: Arc<Engine>, store: Arc<SqliteStore>, config: ServerConfig) -> Self {
+    pub fn new(engine: Arc<Engine>, store: Arc<dyn Backend>, config: ServerConfig) -> Self {
         let limiter = RateLimiter::new(config.rate_limit);
         let auth_failures = FailureLimiter::new(config.auth_failures);
         Self { inner: Arc::new(Inner { engine, store, config, metrics: Metrics::default(), limiter, auth_failures, ready: AtomicBool::new(true) }) }
@@ -130,7 +131,7 @@ impl AppState {
     }
 
     /// The store (keys, integrity check).
-    pub fn store(&self) -> &Arc<SqliteStore> {
+    pub fn store(&self) -> &Arc<dyn Backend> {
         &self.inner.store
     }
 

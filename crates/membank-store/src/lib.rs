@@ -20,6 +20,7 @@
 //!
 //! It deliberately knows nothing of embeddings models, HTTP or the CLI.
 
+mod backend;
 mod cache;
 mod error;
 mod kernels;
@@ -28,6 +29,7 @@ pub mod postgres;
 pub mod sqlite;
 mod types;
 
+pub use backend::{Backend, Location, open, redact};
 pub use cache::{CacheCounters, CacheKind, CacheStats, DEFAULT_CACHE_MB, StoreOptions};
 pub use error::StoreError;
 #[cfg(feature = "postgres")]
