@@ -16,6 +16,8 @@ mod chat;
 mod durability;
 mod import;
 mod maintain;
+mod migrate;
+mod postgres;
 mod round_trip;
 mod serve;
 mod transfer;
@@ -25,6 +27,8 @@ use std::process::{Command, Output};
 
 pub struct Bank {
     pub dir: tempfile::TempDir,
+    /// The PostgreSQL database every command uses instead of the SQLite file, if any.
+    pub pg: Option<membank_store::postgres::testing::TestDatabase>,
 }
 
 pub fn model_dir() -> PathBuf {
@@ -41,16 +45,36 @@ impl Default for Bank {
 
 impl Bank {
     pub fn new() -> Self {
-        Self { dir: tempfile::tempdir().unwrap() }
+        Self { dir: tempfile::tempdir().unwrap(), pg: None }
     }
 
+    /// A bank on a new database of the PostgreSQL server `MEMBANK_TEST_PG_URL` names, or
+    /// `None` (after saying why) when there is none; `MEMBANK_REQUIRE_PG=1` fails instead.
+    pub fn postgres(test: &str) -> Option<Self> {
+        let Some(url) = std::env::var("MEMBANK_TEST_PG_URL").ok().filter(|u| !u.trim().is_empty()) else {
+            assert!(std::env::var("MEMBANK_REQUIRE_PG").as_deref() != Ok("1"), "MEMBANK_REQUIRE_PG=1 but MEMBANK_TEST_PG_URL is not set");
+            eprintln!("skipping {test} on PostgreSQL: MEMBANK_TEST_PG_URL is not set (scripts/postgres-dev.sh start prints one)");
+            return None;
+        };
+        Some(Self { dir: tempfile::tempdir().unwrap(), pg: Some(membank_store::postgres::testing::TestDatabase::create(&url, test)) })
+    }
+
+    /// The SQLite file of a SQLite bank.
     pub fn db(&self) -> PathBuf {
         self.dir.path().join("bank.db")
     }
 
+    /// What `--db` names: the PostgreSQL URL, or the SQLite file.
+    pub fn db_arg(&self) -> std::ffi::OsString {
+        match &self.pg {
+            Some(pg) => pg.url.clone().into(),
+            None => self.db().into(),
+        }
+    }
+
     pub fn command(&self) -> Command {
         let mut command = self.command_without_db();
-        command.arg("--db").arg(self.db());
+        command.arg("--db").arg(self.db_arg());
         command
     }
 

@@ -199,3 +199,26 @@ impl Tx<'_> {
         Ok(self.inner.query_raw(&statement, params.iter().copied()).map_err(PgError::from)?)
     }
 }
+
+impl Drop for Pool {
+    /// Closes the idle connections on a thread of its own: a synchronous `postgres::Client`
+    /// drives its connection with a runtime of its own, which cannot run on a thread of an
+    /// async runtime, and the last handle of a store is often dropped on one (a server's
+    /// state at shutdown). Dropped there, each client would panic.
+    fn drop(&mut self) {
+        let idle = std::mem::take(&mut self.state.get_mut().unwrap_or_else(|e| e.into_inner()).idle);
+        if idle.is_empty() {
+            return;
+        }
+        let closing = std::thread::spawn(move || {
+            for conn in idle {
+                if let Err(err) = conn.client.close() {
+                    tracing::debug!(error = %err, "closing a PostgreSQL connection failed");
+                }
+            }
+        });
+        if closing.join().is_err() {
+            tracing::warn!("closing the PostgreSQL connections panicked");
+        }
+    }
+}
