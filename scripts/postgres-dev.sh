@@ -277,6 +277,20 @@ remove_run_dir() {
   rm -rf -- "$dir"
 }
 
+
+# A CA and a server certificate signed by it, valid for localhost and 127.0.0.1, in $1.
+make_certificates() {
+  local dir=$1
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=membank dev CA" \
+    -keyout "$dir/ca.key" -out "$dir/ca.crt" &&
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+      -keyout "$dir/server.key" -out "$dir/server.csr" &&
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$dir/san.ext" &&
+    openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+      -days 30 -extfile "$dir/san.ext" -out "$dir/server.crt" &&
+    chmod 600 "$dir/server.key" && chmod 644 "$dir/ca.crt"
+}
+
 port_free() {
   local port=$1
   if command -v ss >/dev/null && [[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]]; then
@@ -361,6 +375,19 @@ listen_addresses = '127.0.0.1'
 unix_socket_directories = '$run_dir'
 include_if_exists = 'membank-port.conf'
 EOF
+  # TLS as well (the store's sslmode handling is tested against it): a private CA and a
+  # certificate for localhost and 127.0.0.1, made with openssl when it is installed. Plain
+  # connections are still accepted; `ca.crt` in the run directory is the sslrootcert.
+  if command -v openssl >/dev/null; then
+    say "TLS: a private CA and a server certificate for localhost/127.0.0.1 ($run_dir/ca.crt)"
+    run "making TLS certificates" make_certificates "$run_dir"
+    if ((EUID == 0)); then chown postgres: "$run_dir/server.crt" "$run_dir/server.key"; fi
+    cat >>"$data/postgresql.conf" <<EOF
+ssl = on
+ssl_cert_file = '$run_dir/server.crt'
+ssl_key_file = '$run_dir/server.key'
+EOF
+  fi
 
   for ((attempt = 1; ; attempt++)); do
     if ((auto_port)); then port=$(pick_port); else port=$want_port; fi

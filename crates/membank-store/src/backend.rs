@@ -72,8 +72,8 @@ pub trait Backend: Store + ApiKeyStore {
     fn schema_version(&self) -> Result<i64, StoreError>;
     /// The backend's consistency checks; empty means healthy.
     fn integrity_check(&self) -> Result<Vec<String>, StoreError>;
-    /// The in-process search caches (PostgreSQL keeps none: every search asks the
-    /// database, so two servers over one database never disagree).
+    /// The in-process search caches (both backends keep them under the same budget, and
+    /// check them against the database on every search).
     fn cache_stats(&self) -> CacheStats;
     /// The SQLite store, when it is one (backups use SQLite's online backup).
     fn as_sqlite(&self) -> Option<&SqliteStore> {
@@ -111,18 +111,17 @@ impl Backend for crate::PgStore {
         crate::PgStore::integrity_check(self)
     }
     fn cache_stats(&self) -> CacheStats {
-        CacheStats { budget_bytes: Some(0), vectors: Default::default(), terms: Default::default() }
+        crate::PgStore::cache_stats(self)
     }
 }
 
 /// Opens the store at `location` (creating a SQLite file, or the schema in an empty
-/// PostgreSQL database). The cache budget of `options` applies to SQLite; PostgreSQL keeps
-/// no per-user cache in the process.
+/// PostgreSQL database), with the cache budget of `options`.
 pub fn open(location: &Location, options: StoreOptions) -> Result<Arc<dyn Backend>, StoreError> {
     match location {
         Location::Sqlite(path) => Ok(Arc::new(SqliteStore::open_with(path, options)?)),
         #[cfg(feature = "postgres")]
-        Location::Postgres(url) => Ok(Arc::new(crate::PgStore::open(url)?)),
+        Location::Postgres(url) => Ok(Arc::new(crate::PgStore::open_with(url, crate::PgOptions { cache_budget: options.cache_budget, ..Default::default() })?)),
         #[cfg(not(feature = "postgres"))]
         Location::Postgres(_) => Err(StoreError::Invalid(membank_core::InvalidInput::new("database", "this build has no PostgreSQL support (build with the `postgres` feature)"))),
     }

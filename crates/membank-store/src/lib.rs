@@ -24,6 +24,7 @@ mod backend;
 mod cache;
 mod error;
 mod kernels;
+mod search;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod sqlite;

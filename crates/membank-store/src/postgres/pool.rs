@@ -17,7 +17,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use postgres::types::ToSql;
-use postgres::{Client, IsolationLevel, NoTls, Row, RowIter, Statement};
+use postgres::{Client, IsolationLevel, Row, RowIter, Statement};
 
 use super::PgError;
 use crate::StoreError;
@@ -28,6 +28,8 @@ const WAIT: Duration = Duration::from_secs(30);
 /// The connections of one store handle.
 pub(super) struct Pool {
     config: postgres::Config,
+    /// TLS as the URL's `sslmode` asked (`tls.rs`).
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
     max: usize,
     state: Mutex<State>,
     freed: Condvar,
@@ -47,8 +49,8 @@ pub(super) struct Conn {
 impl Pool {
     /// A pool of at most `max` connections (at least one) to the server `config` names.
     /// Nothing is opened yet.
-    pub(super) fn new(config: postgres::Config, max: usize) -> Self {
-        Self { config, max: max.max(1), state: Mutex::new(State { idle: Vec::new(), open: 0 }), freed: Condvar::new() }
+    pub(super) fn new(config: postgres::Config, max: usize, tls: tokio_postgres_rustls::MakeRustlsConnect) -> Self {
+        Self { config, tls, max: max.max(1), state: Mutex::new(State { idle: Vec::new(), open: 0 }), freed: Condvar::new() }
     }
 
     fn take(&self) -> Result<Conn, StoreError> {
@@ -64,7 +66,7 @@ impl Pool {
             if state.open < self.max {
                 state.open += 1;
                 drop(state);
-                return match self.config.connect(NoTls) {
+                return match self.config.connect(self.tls.clone()) {
                     Ok(client) => Ok(Conn { client, statements: HashMap::new() }),
                     Err(err) => {
                         self.state.lock().unwrap_or_else(|e| e.into_inner()).open -= 1;

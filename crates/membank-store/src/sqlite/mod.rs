@@ -13,9 +13,7 @@ mod derived;
 mod lookup;
 mod maintain;
 mod schema;
-mod terms;
-mod usercache;
-mod vectors;
+mod source;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -29,9 +27,11 @@ use serde_json::json;
 
 pub use keys::{ApiKeyRecord, ApiKeyStore, NewApiKey};
 pub use schema::CURRENT_VERSION;
-use terms::TermCache;
-use usercache::Labels;
-use vectors::VectorCache;
+use source::SqliteSource;
+
+use crate::search::{Labels, body_text};
+use crate::search::terms::TermCache;
+use crate::search::vectors::VectorCache;
 
 use crate::cache::{CacheBudget, CacheStats, StoreOptions};
 use crate::types::*;
@@ -330,12 +330,6 @@ fn index_body(memory: &Memory) -> String {
 
 /// The text a memory is searched by: both sides of a turn, else its content. The FTS5 body
 /// and the in-process BM25 index ([`terms`]) both cut this text.
-fn body_text(content: Option<&str>, user_text: Option<&str>, assistant_text: Option<&str>) -> String {
-    match user_text {
-        Some(user) => format!("{user}\n{}", assistant_text.unwrap_or("")),
-        None => content.unwrap_or("").to_string(),
-    }
-}
 
 fn scope_tag(user: i64) -> String {
     format!("u{user}")
@@ -532,7 +526,7 @@ impl Store for SqliteStore {
                 return Ok(Vec::new());
             }
             let labels = Labels { agent: scope.agent.as_ref().map(|a| a.as_str()), session: scope.session.as_ref().map(|s| s.as_str()) };
-            self.vectors.search(conn, user, revision, model.dim, query, filter, &labels, limit)
+            self.vectors.search(&mut SqliteSource { conn, user_row: user }, user, revision, model.dim, query, filter, &labels, limit)
         })
     }
 
@@ -543,7 +537,7 @@ impl Store for SqliteStore {
         self.read(|conn| {
             let Some((user, revision)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
             let labels = Labels { agent: scope.agent.as_ref().map(|a| a.as_str()), session: scope.session.as_ref().map(|s| s.as_str()) };
-            self.terms.search(conn, user, revision, terms, filter, &labels, limit)
+            self.terms.search(&mut SqliteSource { conn, user_row: user }, user, revision, terms, filter, &labels, limit)
         })
     }
 

@@ -193,3 +193,49 @@ fn text_with_a_nul_character_is_refused_as_invalid() {
     assert_eq!(store.get(&ana, id).unwrap().status, membank_core::Status::Active, "the refused archive changed nothing");
     assert_eq!(store.counts(&ana).unwrap().active, 1);
 }
+
+/// TLS as libpq's `sslmode` says, against the test server when it has TLS on
+/// (`scripts/postgres-dev.sh` turns it on with a private CA in its run directory): `require`
+/// encrypts without a CA, `verify-full` with the server's CA connects, `verify-full` with
+/// only the public roots refuses the private certificate, `disable` stays plain; the
+/// server's own view (`pg_stat_ssl`) says which connections were encrypted.
+#[test]
+fn tls_follows_sslmode() {
+    let Some(url) = server("tls_follows_sslmode") else { return };
+    let database = TestDatabase::create(&url, "tls");
+    let mut admin = admin(&database);
+    if admin.query_one("SHOW ssl", &[]).unwrap().get::<_, String>(0) != "on" {
+        eprintln!("skipping tls_follows_sslmode: the test server has TLS off (scripts/postgres-dev.sh turns it on when openssl is installed)");
+        return;
+    }
+    let cert_file: String = admin.query_one("SHOW ssl_cert_file", &[]).unwrap().get(0);
+    let ca = std::path::Path::new(&cert_file).with_file_name("ca.crt");
+    if !ca.exists() {
+        eprintln!("skipping tls_follows_sslmode: no ca.crt beside {cert_file}");
+        return;
+    }
+    let with = |query: &str| format!("{}?{query}", database.url);
+    let encrypted = |admin: &mut postgres::Client, name: &str| -> Vec<bool> {
+        admin.query("SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = $1", &[&name]).unwrap().iter().map(|r| r.get(0)).collect()
+    };
+    let s = scope("tls");
+    for (query, name, ssl) in [
+        ("sslmode=require&application_name=tls_require".to_string(), "tls_require", true),
+        (format!("sslmode=verify-full&sslrootcert={}&application_name=tls_full", ca.display()), "tls_full", true),
+        (format!("sslmode=verify-ca&sslrootcert={}&application_name=tls_ca", ca.display()), "tls_ca", true),
+        ("application_name=tls_prefer".to_string(), "tls_prefer", true),
+        ("sslmode=disable&application_name=tls_plain".to_string(), "tls_plain", false),
+    ] {
+        let store = PgStore::open(&with(&query)).unwrap_or_else(|e| panic!("{query}: {e}"));
+        ensure(&store, &s);
+        note(&store, &s, &format!("stored over {name}"), t0(), 1);
+        assert_eq!(encrypted(&mut admin, name), [ssl], "{query}");
+    }
+    match PgStore::open(&with("sslmode=verify-full")) {
+        Err(err) => assert!(err.to_string().contains("TLS"), "{err}"),
+        Ok(_) => panic!("verify-full accepted a certificate of a private CA without sslrootcert"),
+    }
+    assert!(matches!(PgStore::open(&with("sslmode=verify-full&sslrootcert=/nonexistent/ca.pem")), Err(StoreError::Invalid(_))));
+    let other = PgStore::open(&with("sslmode=disable")).unwrap();
+    assert_eq!(other.list(&s, &Default::default()).unwrap().len(), 5);
+}

@@ -21,10 +21,9 @@
 use std::collections::HashMap;
 
 use membank_core::{Status, text};
-use rusqlite::{Connection, params};
 
-use super::body_text;
-use super::usercache::{Labels, RowMeta, UserCache, UserRows, count_rows};
+use super::usercache::{Labels, RowMeta, UserCache, UserRows};
+use super::{Source, body_text};
 use crate::StoreError;
 use crate::cache::{CacheKind, allocation, reserve_rows};
 use crate::types::{Hit, SearchFilter};
@@ -55,44 +54,36 @@ pub(crate) struct UserTerms {
 pub(crate) type TermCache = UserCache<UserTerms>;
 
 impl TermCache {
-    /// Brings the user's index up to date with `conn`'s snapshot, then ranks by BM25.
+    /// Brings the user's index up to date with `source`'s snapshot, then ranks by BM25.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn search(&self, conn: &Connection, user_row: i64, revision: i64, terms: &[String], filter: &SearchFilter, labels: &Labels<'_>, limit: usize) -> Result<Vec<Hit>, StoreError> {
-        self.with_fresh(conn, user_row, revision, (), |cached| rank(cached, terms, filter, labels, limit))
+    pub(crate) fn search(&self, source: &mut dyn Source, user_row: i64, revision: i64, terms: &[String], filter: &SearchFilter, labels: &Labels<'_>, limit: usize) -> Result<Vec<Hit>, StoreError> {
+        self.with_fresh(source, user_row, revision, (), |cached| rank(cached, terms, filter, labels, limit))
     }
 }
 
 impl UserRows for UserTerms {
     type Params = ();
     const KIND: CacheKind = CacheKind::Terms;
-    const MAX_SEQ: &'static str = "SELECT coalesce(max(seq), 0) FROM memories WHERE user_row = ?1";
 
     fn rows_mut(&mut self) -> &mut [RowMeta] {
         &mut self.docs
     }
 
-    fn load_after(&mut self, conn: &Connection, user_row: i64, after: i64, (): ()) -> Result<i64, StoreError> {
-        let mut stmt = conn.prepare_cached(
-            "SELECT seq, id, kind, day, status, agent, session, content, user_text, assistant_text
-             FROM memories WHERE user_row = ?1 AND seq > ?2 ORDER BY seq",
-        )?;
-        let mut rows = stmt.query(params![user_row, after])?;
+    fn load_after(&mut self, source: &mut dyn Source, after: i64, (): ()) -> Result<i64, StoreError> {
         let mut last = after;
         let appending = !self.docs.is_empty();
         if !appending {
             // Erased rows are counted and skipped: the shrink after the load returns their room.
-            let n = count_rows(conn, "SELECT count(*) FROM memories WHERE user_row = ?1 AND seq > ?2", user_row, after)?;
+            let n = source.count_after(CacheKind::Terms, after)?;
             self.docs.reserve_exact(n);
             self.lens.reserve_exact(n);
         }
-        while let Some(row) = rows.next()? {
-            let meta = RowMeta::read(row)?;
+        source.texts_after(after, &mut |meta, content, user_text, assistant_text| {
             last = meta.seq;
             if meta.status == Status::Erased {
-                continue;
+                return Ok(());
             }
-            let (content, user_text, assistant_text): (Option<String>, Option<String>, Option<String>) = (row.get(7)?, row.get(8)?, row.get(9)?);
-            let body = text::terms(&body_text(content.as_deref(), user_text.as_deref(), assistant_text.as_deref()));
+            let body = text::terms(&body_text(content, user_text, assistant_text));
             let doc = self.docs.len() as u32;
             let mut counts: HashMap<&str, u32> = HashMap::new();
             for term in &body {
@@ -116,7 +107,8 @@ impl UserRows for UserTerms {
             reserve_rows(&mut self.lens, 1, appending);
             self.lens.push(body.len() as u32);
             self.total_len += body.len() as u64;
-        }
+            Ok(())
+        })?;
         Ok(last)
     }
 

@@ -1,8 +1,8 @@
 //! What the two in-process per-user caches — vectors ([`super::vectors`]) and the BM25
 //! index ([`super::terms`]) — share: the metadata a search filters rows on, and keeping a
-//! user's cache in step with the database.
+//! user's cache in step with the database, whichever backend it is.
 //!
-//! On every search the cache is checked against the connection's snapshot: rows added
+//! On every search the cache is checked against the snapshot of the [`Source`]: rows added
 //! since (by any process) are loaded incrementally; a changed `users.revision` (archive,
 //! restore, a sweep, an edit's superseding, erasure) re-reads every cached row's status in
 //! place, and reloads the user whole only if a row was erased, so that erased text and
@@ -19,8 +19,8 @@ use std::sync::{Arc, RwLock};
 
 use chrono::NaiveDate;
 use membank_core::{Kind, MemoryId, Status};
-use rusqlite::{Connection, Row, params};
 
+use super::Source;
 use crate::StoreError;
 use crate::cache::{CacheBudget, CacheKind, ENTRY_OVERHEAD, allocation};
 use crate::types::SearchFilter;
@@ -43,22 +43,6 @@ pub(crate) struct RowMeta {
 }
 
 impl RowMeta {
-    /// Reads `seq, id, kind, day, status, agent, session` from columns 0 to 6.
-    pub(crate) fn read(row: &Row<'_>) -> Result<Self, StoreError> {
-        let seq: i64 = row.get(0)?;
-        let text = |col: usize| -> Result<String, StoreError> { Ok(row.get::<_, String>(col)?) };
-        let bad = |what: &str| StoreError::Corrupt(format!("bad {what} in row {seq}"));
-        Ok(Self {
-            seq,
-            id: text(1)?.parse().map_err(|_| bad("memory id"))?,
-            kind: text(2)?.parse().map_err(|_| bad("kind"))?,
-            day: NaiveDate::parse_from_str(&text(3)?, "%Y-%m-%d").map_err(|_| bad("day"))?,
-            status: text(4)?.parse().map_err(|_| bad("status"))?,
-            agent: row.get::<_, Option<String>>(5)?.map(Into::into),
-            session: row.get::<_, Option<String>>(6)?.map(Into::into),
-        })
-    }
-
     /// The heap bytes of its labels (the rest of it is counted as the array it sits in).
     pub(crate) fn label_bytes(&self) -> usize {
         [&self.agent, &self.session].into_iter().flatten().map(|label| allocation(label.len())).sum()
@@ -82,16 +66,14 @@ impl RowMeta {
 
 /// One user's cached rows, as one cache keeps them.
 pub(crate) trait UserRows: Default + Send + Sync + 'static {
-    /// What loading needs besides the connection (the vector dimension, or nothing).
+    /// What loading needs besides the source (the vector dimension, or nothing).
     type Params: Copy;
     /// Which cache this is, for the budget and its metrics.
     const KIND: CacheKind;
-    /// SQL giving the newest sequence number this cache loads for user `?1` (0 if none).
-    const MAX_SEQ: &'static str;
     /// The cached rows' metadata, in sequence order.
     fn rows_mut(&mut self) -> &mut [RowMeta];
     /// Appends the user's rows after sequence number `after`; returns the last one read.
-    fn load_after(&mut self, conn: &Connection, user_row: i64, after: i64, params: Self::Params) -> Result<i64, StoreError>;
+    fn load_after(&mut self, source: &mut dyn Source, after: i64, params: Self::Params) -> Result<i64, StoreError>;
     /// The heap bytes these rows hold (capacities, not lengths: what was allocated), which
     /// the budget is charged.
     fn heap_bytes(&self) -> usize;
@@ -125,11 +107,12 @@ impl<T> UserCache<T> {
 }
 
 impl<T: UserRows> UserCache<T> {
-    /// Brings the user's rows up to date with `conn`'s snapshot, then reads them with `f`.
-    pub(crate) fn with_fresh<R>(&self, conn: &Connection, user_row: i64, revision: i64, params: T::Params, f: impl FnOnce(&T) -> R) -> Result<R, StoreError> {
+    /// Brings the rows of the user keyed `user_row` (its revision `revision`) up to date
+    /// with `source`'s snapshot, then reads them with `f`.
+    pub(crate) fn with_fresh<R>(&self, source: &mut dyn Source, user_row: i64, revision: i64, params: T::Params, f: impl FnOnce(&T) -> R) -> Result<R, StoreError> {
         // Held until `f` returns: an eviction meanwhile drops only the budget's handle.
         let slot: Arc<RwLock<Synced<T>>> = self.budget.slot(T::KIND, user_row);
-        let max_seq: i64 = conn.query_row(T::MAX_SEQ, [user_row], |row| row.get(0))?;
+        let max_seq = source.max_seq(T::KIND)?;
         {
             let cached = slot.read().unwrap_or_else(|e| e.into_inner());
             if cached.loaded && cached.revision == revision && cached.max_seq == max_seq {
@@ -138,7 +121,7 @@ impl<T: UserRows> UserCache<T> {
             }
         }
         let mut cached = slot.write().unwrap_or_else(|e| e.into_inner());
-        if cached.loaded && cached.revision != revision && cached.max_seq <= max_seq && refresh_statuses(conn, user_row, cached.rows.rows_mut())? {
+        if cached.loaded && cached.revision != revision && cached.max_seq <= max_seq && refresh_statuses(source, cached.rows.rows_mut())? {
             cached.revision = revision;
         }
         let whole = !cached.loaded || cached.revision != revision || cached.max_seq > max_seq;
@@ -147,7 +130,7 @@ impl<T: UserRows> UserCache<T> {
         }
         if cached.max_seq < max_seq || whole {
             let after = cached.max_seq;
-            match cached.rows.load_after(conn, user_row, after, params) {
+            match cached.rows.load_after(source, after, params) {
                 Ok(last) => cached.max_seq = last,
                 Err(err) => {
                     // Rows half appended must not be served, nor appended again next time.
@@ -172,34 +155,23 @@ impl<T: UserRows> UserCache<T> {
     }
 }
 
-/// How many rows a whole load will read, from a `count(*)` statement over the user (`?1`)
-/// after a sequence number (`?2`), so that it reserves its arrays exactly
-/// ([`crate::cache::reserve_rows`] says why).
-pub(crate) fn count_rows(conn: &Connection, sql: &str, user_row: i64, after: i64) -> Result<usize, StoreError> {
-    let n: i64 = conn.prepare_cached(sql)?.query_row(params![user_row, after], |row| row.get(0))?;
-    Ok(usize::try_from(n).unwrap_or(0))
-}
-
 /// Re-reads the status of every cached row (in sequence order) and patches them in place:
 /// a revision bump then costs one indexed read of the user's statuses instead of reloading
 /// every vector and text (measured on `serve` over 100k memories: 145 ms against 2.7 s).
 /// Returns false, patching nothing, if a cached row was erased or has vanished: erasure
 /// must drop the content from memory too, so the caller reloads.
-fn refresh_statuses(conn: &Connection, user_row: i64, rows: &mut [RowMeta]) -> Result<bool, StoreError> {
+fn refresh_statuses(source: &mut dyn Source, rows: &mut [RowMeta]) -> Result<bool, StoreError> {
     let Some(last) = rows.last().map(|r| r.seq) else { return Ok(true) };
-    let mut stmt = conn.prepare_cached("SELECT seq, status FROM memories WHERE user_row = ?1 AND seq <= ?2 ORDER BY seq")?;
-    let mut found = stmt.query(params![user_row, last])?;
+    let found = source.statuses_upto(last)?;
     let mut fresh: Vec<Status> = Vec::with_capacity(rows.len());
-    while let Some(row) = found.next()? {
+    for (seq, status) in found {
         let Some(expected) = rows.get(fresh.len()) else { break };
-        let seq: i64 = row.get(0)?;
         if seq < expected.seq {
             continue;
         }
         if seq > expected.seq {
             return Ok(false);
         }
-        let status: Status = row.get::<_, String>(1)?.parse().map_err(|_| StoreError::Corrupt(format!("bad status in row {seq}")))?;
         if status == Status::Erased {
             return Ok(false);
         }

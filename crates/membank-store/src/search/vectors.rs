@@ -1,6 +1,6 @@
 //! The in-process cache of each user's vectors, for exact dense search.
 //!
-//! A user's vectors are read from SQLite once into one contiguous `f32` matrix and then
+//! A user's vectors are read from the database once into one contiguous `f32` matrix and then
 //! scanned in memory. The cache is checked against the database on every search: rows
 //! appended since are loaded incrementally and status changes are patched in place, as
 //! [`super::usercache`] describes for both caches.
@@ -23,9 +23,8 @@
 //! A user's entry is charged to the store's cache budget as its four arrays' capacities
 //! plus the labels' strings: about `dim · 5 + 70` bytes a row (1,990 at 384 dimensions).
 
-use rusqlite::{Connection, params};
-
-use super::usercache::{Labels, RowMeta, UserCache, UserRows, count_rows};
+use super::Source;
+use super::usercache::{Labels, RowMeta, UserCache, UserRows};
 use crate::cache::{CacheKind, reserve_rows};
 use crate::types::{Hit, SearchFilter};
 use crate::{StoreError, kernels};
@@ -50,24 +49,23 @@ pub(crate) struct UserVectors {
 pub(crate) type VectorCache = UserCache<UserVectors>;
 
 impl VectorCache {
-    /// Brings the user's cached vectors up to date with `conn`'s snapshot, then scans them.
+    /// Brings the user's cached vectors up to date with `source`'s snapshot, then scans them.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn search(&self, conn: &Connection, user_row: i64, revision: i64, dim: usize, query: &[f32], filter: &SearchFilter, labels: &Labels<'_>, limit: usize) -> Result<Vec<Hit>, StoreError> {
-        self.with_fresh(conn, user_row, revision, dim, |cached| scan(cached, dim, query, filter, labels, limit))
+    pub(crate) fn search(&self, source: &mut dyn Source, user_row: i64, revision: i64, dim: usize, query: &[f32], filter: &SearchFilter, labels: &Labels<'_>, limit: usize) -> Result<Vec<Hit>, StoreError> {
+        self.with_fresh(source, user_row, revision, dim, |cached| scan(cached, dim, query, filter, labels, limit))
     }
 }
 
 impl UserRows for UserVectors {
     type Params = usize;
     const KIND: CacheKind = CacheKind::Vectors;
-    const MAX_SEQ: &'static str = "SELECT coalesce(max(memory_seq), 0) FROM embeddings WHERE user_row = ?1";
 
     fn rows_mut(&mut self) -> &mut [RowMeta] {
         &mut self.entries
     }
 
-    fn load_after(&mut self, conn: &Connection, user_row: i64, after: i64, dim: usize) -> Result<i64, StoreError> {
-        load_after(conn, user_row, dim, after, self)
+    fn load_after(&mut self, source: &mut dyn Source, after: i64, dim: usize) -> Result<i64, StoreError> {
+        load_after(source, dim, after, self)
     }
 
     fn heap_bytes(&self) -> usize {
@@ -86,44 +84,35 @@ impl UserRows for UserVectors {
     }
 }
 
-fn load_after(conn: &Connection, user_row: i64, dim: usize, after: i64, cached: &mut UserVectors) -> Result<i64, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT e.memory_seq, m.id, m.kind, m.day, m.status, m.agent, m.session, e.dim, e.vector
-         FROM embeddings e JOIN memories m ON m.seq = e.memory_seq
-         WHERE e.user_row = ?1 AND e.memory_seq > ?2 ORDER BY e.memory_seq",
-    )?;
-    let mut rows = stmt.query(params![user_row, after])?;
+fn load_after(source: &mut dyn Source, dim: usize, after: i64, cached: &mut UserVectors) -> Result<i64, StoreError> {
     let mut last = after;
     let appending = !cached.entries.is_empty();
     if !appending {
-        let n = count_rows(conn, "SELECT count(*) FROM embeddings WHERE user_row = ?1 AND memory_seq > ?2", user_row, after)?;
+        let n = source.count_after(CacheKind::Vectors, after)?;
         cached.entries.reserve_exact(n);
         cached.data.reserve_exact(n * dim);
         cached.codes.reserve_exact(n * dim);
         cached.scales.reserve_exact(n);
     }
-    while let Some(row) = rows.next()? {
-        let entry = RowMeta::read(row)?;
-        let seq = entry.seq;
-        let row_dim: i64 = row.get(7)?;
-        let blob = row.get_ref(8)?.as_blob().map_err(|e| StoreError::Corrupt(format!("vector of row {seq}: {e}")))?;
-        if row_dim as usize != dim || blob.len() != dim * 4 {
-            return Err(StoreError::Corrupt(format!("vector of memory row {seq} has {row_dim} dimensions, the store {dim}")));
+    source.vectors_after(after, dim, &mut |entry, vector| {
+        if vector.len() != dim {
+            return Err(StoreError::Corrupt(format!("vector of memory row {} has {} dimensions, the store {dim}", entry.seq, vector.len())));
         }
+        last = entry.seq;
         cached.label_bytes += entry.label_bytes();
         reserve_rows(&mut cached.entries, 1, appending);
         cached.entries.push(entry);
         let start = cached.data.len();
         reserve_rows(&mut cached.data, dim, appending);
-        cached.data.extend(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+        cached.data.extend_from_slice(vector);
         let row = &cached.data[start..];
         let scale = kernels::quantise_scale(row);
         reserve_rows(&mut cached.codes, dim, appending);
         cached.codes.extend(row.iter().map(|&x| kernels::quantise(x, scale)));
         reserve_rows(&mut cached.scales, 1, appending);
         cached.scales.push(scale);
-        last = seq;
-    }
+        Ok(())
+    })?;
     Ok(last)
 }
 

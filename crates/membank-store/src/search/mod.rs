@@ -1,0 +1,46 @@
+//! The in-process search caches both backends share: each user's vectors (exact dense
+//! search, [`vectors`]) and BM25 index ([`terms`]), kept in step with the database by
+//! [`usercache`] and bounded by the store's [`crate::cache::CacheBudget`].
+//!
+//! The caches never read the database themselves: a backend hands them a [`Source`], one
+//! user's rows as seen by one read snapshot (a SQLite read transaction, a PostgreSQL
+//! `READ ONLY REPEATABLE READ` transaction). What they need of a backend is only that a
+//! user's sequence numbers rise in commit order (each backend's writes lock their user
+//! first) and that `users.revision` is bumped by every status change and erasure.
+
+pub(crate) mod terms;
+pub(crate) mod usercache;
+pub(crate) mod vectors;
+
+use membank_core::Status;
+
+pub(crate) use usercache::{Labels, RowMeta};
+
+use crate::StoreError;
+use crate::cache::CacheKind;
+
+/// One user's rows in one read snapshot, as the caches load them.
+pub(crate) trait Source {
+    /// The newest sequence number the cache of `kind` holds rows up to (0 if none): of the
+    /// user's vectors for [`CacheKind::Vectors`], of its memories for [`CacheKind::Terms`].
+    fn max_seq(&mut self, kind: CacheKind) -> Result<i64, StoreError>;
+    /// How many rows a load of `kind` after sequence number `after` reads (so a whole load
+    /// reserves its arrays exactly).
+    fn count_after(&mut self, kind: CacheKind, after: i64) -> Result<usize, StoreError>;
+    /// Each of the user's vectors after `after`, in sequence order, with its memory's
+    /// metadata; a vector of another dimension than `dim` is `Corrupt`.
+    fn vectors_after(&mut self, after: i64, dim: usize, each: &mut dyn FnMut(RowMeta, &[f32]) -> Result<(), StoreError>) -> Result<(), StoreError>;
+    /// Each of the user's memories after `after`, in sequence order, with its metadata and
+    /// its text (content, user text, assistant text).
+    fn texts_after(&mut self, after: i64, each: &mut dyn FnMut(RowMeta, Option<&str>, Option<&str>, Option<&str>) -> Result<(), StoreError>) -> Result<(), StoreError>;
+    /// Sequence number and status of each of the user's memories up to `last`, in order.
+    fn statuses_upto(&mut self, last: i64) -> Result<Vec<(i64, Status)>, StoreError>;
+}
+
+/// The text a memory's lexical index entry is cut from: a turn's two sides, or the content.
+pub(crate) fn body_text(content: Option<&str>, user_text: Option<&str>, assistant_text: Option<&str>) -> String {
+    match user_text {
+        Some(user) => format!("{user}\n{}", assistant_text.unwrap_or("")),
+        None => content.unwrap_or("").to_string(),
+    }
+}

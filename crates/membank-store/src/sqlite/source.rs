@@ -1,0 +1,100 @@
+//! One user's rows for the search caches (`crate::search`), read on the connection of a
+//! read transaction: the caches' [`Source`] over SQLite.
+
+use chrono::NaiveDate;
+use membank_core::Status;
+use rusqlite::{Connection, Row, params};
+
+use crate::StoreError;
+use crate::cache::CacheKind;
+use crate::search::{RowMeta, Source};
+
+/// The rows of user `user_row` on `conn`.
+pub(super) struct SqliteSource<'c> {
+    pub conn: &'c Connection,
+    pub user_row: i64,
+}
+
+/// Reads `seq, id, kind, day, status, agent, session` from columns 0 to 6.
+fn meta(row: &Row<'_>) -> Result<RowMeta, StoreError> {
+    let seq: i64 = row.get(0)?;
+    let text = |col: usize| -> Result<String, StoreError> { Ok(row.get::<_, String>(col)?) };
+    let bad = |what: &str| StoreError::Corrupt(format!("bad {what} in row {seq}"));
+    Ok(RowMeta {
+        seq,
+        id: text(1)?.parse().map_err(|_| bad("memory id"))?,
+        kind: text(2)?.parse().map_err(|_| bad("kind"))?,
+        day: NaiveDate::parse_from_str(&text(3)?, "%Y-%m-%d").map_err(|_| bad("day"))?,
+        status: text(4)?.parse().map_err(|_| bad("status"))?,
+        agent: row.get::<_, Option<String>>(5)?.map(Into::into),
+        session: row.get::<_, Option<String>>(6)?.map(Into::into),
+    })
+}
+
+impl Source for SqliteSource<'_> {
+    fn max_seq(&mut self, kind: CacheKind) -> Result<i64, StoreError> {
+        let sql = match kind {
+            CacheKind::Vectors => "SELECT coalesce(max(memory_seq), 0) FROM embeddings WHERE user_row = ?1",
+            CacheKind::Terms => "SELECT coalesce(max(seq), 0) FROM memories WHERE user_row = ?1",
+        };
+        Ok(self.conn.prepare_cached(sql)?.query_row([self.user_row], |row| row.get(0))?)
+    }
+
+    fn count_after(&mut self, kind: CacheKind, after: i64) -> Result<usize, StoreError> {
+        let sql = match kind {
+            CacheKind::Vectors => "SELECT count(*) FROM embeddings WHERE user_row = ?1 AND memory_seq > ?2",
+            CacheKind::Terms => "SELECT count(*) FROM memories WHERE user_row = ?1 AND seq > ?2",
+        };
+        let n: i64 = self.conn.prepare_cached(sql)?.query_row(params![self.user_row, after], |row| row.get(0))?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    fn vectors_after(&mut self, after: i64, dim: usize, each: &mut dyn FnMut(RowMeta, &[f32]) -> Result<(), StoreError>) -> Result<(), StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT e.memory_seq, m.id, m.kind, m.day, m.status, m.agent, m.session, e.dim, e.vector
+             FROM embeddings e JOIN memories m ON m.seq = e.memory_seq
+             WHERE e.user_row = ?1 AND e.memory_seq > ?2 ORDER BY e.memory_seq",
+        )?;
+        let mut rows = stmt.query(params![self.user_row, after])?;
+        let mut vector = Vec::with_capacity(dim);
+        while let Some(row) = rows.next()? {
+            let entry = meta(row)?;
+            let seq = entry.seq;
+            let row_dim: i64 = row.get(7)?;
+            let blob = row.get_ref(8)?.as_blob().map_err(|e| StoreError::Corrupt(format!("vector of row {seq}: {e}")))?;
+            if row_dim as usize != dim || blob.len() != dim * 4 {
+                return Err(StoreError::Corrupt(format!("vector of memory row {seq} has {row_dim} dimensions, the store {dim}")));
+            }
+            vector.clear();
+            vector.extend(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+            each(entry, &vector)?;
+        }
+        Ok(())
+    }
+
+    fn texts_after(&mut self, after: i64, each: &mut dyn FnMut(RowMeta, Option<&str>, Option<&str>, Option<&str>) -> Result<(), StoreError>) -> Result<(), StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT seq, id, kind, day, status, agent, session, content, user_text, assistant_text
+             FROM memories WHERE user_row = ?1 AND seq > ?2 ORDER BY seq",
+        )?;
+        let mut rows = stmt.query(params![self.user_row, after])?;
+        while let Some(row) = rows.next()? {
+            let entry = meta(row)?;
+            let text = |col: usize| -> Result<Option<&str>, StoreError> { Ok(row.get_ref(col)?.as_str_or_null().map_err(|e| StoreError::Corrupt(e.to_string()))?) };
+            each(entry, text(7)?, text(8)?, text(9)?)?;
+        }
+        Ok(())
+    }
+
+    fn statuses_upto(&mut self, last: i64) -> Result<Vec<(i64, Status)>, StoreError> {
+        let mut stmt = self.conn.prepare_cached("SELECT seq, status FROM memories WHERE user_row = ?1 AND seq <= ?2 ORDER BY seq")?;
+        let mut rows = stmt.query(params![self.user_row, last])?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            let seq: i64 = row.get(0)?;
+            let status: Status = row.get::<_, String>(1)?.parse().map_err(|_| StoreError::Corrupt(format!("bad status in row {seq}")))?;
+            out.push((seq, status));
+        }
+        Ok(out)
+    }
+}
