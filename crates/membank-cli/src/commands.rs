@@ -768,6 +768,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::Check(args) => crate::transfer::check(ctx, args),
         Command::Export(args) => crate::transfer::export(ctx, args),
         Command::Backup(args) => crate::transfer::backup(ctx, args),
+        Command::Migrate(args) => crate::migrate::run(ctx, args),
         Command::Models { command } => models(ctx, command),
         Command::Bench { command } => crate::bench::run(ctx, command),
         Command::Summarize(a) => crate::chat::summarize(ctx, a),

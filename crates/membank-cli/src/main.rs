@@ -16,6 +16,7 @@ mod embedder;
 mod llm_config;
 mod eval;
 mod import;
+mod migrate;
 mod progress;
 mod render;
 mod serve;
@@ -164,6 +165,9 @@ pub enum Command {
     /// Write users' memories, with all of their state and events, in the lossless
     /// membank-export format (JSON Lines; `import membank-export` reads it back).
     Export(transfer::ExportArgs),
+    /// Copy a whole store into another, SQLite to PostgreSQL or back: every user, memory,
+    /// vector, event and API key, in batches, resumable, verified at the end.
+    Migrate(migrate::MigrateArgs),
     /// Copy the database consistently while it is in use (a running serve may go on
     /// writing), then check the copy. Restore by stopping serve and putting the copy in
     /// place of the database file.

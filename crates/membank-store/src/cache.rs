@@ -11,8 +11,8 @@
 //! entries, whichever cache they belong to, are dropped until it fits again. What the
 //! allocator keeps of evicted entries is not counted (README, *Performance*).
 //!
-//! What it does not know: how an entry is loaded or kept fresh (that is the backend's:
-//! `sqlite/usercache.rs` for SQLite), so a PostgreSQL store can charge the same budget.
+//! What it does not know: how an entry is loaded or kept fresh (`search/usercache.rs`, from
+//! a backend's `Source`), so both backends charge the same budget.
 //!
 //! **In use is never freed.** A search holds its entry through an [`Arc`]: evicting only
 //! removes the budget's handle, and the entry's memory goes when the last search using it

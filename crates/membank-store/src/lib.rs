@@ -14,9 +14,10 @@
 //!   loaded again from the database, so eviction changes speed, never results.
 //!
 //! Backends: [`SqliteStore`] (one file, the default) and, behind the cargo feature
-//! `postgres` (off by default while issue 13 is under way), `PgStore`: the same traits on
-//! PostgreSQL with pgvector (`postgres/`). One conformance suite (`tests/it/conformance.rs`)
-//! runs against both.
+//! `postgres` (off by default in this crate; the CLI turns it on), `PgStore`: the same
+//! traits on PostgreSQL with pgvector (`postgres/`). Both search through the same
+//! in-process caches (`search/`). [`Backend`] and [`open`] pick one from a path or a
+//! `postgres://` URL. One conformance suite (`tests/it/conformance.rs`) runs against both.
 //!
 //! It deliberately knows nothing of embeddings models, HTTP or the CLI.
 

@@ -10,6 +10,8 @@ use crate::sqlite::{ApiKeyRecord, ApiKeyStore, NewApiKey};
 use membank_core::{TenantId, Timestamp, UserId};
 
 const KEY_COLUMNS: &str = "key_id, tenant, user_key, admin, label, created_at, revoked_at";
+/// [`KEY_COLUMNS`] and the hash after them.
+const KEY_COLUMNS_AND_HASH: &str = "key_id, tenant, user_key, admin, label, created_at, revoked_at, hash";
 
 fn row_to_key(row: &Row) -> Result<ApiKeyRecord, StoreError> {
     let bad = |e: membank_core::InvalidInput| StoreError::Corrupt(format!("bad key row: {e}"));
@@ -60,5 +62,34 @@ impl ApiKeyStore for PgStore {
 
     fn live_key_count(&self) -> Result<u64, StoreError> {
         self.pool.read(|tx| Ok(col::<i64>(&tx.query_one("SELECT count(*) FROM api_keys WHERE revoked_at IS NULL", &[])?, 0)?.max(0) as u64))
+    }
+
+    fn export_keys(&self) -> Result<Vec<(ApiKeyRecord, String)>, StoreError> {
+        self.pool.read(|tx| tx.query(&format!("SELECT {KEY_COLUMNS_AND_HASH} FROM api_keys ORDER BY row_seq"), &[])?.iter().map(|row| Ok((row_to_key(row)?, col(row, 7)?))).collect())
+    }
+
+    fn import_key(&self, key: &ApiKeyRecord, hash: &str) -> Result<bool, StoreError> {
+        for text in [key.key_id.as_str(), hash].into_iter().chain(key.label.as_deref()) {
+            super::refuse_nul("API key", text)?;
+        }
+        self.pool.write(|tx| {
+            // The table is locked against other imports and creations of keys for the rest of
+            // the transaction, so the check and the insert cannot be raced into a unique
+            // violation (a database error) instead of a Conflict.
+            tx.execute("LOCK TABLE api_keys IN SHARE ROW EXCLUSIVE MODE", &[])?;
+            let found: Vec<(ApiKeyRecord, String)> =
+                tx.query(&format!("SELECT {KEY_COLUMNS_AND_HASH} FROM api_keys WHERE key_id = $1 OR hash = $2"), &[&key.key_id, &hash])?.iter().map(|row| Ok((row_to_key(row)?, col(row, 7)?))).collect::<Result<_, StoreError>>()?;
+            if let Some(conflict) = found.iter().find_map(|(record, found_hash)| record.import_conflict(found_hash, key, hash)) {
+                return Err(conflict);
+            }
+            if !found.is_empty() {
+                return Ok(false);
+            }
+            tx.execute(
+                "INSERT INTO api_keys (key_id, hash, tenant, user_key, admin, label, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                &[&key.key_id, &hash, &key.tenant.as_str(), &key.user.as_ref().map(|u| u.as_str()), &key.admin, &key.label, &super::millis(key.created_at), &key.revoked_at.map(super::millis)],
+            )?;
+            Ok(true)
+        })
     }
 }

@@ -33,8 +33,9 @@
 //! terms cut in Rust by the core's text rules (`postgres/search.rs` says why, with numbers). Two
 //! servers on one database therefore never serve stale results.
 //!
-//! It deliberately does not speak TLS yet (`NoTls`): connect over loopback, a Unix socket
-//! or a private network.
+//! TLS follows the URL's `sslmode` as libpq does (`prefer` by default; `require`,
+//! `verify-ca`, `verify-full`, with `sslrootcert=PATH` for a private CA), over rustls
+//! (`postgres/tls.rs`).
 
 mod erasure;
 mod idempotency;
@@ -43,13 +44,15 @@ mod lookup;
 mod maintain;
 mod pool;
 mod schema;
-mod search;
+mod source;
+pub mod testing;
+mod tls;
 mod transfer;
 mod vector;
 
 use std::collections::HashMap;
 use std::str::FromStr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, NaiveDate};
 use membank_core::event::{Event, EventKind, NewEvent};
@@ -63,8 +66,13 @@ use uuid::Uuid;
 pub use schema::CURRENT_VERSION;
 
 use pool::{Pool, Tx};
+use source::PgSource;
 use vector::VectorRef;
 
+use crate::cache::{CacheBudget, CacheStats};
+use crate::search::Labels;
+use crate::search::terms::TermCache;
+use crate::search::vectors::VectorCache;
 use crate::types::*;
 use crate::{Store, StoreError};
 
@@ -98,11 +106,13 @@ impl From<postgres::Error> for StoreError {
 pub struct PgOptions {
     /// Most connections this handle opens at once (operations beyond wait for one).
     pub max_connections: usize,
+    /// The in-process search caches' byte budget, as for SQLite ([`crate::StoreOptions`]).
+    pub cache_budget: Option<u64>,
 }
 
 impl Default for PgOptions {
     fn default() -> Self {
-        Self { max_connections: 16 }
+        Self { max_connections: 16, cache_budget: crate::StoreOptions::default().cache_budget }
     }
 }
 
@@ -114,6 +124,10 @@ pub struct PgStore {
     /// The database's embedding model once known: it never changes after the first vector
     /// is stored, so it is read from `store_meta` once, not on every insert and search.
     model: OnceLock<EmbeddingModel>,
+    /// The search caches' budget and the two caches in it, keyed by `users.row_seq`.
+    cache: Arc<CacheBudget>,
+    vectors: VectorCache,
+    terms: TermCache,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -149,19 +163,28 @@ impl PgStore {
 
     /// [`PgStore::open`] with these options.
     pub fn open_with(url: &str, options: PgOptions) -> Result<Self, StoreError> {
-        let mut config = postgres::Config::from_str(url).map_err(|e| StoreError::Invalid(membank_core::InvalidInput::new("database URL", e.to_string())))?;
+        let tls = tls::settings(url)?;
+        let mut config = postgres::Config::from_str(&tls.rest).map_err(|e| StoreError::Invalid(membank_core::InvalidInput::new("database URL", e.to_string())))?;
+        config.ssl_mode(tls.ssl_mode());
         if config.get_application_name().is_none() {
             config.application_name("membank");
         }
         let target = describe(&config);
-        let pool = Pool::new(config, options.max_connections);
+        let pool = Pool::new(config, options.max_connections, tls.connector()?);
         pool.with_client(schema::migrate)?;
-        Ok(Self { target, pool, model: OnceLock::new() })
+        let cache = Arc::new(CacheBudget::new(options.cache_budget));
+        let (vectors, terms) = (VectorCache::new(Arc::clone(&cache)), TermCache::new(Arc::clone(&cache)));
+        Ok(Self { target, pool, model: OnceLock::new(), cache, vectors, terms })
     }
 
     /// The schema version of the database.
     pub fn schema_version(&self) -> Result<i64, StoreError> {
         self.pool.read(|tx| schema::version(&mut tx.inner))
+    }
+
+    /// The search caches' size, budget, hits, misses and evictions now (for metrics).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
     }
 
     /// Consistency checks SQLite's `integrity_check` has counterparts of: vectors and index
@@ -356,20 +379,25 @@ impl PgStore {
     /// event, in the caller's transaction (which holds the user's lock); returns its row.
     fn insert_in(&self, tx: &mut Tx<'_>, uid: Uuid, new: NewMemory) -> Result<(i64, MemoryId), StoreError> {
         let (seq, memory) = self.insert_row(tx, uid, new)?;
-        let derived: Vec<String> = memory.derived_from.iter().map(ToString::to_string).collect();
-        // Where the memory's forgetting clock started and its first strength: with the
-        // recalls that follow in the log, the whole curve can be replayed from the log alone.
-        let data = json!({
-            "kind": memory.kind.as_str(),
-            "source": memory.source.as_str(),
-            "occurred_at": memory.occurred_at.to_rfc3339(),
-            "derived_from": derived,
-            "clock_started_at": memory.forgetting.last_recalled_at.to_rfc3339(),
-            "strength": memory.forgetting.strength.get(),
-        });
-        append_events(tx, uid, &[NewEvent::about(memory.id, EventKind::Created, memory.recorded_at, data)])?;
+        append_events(tx, uid, &[created_event(&memory)])?;
         Ok((seq, memory.id))
     }
+}
+
+/// The `created` event of a memory being stored: where its forgetting clock started and
+/// its first strength, so that with the recalls that follow in the log the whole curve can
+/// be replayed from the log alone. Times are the stored ones (whole milliseconds).
+fn created_event(memory: &Memory) -> NewEvent {
+    let derived: Vec<String> = memory.derived_from.iter().map(ToString::to_string).collect();
+    let data = json!({
+        "kind": memory.kind.as_str(),
+        "source": memory.source.as_str(),
+        "occurred_at": millis(memory.occurred_at).to_rfc3339(),
+        "derived_from": derived,
+        "clock_started_at": millis(memory.forgetting.last_recalled_at).to_rfc3339(),
+        "strength": memory.forgetting.strength.get(),
+    });
+    NewEvent::about(memory.id, EventKind::Created, millis(memory.recorded_at), data)
 }
 
 /// The connection target without credentials, for `Debug`.
@@ -510,6 +538,15 @@ fn labels(scope: &Scope) -> (Option<&str>, Option<&str>) {
 
 /// Locks the scope's user's row for the rest of the transaction and returns its key, or
 /// `NotFound` if the user does not exist. Every write transaction starts here.
+/// The user's key in the search caches (`row_seq`, unique and never reused) and its
+/// revision in this snapshot; `None` when the user does not exist.
+fn cache_key(tx: &mut Tx<'_>, uid: Uuid) -> Result<Option<(i64, i64)>, StoreError> {
+    match tx.query_opt("SELECT row_seq, revision FROM users WHERE uid = $1", &[&uid])? {
+        Some(row) => Ok(Some((col(&row, 0)?, col(&row, 1)?))),
+        None => Ok(None),
+    }
+}
+
 fn existing_user(tx: &mut Tx<'_>, scope: &Scope) -> Result<Uuid, StoreError> {
     let uid = scope_uid(scope);
     if lock_user(tx, uid)? { Ok(uid) } else { Err(StoreError::NotFound { what: format!("user {}", scope.user) }) }
@@ -758,9 +795,20 @@ impl Store for PgStore {
             for (_, scope) in scopes {
                 existing_user(tx, scope)?;
             }
-            for new in batch {
-                let uid = scope_uid(&new.memory.scope);
-                self.insert_in(tx, uid, new)?;
+            // Each run of one user's memories (in batch order) in a few bulk statements, then
+            // their `created` events in the same order.
+            let mut rows = batch.into_iter().map(|new| (new.memory, new.embedding)).peekable();
+            while let Some(first) = rows.next() {
+                let uid = scope_uid(&first.0.scope);
+                let mut run = vec![first];
+                while run.len() < transfer::CHUNK {
+                    match rows.next_if(|(memory, _)| scope_uid(&memory.scope) == uid) {
+                        Some(next) => run.push(next),
+                        None => break,
+                    }
+                }
+                transfer::insert_memories(self, tx, uid, &run)?;
+                append_events(tx, uid, &run.iter().map(|(memory, _)| created_event(memory)).collect::<Vec<_>>())?;
             }
             Ok(n)
         })
@@ -822,10 +870,13 @@ impl Store for PgStore {
             return Err(StoreError::Invalid(membank_core::InvalidInput::new("query vector", format!("has {} dimensions, the model {}", query.len(), model.dim))));
         }
         self.pool.read(|tx| {
+            let uid = scope_uid(scope);
+            let Some((row, revision)) = cache_key(tx, uid)? else { return Ok(Vec::new()) };
             if !self.check_model(tx, model)? || limit == 0 {
                 return Ok(Vec::new());
             }
-            search::dense(tx, scope, query, filter, limit)
+            let labels = Labels { agent: scope.agent.as_ref().map(|a| a.as_str()), session: scope.session.as_ref().map(|s| s.as_str()) };
+            self.vectors.search(&mut PgSource { tx, uid }, row, revision, model.dim, query, filter, &labels, limit)
         })
     }
 
@@ -833,7 +884,12 @@ impl Store for PgStore {
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        self.pool.read(|tx| search::lexical(tx, scope, terms, filter, limit))
+        self.pool.read(|tx| {
+            let uid = scope_uid(scope);
+            let Some((row, revision)) = cache_key(tx, uid)? else { return Ok(Vec::new()) };
+            let labels = Labels { agent: scope.agent.as_ref().map(|a| a.as_str()), session: scope.session.as_ref().map(|s| s.as_str()) };
+            self.terms.search(&mut PgSource { tx, uid }, row, revision, terms, filter, &labels, limit)
+        })
     }
 
     fn record_recall(&self, scope: &Scope, recall: &RecallRecord, strengthen: Option<&ForgettingPolicy>) -> Result<Vec<Memory>, StoreError> {

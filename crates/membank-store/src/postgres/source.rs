@@ -30,7 +30,7 @@ use super::vector::Vector;
 use super::{PgError, col, memory_id, parse};
 use crate::StoreError;
 use crate::cache::CacheKind;
-use crate::search::{RowMeta, Source};
+use crate::search::{RowMeta, Source, TextSink, VectorSink};
 
 /// The rows of user `uid` in `tx`'s snapshot.
 pub(super) struct PgSource<'t, 'c> {
@@ -69,7 +69,7 @@ impl Source for PgSource<'_, '_> {
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
-    fn vectors_after(&mut self, after: i64, dim: usize, each: &mut dyn FnMut(RowMeta, &[f32]) -> Result<(), StoreError>) -> Result<(), StoreError> {
+    fn vectors_after(&mut self, after: i64, dim: usize, each: &mut VectorSink<'_>) -> Result<(), StoreError> {
         let params: [&(dyn postgres::types::ToSql + Sync); 2] = [&self.uid, &after];
         let mut rows = self.tx.query_iter(
             "SELECT e.seq, m.id, m.kind, m.day, m.status, m.agent, m.session, e.vector
@@ -88,7 +88,7 @@ impl Source for PgSource<'_, '_> {
         Ok(())
     }
 
-    fn texts_after(&mut self, after: i64, each: &mut dyn FnMut(RowMeta, Option<&str>, Option<&str>, Option<&str>) -> Result<(), StoreError>) -> Result<(), StoreError> {
+    fn texts_after(&mut self, after: i64, each: &mut TextSink<'_>) -> Result<(), StoreError> {
         let params: [&(dyn postgres::types::ToSql + Sync); 2] = [&self.uid, &after];
         let mut rows = self.tx.query_iter(
             "SELECT seq, id, kind, day, status, agent, session, content, user_text, assistant_text

@@ -19,6 +19,11 @@ pub(crate) use usercache::{Labels, RowMeta};
 use crate::StoreError;
 use crate::cache::CacheKind;
 
+/// Receives one vector row: its memory's metadata and the vector.
+pub(crate) type VectorSink<'a> = dyn FnMut(RowMeta, &[f32]) -> Result<(), StoreError> + 'a;
+/// Receives one memory's row: its metadata, content, user text and assistant text.
+pub(crate) type TextSink<'a> = dyn FnMut(RowMeta, Option<&str>, Option<&str>, Option<&str>) -> Result<(), StoreError> + 'a;
+
 /// One user's rows in one read snapshot, as the caches load them.
 pub(crate) trait Source {
     /// The newest sequence number the cache of `kind` holds rows up to (0 if none): of the
@@ -29,15 +34,16 @@ pub(crate) trait Source {
     fn count_after(&mut self, kind: CacheKind, after: i64) -> Result<usize, StoreError>;
     /// Each of the user's vectors after `after`, in sequence order, with its memory's
     /// metadata; a vector of another dimension than `dim` is `Corrupt`.
-    fn vectors_after(&mut self, after: i64, dim: usize, each: &mut dyn FnMut(RowMeta, &[f32]) -> Result<(), StoreError>) -> Result<(), StoreError>;
+    fn vectors_after(&mut self, after: i64, dim: usize, each: &mut VectorSink<'_>) -> Result<(), StoreError>;
     /// Each of the user's memories after `after`, in sequence order, with its metadata and
     /// its text (content, user text, assistant text).
-    fn texts_after(&mut self, after: i64, each: &mut dyn FnMut(RowMeta, Option<&str>, Option<&str>, Option<&str>) -> Result<(), StoreError>) -> Result<(), StoreError>;
+    fn texts_after(&mut self, after: i64, each: &mut TextSink<'_>) -> Result<(), StoreError>;
     /// Sequence number and status of each of the user's memories up to `last`, in order.
     fn statuses_upto(&mut self, last: i64) -> Result<Vec<(i64, Status)>, StoreError>;
 }
 
-/// The text a memory's lexical index entry is cut from: a turn's two sides, or the content.
+/// The text a memory is searched by: both sides of a turn, else its content. SQLite's FTS5
+/// body and the in-process BM25 index ([`terms`]) both cut this text.
 pub(crate) fn body_text(content: Option<&str>, user_text: Option<&str>, assistant_text: Option<&str>) -> String {
     match user_text {
         Some(user) => format!("{user}\n{}", assistant_text.unwrap_or("")),

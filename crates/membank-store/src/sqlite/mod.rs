@@ -328,9 +328,6 @@ fn index_body(memory: &Memory) -> String {
     text::index_text(&body_text(memory.content.as_deref(), memory.user_text.as_deref(), memory.assistant_text.as_deref()))
 }
 
-/// The text a memory is searched by: both sides of a turn, else its content. The FTS5 body
-/// and the in-process BM25 index ([`terms`]) both cut this text.
-
 fn scope_tag(user: i64) -> String {
     format!("u{user}")
 }

@@ -7,7 +7,7 @@ use rusqlite::{Connection, Row, params};
 
 use crate::StoreError;
 use crate::cache::CacheKind;
-use crate::search::{RowMeta, Source};
+use crate::search::{RowMeta, Source, TextSink, VectorSink};
 
 /// The rows of user `user_row` on `conn`.
 pub(super) struct SqliteSource<'c> {
@@ -49,7 +49,7 @@ impl Source for SqliteSource<'_> {
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
-    fn vectors_after(&mut self, after: i64, dim: usize, each: &mut dyn FnMut(RowMeta, &[f32]) -> Result<(), StoreError>) -> Result<(), StoreError> {
+    fn vectors_after(&mut self, after: i64, dim: usize, each: &mut VectorSink<'_>) -> Result<(), StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT e.memory_seq, m.id, m.kind, m.day, m.status, m.agent, m.session, e.dim, e.vector
              FROM embeddings e JOIN memories m ON m.seq = e.memory_seq
@@ -72,7 +72,7 @@ impl Source for SqliteSource<'_> {
         Ok(())
     }
 
-    fn texts_after(&mut self, after: i64, each: &mut dyn FnMut(RowMeta, Option<&str>, Option<&str>, Option<&str>) -> Result<(), StoreError>) -> Result<(), StoreError> {
+    fn texts_after(&mut self, after: i64, each: &mut TextSink<'_>) -> Result<(), StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT seq, id, kind, day, status, agent, session, content, user_text, assistant_text
              FROM memories WHERE user_row = ?1 AND seq > ?2 ORDER BY seq",
@@ -80,7 +80,7 @@ impl Source for SqliteSource<'_> {
         let mut rows = stmt.query(params![self.user_row, after])?;
         while let Some(row) = rows.next()? {
             let entry = meta(row)?;
-            let text = |col: usize| -> Result<Option<&str>, StoreError> { Ok(row.get_ref(col)?.as_str_or_null().map_err(|e| StoreError::Corrupt(e.to_string()))?) };
+            let text = |col: usize| -> Result<Option<&str>, StoreError> { row.get_ref(col)?.as_str_or_null().map_err(|e| StoreError::Corrupt(e.to_string())) };
             each(entry, text(7)?, text(8)?, text(9)?)?;
         }
         Ok(())

@@ -116,60 +116,11 @@ pub mod pg {
     //! `MEMBANK_TEST_PG_URL` and dropped (with any connection left) when the test ends.
 
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicU64, Ordering};
 
+    pub use membank_store::postgres::testing::TestDatabase;
     use membank_store::PgStore;
 
     use super::Fixture;
-
-    /// Drops its database when dropped.
-    pub struct TestDatabase {
-        admin_url: String,
-        pub name: String,
-        pub url: String,
-    }
-
-    impl TestDatabase {
-        /// A new empty database on the server of `admin_url`, named after `test`.
-        pub fn create(admin_url: &str, test: &str) -> TestDatabase {
-            static COUNTER: AtomicU64 = AtomicU64::new(0);
-            let tag: String = test.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(30).collect::<String>().to_ascii_lowercase();
-            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-            let name = format!("mbt_{tag}_{}_{}_{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
-            let mut admin = postgres::Client::connect(admin_url, postgres::NoTls).unwrap_or_else(|e| panic!("cannot connect to MEMBANK_TEST_PG_URL {admin_url}: {e}"));
-            admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-            TestDatabase { admin_url: admin_url.to_string(), url: with_database(admin_url, &name), name }
-        }
-    }
-
-    impl Drop for TestDatabase {
-        fn drop(&mut self) {
-            match postgres::Client::connect(&self.admin_url, postgres::NoTls) {
-                Ok(mut admin) => {
-                    if let Err(err) = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)) {
-                        eprintln!("could not drop test database {}: {err}", self.name);
-                    }
-                }
-                Err(err) => eprintln!("could not drop test database {}: {err}", self.name),
-            }
-        }
-    }
-
-    /// `url` (a `postgres://` URL) naming database `name` instead of its own.
-    pub fn with_database(url: &str, name: &str) -> String {
-        let (base, query) = match url.split_once('?') {
-            Some((base, query)) => (base, Some(query)),
-            None => (url, None),
-        };
-        let after_scheme = base.find("://").map_or(0, |i| i + 3);
-        let host_end = base[after_scheme..].find('/').map_or(base.len(), |i| after_scheme + i);
-        let mut out = format!("{}/{name}", &base[..host_end]);
-        if let Some(query) = query {
-            out.push('?');
-            out.push_str(query);
-        }
-        out
-    }
 
     pub fn fixture(admin_url: &str, test: &str) -> Fixture {
         let database = TestDatabase::create(admin_url, test);
@@ -1434,4 +1385,112 @@ fn maintenance_setup(store: &dyn Store, ana: &Scope) -> Vec<MemoryId> {
     (0..3)
         .map(|i| store.insert(NewMemory { memory: memory(ana, Kind::Note, &format!("note {i}"), t0() + Duration::minutes(i)), embedding: Some((model(), vec![0.5; DIM])) }).unwrap().id)
         .collect()
+}
+
+conformance! {
+    fn api_keys_move_to_another_store_with_their_hashes(fx: Fixture) {
+        let keys = fx.keys.as_ref();
+        let tenant = TenantId::default_tenant();
+        let new = |id: &str, hash: &str, user: Option<&str>, admin: bool, label: Option<&str>| NewApiKey {
+            key_id: id.into(),
+            hash: hash.into(),
+            tenant: tenant.clone(),
+            user: user.map(|u| UserId::new(u).unwrap()),
+            admin,
+            label: label.map(Into::into),
+            created_at: t0() + Duration::milliseconds(123),
+        };
+        keys.create_key(new("ka", "hash-a", None, true, Some("ops"))).unwrap();
+        keys.create_key(new("kb", "hash-b", Some("ana"), false, None)).unwrap();
+        keys.revoke_key("kb", t0() + Duration::days(1)).unwrap();
+        let exported = keys.export_keys().unwrap();
+        assert_eq!(exported.iter().map(|(k, h)| (k.key_id.as_str(), h.as_str())).collect::<Vec<_>>(), [("ka", "hash-a"), ("kb", "hash-b")]);
+        assert_eq!(exported.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), keys.list_keys().unwrap(), "the same records as the list, in its order");
+
+        // Into a fresh store of each backend: the same records, the same hashes, a revoked
+        // key still revoked, a live one found by its hash.
+        let mut targets = vec![Fixture::sqlite()];
+        targets.extend(Fixture::postgres("keys_target"));
+        for target in &targets {
+            let to = target.keys.as_ref();
+            to.create_key(new("kz", "hash-z", None, false, Some("the target's own"))).unwrap();
+            for (record, hash) in &exported {
+                assert!(to.import_key(record, hash).unwrap(), "{} into {}", record.key_id, target.backend);
+            }
+            let copied: Vec<_> = to.export_keys().unwrap().into_iter().filter(|(k, _)| k.key_id != "kz").collect();
+            assert_eq!(copied, exported, "into {}", target.backend);
+            assert_eq!(to.find_key_by_hash("hash-a").unwrap().map(|k| k.key_id), Some("ka".to_string()));
+            assert_eq!(to.find_key_by_hash("hash-b").unwrap(), None, "revoked stays revoked");
+            assert_eq!(to.live_key_count().unwrap(), 2);
+            // Again: nothing changes.
+            for (record, hash) in &exported {
+                assert!(!to.import_key(record, hash).unwrap());
+            }
+            assert_eq!(to.export_keys().unwrap().len(), 3);
+            // Another key under a stored id, or a stored hash under another id: refused.
+            let (a, hash_a) = &exported[0];
+            assert!(matches!(to.import_key(a, "hash-other"), Err(StoreError::Conflict(_))));
+            assert!(matches!(to.import_key(&membank_store::ApiKeyRecord { label: Some("changed".into()), ..a.clone() }, hash_a), Err(StoreError::Conflict(_))));
+            assert!(matches!(to.import_key(&membank_store::ApiKeyRecord { revoked_at: Some(t0()), ..a.clone() }, hash_a), Err(StoreError::Conflict(_))));
+            assert!(matches!(to.import_key(&membank_store::ApiKeyRecord { key_id: "kq".into(), ..a.clone() }, hash_a), Err(StoreError::Conflict(_))));
+            assert_eq!(to.export_keys().unwrap().len(), 3, "a refused key stores nothing");
+        }
+    }
+
+    fn a_bulk_import_keeps_order_skips_present_rows_and_refuses_other_users_ids(fx: Fixture) {
+        let store = fx.store.as_ref();
+        let ana = scope("ana");
+        ensure(store, &ana);
+        // More rows than one statement of the bulk import writes, of every status.
+        let mut rows = Vec::new();
+        for i in 0..2500u64 {
+            let mut m = memory(&ana, Kind::Note, &format!("note {i} about violin {}", i % 7), t0() + Duration::seconds(i as i64));
+            m.status = match i % 10 {
+                0 => Status::Archived,
+                1 => Status::Erased,
+                2 => Status::Superseded,
+                _ => Status::Active,
+            };
+            if m.status == Status::Erased {
+                m.content = None;
+            }
+            // An erased memory has no vector left, as a store exports it.
+            let embedding = (i % 4 != 0 && m.status != Status::Erased).then(|| (model(), unit(i)));
+            rows.push(NewMemory { memory: m, embedding });
+        }
+        store.insert_many(rows).unwrap();
+        let exported = export(store, &ana);
+        let import = import_of(store, &ana);
+        let target = match fx.backend {
+            "sqlite" => Fixture::sqlite(),
+            _ => Fixture::postgres("bulk_target").expect("the source was PostgreSQL"),
+        };
+        let to = target.store.as_ref();
+        // Half first, then all with merge: the first half is skipped, the rest added in order.
+        let half = UserImport { memories: import.memories[..1300].to_vec(), events: import.events[..1000].to_vec(), queries: Vec::new(), ..import.clone() };
+        let first = to.import_users(vec![half], false).unwrap();
+        assert_eq!((first.users_created, first.memories, first.events), (1, 1300, 1000));
+        let rest = to.import_users(vec![import.clone()], true).unwrap();
+        assert_eq!((rest.memories, rest.events, rest.skipped), (1200, import.events.len() - 1000, 2300));
+        assert_eq!(export(to, &ana), exported);
+        assert_eq!(to.counts(&ana).unwrap(), store.counts(&ana).unwrap());
+        assert_eq!(lexical(to, &ana, "violin 3", &audit()), lexical(store, &ana, "violin 3", &audit()));
+        assert_eq!(dense(to, &ana, &unit(5), &audit()), dense(store, &ana, &unit(5), &audit()));
+        assert_eq!(target.integrity(), Vec::<String>::new());
+        // One id of another user anywhere in the import refuses all of it.
+        let ben = scope("ben");
+        let mut theirs = UserImport { state: UserState { user: ben.user.clone(), ..import.state.clone() }, memories: Vec::new(), events: Vec::new(), queries: Vec::new() };
+        for i in 0..2100 {
+            let m = if i == 2050 { Memory { scope: ben.clone(), ..import.memories[7].0.clone() } } else { memory(&ben, Kind::Note, &format!("ben {i}"), t0()) };
+            theirs.memories.push((m, None));
+        }
+        assert!(matches!(to.import_users(vec![theirs], false), Err(StoreError::Conflict(_))));
+        assert_eq!(to.find_user(&ben.tenant, &ben.user).unwrap(), None, "nothing of ben was stored");
+        // Users are created in the import's order (the order they are listed in), whatever
+        // their names.
+        let empty = |name: &str| UserImport { state: UserState { user: UserId::new(name).unwrap(), ..import.state.clone() }, memories: Vec::new(), events: Vec::new(), queries: Vec::new() };
+        to.import_users(vec![empty("zed"), empty("bea"), empty("max")], false).unwrap();
+        let order: Vec<String> = to.all_users().unwrap().into_iter().map(|(_, u)| u.as_str().to_string()).collect();
+        assert_eq!(order, ["ana", "zed", "bea", "max"]);
+    }
 }
