@@ -12,17 +12,28 @@
 //! The model is dropped before the baseline, so the growth over it is the caches, SQLite's
 //! page caches and the allocator's overhead. It measures; it asserts nothing. With `--json`
 //! it prints a [`CacheReport`].
+//!
+//! With a `postgres://` `--db` it measures the PostgreSQL store too: the SQLite database is
+//! built (or reused), its users are copied into a database of that server (kept between
+//! runs, `bench::pg_dataset`), and then each backend is measured in a fresh process of its
+//! own (this binary, run again with the hidden `--only sqlite|postgres` and `--json`), so
+//! neither resident-memory figure carries the other's heap, the build's or the copy's. Both
+//! stores keep their search caches under the same budget; the PostgreSQL store also holds
+//! its pool of connections, and the database server's own memory is another process's and
+//! not counted.
+//! With `--json` it prints a [`CacheComparison`].
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use membank_engine::core::{Kind, Scope, TenantId, UserId, text};
-use membank_store::{CacheStats, EmbeddingModel, NewMemory, SearchFilter, SqliteStore, Store, StoreOptions};
-use serde::Serialize;
+use membank_store::{Backend, CacheStats, EmbeddingModel, Location, NewMemory, SearchFilter, SqliteStore, Store, StoreOptions};
+use serde::{Deserialize, Serialize};
 
-use crate::bench::{MAX_COUNT, count, sentences, synthetic_memory};
+use crate::bench::{Dataset, MAX_COUNT, copy_users, count, first_memory, pg_dataset, recorded_pg_dataset, sentences, synthetic_memory};
 use crate::commands::Context;
 use crate::progress::Bar;
 
@@ -47,13 +58,51 @@ pub struct CacheArgs {
     /// Public data folder (texts of memories and queries).
     #[arg(long, default_value = "../shared/data")]
     pub data: PathBuf,
+    /// Measure only this backend, in this process, on datasets already made: how a run
+    /// with a postgres:// --db runs itself once per backend.
+    #[arg(long, hide = true, value_parser = ["sqlite", "postgres"])]
+    pub only: Option<String>,
+}
+
+/// What `bench cache --json` prints: one backend's report, or with a postgres:// `--db`
+/// both backends'.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum CacheOutput {
+    /// SQLite alone.
+    One(CacheReport),
+    /// SQLite and PostgreSQL.
+    Both(CacheComparison),
+}
+
+/// `bench cache --json` with a postgres:// `--db`.
+#[derive(Debug, Serialize)]
+pub struct CacheComparison {
+    /// Always `"cache"`.
+    pub benchmark: &'static str,
+    /// The embedder's model id.
+    pub model: String,
+    /// Users searched.
+    pub users: usize,
+    /// Memories per user.
+    pub per_user: usize,
+    /// The cache budget (`--cache-mb`) in bytes.
+    pub budget_bytes: u64,
+    /// Each backend's dataset and what this run added to it.
+    pub datasets: Vec<Dataset>,
+    /// Each backend measured in a process of its own, SQLite first; each as without
+    /// PostgreSQL, with `"backend"`.
+    pub backends: Vec<CacheReport>,
 }
 
 /// `bench cache --json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct CacheReport {
     /// Always `"cache"`.
-    pub benchmark: &'static str,
+    pub benchmark: String,
+    /// With a postgres:// `--db`: `"sqlite"` or `"postgres"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
     /// The embedder's model id.
     pub model: String,
     /// Users searched.
@@ -73,7 +122,7 @@ pub struct CacheReport {
 }
 
 /// One user's cache entries, in bytes.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct PerUserBytes {
     /// The vector cache's entry.
     pub vectors: u64,
@@ -82,7 +131,7 @@ pub struct PerUserBytes {
 }
 
 /// One pass over every user.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct CachePass {
     /// 1, 2, …
     pub pass: usize,
@@ -98,7 +147,7 @@ pub struct CachePass {
 }
 
 /// The caches' numbers, both caches together unless named.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct CacheNumbers {
     /// Bytes kept.
     pub bytes: u64,
@@ -128,7 +177,7 @@ impl From<CacheStats> for CacheNumbers {
 }
 
 /// Resident memory of this process, in MiB, from `/proc/self/status`.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Rss {
     /// `VmRSS`: all resident pages.
     pub vm_rss_mb: f64,
@@ -156,24 +205,52 @@ fn user_scope(u: usize) -> Result<Scope> {
 }
 
 /// Runs the benchmark.
-pub fn run(ctx: &Context, args: CacheArgs) -> Result<CacheReport> {
+pub fn run(ctx: &Context, args: CacheArgs) -> Result<CacheOutput> {
+    match (&ctx.db, args.only.as_deref()) {
+        (Location::Postgres(url), None) => Ok(CacheOutput::Both(compare(ctx, &args, url)?)),
+        (Location::Postgres(url), Some("postgres")) => Ok(CacheOutput::One(measure(ctx, &args, Some(url))?)),
+        (Location::Sqlite(_), Some("postgres")) => bail!("--only postgres needs a postgres:// --db"),
+        _ => Ok(CacheOutput::One(measure(ctx, &args, None)?)),
+    }
+}
+
+/// The SQLite database of these arguments and model.
+fn sqlite_path(args: &CacheArgs, model: &EmbeddingModel) -> PathBuf {
+    args.dir.join(format!("cache-v1-{}x{}-{}.db", args.users, args.per_user, model.id.replace('/', "_")))
+}
+
+/// The name under which the PostgreSQL copy of that database is recorded.
+fn pg_key(args: &CacheArgs, model: &EmbeddingModel) -> String {
+    format!("cache-{}x{}-{}", args.users, args.per_user, model.id.replace('/', "_"))
+}
+
+/// Measures one backend in this process: SQLite (building its database when missing), or
+/// with `postgres` the PostgreSQL copy `compare` made on that server.
+fn measure(ctx: &Context, args: &CacheArgs, postgres: Option<&str>) -> Result<CacheReport> {
     std::fs::create_dir_all(&args.dir).with_context(|| format!("cannot create {}", args.dir.display()))?;
     let corpus = sentences(&args.data, 4000)?;
     let questions: Vec<String> = corpus.iter().step_by(7).take(64).map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" ")).collect();
-    let (model, queries, built, path) = {
+    let (model, queries, built) = {
         let embedder = ctx.embedder.load()?;
         let model = EmbeddingModel { id: embedder.model_id().to_string(), dim: embedder.dim() };
-        let path = args.dir.join(format!("cache-v1-{}x{}-{}.db", args.users, args.per_user, model.id.replace('/', "_")));
-        let built = !path.exists();
+        let path = sqlite_path(args, &model);
+        let built = postgres.is_none() && !path.exists();
         if built {
-            build(&path, &args, &model, embedder.as_ref(), &corpus)?;
+            build(&path, args, &model, embedder.as_ref(), &corpus)?;
         }
         let queries = questions.iter().map(|q| embedder.embed_query(q)).collect::<Result<Vec<_>, _>>()?;
         // The model goes before the baseline: the growth measured is the caches'.
-        (model, queries, built, path)
+        (model, queries, built)
+    };
+    let path = sqlite_path(args, &model);
+    let open = |options: StoreOptions| -> Result<Arc<dyn Backend>> {
+        Ok(match postgres {
+            Some(url) => recorded_pg_dataset(url, &args.dir, &pg_key(args, &model), options)?.store,
+            None => Arc::new(SqliteStore::open_with(&path, options)?),
+        })
     };
     let terms: Vec<Vec<String>> = questions.iter().map(|q| text::query_terms(q)).collect();
-    let search = |store: &SqliteStore, user: usize, round: usize| -> Result<()> {
+    let search = |store: &dyn Backend, user: usize, round: usize| -> Result<()> {
         let scope = user_scope(user)?;
         let q = (user + round) % queries.len();
         store.dense_search(&scope, &model, &queries[q], &SearchFilter::default(), 50)?;
@@ -182,32 +259,30 @@ pub fn run(ctx: &Context, args: CacheArgs) -> Result<CacheReport> {
     };
     // One user alone, with no limit: what its entries cost.
     let per_user_bytes = {
-        let alone = SqliteStore::open_with(&path, StoreOptions { cache_budget: None })?;
-        search(&alone, 0, 0)?;
+        let alone = open(StoreOptions { cache_budget: None })?;
+        search(alone.as_ref(), 0, 0)?;
         let stats = alone.cache_stats();
         PerUserBytes { vectors: stats.vectors.bytes, terms: stats.terms.bytes }
     };
     let options = ctx.store_options();
     let budget_bytes = options.cache_budget.unwrap_or(u64::MAX);
-    let store = SqliteStore::open_with(&path, options)?;
+    let store = open(options)?;
     let baseline = rss();
-    let mb = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    let mut report = CacheReport {
+        benchmark: "cache".into(),
+        backend: args.only.clone(),
+        model: model.id.clone(),
+        users: args.users,
+        per_user: args.per_user,
+        built,
+        budget_bytes,
+        per_user_bytes,
+        baseline,
+        results: Vec::new(),
+    };
     if !ctx.cli_json {
-        println!(
-            "{} users x {} memories ({}), budget {:.0} MiB; one user alone: vectors {:.2} MiB, BM25 {:.2} MiB",
-            args.users,
-            args.per_user,
-            model.id,
-            mb(budget_bytes),
-            mb(per_user_bytes.vectors),
-            mb(per_user_bytes.terms)
-        );
-        if let Some(b) = baseline {
-            println!("baseline: VmRSS {:.0} MiB (anon {:.0}, file {:.0})", b.vm_rss_mb, b.rss_anon_mb, b.rss_file_mb);
-        }
-        println!("{:>5} {:>9} {:>8} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "pass", "searches", "seconds", "cache MiB", "users", "hits", "misses", "evictions", "VmRSS", "RssAnon", "RssFile");
+        print_header(&report);
     }
-    let mut report = CacheReport { benchmark: "cache", model: model.id.clone(), users: args.users, per_user: args.per_user, built, budget_bytes, per_user_bytes, baseline, results: Vec::new() };
     for pass in 1..=args.passes {
         // A different order each pass (a fixed multiplicative shuffle), so eviction is not
         // always of the user just about to come again.
@@ -217,7 +292,7 @@ pub fn run(ctx: &Context, args: CacheArgs) -> Result<CacheReport> {
         let start = Instant::now();
         let chunk = args.users.div_ceil(args.clients);
         std::thread::scope(|s| -> Result<()> {
-            let workers: Vec<_> = order.chunks(chunk).map(|users| s.spawn(|| users.iter().try_for_each(|&u| search(&store, u, pass)))).collect();
+            let workers: Vec<_> = order.chunks(chunk).map(|users| s.spawn(|| users.iter().try_for_each(|&u| search(store.as_ref(), u, pass)))).collect();
             for worker in workers {
                 worker.join().map_err(|_| anyhow::anyhow!("a search thread panicked"))??;
             }
@@ -226,25 +301,136 @@ pub fn run(ctx: &Context, args: CacheArgs) -> Result<CacheReport> {
         let seconds = start.elapsed().as_secs_f64();
         let row = CachePass { pass, searches: 2 * args.users, seconds, cache: store.cache_stats().into(), rss: rss() };
         if !ctx.cli_json {
-            let r = row.rss.map_or(["-".to_string(), "-".to_string(), "-".to_string()], |r| [r.vm_rss_mb, r.rss_anon_mb, r.rss_file_mb].map(|x| format!("{x:.0}")));
-            println!(
-                "{:>5} {:>9} {:>8.2} {:>10.1} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                pass,
-                row.searches,
-                seconds,
-                mb(row.cache.bytes),
-                row.cache.vectors_users,
-                row.cache.hits,
-                row.cache.misses,
-                row.cache.evictions,
-                r[0],
-                r[1],
-                r[2]
-            );
+            print_pass(&row);
         }
         report.results.push(row);
     }
     Ok(report)
+}
+
+/// Builds or reuses the SQLite database, copies it into PostgreSQL (or finds the copy of
+/// an earlier run), then measures each backend in a process of its own.
+fn compare(ctx: &Context, args: &CacheArgs, url: &str) -> Result<CacheComparison> {
+    std::fs::create_dir_all(&args.dir).with_context(|| format!("cannot create {}", args.dir.display()))?;
+    let (model, path, sqlite) = {
+        let embedder = ctx.embedder.load()?;
+        let model = EmbeddingModel { id: embedder.model_id().to_string(), dim: embedder.dim() };
+        let path = sqlite_path(args, &model);
+        let start = Instant::now();
+        let built = !path.exists();
+        if built {
+            build(&path, args, &model, embedder.as_ref(), &sentences(&args.data, 4000)?)?;
+        }
+        let sqlite = Dataset::new("sqlite", path.display().to_string(), if built { args.users * args.per_user } else { 0 }, start.elapsed().as_secs_f64());
+        (model, path, sqlite)
+    };
+    let postgres = {
+        let source = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(0) })?;
+        let first = first_memory(&source, &user_scope(0)?)?.context("the SQLite dataset has no memory")?;
+        let dataset = pg_dataset(url, &args.dir, &pg_key(args, &model), &first.to_string())?;
+        let scopes = (0..args.users).map(user_scope).collect::<Result<Vec<_>>>()?;
+        let start = Instant::now();
+        let copied = copy_users(&source, dataset.store.as_ref(), &scopes)?;
+        if copied > 0 {
+            eprintln!("copied {copied} memories to PostgreSQL in {:.1}s", start.elapsed().as_secs_f64());
+        }
+        Dataset::new("postgres", dataset.location, copied, start.elapsed().as_secs_f64())
+    };
+    let mut comparison = CacheComparison {
+        benchmark: "cache",
+        model: model.id.clone(),
+        users: args.users,
+        per_user: args.per_user,
+        budget_bytes: ctx.store_options().cache_budget.unwrap_or(u64::MAX),
+        datasets: vec![sqlite, postgres],
+        backends: Vec::new(),
+    };
+    for backend in ["sqlite", "postgres"] {
+        let report = measure_in_child(ctx, backend)?;
+        if !ctx.cli_json {
+            print_header(&report);
+            report.results.iter().for_each(print_pass);
+        }
+        comparison.backends.push(report);
+    }
+    if !ctx.cli_json {
+        for d in &comparison.datasets {
+            match (d.seconds, d.memories_per_second) {
+                (Some(seconds), Some(rate)) => println!("{} dataset {}: {} memories added in {seconds:.1} s ({rate:.0} memories/s)", d.backend, d.location, d.added),
+                _ => println!("{} dataset {}: reused as it was", d.backend, d.location),
+            }
+        }
+        let last = |i: usize| comparison.backends.get(i).and_then(|r| r.results.last()).and_then(|p| p.rss).map_or("-".to_string(), |r| format!("{:.0} MiB", r.vm_rss_mb));
+        println!(
+            "VmRSS after the last pass: SQLite {}, PostgreSQL {} (budget {:.0} MiB; each in a process of its own; the PostgreSQL server's memory is not counted)",
+            last(0),
+            last(1),
+            comparison.budget_bytes as f64 / (1024.0 * 1024.0)
+        );
+    }
+    Ok(comparison)
+}
+
+/// Runs this command again as a child measuring one backend alone (`--only`, `--json`) and
+/// reads its report. Its progress goes to our standard error.
+fn measure_in_child(ctx: &Context, backend: &str) -> Result<CacheReport> {
+    // This very program: on Linux through /proc, which still runs it when a rebuild has
+    // replaced the file meanwhile (another binary's numbers would not be this run's).
+    let exe = if cfg!(target_os = "linux") { PathBuf::from("/proc/self/exe") } else { std::env::current_exe().context("cannot find this program to run it again")? };
+    let mut command = std::process::Command::new(exe);
+    command.args(std::env::args_os().skip(1)).args(["--only", backend]);
+    if !ctx.cli_json {
+        command.arg("--json");
+    }
+    command.stdin(std::process::Stdio::null()).stderr(std::process::Stdio::inherit());
+    let output = command.output().with_context(|| format!("cannot run the {backend} measurement"))?;
+    if !output.status.success() {
+        bail!("the {backend} measurement failed ({})", output.status);
+    }
+    let mut report: CacheReport = serde_json::from_slice(&output.stdout).with_context(|| format!("the {backend} measurement printed no report"))?;
+    report.backend = Some(backend.to_string());
+    Ok(report)
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// The lines before the passes' table.
+fn print_header(report: &CacheReport) {
+    let backend = report.backend.as_deref().map_or(String::new(), |b| format!("{b}: "));
+    println!(
+        "{backend}{} users x {} memories ({}), budget {:.0} MiB; one user alone: vectors {:.2} MiB, BM25 {:.2} MiB",
+        report.users,
+        report.per_user,
+        report.model,
+        mb(report.budget_bytes),
+        mb(report.per_user_bytes.vectors),
+        mb(report.per_user_bytes.terms)
+    );
+    if let Some(b) = report.baseline {
+        println!("baseline: VmRSS {:.0} MiB (anon {:.0}, file {:.0})", b.vm_rss_mb, b.rss_anon_mb, b.rss_file_mb);
+    }
+    println!("{:>5} {:>9} {:>8} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "pass", "searches", "seconds", "cache MiB", "users", "hits", "misses", "evictions", "VmRSS", "RssAnon", "RssFile");
+}
+
+/// One row of the passes' table.
+fn print_pass(row: &CachePass) {
+    let r = row.rss.map_or(["-".to_string(), "-".to_string(), "-".to_string()], |r| [r.vm_rss_mb, r.rss_anon_mb, r.rss_file_mb].map(|x| format!("{x:.0}")));
+    println!(
+        "{:>5} {:>9} {:>8.2} {:>10.1} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        row.pass,
+        row.searches,
+        row.seconds,
+        mb(row.cache.bytes),
+        row.cache.vectors_users,
+        row.cache.hits,
+        row.cache.misses,
+        row.cache.evictions,
+        r[0],
+        r[1],
+        r[2]
+    );
 }
 
 fn gcd(a: usize, b: usize) -> usize {
