@@ -1,6 +1,6 @@
 //! Erasure: a memory, and transitively every memory made from it (`derived_from` names
-//! it) or replaced by it (`superseded_by` it), loses its content, texts, metadata, vector
-//! and index terms in one transaction, keeps a content-free tombstone and an `erased`
+//! it) or replaced by it (`superseded_by` it), loses its content, texts, metadata and
+//! vector in one transaction, keeps a content-free tombstone and an `erased`
 //! event naming the memory whose erasure reached it, exactly as in the SQLite store
 //! (`sqlite/erasure.rs`, whose rules this mirrors: LLM-written `reason`s are removed from
 //! its events, stored idempotent answers that quoted it are dropped, a user whose summary
@@ -10,9 +10,9 @@
 //! truncates its WAL; PostgreSQL keeps the old row versions (with the text) in the table
 //! files until VACUUM — autovacuum, or an operator's — removes them, and in WAL segments
 //! and base backups until those are recycled. After a commit no query, index or search can
-//! return the text, but a file-level copy taken before VACUUM can still hold it. An
+//! return the text (each server's search cache reloads a user after an erasure), but a file-level copy taken before VACUUM can still hold it. An
 //! operator who must guarantee physical removal runs `VACUUM memories, embeddings,
-//! memory_terms, events` after erasures and keeps WAL archives and backups under the same
+//! events` after erasures and keeps WAL archives and backups under the same
 //! retention rule.
 
 use std::collections::{BTreeSet, VecDeque};
@@ -87,18 +87,11 @@ fn reached_from(tx: &mut Tx<'_>, uid: Uuid, root: (i64, MemoryId, Status, Kind))
 }
 
 fn erase_row(tx: &mut Tx<'_>, uid: Uuid, seq: i64, id: MemoryId) -> Result<(), StoreError> {
-    // Its terms leave the user's BM25 statistics with it.
     tx.execute(
-        "UPDATE users u SET lexical_docs = u.lexical_docs - 1, lexical_terms = u.lexical_terms - m.term_count
-         FROM memories m WHERE u.uid = $1 AND m.uid = $1 AND m.seq = $2 AND m.status <> 'erased'",
-        &[&uid, &seq],
-    )?;
-    tx.execute(
-        "UPDATE memories SET content = NULL, user_text = NULL, assistant_text = NULL, metadata = '{}', status = 'erased', term_count = 0 WHERE uid = $1 AND seq = $2",
+        "UPDATE memories SET content = NULL, user_text = NULL, assistant_text = NULL, metadata = '{}', status = 'erased' WHERE uid = $1 AND seq = $2",
         &[&uid, &seq],
     )?;
     tx.execute("DELETE FROM embeddings WHERE uid = $1 AND seq = $2", &[&uid, &seq])?;
-    tx.execute("DELETE FROM memory_terms WHERE uid = $1 AND seq = $2", &[&uid, &seq])?;
     // Events are content-free but for reasons an LLM wrote (conflicts), which may quote it.
     tx.execute("UPDATE events SET data = data - 'reason' WHERE uid = $1 AND memory_id = $2 AND data ? 'reason'", &[&uid, &id.as_uuid()])?;
     // A stored idempotent answer that quoted it: the ids stay (a retry still stores

@@ -27,11 +27,11 @@
 //! - **Migrations are versioned** (`schema_version`); a newer schema is refused.
 //! - **Events carry no content**, as in SQLite (the same event data is written).
 //!
-//! Search is exact SQL, always fresh, with no in-process cache: dense search is an exact
-//! scan of the user's vectors with pgvector's `<#>` (negative inner product; vectors are
-//! L2-normalised, so it is cosine), lexical search is BM25 computed in SQL from a table of
-//! terms cut in Rust by the core's text rules (`postgres/search.rs` says why, with numbers). Two
-//! servers on one database therefore never serve stale results.
+//! Search runs on the same in-process caches as SQLite's (`crate::search`: an exact dense
+//! scan screened in int8, a BM25 index cut by the core's text rules), fed from this
+//! database by `postgres/source.rs` and checked against it on every search (the user's
+//! `revision`, the newest sequence numbers), so several servers on one database never
+//! serve stale results; `source.rs` says why not SQL search, with numbers.
 //!
 //! TLS follows the URL's `sslmode` as libpq does (`prefer` by default; `require`,
 //! `verify-ca`, `verify-full`, with `sslrootcert=PATH` for a private CA), over rustls
@@ -57,7 +57,7 @@ use std::sync::{Arc, OnceLock};
 use chrono::{DateTime, NaiveDate};
 use membank_core::event::{Event, EventKind, NewEvent};
 use membank_core::forgetting::{DecisionMode, ForgettingPolicy};
-use membank_core::{EventId, ForgettingState, Memory, MemoryId, Scope, Status, Strength, TenantId, Timestamp, UserId, text};
+use membank_core::{EventId, ForgettingState, Memory, MemoryId, Scope, Status, Strength, TenantId, Timestamp, UserId};
 use postgres::Row;
 use postgres::types::FromSql;
 use serde_json::json;
@@ -187,9 +187,9 @@ impl PgStore {
         self.cache.stats()
     }
 
-    /// Consistency checks SQLite's `integrity_check` has counterparts of: vectors and index
-    /// terms without a live memory of the same user, events about a memory their user does
-    /// not have, and each user's BM25 statistics against its rows. Empty: healthy.
+    /// Consistency checks SQLite's `integrity_check` has counterparts of: vectors without a
+    /// live memory of the same user or with a stale copy of its status, kind, day or labels,
+    /// and events about a memory their user does not have. Empty: healthy.
     pub fn integrity_check(&self) -> Result<Vec<String>, StoreError> {
         self.pool.read(|tx| {
             let mut problems = Vec::new();
@@ -206,29 +206,9 @@ impl PgStore {
             if copies > 0 {
                 problems.push(format!("{copies} vectors whose copy of their memory's status, kind, day or labels is stale"));
             }
-            let postings = count(
-                tx,
-                "SELECT count(*) FROM memory_terms t JOIN memories m ON m.uid = t.uid AND m.seq = t.seq
-                 WHERE (t.status, t.kind, t.day, t.len) IS DISTINCT FROM (m.status, m.kind, m.day, m.term_count) OR (t.agent, t.session) IS DISTINCT FROM (m.agent, m.session)",
-            )?;
-            if postings > 0 {
-                problems.push(format!("{postings} index terms whose copy of their memory's status, kind, day, labels or length is stale"));
-            }
-            let terms = count(tx, "SELECT count(*) FROM memory_terms t LEFT JOIN memories m ON m.uid = t.uid AND m.seq = t.seq WHERE m.seq IS NULL OR m.status = 'erased'")?;
-            if terms > 0 {
-                problems.push(format!("{terms} index terms without a live memory of the same user"));
-            }
             let stray = count(tx, "SELECT count(*) FROM events e WHERE e.memory_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.uid = e.uid AND m.id = e.memory_id)")?;
             if stray > 0 {
                 problems.push(format!("{stray} events about a memory their user does not have"));
-            }
-            let skewed = count(
-                tx,
-                "SELECT count(*) FROM users u LEFT JOIN LATERAL (SELECT count(*) AS docs, coalesce(sum(term_count), 0) AS terms FROM memories m
-                 WHERE m.uid = u.uid AND m.status <> 'erased') s ON true WHERE s.docs <> u.lexical_docs OR s.terms <> u.lexical_terms",
-            )?;
-            if skewed > 0 {
-                problems.push(format!("{skewed} users whose lexical statistics disagree with their memories"));
             }
             Ok(problems)
         })
@@ -305,15 +285,12 @@ impl PgStore {
         }
         let derived: Vec<Uuid> = memory.derived_from.iter().map(MemoryId::as_uuid).collect();
         let metadata = serde_json::to_value(&memory.metadata).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let indexed = memory.status != Status::Erased;
-        let terms = if indexed { text::terms(&body_text(memory.content.as_deref(), memory.user_text.as_deref(), memory.assistant_text.as_deref())) } else { Vec::new() };
-        let term_count = i32::try_from(terms.len()).map_err(|_| StoreError::Invalid(membank_core::InvalidInput::new("content", "has too many words to index")))?;
         let state = &memory.forgetting;
         let row = tx.query_one(
             "INSERT INTO memories (uid, id, agent, session, kind, source, content, user_text, assistant_text, occurred_at, recorded_at, day,
                strength, recall_count, last_recalled_at, pinned, layer, importance, status, superseded_by, derived_from, metadata,
-               fade_age, access_frequency, base_importance, decay_factor, term_count)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)
+               fade_age, access_frequency, base_importance, decay_factor)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
              RETURNING seq",
             &[
                 &uid,
@@ -342,7 +319,6 @@ impl PgStore {
                 &finite_or(state.access_frequency, 0.0).max(0.0),
                 &finite01(state.base_importance, 0.5),
                 &finite_or(state.decay_factor, 1.0).max(f64::MIN_POSITIVE),
-                &if indexed { term_count } else { 0 },
             ],
         )?;
         let seq: i64 = col(&row, 0)?;
@@ -353,21 +329,6 @@ impl PgStore {
                 &[&uid, &seq, &memory.status.as_str(), &memory.kind.as_str(), &memory.day, &memory.scope.agent.as_ref().map(|a| a.as_str()), &memory.scope.session.as_ref().map(|s| s.as_str()), &VectorRef(vector)],
             )?;
         }
-        if indexed {
-            let mut counts: HashMap<&str, i32> = HashMap::new();
-            for term in &terms {
-                *counts.entry(term.as_str()).or_insert(0) += 1;
-            }
-            if !counts.is_empty() {
-                let (words, tfs): (Vec<&str>, Vec<i32>) = counts.into_iter().unzip();
-                tx.execute(
-                    "INSERT INTO memory_terms (uid, term, seq, tf, len, status, kind, day, agent, session)
-                     SELECT $1, t.term, $2, t.tf, $5, $6, $7, $8, $9, $10 FROM unnest($3::text[], $4::int4[]) AS t(term, tf)",
-                    &[&uid, &seq, &words, &tfs, &term_count, &memory.status.as_str(), &memory.kind.as_str(), &memory.day, &memory.scope.agent.as_ref().map(|a| a.as_str()), &memory.scope.session.as_ref().map(|s| s.as_str())],
-                )?;
-            }
-            tx.execute("UPDATE users SET lexical_docs = lexical_docs + 1, lexical_terms = lexical_terms + $2 WHERE uid = $1", &[&uid, &i64::from(term_count)])?;
-        }
         let mut stored = memory;
         stored.occurred_at = millis(stored.occurred_at);
         stored.recorded_at = millis(stored.recorded_at);
@@ -375,8 +336,7 @@ impl PgStore {
         Ok((seq, stored))
     }
 
-    /// Inserts one memory of the user `uid` with its vector, index terms and `created`
-    /// event, in the caller's transaction (which holds the user's lock); returns its row.
+    /// Inserts one memory of the user `uid` with its vector and `created` event, in the caller's transaction (which holds the user's lock); returns its row.
     fn insert_in(&self, tx: &mut Tx<'_>, uid: Uuid, new: NewMemory) -> Result<(i64, MemoryId), StoreError> {
         let (seq, memory) = self.insert_row(tx, uid, new)?;
         append_events(tx, uid, &[created_event(&memory)])?;
@@ -619,15 +579,6 @@ fn bump_revision(tx: &mut Tx<'_>, uid: Uuid) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The text a memory is searched by: both sides of a turn, else its content (the same
-/// text the SQLite store indexes).
-fn body_text(content: Option<&str>, user_text: Option<&str>, assistant_text: Option<&str>) -> String {
-    match user_text {
-        Some(user) => format!("{user}\n{}", assistant_text.unwrap_or("")),
-        None => content.unwrap_or("").to_string(),
-    }
-}
-
 fn user_record(row: &Row) -> Result<UserRecord, StoreError> {
     Ok(UserRecord { user: col(row, 0)?, time_zone: col(row, 1)?, created_at: col(row, 2)? })
 }
@@ -719,7 +670,6 @@ fn change_status(tx: &mut Tx<'_>, uid: Uuid, seqs: &[i64], status: Status, super
     let by = superseded_by.map(|id| id.as_uuid());
     tx.execute("UPDATE memories SET status = $3, superseded_by = coalesce($4, superseded_by) WHERE uid = $1 AND seq = ANY($2)", &[&uid, &seqs, &status.as_str(), &by])?;
     tx.execute("UPDATE embeddings SET status = $3 WHERE uid = $1 AND seq = ANY($2)", &[&uid, &seqs, &status.as_str()])?;
-    tx.execute("UPDATE memory_terms SET status = $3 WHERE uid = $1 AND seq = ANY($2)", &[&uid, &seqs, &status.as_str()])?;
     Ok(())
 }
 

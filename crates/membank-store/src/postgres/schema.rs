@@ -23,7 +23,6 @@
 //! SELECT create_distributed_table('users', 'uid');
 //! SELECT create_distributed_table('memories', 'uid', colocate_with => 'users');
 //! SELECT create_distributed_table('embeddings', 'uid', colocate_with => 'users');
-//! SELECT create_distributed_table('memory_terms', 'uid', colocate_with => 'users');
 //! SELECT create_distributed_table('events', 'uid', colocate_with => 'users');
 //! SELECT create_distributed_table('recent_queries', 'uid', colocate_with => 'users');
 //! SELECT create_distributed_table('idempotency_keys', 'uid', colocate_with => 'users');
@@ -31,7 +30,7 @@
 //!
 //! Citus requires every primary key and unique constraint of a distributed table to
 //! contain the distribution column, and foreign keys between distributed tables to include
-//! it: all of ours do (`(uid, seq)`, `(uid, id)`, `(uid, term, seq)`, `(uid, key)`). The
+//! it: all of ours do (`(uid, seq)`, `(uid, id)`, `(uid, key)`). The
 //! only statements that span users are the operations reads that are meant to
 //! (`list_users` of a tenant, `all_users`, `users_due_for_maintenance`) and an import's
 //! check that a memory or event id is not already another user's; Citus runs those on
@@ -207,6 +206,14 @@ const MIGRATIONS: &[&str] = &[
         created_at timestamptz NOT NULL,
         revoked_at timestamptz
     );
+    "#,
+    // v2: search runs on the in-process caches (`postgres/source.rs`), fed from the memories'
+    // text and the vectors; the lexical index in SQL and its statistics are no longer read,
+    // and writing them was most of an insert's cost.
+    r#"
+    DROP TABLE memory_terms;
+    ALTER TABLE users DROP COLUMN lexical_docs, DROP COLUMN lexical_terms;
+    ALTER TABLE memories DROP COLUMN term_count;
     "#,
 ];
 

@@ -17,16 +17,14 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::NaiveDate;
 use membank_core::event::Event;
-use membank_core::{Memory, Status, TenantId, Timestamp, UserId, text};
-use postgres::binary_copy::BinaryCopyInWriter;
+use membank_core::{Memory, TenantId, Timestamp, UserId};
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::types::Type;
 use uuid::Uuid;
 
 use super::pool::Tx;
 use super::vector::{Vector, VectorRef};
 use super::{
-    MEMORY_COLUMN_COUNT, MEMORY_COLUMNS, PgError, PgStore, body_text, col, finite_or, finite01, millis, read_event, refuse_nul, refuse_nul_json, row_to_memory, scope_uid,
+    MEMORY_COLUMN_COUNT, MEMORY_COLUMNS, PgError, PgStore, col, finite_or, finite01, millis, read_event, refuse_nul, refuse_nul_json, row_to_memory, scope_uid,
     user_uid,
 };
 use crate::StoreError;
@@ -243,9 +241,9 @@ fn insert_events(tx: &mut Tx<'_>, uid: Uuid, events: &[Event]) -> Result<(), Sto
     Ok(())
 }
 
-/// Stores `rows` (memories of the user `uid`, none stored yet) with their vectors and index
-/// terms, without events, in the caller's transaction (which holds the user's lock): four
-/// statements, whatever the number of rows. Rows are checked as [`PgStore::insert_row`]
+/// Stores `rows` (memories of the user `uid`, none stored yet) with their vectors, without
+/// events, in the caller's transaction (which holds the user's lock): two statements,
+/// whatever the number of rows. Rows are checked as [`PgStore::insert_row`]
 /// checks one, and get sequence numbers in their order.
 pub(super) fn insert_memories(store: &PgStore, tx: &mut Tx<'_>, uid: Uuid, rows: &[(Memory, Option<ModelVector>)]) -> Result<(), StoreError> {
     if rows.is_empty() {
@@ -273,24 +271,6 @@ pub(super) fn insert_memories(store: &PgStore, tx: &mut Tx<'_>, uid: Uuid, rows:
             refuse_nul("metadata", value)?;
         }
     }
-    // Each memory's index terms (none for an erased one) and their frequencies.
-    let mut term_lists: Vec<Vec<(String, i32)>> = Vec::with_capacity(rows.len());
-    let mut term_counts: Vec<i32> = Vec::with_capacity(rows.len());
-    for (memory, _) in rows {
-        if memory.status == Status::Erased {
-            term_lists.push(Vec::new());
-            term_counts.push(0);
-            continue;
-        }
-        let terms = text::terms(&body_text(memory.content.as_deref(), memory.user_text.as_deref(), memory.assistant_text.as_deref()));
-        term_counts.push(i32::try_from(terms.len()).map_err(|_| StoreError::Invalid(membank_core::InvalidInput::new("content", "has too many words to index")))?);
-        let mut frequencies: HashMap<String, i32> = HashMap::new();
-        for term in terms {
-            *frequencies.entry(term).or_insert(0) += 1;
-        }
-        term_lists.push(frequencies.into_iter().collect());
-    }
-
     let label = |l: &Option<membank_core::AgentLabel>| l.as_ref().map(|a| a.as_str().to_string());
     let ids: Vec<Uuid> = rows.iter().map(|(m, _)| m.id.as_uuid()).collect();
     let agents: Vec<Option<String>> = rows.iter().map(|(m, _)| label(&m.scope.agent)).collect();
@@ -324,16 +304,16 @@ pub(super) fn insert_memories(store: &PgStore, tx: &mut Tx<'_>, uid: Uuid, rows:
     let returned = tx.query(
         "INSERT INTO memories (uid, id, agent, session, kind, source, content, user_text, assistant_text, occurred_at, recorded_at, day,
            strength, recall_count, last_recalled_at, pinned, layer, importance, status, superseded_by, derived_from, metadata,
-           fade_age, access_frequency, base_importance, decay_factor, term_count)
+           fade_age, access_frequency, base_importance, decay_factor)
          SELECT $1, r.id, r.agent, r.session, r.kind, r.source, r.content, r.user_text, r.assistant_text, r.occurred_at, r.recorded_at, r.day,
            r.strength, r.recall_count, r.last_recalled_at, r.pinned, r.layer, r.importance, r.status, r.superseded_by, r.derived_from::uuid[], r.metadata,
-           r.fade_age, r.access_frequency, r.base_importance, r.decay_factor, r.term_count
+           r.fade_age, r.access_frequency, r.base_importance, r.decay_factor
          FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[],
            $12::date[], $13::float8[], $14::int8[], $15::timestamptz[], $16::bool[], $17::text[], $18::float8[], $19::text[], $20::uuid[], $21::text[],
-           $22::jsonb[], $23::float8[], $24::float8[], $25::float8[], $26::float8[], $27::int4[])
+           $22::jsonb[], $23::float8[], $24::float8[], $25::float8[], $26::float8[])
            WITH ORDINALITY AS r(id, agent, session, kind, source, content, user_text, assistant_text, occurred_at, recorded_at, day, strength, recall_count,
              last_recalled_at, pinned, layer, importance, status, superseded_by, derived_from, metadata, fade_age, access_frequency, base_importance,
-             decay_factor, term_count, n)
+             decay_factor, n)
          ORDER BY r.n
          RETURNING id, seq",
         &[
@@ -363,7 +343,6 @@ pub(super) fn insert_memories(store: &PgStore, tx: &mut Tx<'_>, uid: Uuid, rows:
             &frequency,
             &base,
             &decay,
-            &term_counts,
         ],
     )?;
     let seq_of: HashMap<Uuid, i64> = returned.iter().map(|row| Ok((col(row, 0)?, col(row, 1)?))).collect::<Result<_, StoreError>>()?;
@@ -391,34 +370,11 @@ pub(super) fn insert_memories(store: &PgStore, tx: &mut Tx<'_>, uid: Uuid, rows:
     }
 
     let vectors_at = started.elapsed();
-    // Index terms: one row per (term, memory) with its memory's copied columns, by binary
-    // COPY (measured 15 % faster than the best INSERT of arrays) in index order, term then
-    // memory, so each insertion lands beside the one before in the primary key (10 % faster
-    // than memory by memory).
-    let mut postings: Vec<(&str, usize, i32)> = term_lists.iter().enumerate().flat_map(|(i, terms)| terms.iter().map(move |(term, tf)| (term.as_str(), i, *tf))).collect();
-    postings.sort_unstable();
-    if !postings.is_empty() {
-        let sink = tx.inner.copy_in("COPY memory_terms (uid, term, seq, tf, len, status, kind, day, agent, session) FROM STDIN (FORMAT binary)").map_err(PgError::from)?;
-        let mut writer = BinaryCopyInWriter::new(sink, &[Type::UUID, Type::TEXT, Type::INT8, Type::INT4, Type::INT4, Type::TEXT, Type::TEXT, Type::DATE, Type::TEXT, Type::TEXT]);
-        for (term, i, tf) in &postings {
-            writer.write(&[&uid, term, &seqs[*i], tf, &term_counts[*i], &statuses[*i], &kinds[*i], &days[*i], &agents[*i], &sessions[*i]]).map_err(PgError::from)?;
-        }
-        writer.finish().map_err(PgError::from)?;
-    }
-    let terms_at = started.elapsed();
-    let docs = rows.iter().filter(|(m, _)| m.status != Status::Erased).count() as i64;
-    if docs > 0 {
-        let terms: i64 = term_counts.iter().map(|&n| i64::from(n)).sum();
-        tx.execute("UPDATE users SET lexical_docs = lexical_docs + $2, lexical_terms = lexical_terms + $3 WHERE uid = $1", &[&uid, &docs, &terms])?;
-    }
-    // Where a bulk write's time goes (MEMBANK_LOG=membank_store=debug): the index terms,
-    // about 18 rows a memory, take about two thirds of it.
+    // Where a bulk write's time goes (MEMBANK_LOG=membank_store=debug).
     tracing::debug!(
         rows = rows.len(),
-        postings = postings.len(),
         memories_ms = memories_at.as_millis() as u64,
         vectors_ms = (vectors_at - memories_at).as_millis() as u64,
-        terms_ms = (terms_at - vectors_at).as_millis() as u64,
         "bulk insert of memories"
     );
     Ok(())
