@@ -3,7 +3,8 @@
 //! tracked bytes stay within the budget, evictions happen and are counted, an evicted user
 //! reloads, concurrent searches while evicting stay right, a user larger than the budget is
 //! served without being kept, and writes, erasures and archives made while a user is
-//! evicted are seen.
+//! evicted are seen. The PostgreSQL store keeps the same caches under the same budget:
+//! the first of these runs on it too.
 
 use std::path::Path;
 
@@ -71,7 +72,11 @@ fn new_memory(rng: &mut Rng, user: usize, i: usize) -> NewMemory {
 /// Writes `per_user[u]` memories for each user `u` (every ninth one archived) with a
 /// handle of its own.
 fn build(path: &Path, per_user: &[usize]) {
-    let store = SqliteStore::open(path).unwrap();
+    build_into(&SqliteStore::open(path).unwrap(), per_user);
+}
+
+/// [`build`] into any store.
+fn build_into(store: &dyn Store, per_user: &[usize]) {
     let mut rng = Rng(7);
     for (user, &n) in per_user.iter().enumerate() {
         store.ensure_user(&scope(user).tenant, &scope(user).user, t0()).unwrap();
@@ -86,7 +91,7 @@ fn build(path: &Path, per_user: &[usize]) {
 
 /// Every search a test makes of one user: dense and lexical, under several filters and
 /// labels, with queries fixed by the user's number.
-fn searches(store: &SqliteStore, user: usize) -> Vec<Vec<Hit>> {
+fn searches(store: &dyn Store, user: usize) -> Vec<Vec<Hit>> {
     let mut rng = Rng(1000 + user as u64);
     let mut out = Vec::new();
     let filters = [
@@ -312,4 +317,30 @@ fn writes_erasures_and_archives_while_a_user_is_evicted_are_seen() {
     assert_eq!(searches(&bounded, 0), reference(0));
     assert!(bounded.dense_search(&user, &model(), &fresh_vector, &SearchFilter::default(), 10_000).unwrap().iter().any(|h| h.id == archived));
     assert!(bounded.cache_stats().bytes() <= budget);
+}
+
+/// The same on PostgreSQL: its search caches share the budget, evict, reload, and answer
+/// exactly as a handle with no limit does.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_users_beyond_the_budget_get_the_results_of_an_unbounded_store() {
+    let Some(url) = crate::conformance::Fixture::postgres_url("postgres_users_beyond_the_budget_get_the_results_of_an_unbounded_store") else { return };
+    use membank_store::{PgOptions, PgStore};
+    let database = membank_store::postgres::testing::TestDatabase::create(&url, "cache_budget");
+    let users = 12;
+    build_into(&PgStore::open(&database.url).unwrap(), &vec![120; users]);
+    let unbounded = PgStore::open_with(&database.url, PgOptions { cache_budget: None, ..Default::default() }).unwrap();
+    let expected: Vec<Vec<Vec<Hit>>> = (0..users).map(|u| searches(&unbounded, u)).collect();
+    assert!(expected.iter().flatten().any(|hits| !hits.is_empty()));
+    let budget = unbounded.cache_stats().bytes() / users as u64 * 3;
+    let bounded = PgStore::open_with(&database.url, PgOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
+    for user in (0..users).chain(0..users) {
+        assert_eq!(searches(&bounded, user), expected[user], "user {user}");
+        assert!(bounded.cache_stats().bytes() <= budget);
+    }
+    let stats = bounded.cache_stats();
+    for kind in CacheKind::ALL {
+        let c = stats.of(kind);
+        assert!(c.evictions > 0 && c.misses >= 2 * users as u64 && c.hits > 0, "{kind:?}: {c:?}");
+    }
 }
