@@ -350,7 +350,7 @@ impl Context {
         let file = config::load_file(cli.config.as_ref())?;
         let db_given = cli.db.is_some() || file.db.is_some();
         let db = match cli.db.as_deref().or(file.db.as_deref()) {
-            Some("") => bail!("--db is empty: give a SQLite file or a postgres:// URL"),
+            Some(db) if db.trim().is_empty() => return Err(UsageError("--db is empty: give a SQLite file or a postgres://USER@HOST:PORT/DB URL".into()).into()),
             Some(db) => Location::parse(db),
             None => Location::Sqlite(default_db()?),
         };

@@ -191,3 +191,28 @@ fn a_now_far_ahead_is_refused_for_writes_and_far_behind_never_panics() {
     let listed = bank.json(&["list", "--user", "alice"]);
     assert!(listed["memories"][0]["last_recalled_at"].as_str().unwrap() < "2100");
 }
+
+/// A database location that cannot be used is refused before anything is written, with
+/// no password in the message: an empty one is a usage error (2), a PostgreSQL URL with a
+/// bad setting invalid input (3), a server that does not answer an error naming it.
+#[test]
+fn unusable_database_locations_are_refused_without_leaking_a_password() {
+    let bank = Bank::new();
+    for empty in ["", "   "] {
+        let err = bank.command_without_db().args(["--db", empty, "list", "--user", "u"]).output().unwrap();
+        assert_eq!(err.status.code(), Some(2), "{}", String::from_utf8_lossy(&err.stderr));
+        assert!(String::from_utf8_lossy(&err.stderr).contains("--db is empty"));
+    }
+    let run = |db: &str| bank.command_without_db().args(["--db", db, "remember", "--user", "u", "--user-text", "hello"]).output().unwrap();
+    let bad = run("postgres://me:hunter2secret@127.0.0.1:1/x?sslmode=sometimes");
+    assert_eq!(bad.status.code(), Some(3));
+    let refused = run("postgres://me:hunter2secret@127.0.0.1:1/x?sslmode=disable");
+    assert!(!refused.status.success());
+    for out in [&bad, &refused] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("hunter2secret") && stderr.contains("postgres://me:***@127.0.0.1:1/x"), "{stderr}");
+    }
+    let hostless = run("postgres://");
+    assert!(!hostless.status.success());
+    assert!(std::fs::read_dir(bank.dir.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".db")), "a database file was created");
+}
