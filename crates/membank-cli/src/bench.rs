@@ -752,7 +752,7 @@ pub(crate) fn pg_dataset(server_url: &str, dir: &Path, key: &str, identity: &str
             let location = membank_store::redact(&database.url);
             eprintln!("made the database {location} for {key}");
             // Kept for the next run: dropping the handle would drop the database.
-            std::mem::forget(database);
+            database.keep();
             Ok(PgDataset { store: Arc::new(store), location })
         }
         Err(err) => {

@@ -32,6 +32,15 @@ impl TestDatabase {
     }
 }
 
+impl TestDatabase {
+    /// Keeps the database on the server (it is not dropped with this handle), as a
+    /// benchmark's dataset kept between runs is; returns its name.
+    pub fn keep(self) -> String {
+        let kept = std::mem::ManuallyDrop::new(self);
+        kept.name.clone()
+    }
+}
+
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         match postgres::Client::connect(&self.admin_url, postgres::NoTls) {
