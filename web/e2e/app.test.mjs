@@ -5,8 +5,8 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import {
+  database,
   apiClient, assetsMatchDisk, cleanup, createKey, daysAgo, launchBrowser, openPage, shots, startServer, startStubLlm, tempDir, PHONE, DESKTOP,
 } from './harness.mjs';
 
@@ -50,7 +50,7 @@ describe('membank web app (API keys, stub LLM)', () => {
 
   before(async () => {
     dir = tempDir('membank-web-e2e');
-    const db = join(dir, 'm.db');
+    const db = database(dir);
     alice = createKey(db, 'acme', 'alice');
     bob = createKey(db, 'acme', 'bob');
     stub = await startStubLlm({ reply: scriptedReply, delayMs: 90 });

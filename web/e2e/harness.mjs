@@ -10,6 +10,9 @@
 //                       instead of the binary's embedded copies (for working on the app
 //                       without rebuilding; the API is still the real server's)
 //   CHROMIUM            the browser (default /usr/bin/chromium)
+//   MEMBANK_E2E_PG_URL  run the servers on PostgreSQL: each suite gets a new database on
+//                       the server this URL names (made and dropped with psql) instead of a
+//                       SQLite file (scripts/postgres-dev.sh start prints such a URL)
 
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, existsSync, createWriteStream } from 'node:fs';
@@ -35,6 +38,21 @@ export function tempDir(name) {
   const base = process.env.MEMBANK_E2E_TMP || tmpdir();
   mkdirSync(base, { recursive: true });
   return mkdtempSync(join(base, `${name}-`));
+}
+
+const PG_URL = process.env.MEMBANK_E2E_PG_URL || '';
+const madeDatabases = [];
+
+/** The database a suite's server uses: `m.db` in `dir`, or with MEMBANK_E2E_PG_URL a new
+ * PostgreSQL database on that server (dropped by `cleanup`). */
+export function database(dir) {
+  if (!PG_URL) return join(dir, 'm.db');
+  const name = `e2e_${process.pid}_${madeDatabases.length}_${Date.now()}`;
+  execFileSync('psql', [PG_URL, '-qAtc', `CREATE DATABASE ${name}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  madeDatabases.push(name);
+  const url = new URL(PG_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
 }
 
 export async function freePort() {
@@ -254,6 +272,14 @@ export async function shots(page, name) {
 }
 
 export function cleanup(dir) {
+  while (madeDatabases.length) {
+    const name = madeDatabases.pop();
+    try {
+      execFileSync('psql', [PG_URL, '-qAtc', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (err) {
+      console.error(`could not drop the test database ${name}: ${err.message}`);
+    }
+  }
   if (dir && !process.env.MEMBANK_E2E_KEEP) rmSync(dir, { recursive: true, force: true });
 }
 

@@ -3,8 +3,7 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { apiClient, cleanup, daysAgo, launchBrowser, openPage, shots, startServer, tempDir } from './harness.mjs';
+import { apiClient, cleanup, database, daysAgo, launchBrowser, openPage, shots, startServer, tempDir } from './harness.mjs';
 
 const TIMEOUT = 15_000;
 
@@ -16,7 +15,7 @@ describe('membank web app (loopback, no keys, no LLM)', () => {
 
   before(async () => {
     dir = tempDir('membank-web-e2e-noauth');
-    server = await startServer({ dir, db: join(dir, 'm.db'), tenant: 'local' });
+    server = await startServer({ dir, db: database(dir), tenant: 'local' });
     const api = apiClient(server.base, null);
     await api('POST', '/v1/users/carol/turns', { user_text: 'I grow tomatoes on my balcony.', assistant_text: 'Fresh tomatoes are the best.', occurred_at: daysAgo(1).at, clock_from: 'event' });
     await api('POST', '/v1/users/dave/notes', { text: 'Dave is allergic to peanuts.', source: 'user' });
