@@ -17,6 +17,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use postgres::types::ToSql;
+use postgres::error::SqlState;
 use postgres::{Client, IsolationLevel, Row, RowIter, Statement};
 
 use super::PgError;
@@ -83,6 +84,13 @@ impl Pool {
         }
     }
 
+    /// Drops a connection known to be dead (never handed out again) and frees its place.
+    fn discard(&self, conn: Conn) {
+        drop(conn);
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).open -= 1;
+        self.freed.notify_one();
+    }
+
     fn give_back(&self, conn: Conn) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if conn.client.is_closed() {
@@ -127,18 +135,22 @@ impl Pool {
             // A connection the server closed while it sat idle (a restart, an idle timeout,
             // a failover) fails at BEGIN, before anything of the operation was sent: it is
             // replaced once. A failure later is the operation's and is never retried.
-            if replaced || !conn.client.is_closed() {
+            // The server's FATAL "terminating connection" can arrive as BEGIN's error before
+            // the client has marked itself closed: that connection is as dead.
+            let shut_down = [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN, SqlState::CANNOT_CONNECT_NOW];
+            let dead = conn.client.is_closed() || error.is_closed() || error.code().is_some_and(|code| shut_down.contains(code));
+            if replaced || !dead {
                 break Err(PgError::from(error).into());
             }
             replaced = true;
             let fresh = match self.take() {
                 Ok(fresh) => fresh,
                 Err(err) => {
-                    self.give_back(conn);
+                    self.discard(conn);
                     return Err(err);
                 }
             };
-            self.give_back(std::mem::replace(&mut conn, fresh));
+            self.discard(std::mem::replace(&mut conn, fresh));
         };
         self.give_back(conn);
         result
