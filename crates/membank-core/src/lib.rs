@@ -18,6 +18,7 @@ pub mod limits;
 pub mod memory;
 pub mod salience;
 pub mod scope;
+pub mod script;
 pub mod text;
 pub mod time;
 
