@@ -22,7 +22,7 @@
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
-use crate::kernels::{self, View};
+use crate::kernels::{self, QMatrix, View};
 
 /// The parts of `config.json` the encoder needs.
 #[derive(Debug, Clone, Deserialize)]
@@ -165,6 +165,27 @@ pub(crate) struct Bert {
     embedding_norm_weight: Vec<f32>,
     embedding_norm_bias: Vec<f32>,
     layers: Vec<Layer>,
+    /// The layers' four linear maps in int8 (one per layer, [`Bert::quantize`]), for
+    /// [`Weights::Int8`]; empty until quantised.
+    quantized: Vec<QLayer>,
+}
+
+/// One layer's linear maps in int8 with a scale per output column (see
+/// [`kernels::QMatrix`]): a quarter of the bytes a query has to stream.
+struct QLayer {
+    qkv: QMatrix,
+    attention_out: QMatrix,
+    intermediate: QMatrix,
+    output: QMatrix,
+}
+
+/// Which weights a forward pass multiplies by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Weights {
+    /// The model's own f32 weights (documents, and the reference).
+    F32,
+    /// The int8 copy ([`Bert::quantize`]); falls back to f32 when there is none.
+    Int8,
 }
 
 impl std::fmt::Debug for Bert {
@@ -336,7 +357,43 @@ impl Bert {
             embedding_norm_weight,
             embedding_norm_bias,
             layers,
+            quantized: Vec::new(),
         })
+    }
+
+    /// Makes the int8 copy of every layer's linear maps that [`Weights::Int8`] uses (about
+    /// a quarter of the f32 layers' size again). Returns whether it could: a shape the
+    /// kernel cannot take leaves the model f32 only.
+    pub(crate) fn quantize(&mut self) -> bool {
+        let hidden = self.config.hidden_size;
+        let inter = self.config.intermediate_size;
+        let mut out = Vec::with_capacity(self.layers.len());
+        for layer in &self.layers {
+            let (Some(qkv), Some(attention_out), Some(intermediate), Some(output)) = (
+                QMatrix::quantize(&layer.qkv_weight, hidden, 3 * hidden),
+                QMatrix::quantize(&layer.attention_out_weight, hidden, hidden),
+                QMatrix::quantize(&layer.intermediate_weight, hidden, inter),
+                QMatrix::quantize(&layer.output_weight, inter, hidden),
+            ) else {
+                return false;
+            };
+            out.push(QLayer { qkv, attention_out, intermediate, output });
+        }
+        self.quantized = out;
+        true
+    }
+
+    /// Whether [`Weights::Int8`] has its int8 copy.
+    pub(crate) fn is_quantized(&self) -> bool {
+        !self.quantized.is_empty()
+    }
+
+    /// Heap bytes of the int8 copy.
+    pub(crate) fn quantized_bytes(&self) -> usize {
+        self.quantized
+            .iter()
+            .map(|q| q.qkv.bytes() + q.attention_out.bytes() + q.intermediate.bytes() + q.output.bytes())
+            .sum()
     }
 
     /// Width of the sentence vectors.
@@ -356,7 +413,15 @@ impl Bert {
 
     /// Encodes a batch of token-id sequences (each non-empty, at most `max_positions()` long,
     /// ids below `vocab_size()`) into pooled, L2-normalised vectors, one per sequence.
-    pub(crate) fn embed_batch(&self, batch: &[&[u32]], scratch: &mut Scratch) -> Vec<Vec<f32>> {
+    ///
+    /// With [`Weights::Int8`] (and an int8 copy) the linear maps multiply by int8 weights,
+    /// and every sequence's vector is the same whatever else is in the batch.
+    pub(crate) fn embed_batch(
+        &self,
+        batch: &[&[u32]],
+        scratch: &mut Scratch,
+        weights: Weights,
+    ) -> Vec<Vec<f32>> {
         let hidden = self.config.hidden_size;
         let inter = self.config.intermediate_size;
         let eps = self.config.layer_norm_eps as f32;
@@ -393,32 +458,33 @@ impl Bert {
             }
         }
 
-        for layer in &self.layers {
+        let int8 = weights == Weights::Int8 && self.is_quantized();
+        for (index, layer) in self.layers.iter().enumerate() {
+            // `c += a · w` with the chosen weights: the f32 matrix (`rows × cols`) or its
+            // int8 copy.
+            let linear = |a: &[f32], w: &[f32], q: fn(&QLayer) -> &QMatrix, c: &mut [f32], rows: usize, cols: usize| {
+                if int8 {
+                    kernels::matmul_q8(a, tokens, q(&self.quantized[index]), c, column_threads);
+                } else {
+                    kernels::matmul_columns(
+                        a,
+                        View::dense(0, tokens, rows),
+                        w,
+                        View::dense(0, rows, cols),
+                        c,
+                        View::dense(0, tokens, cols),
+                        true,
+                        column_threads,
+                    );
+                }
+            };
             // Fused query/key/value projection over all tokens.
             fill_rows(qkv, &layer.qkv_bias, tokens);
-            kernels::matmul_columns(
-                x,
-                View::dense(0, tokens, hidden),
-                &layer.qkv_weight,
-                View::dense(0, hidden, 3 * hidden),
-                qkv,
-                View::dense(0, tokens, 3 * hidden),
-                true,
-                column_threads,
-            );
+            linear(x, &layer.qkv_weight, |q| &q.qkv, qkv, hidden, 3 * hidden);
             self.attention(batch, qkv, context, scores);
             // Attention output projection + bias + residual, then layer norm.
             add_rows(tmp, x, &layer.attention_out_bias, tokens);
-            kernels::matmul_columns(
-                context,
-                View::dense(0, tokens, hidden),
-                &layer.attention_out_weight,
-                View::dense(0, hidden, hidden),
-                tmp,
-                View::dense(0, tokens, hidden),
-                true,
-                column_threads,
-            );
+            linear(context, &layer.attention_out_weight, |q| &q.attention_out, tmp, hidden, hidden);
             for row in tmp[..tokens * hidden].chunks_exact_mut(hidden) {
                 kernels::layer_norm(
                     row,
@@ -430,28 +496,10 @@ impl Bert {
             std::mem::swap(x, tmp);
             // Feed-forward: intermediate + GELU, output + bias + residual, layer norm.
             fill_rows(intermediate, &layer.intermediate_bias, tokens);
-            kernels::matmul_columns(
-                x,
-                View::dense(0, tokens, hidden),
-                &layer.intermediate_weight,
-                View::dense(0, hidden, inter),
-                intermediate,
-                View::dense(0, tokens, inter),
-                true,
-                column_threads,
-            );
+            linear(x, &layer.intermediate_weight, |q| &q.intermediate, intermediate, hidden, inter);
             kernels::gelu(&mut intermediate[..tokens * inter]);
             add_rows(tmp, x, &layer.output_bias, tokens);
-            kernels::matmul_columns(
-                intermediate,
-                View::dense(0, tokens, inter),
-                &layer.output_weight,
-                View::dense(0, inter, hidden),
-                tmp,
-                View::dense(0, tokens, hidden),
-                true,
-                column_threads,
-            );
+            linear(intermediate, &layer.output_weight, |q| &q.output, tmp, inter, hidden);
             for row in tmp[..tokens * hidden].chunks_exact_mut(hidden) {
                 kernels::layer_norm(row, &layer.output_norm_weight, &layer.output_norm_bias, eps);
             }

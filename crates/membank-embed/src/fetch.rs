@@ -553,7 +553,7 @@ pub fn fetch_known_noting(
 /// Errors: [`EmbedError::ModelMissing`], [`EmbedError::InvalidModel`] (also when the
 /// directory holds another known model), [`EmbedError::Io`].
 pub fn verify_e5_dir(dir: &Path) -> Result<(), EmbedError> {
-    let embedder = crate::LocalEmbedder::open(dir, crate::LocalOptions { threads: 1 })?;
+    let embedder = crate::LocalEmbedder::open(dir, crate::LocalOptions { threads: 1, query_precision: crate::QueryPrecision::F32 })?;
     if embedder.known_model() != KnownModel::MultilingualE5Small {
         return Err(EmbedError::InvalidModel {
             dir: dir.to_path_buf(),

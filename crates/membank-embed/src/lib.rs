@@ -22,6 +22,7 @@
 //! It deliberately does not cache, store or compare vectors (that is the store's job), and
 //! reads no environment variables or configuration files: callers pass paths and configs.
 
+pub mod batch;
 mod bert;
 mod charsmap;
 mod error;
@@ -35,11 +36,12 @@ pub mod openai;
 mod tokenizer;
 mod unigram;
 
+pub use batch::{BatchOptions, BatchStats, BatchingEmbedder};
 pub use error::EmbedError;
 pub use fetch::{FetchOrigin, FetchReport, FetchSource, default_model_dir, fetch_model};
 #[cfg(feature = "hash")]
 pub use hash::HashEmbedder;
-pub use local::{KnownModel, LocalEmbedder, LocalOptions};
+pub use local::{KnownModel, LocalEmbedder, LocalOptions, QueryPrecision};
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 
 /// Turns texts into fixed-length, L2-normalised vectors.
@@ -60,5 +62,11 @@ pub trait Embedder: Send + Sync {
     /// like any, which is what this default does.
     fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         self.embed(&[text])?.pop().ok_or(EmbedError::NoVector)
+    }
+    /// Embeds several search queries, one vector per query in input order, each what
+    /// [`Embedder::embed_query`] gives it. An implementation that can share work across
+    /// queries (one forward pass for all) overrides this; the default embeds one by one.
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        texts.iter().map(|text| self.embed_query(text)).collect()
     }
 }

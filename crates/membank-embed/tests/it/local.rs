@@ -66,7 +66,7 @@ fn results_keep_input_order_across_batches_and_threads() {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let together = embedder().embed(&refs).expect("embedding works");
     let single_thread =
-        LocalEmbedder::open(&model_dir(), LocalOptions { threads: 1 }).expect("model loads");
+        LocalEmbedder::open(&model_dir(), LocalOptions { threads: 1, ..Default::default() }).expect("model loads");
     for index in [0, 1, 8, 40, 79] {
         let alone = single_thread
             .embed(&[refs[index]])

@@ -71,3 +71,31 @@ fn one_at_a_time_equals_batched() {
         assert!(cosine(&single[0], expected) > 0.99999, "{text:?}");
     }
 }
+
+/// The int8 query path (the default) against the f32 reference: every reference sentence
+/// at cosine ≥ 0.999 to sentence-transformers' vector, and a query's vector is the same
+/// alone as inside a batch of queries (what `serve`'s micro-batching relies on).
+#[test]
+fn int8_queries_agree_with_f32_and_do_not_depend_on_the_batch() {
+    let int8 = embedder();
+    assert_eq!(int8.query_precision(), membank_embed::QueryPrecision::Int8);
+    let cases = fixture().cases;
+    let texts: Vec<&str> = cases.iter().map(|c| c.text.as_str()).collect();
+    let batched = int8.embed_queries(&texts).expect("embedding works");
+    let mut worst = (f32::MAX, "");
+    for ((case, text), vector) in cases.iter().zip(&texts).zip(&batched) {
+        let alone = int8.embed_query(text).expect("embedding works");
+        assert_eq!(&alone, vector, "{text:?} alone and in a batch");
+        let similarity = cosine(vector, &case.vector);
+        if similarity < worst.0 {
+            worst = (similarity, case.text.as_str());
+        }
+    }
+    eprintln!("int8 queries: minimum cosine to sentence-transformers {} ({:?})", worst.0, worst.1);
+    assert!(worst.0 >= 0.999, "cosine {} for {:?}", worst.0, worst.1);
+    // The documents' path stays f32 and so stays at the reference's precision.
+    let documents = int8.embed(&texts).expect("embedding works");
+    for (case, vector) in cases.iter().zip(&documents) {
+        assert!(cosine(vector, &case.vector) > 0.99999, "{:?}", case.text);
+    }
+}

@@ -30,7 +30,7 @@ pub fn model_dir() -> PathBuf {
 pub fn embedder() -> &'static LocalEmbedder {
     static EMBEDDER: OnceLock<LocalEmbedder> = OnceLock::new();
     EMBEDDER.get_or_init(
-        || match LocalEmbedder::open(&model_dir(), LocalOptions { threads: 2 }) {
+        || match LocalEmbedder::open(&model_dir(), LocalOptions { threads: 2, ..Default::default() }) {
             Ok(embedder) => embedder,
             Err(e) => panic!("loading the model failed: {e}"),
         },
