@@ -121,7 +121,7 @@ pub fn open(location: &Location, options: StoreOptions) -> Result<Arc<dyn Backen
     match location {
         Location::Sqlite(path) => Ok(Arc::new(SqliteStore::open_with(path, options)?)),
         #[cfg(feature = "postgres")]
-        Location::Postgres(url) => Ok(Arc::new(crate::PgStore::open_with(url, crate::PgOptions { cache_budget: options.cache_budget, ..Default::default() })?)),
+        Location::Postgres(url) => Ok(Arc::new(crate::PgStore::open_with(url, crate::PgOptions { cache_budget: options.cache_budget, dense_screen: options.dense_screen, ..Default::default() })?)),
         #[cfg(not(feature = "postgres"))]
         Location::Postgres(_) => Err(StoreError::Invalid(membank_core::InvalidInput::new("database", "this build has no PostgreSQL support (build with the `postgres` feature)"))),
     }

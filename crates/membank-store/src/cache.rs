@@ -45,13 +45,33 @@ pub struct StoreOptions {
     /// together) may keep; `None`: no limit. `Some(0)` keeps nothing: every search loads
     /// what it reads. Default [`DEFAULT_CACHE_MB`] MiB.
     pub cache_budget: Option<u64>,
+    /// How the dense scan screens a large user's rows (default [`DenseScreen::FourBit`]).
+    pub dense_screen: DenseScreen,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { cache_budget: Some(DEFAULT_CACHE_MB << 20) }
+        Self { cache_budget: Some(DEFAULT_CACHE_MB << 20), dense_screen: DenseScreen::default() }
     }
 }
+
+/// How the dense scan picks the rows it scores exactly (see `search/vectors.rs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DenseScreen {
+    /// The int8 screen over every row with a proven error bound: the result is the full
+    /// f32 scan's, always.
+    Exact,
+    /// Users of at least [`FOUR_BIT_ROWS`] rows are screened first with 4-bit codes (half
+    /// the int8 codes' bytes) and a margin of six standard deviations of each row's
+    /// rounding error; the rows within it go through the exact path. The same result as
+    /// the full scan unless a row's rounding error exceeds that margin (measured: see
+    /// `membank bench recall`'s `dense_recall`).
+    #[default]
+    FourBit,
+}
+
+/// From this many rows on, [`DenseScreen::FourBit`] screens with 4-bit codes first.
+pub const FOUR_BIT_ROWS: usize = 20_000;
 
 /// The bytes every cached user entry costs beyond its rows: the entry's own struct and lock,
 /// its place in the budget's two maps, and the allocator's share of a few small allocations.

@@ -32,7 +32,7 @@ pub mod sqlite;
 mod types;
 
 pub use backend::{Backend, Location, open, redact};
-pub use cache::{CacheCounters, CacheKind, CacheStats, DEFAULT_CACHE_MB, StoreOptions};
+pub use cache::{CacheCounters, CacheKind, CacheStats, DEFAULT_CACHE_MB, DenseScreen, FOUR_BIT_ROWS, StoreOptions};
 pub use error::StoreError;
 #[cfg(feature = "postgres")]
 pub use self::postgres::{PgOptions, PgStore};
@@ -160,4 +160,12 @@ pub trait Store: Send + Sync {
     /// is refused (`Conflict`) before anything is written; with it, rows already present
     /// are skipped.
     fn import_users(&self, users: Vec<UserImport>, merge: bool) -> Result<ImportCounts, StoreError>;
+    /// The model whose vectors the store holds, as recorded by its first vector; `None`
+    /// while it holds none (a new store, or one with only vector-less rows).
+    fn embedding_model(&self) -> Result<Option<EmbeddingModel>, StoreError>;
+    /// Counts, over every user, the active memories and those written mostly in scripts
+    /// other than Latin ([`membank_core::script`]), for `membank check`. An operations read
+    /// like [`Store::users_due_for_maintenance`]: it returns numbers, never what anyone
+    /// remembers.
+    fn script_census(&self) -> Result<ScriptCensus, StoreError>;
 }

@@ -24,6 +24,28 @@ pub struct EmbeddingModel {
     pub dim: usize,
 }
 
+/// The store's model and how its active memories are written ([`crate::Store::script_census`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScriptCensus {
+    /// The store's embedding model, if it holds a vector.
+    pub model: Option<EmbeddingModel>,
+    /// Active memories.
+    pub active: u64,
+    /// Active memories written mostly in scripts other than Latin
+    /// ([`membank_core::script::Writing::Other`]; a turn counts both sides).
+    pub other_script: u64,
+}
+
+impl ScriptCensus {
+    /// Counts one active memory by its texts (a turn's two sides, or the content).
+    pub fn count<'a>(&mut self, texts: impl IntoIterator<Item = &'a str>) {
+        self.active += 1;
+        if membank_core::script::writing_of_all(texts) == membank_core::script::Writing::Other {
+            self.other_script += 1;
+        }
+    }
+}
+
 /// A vector and the model that made it.
 pub type ModelVector = (EmbeddingModel, Vec<f32>);
 

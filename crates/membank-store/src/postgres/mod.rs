@@ -108,11 +108,13 @@ pub struct PgOptions {
     pub max_connections: usize,
     /// The in-process search caches' byte budget, as for SQLite ([`crate::StoreOptions`]).
     pub cache_budget: Option<u64>,
+    /// How the dense scan screens a large user's rows, as for SQLite.
+    pub dense_screen: crate::DenseScreen,
 }
 
 impl Default for PgOptions {
     fn default() -> Self {
-        Self { max_connections: 16, cache_budget: crate::StoreOptions::default().cache_budget }
+        Self { max_connections: 16, cache_budget: crate::StoreOptions::default().cache_budget, dense_screen: crate::DenseScreen::default() }
     }
 }
 
@@ -128,6 +130,7 @@ pub struct PgStore {
     cache: Arc<CacheBudget>,
     vectors: VectorCache,
     terms: TermCache,
+    dense_screen: crate::DenseScreen,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -174,7 +177,7 @@ impl PgStore {
         pool.with_client(schema::migrate)?;
         let cache = Arc::new(CacheBudget::new(options.cache_budget));
         let (vectors, terms) = (VectorCache::new(Arc::clone(&cache)), TermCache::new(Arc::clone(&cache)));
-        Ok(Self { target, pool, model: OnceLock::new(), cache, vectors, terms })
+        Ok(Self { target, pool, model: OnceLock::new(), cache, vectors, terms, dense_screen: options.dense_screen })
     }
 
     /// The schema version of the database.
@@ -214,21 +217,24 @@ impl PgStore {
         })
     }
 
+    /// The store's model (cached once known), or `None` while no vector is stored.
+    fn stored_model(&self, tx: &mut Tx<'_>) -> Result<Option<EmbeddingModel>, StoreError> {
+        if let Some(stored) = self.model.get() {
+            return Ok(Some(stored.clone()));
+        }
+        let row = tx.query_one(
+            "SELECT (SELECT value FROM store_meta WHERE key = 'embedding_model'), (SELECT value FROM store_meta WHERE key = 'embedding_dim')",
+            &[],
+        )?;
+        let (Some(id), Some(dim)) = (col::<Option<String>>(&row, 0)?, col::<Option<String>>(&row, 1)?) else { return Ok(None) };
+        let dim: usize = dim.parse().map_err(|_| StoreError::Corrupt("bad embedding_dim".into()))?;
+        Ok(Some(self.model.get_or_init(|| EmbeddingModel { id, dim }).clone()))
+    }
+
     /// Whether the store's model is `model`: `false` if no vector was stored yet,
     /// `ModelMismatch` if it is another one.
     fn check_model(&self, tx: &mut Tx<'_>, model: &EmbeddingModel) -> Result<bool, StoreError> {
-        let stored = match self.model.get() {
-            Some(stored) => stored.clone(),
-            None => {
-                let row = tx.query_one(
-                    "SELECT (SELECT value FROM store_meta WHERE key = 'embedding_model'), (SELECT value FROM store_meta WHERE key = 'embedding_dim')",
-                    &[],
-                )?;
-                let (Some(id), Some(dim)) = (col::<Option<String>>(&row, 0)?, col::<Option<String>>(&row, 1)?) else { return Ok(false) };
-                let dim: usize = dim.parse().map_err(|_| StoreError::Corrupt("bad embedding_dim".into()))?;
-                self.model.get_or_init(|| EmbeddingModel { id, dim }).clone()
-            }
-        };
+        let Some(stored) = self.stored_model(tx)? else { return Ok(false) };
         if stored != *model {
             return Err(StoreError::ModelMismatch { store_model: stored.id, store_dim: stored.dim, given_model: model.id.clone(), given_dim: model.dim });
         }
@@ -826,7 +832,7 @@ impl Store for PgStore {
                 return Ok(Vec::new());
             }
             let labels = Labels { agent: scope.agent.as_ref().map(|a| a.as_str()), session: scope.session.as_ref().map(|s| s.as_str()) };
-            self.vectors.search(&mut PgSource { tx, uid }, row, revision, model.dim, query, filter, &labels, limit)
+            self.vectors.search(&mut PgSource { tx, uid }, row, revision, model.dim, query, filter, &labels, limit, self.dense_screen)
         })
     }
 
@@ -1116,5 +1122,25 @@ impl Store for PgStore {
 
     fn import_users(&self, users: Vec<UserImport>, merge: bool) -> Result<ImportCounts, StoreError> {
         transfer::import_users(self, users, merge)
+    }
+
+    fn embedding_model(&self) -> Result<Option<EmbeddingModel>, StoreError> {
+        if let Some(model) = self.model.get() {
+            return Ok(Some(model.clone()));
+        }
+        self.pool.read(|tx| self.stored_model(tx))
+    }
+
+    fn script_census(&self) -> Result<crate::ScriptCensus, StoreError> {
+        self.pool.read(|tx| {
+            let mut census = crate::ScriptCensus { model: self.stored_model(tx)?, ..Default::default() };
+            let params: [&(dyn postgres::types::ToSql + Sync); 0] = [];
+            let mut rows = tx.query_iter("SELECT content, user_text, assistant_text FROM memories WHERE status = 'active'", &params)?;
+            while let Some(row) = postgres::fallible_iterator::FallibleIterator::next(&mut rows).map_err(PgError::from)? {
+                let (content, user_text, assistant_text): (Option<String>, Option<String>, Option<String>) = (col(&row, 0)?, col(&row, 1)?, col(&row, 2)?);
+                crate::sqlite::census_count(&mut census, content.as_deref(), user_text.as_deref(), assistant_text.as_deref());
+            }
+            Ok(census)
+        })
     }
 }

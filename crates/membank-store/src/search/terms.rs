@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use membank_core::{Status, text};
 
 use super::usercache::{Labels, RowMeta, UserCache, UserRows};
-use super::{Source, body_text};
+use super::Source;
 use crate::StoreError;
 use crate::cache::{CacheKind, allocation, reserve_rows};
 use crate::types::{Hit, SearchFilter};
@@ -37,7 +37,9 @@ const B: f64 = 0.75;
 #[derive(Default)]
 pub(crate) struct UserTerms {
     docs: Vec<RowMeta>,
-    terms: HashMap<Box<str>, u32>,
+    /// Term → index into `postings`. foldhash (seeded per process) instead of SipHash:
+    /// hashing every word of 100k memories was a third of loading a user.
+    terms: HashMap<Box<str>, u32, foldhash::quality::RandomState>,
     postings: Vec<Vec<(u32, u32)>>,
     /// Each document's length in terms (apart from `docs`, so the scoring loop reads 4 bytes).
     lens: Vec<u32>,
@@ -78,35 +80,54 @@ impl UserRows for UserTerms {
             self.docs.reserve_exact(n);
             self.lens.reserve_exact(n);
         }
+        // Reused across documents: the term being cut, and the document's term indexes.
+        let mut buffer = String::new();
+        let mut doc_terms: Vec<u32> = Vec::new();
         source.texts_after(after, &mut |meta, content, user_text, assistant_text| {
             last = meta.seq;
             if meta.status == Status::Erased {
                 return Ok(());
             }
-            let body = text::terms(&body_text(content, user_text, assistant_text));
             let doc = self.docs.len() as u32;
-            let mut counts: HashMap<&str, u32> = HashMap::new();
-            for term in &body {
-                *counts.entry(term.as_str()).or_insert(0) += 1;
-            }
-            for (term, tf) in counts {
-                let next = self.postings.len() as u32;
-                let index = *self.terms.entry(term.into()).or_insert(next);
-                if index == next {
-                    self.term_bytes += allocation(term.len());
-                    self.postings.push(Vec::new());
+            // One table lookup per term occurrence; term frequencies come from sorting the
+            // document's own indexes (a dozen numbers), not from a map per document.
+            doc_terms.clear();
+            let (terms, postings, term_bytes) = (&mut self.terms, &mut self.postings, &mut self.term_bytes);
+            let mut add = |term: &str| {
+                let index = match terms.get(term) {
+                    Some(&index) => index,
+                    None => {
+                        let index = postings.len() as u32;
+                        terms.insert(term.into(), index);
+                        *term_bytes += allocation(term.len());
+                        postings.push(Vec::new());
+                        index
+                    }
+                };
+                doc_terms.push(index);
+            };
+            match user_text {
+                Some(user) => {
+                    // The body is the two texts joined by a newline, which cuts terms as a
+                    // separator does: the same terms as `body_text`'s, without the copy.
+                    text::for_each_term(user, &mut buffer, &mut add);
+                    text::for_each_term(assistant_text.unwrap_or(""), &mut buffer, &mut add);
                 }
-                let postings = &mut self.postings[index as usize];
+                None => text::for_each_term(content.unwrap_or(""), &mut buffer, &mut add),
+            }
+            doc_terms.sort_unstable();
+            for run in doc_terms.chunk_by(|a, b| a == b) {
+                let postings = &mut self.postings[run[0] as usize];
                 let before = posting_allocation(postings);
-                postings.push((doc, tf));
+                postings.push((doc, run.len() as u32));
                 self.posting_bytes += posting_allocation(postings) - before;
             }
             self.label_bytes += meta.label_bytes();
             reserve_rows(&mut self.docs, 1, appending);
             self.docs.push(meta);
             reserve_rows(&mut self.lens, 1, appending);
-            self.lens.push(body.len() as u32);
-            self.total_len += body.len() as u64;
+            self.lens.push(doc_terms.len() as u32);
+            self.total_len += doc_terms.len() as u64;
             Ok(())
         })?;
         Ok(last)

@@ -20,12 +20,26 @@
 //! the result is the same as a full `f32` scan (same scores, same tie order), not an
 //! approximation. Both passes run AVX2+FMA code when the CPU has it ([`kernels`]).
 //!
-//! A user's entry is charged to the store's cache budget as its four arrays' capacities
-//! plus the labels' strings: about `dim · 5 + 70` bytes a row (1,990 at 384 dimensions).
+//! **Large users: a 4-bit pre-screen** ([`DenseScreen::FourBit`], the default, from
+//! [`FOUR_BIT_ROWS`] rows). At 100k rows the int8 codes are still 38 MB a query, and the
+//! scan is bound by memory bandwidth. So each row also keeps 4-bit codes (two a byte, its
+//! own scale, half the int8 bytes), and a search first scores every admitted row from them,
+//! with a margin of six standard deviations of the row's rounding error: each code is off
+//! by at most half a step, uniformly, so the error of the sum is close to normal with
+//! standard deviation `scale · ‖q‖₂ / √12`, plus the query's own (tiny) rounding at worst.
+//! The rows whose upper estimate reaches the `limit`-th best lower estimate go on to the
+//! exact two passes above. Unlike those, this step is not proven: a row of the exact top
+//! `limit` is dropped only if its rounding error, or that of one of the `limit` rows above
+//! the floor, exceeds six standard deviations (a chance of about 2·10⁻⁹ per row under that
+//! model). `membank bench recall` measures the results against the exact path on real
+//! vectors, and [`DenseScreen::Exact`] turns it off.
+//!
+//! A user's entry is charged to the store's cache budget as its arrays' capacities plus the
+//! labels' strings: about `dim · 5.5 + 74` bytes a row (2,186 at 384 dimensions).
 
 use super::Source;
 use super::usercache::{Labels, RowMeta, UserCache, UserRows};
-use crate::cache::{CacheKind, reserve_rows};
+use crate::cache::{CacheKind, DenseScreen, FOUR_BIT_ROWS, reserve_rows};
 use crate::types::{Hit, SearchFilter};
 use crate::{StoreError, kernels};
 
@@ -41,6 +55,10 @@ pub(crate) struct UserVectors {
     /// The same rows quantised to `i8`, `codes[r * dim + j] * scales[r] ≈ data[r * dim + j]`.
     codes: Vec<i8>,
     scales: Vec<f32>,
+    /// The same rows in 4-bit codes ([`kernels::push_codes4`]), `dim / 2` bytes a row, with
+    /// their scales; empty when `dim` is odd.
+    codes4: Vec<u8>,
+    scales4: Vec<f32>,
     /// Heap bytes of the entries' label strings.
     label_bytes: usize,
 }
@@ -51,8 +69,8 @@ pub(crate) type VectorCache = UserCache<UserVectors>;
 impl VectorCache {
     /// Brings the user's cached vectors up to date with `source`'s snapshot, then scans them.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn search(&self, source: &mut dyn Source, user_row: i64, revision: i64, dim: usize, query: &[f32], filter: &SearchFilter, labels: &Labels<'_>, limit: usize) -> Result<Vec<Hit>, StoreError> {
-        self.with_fresh(source, user_row, revision, dim, |cached| scan(cached, dim, query, filter, labels, limit))
+    pub(crate) fn search(&self, source: &mut dyn Source, user_row: i64, revision: i64, dim: usize, query: &[f32], filter: &SearchFilter, labels: &Labels<'_>, limit: usize, screen: DenseScreen) -> Result<Vec<Hit>, StoreError> {
+        self.with_fresh(source, user_row, revision, dim, |cached| scan(cached, dim, query, filter, labels, limit, screen))
     }
 }
 
@@ -74,6 +92,8 @@ impl UserRows for UserVectors {
             + self.data.capacity() * std::mem::size_of::<f32>()
             + self.codes.capacity()
             + self.scales.capacity() * std::mem::size_of::<f32>()
+            + self.codes4.capacity()
+            + self.scales4.capacity() * std::mem::size_of::<f32>()
     }
 
     fn shrink(&mut self) {
@@ -81,6 +101,8 @@ impl UserRows for UserVectors {
         self.data.shrink_to_fit();
         self.codes.shrink_to_fit();
         self.scales.shrink_to_fit();
+        self.codes4.shrink_to_fit();
+        self.scales4.shrink_to_fit();
     }
 }
 
@@ -93,6 +115,10 @@ fn load_after(source: &mut dyn Source, dim: usize, after: i64, cached: &mut User
         cached.data.reserve_exact(n * dim);
         cached.codes.reserve_exact(n * dim);
         cached.scales.reserve_exact(n);
+        if dim.is_multiple_of(2) {
+            cached.codes4.reserve_exact(n * dim / 2);
+            cached.scales4.reserve_exact(n);
+        }
     }
     source.vectors_after(after, dim, &mut |entry, vector| {
         if vector.len() != dim {
@@ -111,16 +137,68 @@ fn load_after(source: &mut dyn Source, dim: usize, after: i64, cached: &mut User
         cached.codes.extend(row.iter().map(|&x| kernels::quantise(x, scale)));
         reserve_rows(&mut cached.scales, 1, appending);
         cached.scales.push(scale);
+        if dim.is_multiple_of(2) {
+            let scale4 = kernels::quantise4_scale(row);
+            reserve_rows(&mut cached.codes4, dim / 2, appending);
+            kernels::push_codes4(row, scale4, &mut cached.codes4);
+            reserve_rows(&mut cached.scales4, 1, appending);
+            cached.scales4.push(scale4);
+        }
         Ok(())
     })?;
     Ok(last)
 }
 
-fn scan(cached: &UserVectors, dim: usize, query: &[f32], filter: &SearchFilter, labels: &Labels<'_>, limit: usize) -> Vec<Hit> {
-    let rows: Vec<u32> = cached.entries.iter().enumerate().filter(|(_, e)| e.admitted(filter, labels)).map(|(i, _)| i as u32).collect();
+/// Scores `rows` into `out` with `score` (a kernel over some of the rows), on two threads
+/// from [`PARALLEL_ROWS`] rows on.
+fn score_rows(rows: &[u32], out: &mut [f32], score: impl Fn(&[u32], &mut [f32]) + Sync) {
+    let threads = if rows.len() >= PARALLEL_ROWS { std::thread::available_parallelism().map_or(1, |n| n.get().min(2)) } else { 1 };
+    if threads > 1 {
+        let half = rows.len() / 2;
+        let (rows_a, rows_b) = rows.split_at(half);
+        let (out_a, out_b) = out.split_at_mut(half);
+        std::thread::scope(|scope| {
+            scope.spawn(|| score(rows_b, out_b));
+            score(rows_a, out_a);
+        });
+    } else {
+        score(rows, out);
+    }
+}
+
+/// The 4-bit pre-screen (see the module docs): the rows whose estimate may reach the
+/// `limit`-th best, out of `rows` (more than `limit` of them).
+fn four_bit_screen(cached: &UserVectors, dim: usize, query: &[f32], rows: &[u32], limit: usize) -> Vec<u32> {
+    let quantised = kernels::ByteQuery::new(query);
+    let mut approx = vec![0f32; rows.len()];
+    score_rows(rows, &mut approx, |rows, out| kernels::dot_u4_rows(&cached.codes4, &cached.scales4, dim, rows, &quantised, out));
+    let l2 = query.iter().map(|x| x * x).sum::<f32>().sqrt();
+    // Per row: six standard deviations of the two roundings, each uniform within half a
+    // step (variance step² / 12 per component): the row's codes against the query
+    // (σ = scale₄ · ‖q‖₂ / √12) and the query's bytes against the row's decoded codes
+    // (σ ≤ q_scale · 7 · scale₄ · √dim / √12, every code at most 7 steps); plus the float
+    // rounding of the exact sum.
+    let row_sigma = l2 / 12f32.sqrt();
+    let query_sigma = quantised.scale * 7.0 * (dim as f32).sqrt() / 12f32.sqrt();
+    let sigma = (row_sigma * row_sigma + query_sigma * query_sigma).sqrt();
+    let margin = |r: u32, a: f32| {
+        let e = cached.scales4[r as usize] * 6.0 * sigma;
+        e + 64.0 * f32::EPSILON * (e + a.abs() + 1.0)
+    };
+    let mut lower: Vec<f32> = rows.iter().zip(&approx).map(|(&r, &a)| a - margin(r, a)).collect();
+    let (_, kth, _) = lower.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
+    let floor = *kth;
+    rows.iter().zip(&approx).filter(|&(&r, &a)| a + margin(r, a) >= floor).map(|(&r, _)| r).collect()
+}
+
+fn scan(cached: &UserVectors, dim: usize, query: &[f32], filter: &SearchFilter, labels: &Labels<'_>, limit: usize, screen: DenseScreen) -> Vec<Hit> {
+    let mut rows: Vec<u32> = cached.entries.iter().enumerate().filter(|(_, e)| e.admitted(filter, labels)).map(|(i, _)| i as u32).collect();
     let limit = limit.min(rows.len());
     if limit == 0 {
         return Vec::new();
+    }
+    if screen == DenseScreen::FourBit && rows.len() >= FOUR_BIT_ROWS && rows.len() > limit && !cached.scales4.is_empty() {
+        rows = four_bit_screen(cached, dim, query, &rows, limit);
     }
     let candidates: Vec<u32> = if rows.len() <= limit {
         rows
@@ -129,18 +207,7 @@ fn scan(cached: &UserVectors, dim: usize, query: &[f32], filter: &SearchFilter, 
         // threads for a large user (the scan is most of a recall's time there).
         let quantised = kernels::QuantisedQuery::new(query);
         let mut approx = vec![0f32; rows.len()];
-        let threads = if rows.len() >= PARALLEL_ROWS { std::thread::available_parallelism().map_or(1, |n| n.get().min(2)) } else { 1 };
-        if threads > 1 {
-            let half = rows.len() / 2;
-            let (rows_a, rows_b) = rows.split_at(half);
-            let (out_a, out_b) = approx.split_at_mut(half);
-            std::thread::scope(|scope| {
-                scope.spawn(|| kernels::dot_i8_rows(&cached.codes, &cached.scales, dim, rows_b, &quantised, out_b));
-                kernels::dot_i8_rows(&cached.codes, &cached.scales, dim, rows_a, &quantised, out_a);
-            });
-        } else {
-            kernels::dot_i8_rows(&cached.codes, &cached.scales, dim, &rows, &quantised, &mut approx);
-        }
+        score_rows(&rows, &mut approx, |rows, out| kernels::dot_i8_rows(&cached.codes, &cached.scales, dim, rows, &quantised, out));
         let l1: f32 = query.iter().map(|x| x.abs()).sum();
         // Per row: half a step of the row's codes against the query (0.5 · scale · ‖q‖₁),
         // half a step of the query's codes against the row (0.5 · q_scale · Σ|c_j| · scale,
@@ -198,6 +265,9 @@ mod tests {
             let scale = kernels::quantise_scale(&row);
             cached.codes.extend(row.iter().map(|&v| kernels::quantise(v, scale)));
             cached.scales.push(scale);
+            let scale4 = kernels::quantise4_scale(&row);
+            kernels::push_codes4(&row, scale4, &mut cached.codes4);
+            cached.scales4.push(scale4);
             cached.data.extend_from_slice(&row);
             let status = if i % 11 == 3 { Status::Archived } else { Status::Active };
             let at = chrono::DateTime::from_timestamp(1_700_000_000 + i as i64, 0).expect("valid");
@@ -221,7 +291,7 @@ mod tests {
     fn screened_scan_equals_the_full_f32_scan() {
         let labels = Labels { agent: None, session: None };
         // Below and above the two-thread threshold; small and large dimensions and limits.
-        for (n, dim, seed) in [(500, 384, 1), (5_000, 32, 2), (PARALLEL_ROWS + 1_000, 16, 3)] {
+        for (n, dim, seed) in [(500, 384, 1), (5_000, 32, 2), (PARALLEL_ROWS + 1_000, 16, 3), (FOUR_BIT_ROWS + 500, 384, 4)] {
             let cached = cache(n, dim, seed);
             for q in 0..6 {
                 // Queries: a stored row (its duplicates tie with it), and fresh directions.
@@ -229,8 +299,14 @@ mod tests {
                 for limit in [1, 10, 50, 200] {
                     for include_archived in [false, true] {
                         let filter = SearchFilter { include_archived, ..Default::default() };
-                        let got: Vec<(MemoryId, f32)> = scan(&cached, dim, &query, &filter, &labels, limit).into_iter().map(|h| (h.id, h.score as f32)).collect();
-                        assert_eq!(got, brute(&cached, dim, &query, include_archived, limit), "n {n}, dim {dim}, query {q}, limit {limit}");
+                        let expected = brute(&cached, dim, &query, include_archived, limit);
+                        // The exact path always; the 4-bit pre-screen (from FOUR_BIT_ROWS rows)
+                        // on these random vectors too, where no rounding error comes near its
+                        // margin.
+                        for screen in [DenseScreen::Exact, DenseScreen::FourBit] {
+                            let got: Vec<(MemoryId, f32)> = scan(&cached, dim, &query, &filter, &labels, limit, screen).into_iter().map(|h| (h.id, h.score as f32)).collect();
+                            assert_eq!(got, expected, "n {n}, dim {dim}, query {q}, limit {limit}, {screen:?}");
+                        }
                     }
                 }
             }

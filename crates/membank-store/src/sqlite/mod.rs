@@ -46,6 +46,7 @@ pub struct SqliteStore {
     cache: Arc<CacheBudget>,
     vectors: VectorCache,
     terms: TermCache,
+    dense_screen: crate::DenseScreen,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -75,7 +76,7 @@ impl SqliteStore {
         schema::migrate(&mut writer)?;
         let cache = Arc::new(CacheBudget::new(options.cache_budget));
         let (vectors, terms) = (VectorCache::new(Arc::clone(&cache)), TermCache::new(Arc::clone(&cache)));
-        Ok(Self { path, writer: Mutex::new(writer), readers: Mutex::new(Vec::new()), cache, vectors, terms })
+        Ok(Self { path, writer: Mutex::new(writer), readers: Mutex::new(Vec::new()), cache, vectors, terms, dense_screen: options.dense_screen })
     }
 
     /// The caches' size, budget, hits, misses and evictions now (for metrics).
@@ -125,6 +126,17 @@ impl SqliteStore {
             return Err(StoreError::NewerSchema { found: version, supported: CURRENT_VERSION });
         }
         Ok((version, check_connection(&conn)?))
+    }
+
+    /// [`Store::script_census`] of a database file, read only, without migrating it (for
+    /// `membank check FILE`).
+    pub fn script_census_file(path: &Path) -> Result<crate::ScriptCensus, StoreError> {
+        if !path.is_file() {
+            return Err(StoreError::NotFound { what: format!("database file {}", path.display()) });
+        }
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        script_census(&conn)
     }
 
     /// Runs SQLite's integrity check and FTS5's own; returns the problems found (empty: healthy).
@@ -332,20 +344,48 @@ fn scope_tag(user: i64) -> String {
     format!("u{user}")
 }
 
-fn check_model(conn: &Connection, model: &EmbeddingModel) -> Result<bool, StoreError> {
+/// The model recorded by the store's first vector, if any.
+fn stored_model(conn: &Connection) -> Result<Option<EmbeddingModel>, StoreError> {
     let stored: Option<(String, String)> = conn
         .query_row("SELECT (SELECT value FROM store_meta WHERE key = 'embedding_model'), (SELECT value FROM store_meta WHERE key = 'embedding_dim')", [], |row| {
             Ok(row.get::<_, Option<String>>(0)?.zip(row.get::<_, Option<String>>(1)?))
         })?;
-    match stored {
+    stored
+        .map(|(id, dim)| Ok(EmbeddingModel { id, dim: dim.parse().map_err(|_| StoreError::Corrupt("bad embedding_dim".into()))? }))
+        .transpose()
+}
+
+fn check_model(conn: &Connection, model: &EmbeddingModel) -> Result<bool, StoreError> {
+    match stored_model(conn)? {
         None => Ok(false),
-        Some((id, dim)) => {
-            let dim: usize = dim.parse().map_err(|_| StoreError::Corrupt("bad embedding_dim".into()))?;
-            if id != model.id || dim != model.dim {
-                return Err(StoreError::ModelMismatch { store_model: id, store_dim: dim, given_model: model.id.clone(), given_dim: model.dim });
+        Some(stored) => {
+            if stored != *model {
+                return Err(StoreError::ModelMismatch { store_model: stored.id, store_dim: stored.dim, given_model: model.id.clone(), given_dim: model.dim });
             }
             Ok(true)
         }
+    }
+}
+
+/// [`Store::script_census`] on one connection: every active memory's texts, one pass.
+fn script_census(conn: &Connection) -> Result<crate::ScriptCensus, StoreError> {
+    let mut census = crate::ScriptCensus { model: stored_model(conn)?, ..Default::default() };
+    let mut stmt = conn.prepare("SELECT content, user_text, assistant_text FROM memories WHERE status = 'active'")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let (content, user_text, assistant_text): (Option<String>, Option<String>, Option<String>) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        census_count(&mut census, content.as_deref(), user_text.as_deref(), assistant_text.as_deref());
+    }
+    Ok(census)
+}
+
+/// Counts one memory: a turn by its two sides (without the `User:`/`Assistant:` labels of
+/// its content), anything else by its content.
+pub(crate) fn census_count(census: &mut crate::ScriptCensus, content: Option<&str>, user_text: Option<&str>, assistant_text: Option<&str>) {
+    if user_text.is_some() || assistant_text.is_some() {
+        census.count(user_text.into_iter().chain(assistant_text));
+    } else {
+        census.count(content);
     }
 }
 
@@ -523,7 +563,7 @@ impl Store for SqliteStore {
                 return Ok(Vec::new());
             }
             let labels = Labels { agent: scope.agent.as_ref().map(|a| a.as_str()), session: scope.session.as_ref().map(|s| s.as_str()) };
-            self.vectors.search(&mut SqliteSource { conn, user_row: user }, user, revision, model.dim, query, filter, &labels, limit)
+            self.vectors.search(&mut SqliteSource { conn, user_row: user }, user, revision, model.dim, query, filter, &labels, limit, self.dense_screen)
         })
     }
 
@@ -786,6 +826,14 @@ impl Store for SqliteStore {
 
     fn import_users(&self, users: Vec<UserImport>, merge: bool) -> Result<ImportCounts, StoreError> {
         transfer::import_users(self, users, merge)
+    }
+
+    fn embedding_model(&self) -> Result<Option<EmbeddingModel>, StoreError> {
+        self.read(stored_model)
+    }
+
+    fn script_census(&self) -> Result<crate::ScriptCensus, StoreError> {
+        self.read(script_census)
     }
 }
 

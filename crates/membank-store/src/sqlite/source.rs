@@ -18,13 +18,15 @@ pub(super) struct SqliteSource<'c> {
 /// Reads `seq, id, kind, day, status, agent, session` from columns 0 to 6.
 fn meta(row: &Row<'_>) -> Result<RowMeta, StoreError> {
     let seq: i64 = row.get(0)?;
-    let text = |col: usize| -> Result<String, StoreError> { Ok(row.get::<_, String>(col)?) };
     let bad = |what: &str| StoreError::Corrupt(format!("bad {what} in row {seq}"));
+    // Borrowed, not copied: a user's first search reads this for every one of its rows.
+    let text = |col: usize| -> Result<&str, StoreError> { row.get_ref(col)?.as_str().map_err(|_| bad("text column")) };
     Ok(RowMeta {
         seq,
         id: text(1)?.parse().map_err(|_| bad("memory id"))?,
         kind: text(2)?.parse().map_err(|_| bad("kind"))?,
-        day: NaiveDate::parse_from_str(&text(3)?, "%Y-%m-%d").map_err(|_| bad("day"))?,
+        // `YYYY-MM-DD`, as written; `NaiveDate`'s own parser, not a strftime pattern.
+        day: text(3)?.parse::<NaiveDate>().map_err(|_| bad("day"))?,
         status: text(4)?.parse().map_err(|_| bad("status"))?,
         agent: row.get::<_, Option<String>>(5)?.map(Into::into),
         session: row.get::<_, Option<String>>(6)?.map(Into::into),

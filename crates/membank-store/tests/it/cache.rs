@@ -127,7 +127,7 @@ fn many_users_beyond_the_budget_get_the_results_of_an_unbounded_store() {
     let path = dir.path().join("cache.db");
     let users = 24;
     build(&path, &vec![150; users]);
-    let unbounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: None }).unwrap();
+    let unbounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: None, ..Default::default() }).unwrap();
     let expected: Vec<Vec<Vec<Hit>>> = (0..users).map(|u| searches(&unbounded, u)).collect();
     let whole = unbounded.cache_stats();
     assert_eq!((whole.vectors.entries, whole.terms.entries, whole.vectors.evictions + whole.terms.evictions), (users as u64, users as u64, 0));
@@ -139,7 +139,7 @@ fn many_users_beyond_the_budget_get_the_results_of_an_unbounded_store() {
     assert!(whole.terms.bytes >= rows * (40 + 4 + 4 * 8), "terms charged {} bytes for {rows} rows", whole.terms.bytes);
 
     let budget = budget_for(&unbounded, users, 4);
-    let bounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget) }).unwrap();
+    let bounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
     // In order twice (least-recently-used's worst case: every user was evicted before its
     // turn comes again), then in a scattered order.
     let mut rng = Rng(3);
@@ -175,7 +175,7 @@ fn a_user_larger_than_the_whole_budget_is_served_and_not_kept() {
     let path = dir.path().join("cache.db");
     // Users 0 to 3 are small, user 4 is twenty times larger.
     build(&path, &[40, 40, 40, 40, 800]);
-    let unbounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: None }).unwrap();
+    let unbounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: None, ..Default::default() }).unwrap();
     let mut expected: Vec<Vec<Vec<Hit>>> = (0..4).map(|u| searches(&unbounded, u)).collect();
     // Room for two and a half small users in both caches: less than either cache of the
     // large user.
@@ -186,7 +186,7 @@ fn a_user_larger_than_the_whole_budget_is_served_and_not_kept() {
     for kind in CacheKind::ALL {
         assert!(whole.of(kind).bytes - small.of(kind).bytes > budget, "{kind:?}");
     }
-    let bounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget) }).unwrap();
+    let bounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
     assert_eq!(searches(&bounded, 0), expected[0]);
     assert_eq!(searches(&bounded, 1), expected[1]);
     let kept = bounded.cache_stats();
@@ -205,7 +205,7 @@ fn a_user_larger_than_the_whole_budget_is_served_and_not_kept() {
     assert_eq!(bounded.cache_stats().vectors.misses, after.vectors.misses);
 
     // A budget of zero keeps nothing and still answers everything.
-    let nothing = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(0) }).unwrap();
+    let nothing = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(0), ..Default::default() }).unwrap();
     for (user, want) in expected.iter().enumerate() {
         assert_eq!(&searches(&nothing, user), want, "user {user}");
         let stats = nothing.cache_stats();
@@ -219,10 +219,10 @@ fn concurrent_searches_while_evicting_return_the_unbounded_results() {
     let path = dir.path().join("cache.db");
     let users = 12;
     build(&path, &vec![120; users]);
-    let unbounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: None }).unwrap();
+    let unbounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: None, ..Default::default() }).unwrap();
     let expected: Vec<Vec<Vec<Hit>>> = (0..users).map(|u| searches(&unbounded, u)).collect();
     let budget = budget_for(&unbounded, users, 3);
-    let bounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget) }).unwrap();
+    let bounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
         let searchers: Vec<_> = (0..4u64)
@@ -265,11 +265,11 @@ fn writes_erasures_and_archives_while_a_user_is_evicted_are_seen() {
     let path = dir.path().join("cache.db");
     let users = 6;
     build(&path, &vec![80; users]);
-    let reference = |user: usize| searches(&SqliteStore::open_with(&path, StoreOptions { cache_budget: None }).unwrap(), user);
-    let sizing = SqliteStore::open_with(&path, StoreOptions { cache_budget: None }).unwrap();
+    let reference = |user: usize| searches(&SqliteStore::open_with(&path, StoreOptions { cache_budget: None, ..Default::default() }).unwrap(), user);
+    let sizing = SqliteStore::open_with(&path, StoreOptions { cache_budget: None, ..Default::default() }).unwrap();
     (0..users).for_each(|u| drop(searches(&sizing, u)));
     let budget = budget_for(&sizing, users, 2);
-    let bounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget) }).unwrap();
+    let bounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
     // Another handle writes, as another process would.
     let writer = SqliteStore::open(&path).unwrap();
     let evict_user_0 = || {

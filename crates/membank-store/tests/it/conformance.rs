@@ -637,6 +637,41 @@ conformance! {
         assert!(matches!(other_handle.insert(NewMemory { memory: memory(&ana, Kind::Note, "sixth", t0()), embedding: Some((other, unit(3))) }), Err(StoreError::ModelMismatch { .. })));
     }
 
+    fn the_store_says_its_model_and_how_its_memories_are_written(fx: Fixture) {
+        let store = fx.store.as_ref();
+        let ana = scope("ana");
+        let bo = scope("bo");
+        ensure(store, &ana);
+        ensure(store, &bo);
+        // A new store has no model, and a memory without a vector gives it none.
+        assert_eq!(store.embedding_model().unwrap(), None);
+        assert_eq!(store.script_census().unwrap(), membank_store::ScriptCensus::default());
+        plain(store, memory(&ana, Kind::Note, "no vector yet", t0()));
+        assert_eq!(store.embedding_model().unwrap(), None);
+        // The first vector records it; another handle (another process) reads the same.
+        note(store, &ana, "我的猫叫咪咪", t0() + Duration::minutes(1), 1);
+        assert_eq!(store.embedding_model().unwrap(), Some(model()));
+        assert_eq!(fx.open_other().embedding_model().unwrap(), Some(model()));
+        // A refused model changes nothing.
+        let other = EmbeddingModel { id: "other/model".into(), dim: DIM };
+        assert!(store.insert(NewMemory { memory: memory(&ana, Kind::Note, "x", t0()), embedding: Some((other, unit(2))) }).is_err());
+        assert_eq!(store.embedding_model().unwrap(), Some(model()));
+        // The census: every user's active memories; a turn by its two sides without the
+        // content's English labels; archived memories left out.
+        note(store, &bo, "Я люблю своего кота", t0(), 2);
+        note(store, &bo, "I had 寿司 for lunch with my friends today", t0() + Duration::minutes(1), 3);
+        note(store, &bo, "😀🎉 12345", t0() + Duration::minutes(2), 4);
+        let mut turn = memory(&bo, Kind::Turn, &membank_core::memory::turn_content("好", Some("好的")), t0() + Duration::minutes(3));
+        turn.user_text = Some("好".into());
+        turn.assistant_text = Some("好的".into());
+        store.insert(NewMemory { memory: turn, embedding: Some((model(), unit(5))) }).unwrap();
+        let archived = note(store, &bo, "今天下雨了", t0() + Duration::minutes(4), 6);
+        store.archive(&bo, archived, "test", t0() + Duration::minutes(5)).unwrap();
+        let census = store.script_census().unwrap();
+        assert_eq!(census, membank_store::ScriptCensus { model: Some(model()), active: 6, other_script: 3 }, "{census:?}");
+        assert_eq!(fx.open_other().script_census().unwrap(), census);
+    }
+
     fn erasure_removes_content_vector_and_index_for_good(fx: Fixture) {
         let store = fx.store.as_ref();
         let ana = scope("ana");

@@ -127,7 +127,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("model.db");
         let handles = [SqliteStore::open(&path).unwrap(), SqliteStore::open(&path).unwrap()];
-        let tight = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(3000) }).unwrap();
+        let tight = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(3000), ..Default::default() }).unwrap();
         let policy = ForgettingPolicy::default();
         let mut model: BTreeMap<MemoryId, Expected> = BTreeMap::new();
         let mut order: Vec<MemoryId> = Vec::new();
