@@ -164,22 +164,44 @@ impl Engine {
     /// embedded again with this engine's model. An existing user is refused unless `merge`.
     pub fn import_export(&self, bytes: &[u8], merge: bool) -> Result<ImportCounts, EngineError> {
         let mut users = parse(bytes)?;
-        let model = self.model();
-        for user in &mut users {
-            let missing: Vec<usize> = user
-                .memories
-                .iter()
-                .enumerate()
-                .filter(|(_, (m, v))| m.status != Status::Erased && m.content.is_some() && v.as_ref().is_none_or(|(vm, _)| *vm != model))
-                .map(|(i, _)| i)
-                .collect();
-            for chunk in missing.chunks(64) {
-                let texts: Vec<&str> = chunk.iter().map(|&i| user.memories[i].0.content.as_deref().unwrap_or("")).collect();
-                let vectors = self.embedder.embed(&texts)?;
-                for (&i, vector) in chunk.iter().zip(vectors) {
-                    user.memories[i].1 = Some((model.clone(), vector));
+        // Memories without a vector are embedded first, and the model asked only then: an
+        // embedder that picks its model by the text (the CLI's automatic choice for a new
+        // store) has picked it by then. Vectors of another model are made again after.
+        let mut model: Option<membank_store::EmbeddingModel> = None;
+        for pass in [Pass::Missing, Pass::OtherModel] {
+            if pass == Pass::OtherModel && model.is_none() {
+                model = Some(self.model());
+            }
+            for user in &mut users {
+                let redo: Vec<usize> = user
+                    .memories
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (m, v))| {
+                        m.status != Status::Erased
+                            && m.content.is_some()
+                            && match (pass, v, &model) {
+                                (Pass::Missing, v, _) => v.is_none(),
+                                (Pass::OtherModel, Some((vm, _)), Some(model)) => vm != model,
+                                (Pass::OtherModel, _, _) => false,
+                            }
+                    })
+                    .map(|(i, _)| i)
+                    .collect();
+                for chunk in redo.chunks(64) {
+                    let texts: Vec<&str> = chunk.iter().map(|&i| user.memories[i].0.content.as_deref().unwrap_or("")).collect();
+                    let vectors = self.embedder.embed(&texts)?;
+                    let model = model.get_or_insert_with(|| self.model()).clone();
+                    for (&i, vector) in chunk.iter().zip(vectors) {
+                        user.memories[i].1 = Some((model.clone(), vector));
+                    }
                 }
             }
+        }
+        if let Some(model) = &model {
+            self.note_writing(model, users.iter().flat_map(|u| u.memories.iter().filter(|(m, _)| m.status == Status::Active).map(|(m, _)| m)));
+        }
+        for user in &mut users {
             for (memory, vector) in &mut user.memories {
                 if memory.status == Status::Erased {
                     *vector = None;
@@ -188,6 +210,15 @@ impl Engine {
         }
         Ok(self.store.import_users(users, merge)?)
     }
+}
+
+/// The two passes of [`Engine::import_export`] over memories that need a vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Memories the file carries no vector for.
+    Missing,
+    /// Memories whose vector in the file is of another model than this engine's.
+    OtherModel,
 }
 
 /// Writes the export of `request` from `store` to `out`.

@@ -12,12 +12,15 @@ mod chat;
 pub mod consolidate;
 mod error;
 mod expansion;
+mod feedback;
 pub mod export;
 pub mod import;
 mod insight;
+pub mod language;
 mod ops;
 mod maintain;
 mod recall;
+mod search;
 mod summarize;
 pub mod temporal;
 
@@ -62,6 +65,8 @@ pub struct Engine {
     config: EngineConfig,
     /// The chat model for summaries, portraits and the companion; `None` when not configured.
     llm: Option<Arc<dyn Llm>>,
+    /// Said once: an English-only model is storing text in other scripts.
+    script_warning: language::ScriptWarning,
 }
 
 impl std::fmt::Debug for Engine {
@@ -74,13 +79,30 @@ impl Engine {
     /// Builds an engine. Fails if the configuration is invalid.
     pub fn new(store: Arc<dyn Store>, embedder: Arc<dyn Embedder>, clock: Arc<dyn Clock>, config: EngineConfig) -> Result<Self, EngineError> {
         config.forgetting.validate()?;
-        Ok(Self { store, embedder, clock, config, llm: None })
+        Ok(Self { store, embedder, clock, config, llm: None, script_warning: language::ScriptWarning::default() })
     }
 
     /// The same engine with a chat model for summarize, profile and chat.
     pub fn with_llm(mut self, llm: Arc<dyn Llm>) -> Self {
         self.llm = Some(llm);
         self
+    }
+
+    /// The same engine with the binary's words for how to move a store to a multilingual
+    /// model (commands to run), said in the warning an English-only store gives once when
+    /// it is handed text in other scripts ([`language`]).
+    pub fn with_switch_advice(mut self, advice: impl Into<String>) -> Self {
+        self.script_warning.advice = Some(advice.into());
+        self
+    }
+
+    /// Warns once when this store's model reads English only and `memories`, just
+    /// embedded by it, are written mostly in other scripts. Returns whether it warned now.
+    pub(crate) fn note_writing<'a>(&self, model: &membank_store::EmbeddingModel, memories: impl IntoIterator<Item = &'a membank_core::Memory>) -> bool {
+        if self.script_warning.is_done() || !language::reads_only_english(&model.id) {
+            return false;
+        }
+        self.script_warning.check(&model.id, memories.into_iter().flat_map(ops::said_texts))
     }
 
     /// The chat model, or `LlmNotConfigured`.

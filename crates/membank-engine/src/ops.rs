@@ -75,6 +75,16 @@ pub(crate) fn fresh_memory(scope: Scope, kind: Kind, source: Source, content: St
     }
 }
 
+/// What a person wrote in a memory, without the labels membank adds to a turn's content
+/// (`User:`, `Assistant:`: English words that would outvote a short Chinese turn).
+pub(crate) fn said_texts(memory: &Memory) -> Vec<&str> {
+    if memory.user_text.is_some() || memory.assistant_text.is_some() {
+        memory.user_text.iter().chain(&memory.assistant_text).map(String::as_str).collect()
+    } else {
+        memory.content.as_deref().into_iter().collect()
+    }
+}
+
 /// How long an `Idempotency-Key` is remembered per user: a retry within this time of the
 /// first request gets the first answer; after it, the key is free again.
 pub const IDEMPOTENCY_RETENTION: Duration = Duration::hours(24);
@@ -178,7 +188,11 @@ impl Engine {
 
     fn store_new(&self, memory: Memory, embed_text: &str) -> Result<Memory, EngineError> {
         let vector = self.embedder.embed(&[embed_text])?.pop().ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
-        let memory = self.store.insert(NewMemory { memory, embedding: Some((self.model(), vector)) })?;
+        // The model is asked after embedding: an embedder that picks its model by the text
+        // (the CLI's automatic choice for a new store) has picked it by now.
+        let model = self.model();
+        self.note_writing(&model, [&memory]);
+        let memory = self.store.insert(NewMemory { memory, embedding: Some((model, vector)) })?;
         tracing::debug!(id = %memory.id, kind = %memory.kind, "stored memory");
         Ok(memory)
     }
@@ -256,6 +270,7 @@ impl Engine {
             return Err(EngineError::Storage(format!("the embedder returned {} vectors for {} texts", vectors.len(), prepared.len())));
         }
         let model = self.model();
+        self.note_writing(&model, prepared.iter().map(|(memory, _)| memory));
         let batch = prepared.into_iter().zip(vectors).map(|((memory, _), vector)| NewMemory { memory, embedding: Some((model.clone(), vector)) }).collect();
         Ok(self.store.insert_all(batch, claim)?)
     }

@@ -1,7 +1,10 @@
 //! The recall pipeline (DESIGN §5, first version): embed the query, take dense (exact
 //! cosine over this user's vectors) and lexical (BM25 over CJK-aware terms) candidates,
 //! fuse them by reciprocal rank, optionally weight by retention, keep the top k, and
-//! strengthen what was returned when the policy says a retrieval is a recall.
+//! strengthen what was returned when the policy says a retrieval is a recall. Time boosts
+//! and neighbour expansion are in `expansion`; the stages for evidence in several places
+//! (speaker query, feedback, day diversity, a day's summary first, the model's query
+//! rewrite) in `feedback`, each a knob of [`RecallConfig`].
 //!
 //! Every hit carries its own scores: its cosine, its BM25 score, its fused score, how
 //! that score was made ([`ScoreParts`]) and its retention before and after this recall.
@@ -24,7 +27,7 @@ use membank_core::{EventId, InvalidInput, Kind, Memory, MemoryId, Scope, Status,
 use membank_store::{ListQuery, RecallRecord, SearchFilter};
 
 use crate::ops::validate_text;
-use crate::temporal;
+use crate::{feedback, temporal};
 use crate::{Engine, EngineError};
 
 /// Settings of the recall pipeline.
@@ -55,6 +58,25 @@ pub struct RecallConfig {
     /// group conversation), their memories' scores are multiplied by `1 + speaker_weight`
     /// (0: off). See [`named_speakers`].
     pub speaker_weight: f64,
+    /// Fusion weight of the feedback ranking: a second dense search with the query moved
+    /// towards its first results' vectors (0: off; see `feedback`).
+    pub feedback_weight: f64,
+    /// How many of the first results the feedback learns from.
+    pub feedback_depth: usize,
+    /// How far the query moves towards their mean vector (`q + α · mean`, normalised).
+    pub feedback_alpha: f64,
+    /// Each hit of a day already in the results multiplies a later hit's score by
+    /// `1 − day_diversity`, so other days get through (0: off; see `feedback`).
+    pub day_diversity: f64,
+    /// Put the daily summary of the day(s) a query names ("on May 4th") first, then that
+    /// day's turns (see `feedback`).
+    pub day_summaries: bool,
+    /// Search without the names of participants the query names (they are boosted by
+    /// `speaker_weight` instead; see `feedback`).
+    pub speaker_query: bool,
+    /// With a model (`Engine::with_llm`): fusion weight of the rankings of the question
+    /// rewritten by the model into up to three search queries (0: off; see `feedback`).
+    pub query_rewrite_weight: f64,
 }
 
 impl Default for RecallConfig {
@@ -70,6 +92,13 @@ impl Default for RecallConfig {
             neighbour_weight: 0.4,
             exchange_neighbour_weight: 0.0,
             speaker_weight: 0.5,
+            feedback_weight: 0.0,
+            feedback_depth: 5,
+            feedback_alpha: 1.0,
+            day_diversity: 0.0,
+            day_summaries: true,
+            speaker_query: true,
+            query_rewrite_weight: 0.0,
         }
     }
 }
@@ -131,7 +160,9 @@ pub struct RecallHit {
 }
 
 /// How a hit's fused score was made:
-/// `score = (dense + lexical + date + neighbour) × speaker × retention`.
+/// `score = (dense + lexical + date + feedback + neighbour) × speaker × retention × diversity`.
+/// A day's summary put first ([`ScoreParts::day_summary`]) is the exception: its score is
+/// raised to the best of the others, so scores still never increase down the list.
 ///
 /// Each ranking adds `weight / (k + rank)` ([`rank_share`]): a rank share, not its cosine or
 /// BM25 value, which only decide the order within their own ranking.
@@ -148,12 +179,21 @@ pub struct ScoreParts {
     /// What the two rankings restricted to the days of the query's time expression added
     /// (0 without one).
     pub date: f64,
+    /// What the second-stage rankings added: the feedback ranking and those of the
+    /// model's rewritten queries (0 when off or not in them).
+    pub feedback: f64,
     /// What an adjacent memory lent (neighbour expansion; 0 if none).
     pub neighbour: f64,
     /// The factor for a participant the query names (1 if none).
     pub speaker: f64,
     /// The factor of retention weighting: the retention before this recall, or 1 when off.
     pub retention: f64,
+    /// The factor of day diversity: `(1 − day_diversity)` per hit of the same day ranked
+    /// above this one (1 when off).
+    pub diversity: f64,
+    /// Put first as the summary of a day the query names; its score is then not made
+    /// of the parts above (see [`ScoreParts`]).
+    pub day_summary: bool,
 }
 
 /// The days a recall was restricted to (the caller's range) or boosted towards (a time
@@ -254,10 +294,23 @@ impl Engine {
         };
         let search_text = time.as_ref().map(|t| t.expression.strip(&request.query)).filter(|q| !text::query_terms(q).is_empty()).unwrap_or_else(|| request.query.clone());
 
-        let query_vector = self.embedder.embed_query(search_text.as_str())?;
-        let terms = text::query_terms(&search_text);
-        let dense = self.store.dense_search(&request.scope, &self.model(), &query_vector, &filter, candidates)?;
-        let lexical = self.store.lexical_search(&request.scope, &terms, &filter, candidates)?;
+        let mut query_vector = self.embedder.embed_query(search_text.as_str())?;
+        let mut terms = text::query_terms(&search_text);
+        let (mut dense, mut lexical) = crate::search::first_stage(self.store.as_ref(), &request.scope, &self.model(), &query_vector, &terms, &filter, candidates)?;
+        // A participant named in the query is found by the speaker boost; searched for, the
+        // name only finds the lines that greet them (see `feedback`). The rows read to learn
+        // the speakers are kept for the ranking below, which needs most of them again.
+        let mut seen: HashMap<MemoryId, Memory> = HashMap::new();
+        if config.speaker_query {
+            let probe: Vec<MemoryId> = dense.iter().take(feedback::SPEAKER_PROBE).chain(lexical.iter().take(feedback::SPEAKER_PROBE)).map(|h| h.id).collect();
+            seen = self.store.get_many(&request.scope, &probe)?.into_iter().map(|m| (m.id, m)).collect();
+            let named = named_speakers(&request.query, seen.values());
+            if let Some(stripped) = feedback::without_names(&search_text, &named) {
+                query_vector = self.embedder.embed_query(stripped.as_str())?;
+                terms = text::query_terms(&stripped);
+                (dense, lexical) = crate::search::first_stage(self.store.as_ref(), &request.scope, &self.model(), &query_vector, &terms, &filter, candidates)?;
+            }
+        }
 
         let dense_ids: Vec<MemoryId> = dense.iter().map(|h| h.id).collect();
         let lexical_ids: Vec<MemoryId> = lexical.iter().map(|h| h.id).collect();
@@ -270,18 +323,58 @@ impl Engine {
         if let Some(time) = &time {
             let weight = if time.expression.exact { config.exact_time_weight } else { config.fuzzy_time_weight };
             let in_range = SearchFilter { day_from: Some(time.from), day_to: Some(time.to), ..filter.clone() };
-            let dense = self.store.dense_search(&request.scope, &self.model(), &query_vector, &in_range, candidates)?;
-            let lexical = self.store.lexical_search(&request.scope, &terms, &in_range, candidates)?;
+            let (dense, lexical) = crate::search::first_stage(self.store.as_ref(), &request.scope, &self.model(), &query_vector, &terms, &in_range, candidates)?;
             lists.push((dense.iter().map(|h| h.id).collect(), weight * config.dense_weight));
             lists.push((lexical.iter().map(|h| h.id).collect(), weight * config.lexical_weight));
             dense_score.extend(dense.iter().map(|h| (h.id, h.score)));
             lexical_score.extend(lexical.iter().map(|h| (h.id, h.score)));
         }
+        // The day-restricted lists are those after the first two and before this.
+        let time_lists = lists.len();
+        // What the second-stage rankings (rewritten queries, feedback) added to each memory.
+        let mut feedback_share: HashMap<MemoryId, f64> = HashMap::new();
+        // With a model: the question rewritten into search queries, each searched and fused.
+        if config.query_rewrite_weight > 0.0 {
+            match self.rewrite_query(&search_text) {
+                Ok(queries) => {
+                    for query in queries.unwrap_or_default() {
+                        let vector = self.embedder.embed_query(query.as_str())?;
+                        let (dense, lexical) = crate::search::first_stage(self.store.as_ref(), &request.scope, &self.model(), &vector, &text::query_terms(&query), &filter, candidates)?;
+                        for (hits, weight) in [(dense, config.dense_weight), (lexical, config.lexical_weight)] {
+                            let weight = weight * config.query_rewrite_weight;
+                            let ids: Vec<MemoryId> = hits.iter().map(|h| h.id).collect();
+                            for (i, id) in ids.iter().enumerate() {
+                                *feedback_share.entry(*id).or_insert(0.0) += rank_share(weight, config.rrf_k, i + 1);
+                            }
+                            lists.push((ids, weight));
+                        }
+                    }
+                }
+                // A model that fails or answers nonsense costs the stage, never the recall.
+                Err(err) => tracing::warn!(error = %err, "query rewrite failed; recalling with the question as asked"),
+            }
+        }
         let weighted: Vec<(&[MemoryId], f64)> = lists.iter().map(|(ids, w)| (ids.as_slice(), *w)).collect();
-        let fused = reciprocal_rank_fusion(&weighted, config.rrf_k);
-        // What the day-restricted lists (all lists after the first two) added to each memory.
+        let mut fused = reciprocal_rank_fusion(&weighted, config.rrf_k);
+        // Feedback: a second dense ranking from the query moved towards the first results.
+        if config.feedback_weight > 0.0 && config.feedback_depth > 0 {
+            let ranked: Vec<MemoryId> = fused.iter().map(|(id, _)| *id).collect();
+            if let Some(moved) = self.feedback_vector(&request.scope, &query_vector, &ranked, config.feedback_depth, config.feedback_alpha)? {
+                let again = self.store.dense_search(&request.scope, &self.model(), &moved, &filter, candidates)?;
+                let ids: Vec<MemoryId> = again.iter().map(|h| h.id).collect();
+                for (i, id) in ids.iter().enumerate() {
+                    *feedback_share.entry(*id).or_insert(0.0) += rank_share(config.feedback_weight, config.rrf_k, i + 1);
+                }
+                for hit in &again {
+                    dense_score.entry(hit.id).or_insert(hit.score);
+                }
+                lists.push((ids, config.feedback_weight));
+                let weighted: Vec<(&[MemoryId], f64)> = lists.iter().map(|(ids, w)| (ids.as_slice(), *w)).collect();
+                fused = reciprocal_rank_fusion(&weighted, config.rrf_k);
+            }
+        }
         let mut date_share: HashMap<MemoryId, f64> = HashMap::new();
-        for (ids, list_weight) in lists.iter().skip(2) {
+        for (ids, list_weight) in lists.iter().take(time_lists).skip(2) {
             for (i, id) in ids.iter().enumerate() {
                 *date_share.entry(*id).or_insert(0.0) += rank_share(*list_weight, config.rrf_k, i + 1);
             }
@@ -294,7 +387,7 @@ impl Engine {
         // reading every candidate). Without retention weighting, scores only grow, by the
         // speaker boost's factor at most, and the k best fused scores stay at least the
         // k-th one: a candidate below that score divided by the factor can never enter.
-        let needed = if weight || fused.len() <= request.k {
+        let needed = if weight || config.day_diversity > 0.0 || fused.len() <= request.k {
             fused.len()
         } else {
             let kth = fused[request.k - 1].1;
@@ -309,7 +402,9 @@ impl Engine {
             Status::Archived | Status::Superseded => request.include_archived,
             Status::Erased => false,
         };
-        let memories: HashMap<MemoryId, Memory> = self.store.get_many(&request.scope, &fused_ids)?.into_iter().filter(eligible).map(|m| (m.id, m)).collect();
+        let unread: Vec<MemoryId> = fused_ids.iter().filter(|id| !seen.contains_key(id)).copied().collect();
+        let read = self.store.get_many(&request.scope, &unread)?;
+        let memories: HashMap<MemoryId, Memory> = fused_ids.iter().filter_map(|id| seen.remove(id)).chain(read).filter(eligible).map(|m| (m.id, m)).collect();
         let named = if config.speaker_weight > 0.0 { named_speakers(&request.query, memories.values()) } else { HashSet::new() };
         let mut hits: Vec<RecallHit> = fused
             .into_iter()
@@ -327,15 +422,58 @@ impl Engine {
                     lexical_rank,
                     lexical: lexical_rank.map_or(0.0, |rank| rank_share(config.lexical_weight, config.rrf_k, rank)),
                     date: date_share.get(&id).copied().unwrap_or(0.0),
+                    feedback: feedback_share.get(&id).copied().unwrap_or(0.0),
                     neighbour: neighbour.unwrap_or(0.0),
                     speaker,
                     retention: retention_factor,
+                    diversity: 1.0,
+                    day_summary: false,
                 };
                 Some(RecallHit { memory, score, dense: dense_score.get(&id).copied(), lexical: lexical_score.get(&id).copied(), neighbour, retention: retention_before, retention_before, parts })
             })
             .collect();
         // Stable sort: equal scores keep fusion order.
         hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        if config.day_diversity > 0.0 {
+            let by_day: Vec<(NaiveDate, f64)> = hits.iter().map(|h| (h.memory.day, h.score)).collect();
+            let picks = feedback::diversify(&by_day, request.k, config.day_diversity);
+            let mut slots: Vec<Option<RecallHit>> = hits.into_iter().map(Some).collect();
+            hits = picks
+                .into_iter()
+                .filter_map(|(index, score)| {
+                    let mut hit = slots[index].take()?;
+                    hit.parts.diversity = if hit.score > 0.0 { score / hit.score } else { 1.0 };
+                    hit.score = score;
+                    Some(hit)
+                })
+                .collect();
+        }
+        // A day's summary first when the query asks about that day (see `feedback`).
+        let summaries = match &time {
+            Some(t) if config.day_summaries => self.day_summaries(&request.scope, t.from, t.to, &request.kinds, request.include_archived)?,
+            _ => Vec::new(),
+        };
+        let summaries: Vec<Memory> = summaries.into_iter().take(request.k).collect();
+        if !summaries.is_empty() {
+            let top = hits.first().map_or(0.0, |h| h.score);
+            let mut promoted = Vec::with_capacity(summaries.len());
+            for memory in summaries {
+                let mut hit = match hits.iter().position(|h| h.memory.id == memory.id) {
+                    Some(at) => hits.remove(at),
+                    None => {
+                        let retention_before = policy.retention_of(&memory.forgetting, now);
+                        let parts = ScoreParts { dense_rank: None, dense: 0.0, lexical_rank: None, lexical: 0.0, date: 0.0, feedback: 0.0, neighbour: 0.0, speaker: 1.0, retention: if weight { retention_before } else { 1.0 }, diversity: 1.0, day_summary: false };
+                        RecallHit { dense: dense_score.get(&memory.id).copied(), lexical: lexical_score.get(&memory.id).copied(), memory, score: 0.0, neighbour: None, retention: retention_before, retention_before, parts }
+                    }
+                };
+                hit.score = hit.score.max(top);
+                hit.parts.day_summary = true;
+                promoted.push(hit);
+            }
+            hits.truncate(request.k - promoted.len());
+            promoted.append(&mut hits);
+            hits = promoted;
+        }
         hits.truncate(request.k);
 
         let strengthen = request.strengthen.unwrap_or(policy.recall_mode == RecallMode::Retrieved);

@@ -22,6 +22,10 @@ pub enum EvalError {
         /// What is wrong.
         reason: String,
     },
+    /// Caller's: the questions chosen to score (a conversation range, a half) are not in
+    /// the data file, or none are; says what the file has.
+    #[error("{0}")]
+    Selection(String),
     /// The engine failed (importing or recalling).
     #[error(transparent)]
     Engine(#[from] EngineError),

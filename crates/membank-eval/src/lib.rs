@@ -15,6 +15,7 @@ pub mod locomo;
 pub mod longmemeval;
 pub mod memorybank;
 pub mod metrics;
+pub mod selection;
 pub mod simulate;
 
 pub use cache::CachingEmbedder;

@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::error::read;
 use crate::metrics::{Means, recall_at};
+use crate::selection::Conversations;
 use crate::{EVAL_TENANT, EvalError, Progress};
 
 /// What to run.
@@ -29,6 +30,9 @@ pub struct LocomoRun {
     pub data: PathBuf,
     /// Cut-offs for recall@k.
     pub ks: Vec<usize>,
+    /// Score only these conversations (all when `None`); every one is still imported
+    /// (see [`crate::selection`]).
+    pub conversations: Option<Conversations>,
 }
 
 /// One question's outcome.
@@ -59,6 +63,8 @@ pub struct LocomoReport {
     pub by_category: BTreeMap<String, BTreeMap<String, f64>>,
     /// Questions scored.
     pub n: usize,
+    /// The conversations scored, first and last position from 0 (`null`: all).
+    pub conversations: Option<[usize; 2]>,
     /// Every question.
     pub questions: Vec<LocomoQuestion>,
     /// What the import did.
@@ -91,6 +97,16 @@ pub fn run(engine: &Engine, run: &LocomoRun, progress: Progress<'_>) -> Result<L
     for (i, sample) in samples.iter().enumerate() {
         users.push(parse_sample(sample, &format!("$[{i}]")).map_err(|e| EvalError::data(run.data.display(), e.reason))?);
     }
+    if let Some(chosen) = run.conversations
+        && chosen.last >= users.len()
+    {
+        let have = match users.len() {
+            0 => "none".to_string(),
+            n => format!("{n}, positions 0-{}", n - 1),
+        };
+        return Err(EvalError::Selection(format!("conversations {chosen} are not all in {}: it has {have}", run.data.display())));
+    }
+    let chosen = |position: usize| run.conversations.is_none_or(|c| c.contains(position));
     let set = ImportSet { format: "locomo", users };
     progress("importing", 0, set.len());
     let conversations = set.users.clone();
@@ -98,11 +114,11 @@ pub fn run(engine: &Engine, run: &LocomoRun, progress: Progress<'_>) -> Result<L
 
     let ks: Vec<usize> = { let mut ks = run.ks.clone(); ks.sort(); ks.dedup(); ks };
     let depth = ks.last().copied().unwrap_or(10).max(1);
-    let total: usize = samples.iter().map(|s| s.get("qa").and_then(|q| q.as_array()).map_or(0, Vec::len)).sum();
+    let total: usize = samples.iter().enumerate().filter(|(i, _)| chosen(*i)).map(|(_, s)| s.get("qa").and_then(|q| q.as_array()).map_or(0, Vec::len)).sum();
     let mut overall = Means::default();
     let mut by_category: BTreeMap<String, Means> = BTreeMap::new();
     let mut questions = Vec::new();
-    for (sample, user) in samples.iter().zip(&conversations) {
+    for (sample, user) in samples.iter().zip(&conversations).enumerate().filter(|(i, _)| chosen(*i)).map(|(_, pair)| pair) {
         let sample_id = user.user.to_string();
         let known: HashSet<String> = user.records.iter().filter_map(|r| r.metadata.get("dia_id").cloned()).collect();
         let now = user.records.iter().map(|r| r.occurred_at).max().map(|t| t + Duration::days(1));
@@ -135,7 +151,8 @@ pub fn run(engine: &Engine, run: &LocomoRun, progress: Progress<'_>) -> Result<L
             (category, m)
         })
         .collect();
-    Ok(LocomoReport { metrics: overall.means(), by_category, n: overall.n, questions, import })
+    let conversations = run.conversations.map(|c| [c.first, c.last]);
+    Ok(LocomoReport { metrics: overall.means(), by_category, n: overall.n, conversations, questions, import })
 }
 
 #[cfg(test)]

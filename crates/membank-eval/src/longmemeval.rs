@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use crate::error::read;
 use crate::metrics::{Means, collapse, hit_at, ndcg_at};
+use crate::selection::Half;
 use crate::{EVAL_TENANT, EvalError, Progress};
 
 /// The official cut-offs.
@@ -37,6 +38,9 @@ pub struct LongMemEvalRun {
     pub data: PathBuf,
     /// Only the first `limit` questions (all when `None`).
     pub limit: Option<usize>,
+    /// Score only this half of those questions, by position (all when `None`); every
+    /// haystack of the `limit` is still imported (see [`crate::selection`]).
+    pub half: Option<Half>,
 }
 
 /// One question's outcome.
@@ -76,6 +80,8 @@ pub struct LongMemEvalReport {
     pub n: usize,
     /// Questions skipped (abstention, or no gold user turn).
     pub skipped: usize,
+    /// The half of the questions asked, 1 or 2 (`null`: all).
+    pub half: Option<u8>,
     /// Every scored question.
     pub questions: Vec<LongMemEvalQuestion>,
     /// What the imports did, summed.
@@ -136,6 +142,13 @@ pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Res
     let records = root.as_array().ok_or_else(|| EvalError::data(run.data.display(), "expected a list of questions"))?;
     let records = &records[..run.limit.unwrap_or(records.len()).min(records.len())];
     let tenant = TenantId::new(EVAL_TENANT).map_err(|e| EvalError::data("tenant", e.reason))?;
+    let asked = run.half.map_or(0..records.len(), |half| half.range(records.len()));
+    if let Some(half) = run.half
+        && asked.is_empty()
+    {
+        let held = if run.limit.is_some() { "within the limit" } else { "in the file" };
+        return Err(EvalError::Selection(format!("half {} of the questions of {} is empty: there are {} {held}", half.number(), run.data.display(), records.len())));
+    }
 
     // Every haystack is imported before any question is asked. BM25's term statistics are
     // those of the whole full-text index, so asking while importing would score each
@@ -160,8 +173,8 @@ pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Res
     let mut by_type: BTreeMap<String, (Means, Means)> = BTreeMap::new();
     let mut questions = Vec::with_capacity(parsed);
     let mut skipped = 0;
-    for (index, record) in records.iter().enumerate() {
-        progress("questions", index, records.len());
+    for (index, record) in records.iter().enumerate().filter(|(i, _)| asked.contains(i)) {
+        progress("questions", index - asked.start, asked.len());
         let Some(Prepared { question_id, question_type, question, now, user, gold_turns, gold_sessions }) = prepare(record, index, run)? else {
             skipped += 1;
             continue;
@@ -184,12 +197,12 @@ pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Res
         gold_list.sort();
         questions.push(LongMemEvalQuestion { question_id, question_type, gold_sessions: gold_list, top_sessions: ranked_sessions.into_iter().take(10).collect(), session, turn });
     }
-    progress("questions", records.len(), records.len());
+    progress("questions", asked.len(), asked.len());
     let with_n = |means: &Means| {
         let mut m = means.means();
         m.insert("n".into(), means.n as f64);
         m
     };
     let by_type = by_type.iter().map(|(t, (s, u))| (t.clone(), Levels { session: with_n(s), turn: with_n(u) })).collect();
-    Ok(LongMemEvalReport { metrics: Levels { session: session_means.means(), turn: turn_means.means() }, by_type, n: session_means.n, skipped, questions, import })
+    Ok(LongMemEvalReport { metrics: Levels { session: session_means.means(), turn: turn_means.means() }, by_type, n: session_means.n, skipped, half: run.half.map(Half::number), questions, import })
 }

@@ -78,8 +78,11 @@ pub const CONFLICT: Prompt = Prompt { name: "conflict", version: "v1", template:
 /// Consolidation: how much each memory of a numbered batch matters, answered as JSON.
 pub const IMPORTANCE: Prompt = Prompt { name: "importance", version: "v1", template: include_str!("../prompts/importance.v1.md") };
 
+/// Rewrites a recall's question into one to three search queries (optional recall stage).
+pub const QUERY_REWRITE: Prompt = Prompt { name: "query_rewrite", version: "v1", template: include_str!("../prompts/query_rewrite.v1.md") };
+
 /// Every prompt, for listing and tests.
-pub const ALL: &[Prompt] = &[COMPANION, DAILY_SUMMARY, DAILY_PORTRAIT, GLOBAL_SUMMARY, GLOBAL_PORTRAIT, MERGE, FUSE, CONFLICT, IMPORTANCE];
+pub const ALL: &[Prompt] = &[COMPANION, DAILY_SUMMARY, DAILY_PORTRAIT, GLOBAL_SUMMARY, GLOBAL_PORTRAIT, MERGE, FUSE, CONFLICT, IMPORTANCE, QUERY_REWRITE];
 
 #[cfg(test)]
 mod tests {

@@ -232,7 +232,9 @@ impl Engine {
         let total: usize = pending.iter().map(|(_, _, r)| r.len()).sum();
         progress(0, total);
         let mut batch: Vec<NewMemory> = Vec::with_capacity(total);
-        let model = self.model();
+        // Asked after the first batch is embedded: an embedder that picks its model by the
+        // text (the CLI's automatic choice for a new store) has picked it by then.
+        let mut model: Option<membank_store::EmbeddingModel> = None;
         let mut done = 0;
         for (scope, mut ids, records) in pending {
             if records.is_empty() {
@@ -252,6 +254,7 @@ impl Engine {
                     return Err(EngineError::Storage(format!("the embedder returned {} vectors for {} texts", embedded.len(), refs.len())));
                 }
                 vectors.extend(embedded);
+                model.get_or_insert_with(|| self.model());
                 done += chunk.len();
                 progress(done, total);
             }
@@ -287,10 +290,14 @@ impl Engine {
                     derived_from,
                     metadata,
                 };
-                batch.push(NewMemory { memory, embedding: Some((model.clone(), vector)) });
+                let model = model.clone().ok_or_else(|| EngineError::Storage("a vector was made before any model".into()))?;
+                batch.push(NewMemory { memory, embedding: Some((model, vector)) });
             }
         }
         report.imported = batch.len();
+        if let Some(model) = &model {
+            self.note_writing(model, batch.iter().map(|new| &new.memory));
+        }
         if !batch.is_empty() {
             self.store.insert_many(batch)?;
         }

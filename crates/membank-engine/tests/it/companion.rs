@@ -201,3 +201,38 @@ fn a_chat_may_not_be_dated_in_the_future() {
     let today = ChatRequest { now: Some(at(10, 20)), ..ChatRequest::new(scope("alice"), "Hi there") };
     assert!(w.engine.chat(today).is_ok());
 }
+
+/// The optional query rewrite (plumbing only: with the scripted stub, its quality cannot be
+/// measured here). The model's queries are searched and fused; a model answering nonsense
+/// costs the stage, never the recall.
+#[test]
+fn a_rewritten_question_finds_what_the_question_alone_does_not() {
+    let config = EngineConfig { recall: membank_engine::RecallConfig { query_rewrite_weight: 1.0, ..Default::default() }, ..Default::default() };
+    let lw = llm_world(StubServer::scripted(vec![Reply::text(r#"{"queries": ["pottery class", "camping trip"]}"#), Reply::text("I would search for pottery.")]), config);
+    let w = &lw.world;
+    let pottery = w.note_at("mel", "I signed up for a pottery class", at(1, 6));
+    let camping = w.note_at("mel", "We loved the camping trip by the lake", at(1, 7));
+    w.note_at("mel", "The weather was grey all week", at(1, 8));
+    let recall = |query: &str| {
+        let mut request = membank_engine::RecallRequest::new(scope("mel"), query, 3);
+        request.strengthen = Some(false);
+        w.engine.recall(request).unwrap()
+    };
+
+    let response = recall("What does Mel do for fun?");
+    let mut top: Vec<_> = response.results.iter().take(2).map(|h| h.memory.id).collect();
+    top.sort_by_key(|id| id.to_string());
+    let mut expect = vec![pottery.id, camping.id];
+    expect.sort_by_key(|id| id.to_string());
+    assert_eq!(top, expect);
+    assert!(response.results.iter().take(2).all(|h| h.parts.feedback > 0.0));
+    let asked = &lw.stub.requests()[0];
+    assert!(asked.system().contains("one to three short search queries") && asked.system().contains("never an instruction"), "{}", asked.system());
+    assert!(asked.prompt_text().contains("<question>\nWhat does Mel do for fun?\n</question>"), "{}", asked.prompt_text());
+
+    // A reply that is not the JSON asked for: the recall still answers, without the stage.
+    let response = recall("What does Mel do for fun?");
+    assert_eq!(response.results.len(), 3);
+    assert!(response.results.iter().all(|h| h.parts.feedback == 0.0));
+    assert_eq!(lw.stub.requests().len(), 2);
+}

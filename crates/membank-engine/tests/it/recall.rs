@@ -242,11 +242,12 @@ fn retention_weighting_ranks_by_the_retention_before_the_recall() {
     assert_eq!(response.results[0].memory.content.as_deref(), Some("User: my bicycle needs a new bell"), "the fading memory ranks lower");
 }
 
-/// `score = (dense + lexical + date + neighbour) × speaker × retention`, term by term.
+/// `score = (dense + lexical + date + feedback + neighbour) × speaker × retention ×
+/// diversity`, term by term (a day's summary put first is the one exception).
 fn assert_parts_add_up(response: &membank_engine::RecallResponse) {
-    for hit in &response.results {
+    for hit in response.results.iter().filter(|h| !h.parts.day_summary) {
         let p = &hit.parts;
-        let sum = (p.dense + p.lexical + p.date + p.neighbour) * p.speaker * p.retention;
+        let sum = (p.dense + p.lexical + p.date + p.feedback + p.neighbour) * p.speaker * p.retention * p.diversity;
         assert!((sum - hit.score).abs() < 1e-12, "{} vs parts {p:?}", hit.score);
         assert_eq!(p.dense_rank.is_some(), hit.dense.is_some());
         assert_eq!(p.lexical_rank.is_some(), hit.lexical.is_some());
@@ -354,4 +355,127 @@ fn the_callers_days_are_reported_as_a_filter() {
     let mut request = RecallRequest::new(scope("ana"), "garden", 5);
     request.strengthen = Some(false);
     assert!(w.engine.recall(request).unwrap().date_filter.is_none());
+}
+
+/// A daily summary of `turn`'s day, stored as `summarize` would (no vector needed here).
+fn summary_of(w: &crate::World, turn: &membank_engine::core::Memory, text: &str) -> membank_engine::core::Memory {
+    let mut summary = turn.clone();
+    summary.id = membank_engine::core::MemoryId::generate(w.engine.now());
+    summary.kind = Kind::DailySummary;
+    summary.source = membank_engine::core::Source::Derived;
+    summary.content = Some(text.into());
+    summary.user_text = None;
+    summary.assistant_text = None;
+    summary.derived_from = vec![turn.id];
+    w.store.insert(membank_store::NewMemory { memory: summary, embedding: None }).unwrap()
+}
+
+fn inspect(w: &crate::World, user: &str, query: &str, k: usize) -> membank_engine::RecallResponse {
+    let mut request = RecallRequest::new(scope(user), query, k);
+    request.strengthen = Some(false);
+    w.engine.recall(request).unwrap()
+}
+
+#[test]
+fn a_question_about_a_day_gets_that_days_summary_first_then_its_turns() {
+    let w = world();
+    let mut may_4 = Vec::new();
+    for user in ["ana", "ben"] {
+        w.clock.set(at("2024-05-04T10:00:00Z"));
+        let planted = w.turn(user, "I planted tomatoes in the garden");
+        let watered = w.turn(user, "the roses needed water after lunch");
+        w.clock.set(at("2024-05-05T10:00:00Z"));
+        let swim = w.turn(user, "I went swimming in the lake and talked about tomatoes");
+        may_4.push((planted, watered, swim));
+    }
+    // Ana has summaries of both days; Ben has none.
+    let (planted, watered, swim) = may_4[0].clone();
+    let summary = summary_of(&w, &planted, "Ana planted tomatoes and watered the roses.");
+    let other_day = summary_of(&w, &swim, "Ana swam in the lake and talked about what we talked about.");
+    w.clock.set(at("2024-05-10T10:00:00Z"));
+
+    let response = inspect(&w, "ana", "What did we talk about on May 4th?", 4);
+    let ids: Vec<_> = response.results.iter().map(|h| h.memory.id).collect();
+    assert_eq!(ids[0], summary.id, "the day's summary first");
+    assert!(response.results[0].parts.day_summary);
+    let mut turns = ids[1..3].to_vec();
+    turns.sort_by_key(|id| id.to_string());
+    let mut expect = vec![planted.id, watered.id];
+    expect.sort_by_key(|id| id.to_string());
+    assert_eq!(turns, expect, "then the day's turns");
+    assert!(response.results.iter().filter(|h| h.memory.id == other_day.id).all(|h| !h.parts.day_summary), "another day's summary is not put first");
+    assert!(response.results.iter().skip(1).all(|h| !h.parts.day_summary));
+    let scores: Vec<f64> = response.results.iter().map(|h| h.score).collect();
+    assert!(scores.windows(2).all(|p| p[0] >= p[1]), "{scores:?}");
+    assert_eq!(inspect(&w, "ana", "What did we talk about on May 5th?", 4).results[0].memory.id, other_day.id);
+
+    // No summary of the day: its turns first, as before.
+    let (ben_planted, ben_watered, _) = &may_4[1];
+    let ben = inspect(&w, "ben", "What did we talk about on May 4th?", 4);
+    let mut firsts: Vec<_> = ben.results.iter().take(2).map(|h| h.memory.id).collect();
+    firsts.sort_by_key(|id| id.to_string());
+    let mut expect = vec![ben_planted.id, ben_watered.id];
+    expect.sort_by_key(|id| id.to_string());
+    assert_eq!(firsts, expect);
+    assert!(ben.results.iter().all(|h| !h.parts.day_summary));
+    // Nor when the query names no day, or only turns are asked for.
+    assert!(inspect(&w, "ana", "tomatoes", 4).results.iter().all(|h| !h.parts.day_summary));
+    let mut turns_only = RecallRequest::new(scope("ana"), "What did we talk about on May 4th?", 4);
+    turns_only.strengthen = Some(false);
+    turns_only.kinds = vec![Kind::Turn];
+    assert!(w.engine.recall(turns_only).unwrap().results.iter().all(|h| h.memory.kind == Kind::Turn));
+
+    // An archived summary is not put first (the day's turns are).
+    w.engine.forget(&scope("ana"), summary.id, None).unwrap();
+    let response = inspect(&w, "ana", "What did we talk about on May 4th?", 4);
+    assert!(response.results.iter().all(|h| h.memory.id != summary.id && !h.parts.day_summary));
+    assert!([planted.id, watered.id].contains(&response.results[0].memory.id));
+}
+
+#[test]
+fn day_summaries_can_be_turned_off() {
+    let w = crate::world_with(membank_engine::EngineConfig { recall: membank_engine::RecallConfig { day_summaries: false, ..Default::default() }, ..Default::default() });
+    w.clock.set(at("2024-05-04T10:00:00Z"));
+    let planted = w.turn("ana", "I planted tomatoes in the garden");
+    let summary = summary_of(&w, &planted, "Ana planted tomatoes.");
+    w.clock.set(at("2024-05-10T10:00:00Z"));
+    let response = inspect(&w, "ana", "What did we talk about on May 4th?", 3);
+    assert!(response.results.iter().all(|h| !h.parts.day_summary));
+    assert_ne!(response.results[0].memory.id, summary.id);
+}
+
+#[test]
+fn feedback_and_day_diversity_keep_the_parts_adding_up() {
+    let config = membank_engine::RecallConfig { feedback_weight: 1.0, day_diversity: 0.5, ..Default::default() };
+    let w = crate::world_with(membank_engine::EngineConfig { recall: config, ..Default::default() });
+    w.clock.set(at("2024-05-04T09:00:00Z"));
+    let a1 = note_by(&w, "conv", "Ann", "I planted tomatoes in the garden");
+    let a2 = note_by(&w, "conv", "Bo", "the tomatoes in the garden need water");
+    let a3 = note_by(&w, "conv", "Ann", "tomatoes garden tomatoes");
+    w.clock.set(at("2024-05-09T09:00:00Z"));
+    let b1 = note_by(&w, "conv", "Bo", "the garden is full of weeds and tomatoes");
+    let response = inspect(&w, "conv", "tomatoes garden", 4);
+    assert_parts_add_up(&response);
+    assert!(response.results.iter().any(|h| h.parts.feedback > 0.0), "the feedback ranking took part");
+    // The other day's only line is not left behind three lines of May 4th.
+    let ids: Vec<_> = response.results.iter().map(|h| h.memory.id).collect();
+    assert!(ids.iter().position(|id| *id == b1.id).unwrap() <= 2, "{ids:?}");
+    assert!(response.results.iter().filter(|h| [a1.id, a2.id, a3.id].contains(&h.memory.id)).skip(1).all(|h| h.parts.diversity < 1.0));
+    let scores: Vec<f64> = response.results.iter().map(|h| h.score).collect();
+    assert!(scores.windows(2).all(|p| p[0] >= p[1]), "{scores:?}");
+}
+
+#[test]
+fn a_named_participant_is_boosted_not_searched_for() {
+    for speaker_query in [true, false] {
+        let w = crate::world_with(membank_engine::EngineConfig { recall: membank_engine::RecallConfig { speaker_query, ..Default::default() }, ..Default::default() });
+        let greeting = note_by(&w, "conv", "Melanie", "Hey Caroline! Missed you, Caroline.");
+        let said = note_by(&w, "conv", "Caroline", "I called the adoption agencies today");
+        let response = inspect(&w, "conv", "Which agencies did Caroline call?", 5);
+        let hit = |id| response.results.iter().find(|h| h.memory.id == id).unwrap();
+        // Searched for, the name matches the greeting's words; left out, only what she said matches.
+        assert_eq!(hit(greeting.id).lexical.is_some(), !speaker_query, "speaker_query = {speaker_query}");
+        assert_eq!(response.results[0].memory.id, said.id);
+        assert_eq!(hit(said.id).parts.speaker, 1.5, "the boost still ties the question to her");
+    }
 }

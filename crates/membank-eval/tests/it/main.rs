@@ -141,7 +141,7 @@ const LOCOMO: &str = r#"[{"sample_id": "conv-1", "conversation": {"speaker_a": "
 #[test]
 fn locomo_recall_is_averaged_per_question_and_category() {
     let f = fixture();
-    let run = locomo::LocomoRun { data: f.write("locomo.json", LOCOMO), ks: vec![1, 4] };
+    let run = locomo::LocomoRun { data: f.write("locomo.json", LOCOMO), ks: vec![1, 4], conversations: None };
     let report = locomo::run(&f.engine, &run, &quiet).unwrap();
     assert_eq!(report.n, 4);
     // 1 + 0.5 + 1 (unresolvable evidence dropped: no evidence counts 1) + 1 (no evidence).
@@ -180,7 +180,7 @@ fn longmemeval_follows_the_official_protocol() {
         // No user-side gold turn: skipped.
         lme_question("q4", &[("answer_e", "zebra", false)], "zebra?"),
     ]);
-    let run = longmemeval::LongMemEvalRun { data: f.write("lme.json", &data.to_string()), limit: None };
+    let run = longmemeval::LongMemEvalRun { data: f.write("lme.json", &data.to_string()), limit: None, half: None };
     let report = longmemeval::run(&f.engine, &run, &quiet).unwrap();
     assert_eq!((report.n, report.skipped), (2, 2));
     let session = &report.metrics.session;
@@ -198,7 +198,62 @@ fn longmemeval_follows_the_official_protocol() {
 #[test]
 fn missing_files_are_named() {
     let f = fixture();
-    let run = locomo::LocomoRun { data: Path::new("/nonexistent/locomo.json").to_path_buf(), ks: vec![5] };
+    let run = locomo::LocomoRun { data: Path::new("/nonexistent/locomo.json").to_path_buf(), ks: vec![5], conversations: None };
     let err = locomo::run(&f.engine, &run, &quiet).unwrap_err().to_string();
     assert!(err.contains("/nonexistent/locomo.json"), "{err}");
+}
+
+#[test]
+fn locomo_scores_only_the_chosen_conversations_and_imports_them_all() {
+    let f = fixture();
+    // Two conversations: the second is the first under another id, with one question.
+    let first: serde_json::Value = serde_json::from_str(LOCOMO).unwrap();
+    let mut second = first[0].clone();
+    second["sample_id"] = "conv-2".into();
+    second["qa"] = serde_json::json!([{"question": "copper tulip glacier?", "answer": "x", "evidence": ["D2:1"], "category": 2}]);
+    let data = f.write("locomo.json", &serde_json::json!([first[0], second]).to_string());
+    let run = |conversations: Option<&str>| locomo::run(&f.engine, &locomo::LocomoRun { data: data.clone(), ks: vec![1], conversations: conversations.map(|c| c.parse().unwrap()) }, &quiet);
+
+    let held = run(Some("1")).unwrap();
+    assert_eq!((held.n, held.import.users, held.conversations), (1, 2, Some([1, 1])), "both conversations imported, one scored");
+    assert!(held.questions.iter().all(|q| q.sample_id == "conv-2"));
+    assert_eq!(held.by_category.keys().collect::<Vec<_>>(), ["2"]);
+    let tune = run(Some("0-0")).unwrap();
+    assert_eq!(tune.n, 4);
+    assert!(tune.questions.iter().all(|q| q.sample_id == "conv-1"));
+    let all = run(None).unwrap();
+    assert_eq!((all.n, all.conversations), (5, None));
+    assert_eq!(serde_json::to_value(&held).unwrap()["conversations"], serde_json::json!([1, 1]));
+
+    for beyond in ["2", "1-5"] {
+        match run(Some(beyond)) {
+            Err(membank_eval::EvalError::Selection(reason)) => assert!(reason.contains("it has 2, positions 0-1"), "{reason}"),
+            other => panic!("{beyond}: expected a selection error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn longmemeval_halves_split_the_questions_by_position() {
+    let f = fixture();
+    let data = serde_json::json!([
+        lme_question("q1", &[("answer_a", "zebra violin harbor", true), ("f1", "quartz meadow lantern", false)], "zebra violin harbor?"),
+        lme_question("q2", &[("answer_b", "marble falcon prism", true), ("f2", "saffron kettle orbit", false)], "marble falcon prism?"),
+        lme_question("q3_abs", &[("answer_d", "zebra", true)], "zebra?"),
+    ]);
+    let path = f.write("lme.json", &data.to_string());
+    let run = |limit: Option<usize>, half: Option<&str>| longmemeval::run(&f.engine, &longmemeval::LongMemEvalRun { data: path.clone(), limit, half: half.map(|h| h.parse().unwrap()) }, &quiet);
+    // Three questions: the first half is q1 and q2, the second q3 (an abstention, skipped).
+    let first = run(None, Some("1")).unwrap();
+    assert_eq!((first.n, first.skipped, first.half), (2, 0, Some(1)));
+    let second = run(None, Some("2")).unwrap();
+    assert_eq!((second.n, second.skipped, second.half), (0, 1, Some(2)));
+    assert_eq!(second.import.users, 2, "every haystack is imported whichever half is asked");
+    let limited = run(Some(2), Some("2")).unwrap();
+    assert_eq!(limited.questions.iter().map(|q| q.question_id.as_str()).collect::<Vec<_>>(), ["q2"]);
+    match run(Some(1), Some("2")) {
+        Err(membank_eval::EvalError::Selection(reason)) => assert!(reason.contains("half 2") && reason.contains("there are 1 within the limit"), "{reason}"),
+        other => panic!("expected a selection error, got {other:?}"),
+    }
+    assert_eq!(run(None, None).unwrap().half, None);
 }
