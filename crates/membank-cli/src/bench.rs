@@ -30,7 +30,7 @@ use clap::builder::RangedU64ValueParser;
 use membank_engine::core::{ForgettingState, InvalidInput, Kind, ManualClock, Memory, MemoryId, Scope, Source, Status, TenantId, UserId};
 use membank_engine::{Engine, RecallRequest, SweepRequest};
 use membank_store::postgres::testing::{TestDatabase, with_database};
-use membank_store::{EmbeddingModel, ExportRow, ListQuery, NewMemory, PgStore, SqliteStore, Store, StoreError, UserImport};
+use membank_store::{EmbeddingModel, ExportRow, ListQuery, NewMemory, PgStore, SqliteStore, Store, StoreError, StoreOptions, UserImport};
 use serde::Serialize;
 
 use crate::commands::{Context, print_json};
@@ -82,10 +82,13 @@ pub enum BenchCommand {
     ///
     /// With --json: {"benchmark": "recall", "model", "k", "queries", "results": [{"memories",
     /// "built" (memories added to the cached database by this run), "total", "no_embed",
-    /// "dense", "bm25", "embed", "cache_bytes"}]}; "total" to "embed" are each {"p50_ms",
-    /// "p95_ms", "p99_ms"}: the engine's whole recall, search and fetch without embedding,
-    /// the dense scan alone, BM25 alone, and embedding the query alone; "cache_bytes" is
-    /// {"vectors", "terms"}: what the user's entries in the two search caches are charged.
+    /// "dense", "dense_exact", "dense_recall", "bm25", "embed", "cache_bytes"}]}; "total" to
+    /// "embed" are each {"p50_ms", "p95_ms", "p99_ms"}: the engine's whole recall, search
+    /// and fetch without embedding, the dense scan alone (top 50; 4-bit pre-screen from 20k
+    /// memories), the same scan with the proven-exact screening only, BM25 alone, and
+    /// embedding the query alone; "dense_recall" is the share of the exact scan's top 50 the
+    /// default scan returned; "cache_bytes" is {"vectors", "terms"}: what the user's entries
+    /// in the two search caches are charged.
     Recall {
         /// Store sizes, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000", value_parser = count(MAX_COUNT))]
@@ -104,7 +107,10 @@ pub enum BenchCommand {
     ///
     /// With a postgres:// --db, SQLite and PostgreSQL on the same data in the same run (the
     /// SQLite dataset copied into a database of that server, kept between runs), taking
-    /// turns at each level on the same queries; then ingestion on both (--ingest).
+    /// turns at each level on the same queries; then ingestion on both (--ingest). On
+    /// SQLite with the local model, the two query paths side by side instead: the default
+    /// (int8 query weights, micro-batched, as `serve` runs) and the reference (f32 weights,
+    /// each query alone), one server each, taking turns on the same queries.
     ///
     /// With --json: {"benchmark": "http", "model", "model_threads" (null for a remote
     /// embedder), "memories", "k", "results": [{"clients", "strengthen", "requests",
@@ -114,6 +120,10 @@ pub enum BenchCommand {
     /// SQLite's), "datasets": [{"backend", "location", "added" (memories this run built or
     /// copied), "seconds", "memories_per_second"}] and "ingest": [{"backend", "path"
     /// ("remember" | "insert"), "memories", "seconds", "memories_per_second", "latency"}].
+    /// On SQLite with the local model each result has "query_path" ("int8-batched" |
+    /// "f32"; "f32-batched" when --query-precision f32 is configured) and the report
+    /// "path_ratios": [{"clients", "strengthen", "p50", "p95"}] (the f32 path's over the
+    /// default's).
     Http(crate::bench_http::HttpArgs),
     /// Sweep time over many users.
     ///
@@ -345,7 +355,7 @@ fn embed(ctx: &Context, texts: Vec<String>, source: String, threads: &[usize], r
     }
     for &t in threads {
         let choice = match &ctx.embedder {
-            EmbedderChoice::Local { dir, expect, .. } => EmbedderChoice::Local { dir: dir.clone(), expect: *expect, threads: t },
+            EmbedderChoice::Local { dir, expect, query_precision, .. } => EmbedderChoice::Local { dir: dir.clone(), expect: *expect, threads: t, query_precision: *query_precision },
             other => other.clone(),
         };
         let embedder = choice.load()?;
@@ -398,8 +408,14 @@ pub struct RecallResult {
     pub total: Latency,
     /// Dense search, BM25 and fetching the top rows, without embedding.
     pub no_embed: Latency,
-    /// The dense scan alone.
+    /// The dense scan alone (the default screening: 4-bit first for large users).
     pub dense: Latency,
+    /// The dense scan with the proven-exact screening only (`DenseScreen::Exact`), on a
+    /// second handle of the same file.
+    pub dense_exact: Latency,
+    /// Of the exact scan's top 50 per query, the share the default scan returned too (1.0:
+    /// the same rows; scores are always exact).
+    pub dense_recall: f64,
     /// BM25 alone.
     pub bm25: Latency,
     /// Embedding the query alone.
@@ -427,7 +443,7 @@ fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Pat
     let mut report = RecallReport { benchmark: "recall", model: model.id.clone(), k, queries: questions.len(), results: Vec::new() };
     if !ctx.cli_json {
         println!("recall latency, one user, k = {k}, {} queries per size, strengthening off (read path only)", questions.len());
-        println!("{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>11} {:>11} {:>11} {:>11}", "memories", "p50 total", "p95 total", "p50 no-embed", "p95 no-embed", "p50 dense", "p50 BM25", "p50 embed", "cache vec", "cache BM25");
+        println!("{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>13} {:>12} {:>11} {:>11} {:>11} {:>11}", "memories", "p50 total", "p95 total", "p50 no-embed", "p95 no-embed", "p50 dense", "dense exact", "dense recall", "p50 BM25", "p50 embed", "cache vec", "cache BM25");
     }
     for &size in sizes {
         let path = dir.join(format!("recall-v2-{size}-{}.db", model.id.replace('/', "_")));
@@ -440,6 +456,7 @@ fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Pat
             fill(store.as_ref(), &scope, &model, embedder.as_ref(), &corpus, have, size)?;
             eprintln!("built {built} memories in {:.1}s", start.elapsed().as_secs_f64());
         }
+        let exact_store = SqliteStore::open_with(&path, StoreOptions { dense_screen: membank_store::DenseScreen::Exact, ..ctx.store_options() })?;
         let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
         let engine = Engine::new(store.clone(), embedder.clone(), clock, Default::default())?;
         // Embedded as queries, as recall does (e5 puts `query: ` before a query).
@@ -458,6 +475,8 @@ fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Pat
         let mut warm = RecallRequest::new(scope.clone(), questions[0].clone(), k);
         warm.strengthen = Some(false);
         engine.recall(warm)?;
+        exact_store.dense_search(&scope, &model, &vectors[0], &Default::default(), 50)?;
+        let (mut dense_exact, mut found, mut wanted) = (Vec::new(), 0usize, 0usize);
         let mut total = Vec::new();
         let mut search_only = Vec::new();
         let (mut dense_only, mut lexical_only) = (Vec::new(), Vec::new());
@@ -477,6 +496,11 @@ fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Pat
             let ids: Vec<MemoryId> = dense.iter().chain(&lexical).map(|h| h.id).collect();
             store.get_many(&scope, &ids[..ids.len().min(k)])?;
             search_only.push(start.elapsed());
+            let start = Instant::now();
+            let exact = exact_store.dense_search(&scope, &model, vector, &filter, 50)?;
+            dense_exact.push(start.elapsed());
+            wanted += exact.len();
+            found += exact.iter().filter(|e| dense.iter().any(|d| d.id == e.id)).count();
         }
         let row = RecallResult {
             memories: size,
@@ -484,6 +508,8 @@ fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Pat
             total: Latency::of(&mut total),
             no_embed: Latency::of(&mut search_only),
             dense: Latency::of(&mut dense_only),
+            dense_exact: Latency::of(&mut dense_exact),
+            dense_recall: if wanted == 0 { 1.0 } else { found as f64 / wanted as f64 },
             bm25: Latency::of(&mut lexical_only),
             embed: Latency::of(&mut embed_only),
             cache_bytes: {
@@ -495,13 +521,15 @@ fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Pat
             let ms = |ms: f64| format!("{ms:.2} ms");
             let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0));
             println!(
-                "{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>11} {:>11} {:>11} {:>11}",
+                "{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>13} {:>12.4} {:>11} {:>11} {:>11} {:>11}",
                 size,
                 ms(row.total.p50_ms),
                 ms(row.total.p95_ms),
                 ms(row.no_embed.p50_ms),
                 ms(row.no_embed.p95_ms),
                 ms(row.dense.p50_ms),
+                ms(row.dense_exact.p50_ms),
+                row.dense_recall,
                 ms(row.bm25.p50_ms),
                 ms(row.embed.p50_ms),
                 mib(row.cache_bytes.vectors),

@@ -259,7 +259,7 @@ fn measure(ctx: &Context, args: &CacheArgs, postgres: Option<&str>) -> Result<Ca
     };
     // One user alone, with no limit: what its entries cost.
     let per_user_bytes = {
-        let alone = open(StoreOptions { cache_budget: None })?;
+        let alone = open(StoreOptions { cache_budget: None, ..Default::default() })?;
         search(alone.as_ref(), 0, 0)?;
         let stats = alone.cache_stats();
         PerUserBytes { vectors: stats.vectors.bytes, terms: stats.terms.bytes }
@@ -325,7 +325,7 @@ fn compare(ctx: &Context, args: &CacheArgs, url: &str) -> Result<CacheComparison
         (model, path, sqlite)
     };
     let postgres = {
-        let source = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(0) })?;
+        let source = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(0), ..Default::default() })?;
         let first = first_memory(&source, &user_scope(0)?)?.context("the SQLite dataset has no memory")?;
         let dataset = pg_dataset(url, &args.dir, &pg_key(args, &model), &first.to_string())?;
         let scopes = (0..args.users).map(user_scope).collect::<Result<Vec<_>>>()?;
@@ -452,7 +452,7 @@ fn build(path: &Path, args: &CacheArgs, model: &EmbeddingModel, embedder: &dyn m
         bar.update("embedding", base.len(), corpus.len());
     }
     {
-        let store = SqliteStore::open_with(&partial, StoreOptions { cache_budget: Some(0) })?;
+        let store = SqliteStore::open_with(&partial, StoreOptions { cache_budget: Some(0), ..Default::default() })?;
         let start_day = chrono::Utc::now() - chrono::Duration::days(365);
         let n = corpus.len();
         for u in 0..args.users {

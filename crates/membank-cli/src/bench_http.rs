@@ -19,6 +19,11 @@
 //! temporary database dropped at the end), one memory per call, the two interleaved: the
 //! engine's `remember` (query embedding included) and the store's `insert` alone with
 //! vectors computed beforehand.
+//!
+//! On SQLite alone it measures the two query paths side by side instead, on the same
+//! store: the default one (queries embedded with the int8 weights and micro-batched, as
+//! `serve` does) and the reference one (f32 weights, each query alone), one server each,
+//! taking turns in the same four blocks, so the ratio of the two is clear.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -96,6 +101,10 @@ pub struct HttpReport {
     /// With PostgreSQL: PostgreSQL's latency over SQLite's, per concurrency and mode.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratios: Option<Vec<HttpRatio>>,
+    /// With SQLite alone and a local model: the f32 path's latency over the default
+    /// path's (int8 weights, micro-batched), per concurrency and mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_ratios: Option<Vec<HttpRatio>>,
     /// With PostgreSQL: where each backend's dataset is and what this run added to it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub datasets: Option<Vec<Dataset>>,
@@ -111,6 +120,10 @@ pub struct HttpResult {
     /// With PostgreSQL: `"sqlite"` or `"postgres"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<&'static str>,
+    /// With SQLite alone and a local model: `"int8-batched"` (the default: int8 weights,
+    /// queries micro-batched) or `"f32"` (the reference: f32 weights, each query alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query_path: Option<&'static str>,
     /// Concurrent clients, each on one keep-alive connection.
     pub clients: usize,
     /// Whether the recalls strengthened what they returned.
@@ -123,16 +136,17 @@ pub struct HttpResult {
     pub recalls_per_second: f64,
 }
 
-/// PostgreSQL over SQLite at one concurrency level.
+/// The second server's latency over the first's at one concurrency level: PostgreSQL over
+/// SQLite, or the f32 query path over the default one.
 #[derive(Debug, Serialize)]
 pub struct HttpRatio {
     /// Concurrent clients.
     pub clients: usize,
     /// Whether the recalls strengthened what they returned.
     pub strengthen: bool,
-    /// p50 on PostgreSQL / p50 on SQLite.
+    /// p50 of the second (PostgreSQL; f32) / p50 of the first (SQLite; default path).
     pub p50: f64,
-    /// p95 on PostgreSQL / p95 on SQLite.
+    /// The same for p95.
     pub p95: f64,
 }
 
@@ -154,10 +168,16 @@ pub struct IngestResult {
     pub latency: Latency,
 }
 
+/// What one server of the benchmark runs: its backend's label, its query path's label,
+/// the store, and the embedder its recalls embed queries with.
+type ServerSpec = (Option<&'static str>, Option<&'static str>, Arc<dyn Backend>, Arc<dyn membank_embed::Embedder>);
+
 /// A server of the benchmark, serving one backend on loopback.
 struct Target {
     /// With PostgreSQL: which backend it serves.
     backend: Option<&'static str>,
+    /// Without: which query path it embeds with.
+    query_path: Option<&'static str>,
     addr: SocketAddr,
 }
 
@@ -200,12 +220,21 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<HttpReport> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let mut servers = Vec::new();
     let mut targets = Vec::new();
-    let backends: Vec<(Option<&'static str>, Arc<dyn Backend>)> = match &postgres {
-        Some((_, pg, _)) => vec![(Some("sqlite"), store.clone() as Arc<dyn Backend>), (Some("postgres"), pg.clone() as Arc<dyn Backend>)],
-        None => vec![(None, store.clone() as Arc<dyn Backend>)],
+    // What `serve` embeds queries with: the configured model behind the micro-batcher.
+    let batched: Arc<dyn membank_embed::Embedder> = Arc::new(membank_embed::BatchingEmbedder::new(embedder.clone(), membank_embed::BatchOptions::default())?);
+    let backends: Vec<ServerSpec> = match (&postgres, &ctx.embedder) {
+        (Some((_, pg, _)), _) => vec![(Some("sqlite"), None, store.clone() as Arc<dyn Backend>, batched.clone()), (Some("postgres"), None, pg.clone() as Arc<dyn Backend>, batched.clone())],
+        // The reference path beside the default one: the same model with f32 query weights,
+        // each query alone.
+        (None, crate::embedder::EmbedderChoice::Local { dir, expect, threads, .. }) => {
+            let reference = crate::embedder::EmbedderChoice::Local { dir: dir.clone(), expect: *expect, threads: *threads, query_precision: membank_embed::QueryPrecision::F32 }.load()?;
+            let default_path = if matches!(ctx.embedder, crate::embedder::EmbedderChoice::Local { query_precision: membank_embed::QueryPrecision::F32, .. }) { "f32-batched" } else { "int8-batched" };
+            vec![(None, Some(default_path), store.clone() as Arc<dyn Backend>, batched.clone()), (None, Some("f32"), store.clone() as Arc<dyn Backend>, reference)]
+        }
+        (None, _) => vec![(None, None, store.clone() as Arc<dyn Backend>, batched.clone())],
     };
-    for (backend, backend_store) in backends {
-        let engine = Arc::new(Engine::new(backend_store.clone(), embedder.clone(), Arc::new(SystemClock), ctx.engine_config.clone())?);
+    for (backend, query_path, backend_store, embedder) in backends {
+        let engine = Arc::new(Engine::new(backend_store.clone(), embedder, Arc::new(SystemClock), ctx.engine_config.clone())?);
         let mut config = ServerConfig::new(TenantId::default_tenant(), AuthMode::LoopbackOpen);
         // The bench measures recall, not a maintenance cycle archiving its memories mid-run.
         config.maintenance.enabled = false;
@@ -218,7 +247,7 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<HttpReport> {
             let _ = stopped.await;
         }));
         servers.push((stop, server));
-        targets.push(Target { backend, addr });
+        targets.push(Target { backend, query_path, addr });
     }
     let measured = measure(ctx, &args, &model, &targets, &questions);
     // Every server is stopped, whether the measurement succeeded or not.
@@ -262,12 +291,16 @@ fn measure(ctx: &Context, args: &HttpArgs, model: &EmbeddingModel, targets: &[Ta
         _ => None,
     };
     let both = targets.len() > 1;
-    let mut report = HttpReport { benchmark: "http", model: model.id.clone(), model_threads, memories: args.memories, k: args.k, results: Vec::new(), ratios: both.then(Vec::new), datasets: None, ingest: None };
+    let backends = targets.iter().any(|t| t.backend.is_some());
+    let mut report = HttpReport { benchmark: "http", model: model.id.clone(), model_threads, memories: args.memories, k: args.k, results: Vec::new(), ratios: (both && backends).then(Vec::new), path_ratios: (both && !backends).then(Vec::new), datasets: None, ingest: None };
     if !ctx.cli_json {
         println!("recall over HTTP on loopback: one user with {} memories, k = {}, query embedding included ({} threads for the model)", args.memories, args.k, model_threads.map_or("remote".into(), |t| t.to_string()));
-        if both {
+        if both && backends {
             println!("SQLite and PostgreSQL (the same memories, vectors and times), one server each; at each level the backends take turns (SQLite, PostgreSQL, PostgreSQL, SQLite) on the same queries");
             println!("{:>8} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10} {:>12} {:>14}", "clients", "strengthen", "backend", "requests", "p50", "p95", "p99", "recalls/s", "p50 pg/sqlite");
+        } else if both {
+            println!("two query paths on the same store, one server each, taking turns (default, f32, f32, default) on the same queries: the default (int8 query weights, micro-batched) and the reference (f32 weights, each query alone)");
+            println!("{:>8} {:>12} {:>13} {:>9} {:>10} {:>10} {:>10} {:>12} {:>12}", "clients", "strengthen", "query path", "requests", "p50", "p95", "p99", "recalls/s", "p50 f32/int8");
         } else {
             println!("{:>8} {:>12} {:>9} {:>10} {:>10} {:>10} {:>12}", "clients", "strengthen", "requests", "p50", "p95", "p99", "recalls/s");
         }
@@ -290,7 +323,7 @@ fn measure(ctx: &Context, args: &HttpArgs, model: &EmbeddingModel, targets: &[Ta
             let rows: Vec<HttpResult> = targets
                 .iter()
                 .zip(times.iter_mut().zip(&wall))
-                .map(|(target, (times, wall))| HttpResult { backend: target.backend, clients, strengthen, requests: times.len(), latency: Latency::of(times), recalls_per_second: times.len() as f64 / wall })
+                .map(|(target, (times, wall))| HttpResult { backend: target.backend, query_path: target.query_path, clients, strengthen, requests: times.len(), latency: Latency::of(times), recalls_per_second: times.len() as f64 / wall })
                 .collect();
             let ratio = both.then(|| HttpRatio { clients, strengthen, p50: rows[1].latency.p50_ms / rows[0].latency.p50_ms, p95: rows[1].latency.p95_ms / rows[0].latency.p95_ms });
             if !ctx.cli_json {
@@ -298,18 +331,26 @@ fn measure(ctx: &Context, args: &HttpArgs, model: &EmbeddingModel, targets: &[Ta
                 for row in &rows {
                     let common = format!("{:>8} {:>12}", clients, if strengthen { "yes" } else { "no" });
                     let numbers = format!("{:>10} {:>10} {:>10} {:>12.1}", ms(row.latency.p50_ms), ms(row.latency.p95_ms), ms(row.latency.p99_ms), row.recalls_per_second);
-                    match (row.backend, &ratio) {
-                        (Some(backend), Some(ratio)) => {
+                    match (row.backend, row.query_path, &ratio) {
+                        (Some(backend), _, Some(ratio)) => {
                             let versus = if backend == "postgres" { format!("{:.2}x", ratio.p50) } else { String::new() };
                             println!("{common} {backend:>9} {:>9} {numbers} {versus:>14}", row.requests);
+                        }
+                        (None, Some(path), Some(ratio)) => {
+                            let versus = if path == "f32" { format!("{:.2}x", ratio.p50) } else { String::new() };
+                            println!("{common} {path:>13} {:>9} {numbers} {versus:>12}", row.requests);
                         }
                         _ => println!("{common} {:>9} {numbers}", row.requests),
                     }
                 }
             }
             report.results.extend(rows);
-            if let (Some(ratios), Some(ratio)) = (report.ratios.as_mut(), ratio) {
-                ratios.push(ratio);
+            if let Some(ratio) = ratio {
+                if let Some(ratios) = report.ratios.as_mut() {
+                    ratios.push(ratio);
+                } else if let Some(ratios) = report.path_ratios.as_mut() {
+                    ratios.push(ratio);
+                }
             }
         }
     }

@@ -337,6 +337,9 @@ pub struct Context {
     pub embedder: EmbedderChoice,
     /// Whether the local model directory was given (flag, env or file) rather than defaulted.
     pub model_dir_configured: bool,
+    /// No local model named and no directory given: each store gets the model its own
+    /// vectors, or its first memories' writing, call for (`embedder::LazyEmbedder::auto`).
+    pub auto_model: bool,
     pub engine_config: membank_engine::EngineConfig,
     pub llm: crate::llm_config::LlmSettings,
     /// `[maintenance]`: background cycles of `serve`.
@@ -367,6 +370,10 @@ impl Context {
                         .map_or_else(membank_embed::fetch::default_model_dir, membank_embed::fetch::default_dir_for)
                 }),
                 threads: e.threads.or(file.embedding.threads).unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).clamp(1, 64),
+                query_precision: match e.query_precision.as_deref().or(file.embedding.query_precision.as_deref()) {
+                    Some(name) => membank_embed::QueryPrecision::from_name(name).map_err(UsageError)?,
+                    None => membank_embed::QueryPrecision::default(),
+                },
             },
             "openai" => {
                 let base_url = e.embed_base_url.clone().or_else(|| file.embedding.base_url.clone()).ok_or_else(|| anyhow!("the openai embedder needs a base URL: --embed-base-url or MEMBANK_EMBED_BASE_URL"))?;
@@ -383,12 +390,13 @@ impl Context {
         let maintenance = config::maintenance(&file)?;
         let local_model_given = e.local_model.clone().or_else(|| file.embedding.local_model.clone());
         let cache_mb = config::cache_mb(&file, cli.cache_mb)?;
-        Ok(Self { cli_json: cli.json, db, db_given, config_path: cli.config.clone(), local_model_given, tenant, embedder, model_dir_configured, engine_config, llm, maintenance, cache_mb })
+        let auto_model = provider == "local" && local_model_given.is_none() && !model_dir_configured;
+        Ok(Self { cli_json: cli.json, db, db_given, config_path: cli.config.clone(), local_model_given, tenant, embedder, model_dir_configured, auto_model, engine_config, llm, maintenance, cache_mb })
     }
 
     /// How every store this command opens is opened (its cache budget).
     pub fn store_options(&self) -> StoreOptions {
-        StoreOptions { cache_budget: Some(self.cache_mb << 20) }
+        StoreOptions { cache_budget: Some(self.cache_mb << 20), ..Default::default() }
     }
 
     /// Opens the configured database: a SQLite file (created with its directory when
@@ -456,8 +464,19 @@ impl Context {
 
     pub fn engine(&self) -> Result<Engine> {
         let store = self.open_store()?;
-        let embedder = Arc::new(LazyEmbedder::one_shot(self.embedder.clone()));
-        Ok(Engine::new(store, embedder, Arc::new(SystemClock), self.engine_config.clone())?)
+        let embedder = Arc::new(self.lazy_embedder(store.clone(), true));
+        Ok(Engine::new(store, embedder, Arc::new(SystemClock), self.engine_config.clone())?.with_switch_advice(crate::language::switch_advice(self)))
+    }
+
+    /// The configured embedder for `store`, loaded on first use: the named model, or the
+    /// automatic choice per store when none is named. `one_shot` for a command that runs
+    /// once (a failed load is its error, not a retried log line).
+    pub fn lazy_embedder(&self, store: Arc<dyn Backend>, one_shot: bool) -> LazyEmbedder {
+        match &self.embedder {
+            local @ EmbedderChoice::Local { .. } if self.auto_model => LazyEmbedder::auto(store, local, one_shot),
+            choice if one_shot => LazyEmbedder::one_shot(choice.clone()),
+            choice => LazyEmbedder::new(choice.clone()),
+        }
     }
 
     /// The engine with the configured LLM if there is one (maintenance fuses and resolves
@@ -576,6 +595,25 @@ fn with_hint(err: anyhow::Error, ctx: &Context) -> anyhow::Error {
     let flags = ctx.model_flags();
     if missing_model && !flags.is_empty() {
         return err.context(Hint(format!("with your flags: membank models fetch{flags}")));
+    }
+    // Chosen automatically: the error's own advice fetches the default model; name the one
+    // this store needs.
+    let missing_dir = err.chain().find_map(|cause| match cause.downcast_ref::<membank_embed::EmbedError>().or_else(|| match cause.downcast_ref::<EngineError>() {
+        Some(EngineError::Embed(e)) => Some(e),
+        _ => None,
+    }) {
+        Some(membank_embed::EmbedError::ModelMissing { dir, .. }) => Some(dir.clone()),
+        _ => None,
+    });
+    if ctx.auto_model
+        && let Some(dir) = missing_dir
+        && let Some(model) = membank_embed::KnownModel::ALL.into_iter().find(|m| membank_embed::fetch::default_dir_for(*m) == dir)
+    {
+        return err.context(Hint(format!(
+            "no model is named, so this store uses {} (the model of its vectors, or the one the writing of its first memories needs); fetch it with: membank models fetch --model {}{flags}",
+            model.name(),
+            model.name()
+        )));
     }
     err
 }
@@ -810,7 +848,7 @@ fn local_model(name: Option<&str>) -> Result<Option<membank_embed::KnownModel>> 
 }
 
 fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
-    let EmbedderChoice::Local { dir, expect, threads } = &ctx.embedder else {
+    let EmbedderChoice::Local { dir, expect, threads, .. } = &ctx.embedder else {
         bail!("the configured embedder is remote (openai); there is no local model to manage");
     };
     match command {
@@ -841,7 +879,7 @@ fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
             }
         }
         ModelsCommand::Status => {
-            let loaded = membank_embed::LocalEmbedder::open(dir, membank_embed::LocalOptions { threads: *threads });
+            let loaded = membank_embed::LocalEmbedder::open(dir, membank_embed::LocalOptions { threads: *threads, ..Default::default() });
             let (ok, message) = match &loaded {
                 Ok(e) => (true, format!("{} ({} dimensions) loads from {}", membank_embed::Embedder::model_id(e), membank_embed::Embedder::dim(e), dir.display())),
                 Err(err) => (false, err.to_string()),
@@ -865,7 +903,7 @@ fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
                 println!("{message}");
                 for (model, model_dir, present, in_use) in &known {
                     let state = if *present { "present" } else { "not fetched" };
-                    let role = if *in_use { "in use" } else { "available with --local-model" };
+                    let role = if ctx.auto_model { "chosen per store" } else if *in_use { "in use" } else { "available with --local-model" };
                     let fetch = if *present { String::new() } else { format!("; fetch it with `membank models fetch --model {}{}`", model.name(), if *in_use { ctx.model_flags() } else { String::new() }) };
                     println!("  {:<22} {state:<11} {role:<30} {}{fetch}", model.name(), model_dir.display());
                 }

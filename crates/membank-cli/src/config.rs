@@ -171,6 +171,8 @@ pub struct EmbeddingFile {
     pub local_model: Option<String>,
     /// Threads of the local model.
     pub threads: Option<usize>,
+    /// Weights of the local model for search queries: `int8` (default) or `f32`.
+    pub query_precision: Option<String>,
     /// OpenAI-compatible base URL, e.g. `http://localhost:11434/v1`.
     pub base_url: Option<String>,
     /// Remote model name.
@@ -269,6 +271,22 @@ pub struct RecallFile {
     pub dense_weight: Option<f64>,
     /// Fusion weight of the lexical (BM25) list.
     pub lexical_weight: Option<f64>,
+    /// Fusion weight of the feedback ranking (the query moved towards its first
+    /// results' vectors and searched again; 0: off).
+    pub feedback_weight: Option<f64>,
+    /// How many first results the feedback learns from (1 to 50).
+    pub feedback_depth: Option<usize>,
+    /// How far the feedback moves the query towards their mean vector.
+    pub feedback_alpha: Option<f64>,
+    /// Score factor `1 − day_diversity` per hit of the same day ranked above (0: off; below 1).
+    pub day_diversity: Option<f64>,
+    /// Put the summary of a day the query names first.
+    pub day_summaries: Option<bool>,
+    /// Search without the names of the participants a query names.
+    pub speaker_query: Option<bool>,
+    /// With an LLM configured: fusion weight of the question rewritten by the model into
+    /// search queries (0: off).
+    pub query_rewrite_weight: Option<f64>,
 }
 
 /// Reads the file named by `explicit` (must exist) or the default location (may be absent).
@@ -320,6 +338,25 @@ pub fn engine_config(file: &FileConfig, policy_name: Option<&str>, mode: Option<
     if let Some(weight) = file.recall.weight_by_retention {
         recall.weight_by_retention = weight;
     }
+    if let Some(on) = file.recall.day_summaries {
+        recall.day_summaries = on;
+    }
+    if let Some(on) = file.recall.speaker_query {
+        recall.speaker_query = on;
+    }
+    if let Some(depth) = file.recall.feedback_depth {
+        if !(1..=50).contains(&depth) {
+            bail!("recall.feedback_depth must be between 1 and 50");
+        }
+        recall.feedback_depth = depth;
+    }
+    if let Some(diversity) = file.recall.day_diversity {
+        // 1 would zero every later hit of a day, and their order with it.
+        if !(0.0..1.0).contains(&diversity) {
+            bail!("recall.day_diversity must be at least 0 and below 1");
+        }
+        recall.day_diversity = diversity;
+    }
     for (value, field, name) in [
         (file.recall.exact_time_weight, &mut recall.exact_time_weight, "exact_time_weight"),
         (file.recall.fuzzy_time_weight, &mut recall.fuzzy_time_weight, "fuzzy_time_weight"),
@@ -328,6 +365,9 @@ pub fn engine_config(file: &FileConfig, policy_name: Option<&str>, mode: Option<
         (file.recall.speaker_weight, &mut recall.speaker_weight, "speaker_weight"),
         (file.recall.dense_weight, &mut recall.dense_weight, "dense_weight"),
         (file.recall.lexical_weight, &mut recall.lexical_weight, "lexical_weight"),
+        (file.recall.feedback_weight, &mut recall.feedback_weight, "feedback_weight"),
+        (file.recall.feedback_alpha, &mut recall.feedback_alpha, "feedback_alpha"),
+        (file.recall.query_rewrite_weight, &mut recall.query_rewrite_weight, "query_rewrite_weight"),
     ] {
         if let Some(value) = value {
             if !(0.0..=100.0).contains(&value) {

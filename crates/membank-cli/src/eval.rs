@@ -2,7 +2,9 @@
 //! database, runs a benchmark through `membank-eval`, prints a table, or with `--json`
 //! the report object. Questions asked but not scored are counted, with the reason, in text
 //! and JSON (MemoryBank: `asked`, `skipped`, `skipped_by_reason`; LongMemEval: `skipped`);
-//! LoCoMo scores every question.
+//! LoCoMo scores every question. `--conversations` (LoCoMo) and `--half` (LongMemEval)
+//! score only the tuning or the held-apart half (`membank_eval::selection`); a malformed
+//! value or one the data file does not have is a usage error (exit 2).
 //!
 //! The database is cached under `<cache dir>/membank/eval/`, keyed by the SHA-256 of the
 //! data files, the embedding model and the import format version, so a second run skips the import; `--eval-db`
@@ -18,11 +20,12 @@ use clap::{Args, Subcommand};
 use membank_engine::core::SystemClock;
 use membank_engine::{Embedder, Engine};
 use membank_eval::memorybank::Lang;
-use membank_eval::{CachingEmbedder, locomo, longmemeval, memorybank};
+use membank_eval::selection::{Conversations, Half};
+use membank_eval::{CachingEmbedder, EvalError, locomo, longmemeval, memorybank};
 use membank_store::SqliteStore;
 use sha2::{Digest, Sha256};
 
-use crate::commands::{Context, print_json};
+use crate::commands::{Context, UsageError, print_json};
 use crate::embedder::LazyEmbedder;
 use crate::progress::Bar;
 
@@ -69,6 +72,11 @@ pub enum EvalCommand {
         /// Cut-offs, comma-separated.
         #[arg(long, default_value = "5,10,25,50")]
         k: String,
+        /// Score only these conversations, by position in the file from 0: `0-4` is the
+        /// half to tune recall on, `5-9` the half held apart to report; one number scores
+        /// one conversation. Every conversation is still imported.
+        #[arg(long, value_name = "FIRST-LAST", value_parser = clap::value_parser!(Conversations))]
+        conversations: Option<Conversations>,
         /// Database choice.
         #[command(flatten)]
         db: EvalDb,
@@ -81,6 +89,12 @@ pub enum EvalCommand {
         /// Only the first N questions.
         #[arg(long)]
         limit: Option<usize>,
+        /// Score only half of the questions, by position in the file (after --limit):
+        /// 1, the first half, to tune recall on; 2, the second, held apart to report.
+        /// Every haystack is still imported. The halves differ in question types (most
+        /// temporal-reasoning questions are in the second), so compare a half with itself.
+        #[arg(long, value_name = "1|2", value_parser = clap::value_parser!(Half))]
+        half: Option<Half>,
         /// Database choice.
         #[command(flatten)]
         db: EvalDb,
@@ -117,7 +131,8 @@ fn fingerprint(files: &[&Path], model: &str) -> Result<String> {
 /// Opens the evaluation engine: the chosen or cached database, the configured embedder
 /// behind a content-hash cache.
 fn engine(ctx: &Context, db: &EvalDb, name: &str, files: &[&Path], scratch: &mut Option<tempfile::TempDir>) -> Result<Engine> {
-    let inner: Arc<dyn Embedder> = Arc::new(LazyEmbedder::new(ctx.embedder.clone()));
+    // With no model named, the model the data's writing calls for (crate::language).
+    let inner: Arc<dyn Embedder> = Arc::new(LazyEmbedder::new(crate::language::choice_for_files(ctx, files)));
     let model = inner.model_id().to_string();
     let path = match (&db.eval_db, db.fresh) {
         (Some(path), _) => path.clone(),
@@ -166,6 +181,15 @@ fn print_skipped(report: &memorybank::MemoryBankReport) {
     }
 }
 
+/// A selection the data file does not have is a usage error (exit 2), like a malformed
+/// one that the argument parser refuses; every other error keeps its own exit code.
+fn selection_usage(err: EvalError, flag: &str) -> anyhow::Error {
+    match err {
+        EvalError::Selection(reason) => UsageError(format!("{flag}: {reason}")).into(),
+        other => other.into(),
+    }
+}
+
 /// Runs `eval`.
 pub fn run(ctx: &Context, command: EvalCommand) -> Result<()> {
     let bar = Bar::new();
@@ -206,10 +230,10 @@ pub fn run(ctx: &Context, command: EvalCommand) -> Result<()> {
             table(&format!("MemoryBank ({}), gold {}: {} of {} questions scored", lang.as_str(), gold.display(), report.n, report.asked), &columns, &rows);
             print_skipped(&report);
         }
-        EvalCommand::Locomo { data, k, db } => {
+        EvalCommand::Locomo { data, k, conversations, db } => {
             let ks = parse_ks(&k)?;
             let engine = engine(ctx, &db, "locomo", &[&data], &mut scratch)?;
-            let report = locomo::run(&engine, &locomo::LocomoRun { data, ks: ks.clone() }, &progress)?;
+            let report = locomo::run(&engine, &locomo::LocomoRun { data, ks: ks.clone(), conversations }, &progress).map_err(|e| selection_usage(e, "--conversations"))?;
             bar.finish();
             if ctx.cli_json {
                 return print_json(&report);
@@ -220,11 +244,12 @@ pub fn run(ctx: &Context, command: EvalCommand) -> Result<()> {
             let names = BTreeMap::from([("1", "multi-hop"), ("2", "temporal"), ("3", "open-domain"), ("4", "single-hop"), ("5", "adversarial")]);
             let mut rows = vec![("overall".to_string(), &overall)];
             rows.extend(report.by_category.iter().map(|(c, m)| (format!("{c} {}", names.get(c.as_str()).unwrap_or(&"")), m)));
-            table("LoCoMo evidence recall (category codes as in the data)", &columns, &rows);
+            let which = conversations.map_or_else(String::new, |c| format!(", conversations {c}"));
+            table(&format!("LoCoMo evidence recall (category codes as in the data{which})"), &columns, &rows);
         }
-        EvalCommand::Longmemeval { data, limit, db } => {
+        EvalCommand::Longmemeval { data, limit, half, db } => {
             let engine = engine(ctx, &db, "longmemeval", &[&data], &mut scratch)?;
-            let report = longmemeval::run(&engine, &longmemeval::LongMemEvalRun { data, limit }, &progress)?;
+            let report = longmemeval::run(&engine, &longmemeval::LongMemEvalRun { data, limit, half }, &progress).map_err(|e| selection_usage(e, "--half"))?;
             bar.finish();
             if ctx.cli_json {
                 return print_json(&report);
@@ -235,7 +260,8 @@ pub fn run(ctx: &Context, command: EvalCommand) -> Result<()> {
                 overall.insert("n".into(), report.n as f64);
                 let mut rows = vec![("all".to_string(), &overall)];
                 rows.extend(report.by_type.iter().map(|(t, l)| (t.clone(), if pick == 0 { &l.session } else { &l.turn })));
-                table(&format!("LongMemEval, {level} level ({} skipped: abstention or no gold user turn)", report.skipped), &columns, &rows);
+                let which = half.map_or_else(String::new, |h| format!(", half {} of the questions", h.number()));
+                table(&format!("LongMemEval, {level} level{which} ({} skipped: abstention or no gold user turn)", report.skipped), &columns, &rows);
                 println!();
             }
         }

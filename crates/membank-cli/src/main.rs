@@ -16,6 +16,7 @@ mod embedder;
 mod llm_config;
 mod eval;
 mod import;
+mod language;
 mod migrate;
 mod progress;
 mod render;
@@ -75,13 +76,21 @@ pub struct EmbeddingArgs {
     /// Local model directory (default: <data dir>/membank/models/<local model>).
     #[arg(long, global = true, env = "MEMBANK_MODEL_DIR")]
     pub model_dir: Option<PathBuf>,
-    /// Local model: all-MiniLM-L6-v2 (default, English) or multilingual-e5-small (Chinese and
-    /// about 100 other languages).
+    /// Local model: all-MiniLM-L6-v2 (English) or multilingual-e5-small (Chinese and about
+    /// 100 other languages). Default: a store keeps the model of its vectors; a new store
+    /// gets multilingual-e5-small when its first memories are written mostly in scripts
+    /// other than Latin (Chinese, Japanese, Korean, Cyrillic, Arabic, …), else
+    /// all-MiniLM-L6-v2. Latin-script languages other than English (French, Spanish, …)
+    /// cannot be told apart by script: name multilingual-e5-small for them.
     #[arg(long, global = true, env = "MEMBANK_LOCAL_MODEL")]
     pub local_model: Option<String>,
     /// Threads for the local model.
     #[arg(long, global = true, env = "MEMBANK_THREADS")]
     pub threads: Option<usize>,
+    /// Weights the local model embeds search queries with: int8 (default; a quarter of the
+    /// bytes, cosine ≥ 0.999 to f32) or f32 (the reference). Stored memories always use f32.
+    #[arg(long, global = true, env = "MEMBANK_QUERY_PRECISION")]
+    pub query_precision: Option<String>,
     /// Base URL of an OpenAI-compatible embeddings endpoint, e.g. http://localhost:11434/v1.
     #[arg(long, global = true, env = "MEMBANK_EMBED_BASE_URL")]
     pub embed_base_url: Option<String>,

@@ -55,6 +55,15 @@ pub struct ServeArgs {
     /// `POST /v1/users/{user}/maintain` still works.
     #[arg(long)]
     pub no_maintenance: bool,
+    /// Most recall queries embedded together in one forward pass (micro-batching: queries
+    /// that arrive while a pass runs share the next one, so the model's weights are read
+    /// once per batch); 1 embeds each query alone. From 1 to 256.
+    #[arg(long, env = "MEMBANK_QUERY_BATCH", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub query_batch: u16,
+    /// Microseconds the batcher waits for more queries after the first of a batch (0: none;
+    /// batches form only from queries that queue during a pass). At most 100000.
+    #[arg(long, env = "MEMBANK_QUERY_BATCH_WAIT_US", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub query_batch_wait_us: u32,
 }
 
 /// `mcp`.
@@ -146,8 +155,15 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
     config.rate_limit = RateLimit { per_second: args.rate_limit.max(0.0), burst: args.rate_burst.max(1.0) };
     config.auth_failures = AuthFailureLimit { burst: args.auth_failure_burst.max(1.0), per_minute: args.auth_failure_rate.max(0.0), ..AuthFailureLimit::default() };
     config.maintenance = maintenance(ctx, &args);
-    let embedder = Arc::new(LazyEmbedder::new(ctx.embedder.clone()));
-    let mut engine = Engine::new(store.clone(), embedder.clone(), Arc::new(SystemClock), ctx.engine_config.clone())?;
+    let embedder: Arc<LazyEmbedder> = Arc::new(ctx.lazy_embedder(store.clone(), false));
+    // Recall queries go through the micro-batcher; documents go straight to the model.
+    let queries: Arc<dyn membank_embed::Embedder> = if args.query_batch > 1 {
+        let options = membank_embed::BatchOptions { max_queries: usize::from(args.query_batch), window: Duration::from_micros(u64::from(args.query_batch_wait_us)) };
+        Arc::new(membank_embed::BatchingEmbedder::new(embedder.clone(), options).context("cannot start the query batcher")?)
+    } else {
+        embedder.clone()
+    };
+    let mut engine = Engine::new(store.clone(), queries, Arc::new(SystemClock), ctx.engine_config.clone())?.with_switch_advice(crate::language::switch_advice(ctx));
     // Chat and summarize need an LLM; without one the server still serves memory and
     // answers those routes 503 with how to configure one.
     let llm = match ctx.llm.client() {

@@ -168,7 +168,14 @@ pub fn run(ctx: &Context, args: SimulateArgs) -> Result<()> {
     let ks = parse_ks(args.k.as_deref().unwrap_or(default_ks))?;
     let run = SimulateRun { benchmark, policy, base: ctx.engine_config.clone(), threshold: args.threshold, gap_days: args.gap_days as u32, ks };
 
-    let embedder: Arc<dyn Embedder> = Arc::new(LazyEmbedder::one_shot(ctx.embedder.clone()));
+    // With no model named, the model the data's writing calls for (crate::language).
+    #[allow(unreachable_patterns)]
+    let choice = match &run.benchmark {
+        Benchmark::MemoryBank { bank, .. } => crate::language::choice_for_files(ctx, &[bank.as_path()]),
+        Benchmark::Locomo { data, .. } => crate::language::choice_for_files(ctx, &[data.as_path()]),
+        _ => ctx.embedder.clone(),
+    };
+    let embedder: Arc<dyn Embedder> = Arc::new(LazyEmbedder::one_shot(choice));
     let bar = Bar::new();
     let progress = |label: &str, done: usize, total: usize| bar.update(label, done, total);
     let report = simulate::run(embedder, &run, &progress).map_err(eval_error);

@@ -116,10 +116,10 @@ pub fn backup(ctx: &Context, args: BackupArgs) -> Result<()> {
 
 /// Runs `check`.
 pub fn check(ctx: &Context, args: CheckArgs) -> Result<()> {
-    let (path, version, problems) = match (&args.file, &ctx.db) {
+    let (location, version, problems, census) = match (&args.file, &ctx.db) {
         (None, membank_store::Location::Postgres(_)) => {
             let store = ctx.open_store()?;
-            (ctx.db.display(), store.schema_version()?, store.integrity_check()?)
+            (ctx.db.clone(), store.schema_version()?, store.integrity_check()?, store.script_census()?)
         }
         (file, _) => {
             let path = match file {
@@ -127,15 +127,31 @@ pub fn check(ctx: &Context, args: CheckArgs) -> Result<()> {
                 None => ctx.sqlite_path("check")?.to_path_buf(),
             };
             let (version, problems) = SqliteStore::check_file(&path).with_context(|| format!("cannot check {}", path.display()))?;
-            (path.display().to_string(), version, problems)
+            let census = SqliteStore::script_census_file(&path).with_context(|| format!("cannot check {}", path.display()))?;
+            (membank_store::Location::Sqlite(path), version, problems, census)
         }
     };
+    let path = location.display();
+    // Not a problem of integrity, but worth saying: an English-only model given memories in
+    // other scripts (the engine warns once as they are stored; this says how many).
+    let language = crate::language::check_report(ctx, &location, &census);
     if ctx.cli_json {
-        crate::commands::print_json(&json!({ "ok": problems.is_empty(), "problems": problems, "schema_version": version }))?;
-    } else if problems.is_empty() {
-        println!("ok: {path} (schema version {version})");
+        crate::commands::print_json(&json!({
+            "ok": problems.is_empty(),
+            "problems": problems,
+            "schema_version": version,
+            "embedding_model": census.model.as_ref().map(|m| m.id.clone()),
+            "active_memories": census.active,
+            "other_script_memories": census.other_script,
+            "switch_model": language.as_ref().map(|_| crate::language::switch_commands(ctx, &location)),
+        }))?;
     } else {
-        problems.iter().for_each(|p| println!("problem: {p}"));
+        if problems.is_empty() {
+            println!("ok: {path} (schema version {version})");
+        } else {
+            problems.iter().for_each(|p| println!("problem: {p}"));
+        }
+        language.iter().flatten().for_each(|line| println!("{line}"));
     }
     if problems.is_empty() { Ok(()) } else { bail!("integrity check found {} problems", problems.len()) }
 }

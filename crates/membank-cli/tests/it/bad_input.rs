@@ -132,6 +132,25 @@ fn an_unknown_local_model_is_a_usage_error_naming_the_known_ones() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+#[test]
+fn query_precision_and_batching_flags_refuse_bad_values() {
+    let bank = Bank::new();
+    for bad in ["bf16", "", "INT4", "int8; rm -rf /"] {
+        let out = bank.command().args(["--query-precision", bad, "recall", "--user", "alice", "--query", "hello"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {stderr}");
+        assert!(stderr.contains("int8") && stderr.contains("f32"), "{stderr}");
+    }
+    let out = bank.command().env("MEMBANK_QUERY_PRECISION", "fp16").args(["recall", "--user", "alice", "--query", "hello"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    for args in [["--query-batch", "0"], ["--query-batch", "257"], ["--query-batch", "-1"], ["--query-batch", "many"], ["--query-batch-wait-us", "100001"], ["--query-batch-wait-us", "-5"]] {
+        let out = bank.command().args(["serve", "--addr", "127.0.0.1:0"]).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // None of them got as far as creating the database.
+    assert!(!bank.db().exists());
+}
+
 /// multilingual-e5-small's directory, or `None` (saying why) when it is absent and
 /// `MEMBANK_REQUIRE_E5` is unset.
 fn e5_dir() -> Option<std::path::PathBuf> {

@@ -150,10 +150,12 @@ fn bench_recall_reports_json_and_reuses_its_databases() {
     let results = report["results"].as_array().unwrap();
     assert_eq!(results.iter().map(|r| (r["memories"].as_u64().unwrap(), r["built"].as_u64().unwrap())).collect::<Vec<_>>(), [(4, 4), (20, 20)]);
     for row in results {
-        for series in ["total", "no_embed", "dense", "bm25", "embed"] {
+        for series in ["total", "no_embed", "dense", "dense_exact", "bm25", "embed"] {
             latency(&row[series], series);
         }
-        assert_eq!(row.as_object().unwrap().len(), 8, "{row}");
+        // Below 20k memories the default scan is the exact one.
+        assert_eq!(row["dense_recall"].as_f64(), Some(1.0), "{row}");
+        assert_eq!(row.as_object().unwrap().len(), 10, "{row}");
         // The user's entries in both search caches, warm: at least its f32 vectors.
         let dim = 384;
         assert!(row["cache_bytes"]["vectors"].as_u64().unwrap() >= row["memories"].as_u64().unwrap() * dim * 4, "{row}");
@@ -182,9 +184,16 @@ fn bench_http_reports_json_per_concurrency_and_mode() {
     assert_eq!((report["memories"].as_u64(), report["k"].as_u64()), (Some(8), Some(3)));
     assert!(report["model"].is_string() && report["model_threads"].is_u64(), "{report}");
     let results = report["results"].as_array().unwrap();
-    // At least 10 requests per client.
-    let rows: Vec<(u64, bool, u64)> = results.iter().map(|r| (r["clients"].as_u64().unwrap(), r["strengthen"].as_bool().unwrap(), r["requests"].as_u64().unwrap())).collect();
-    assert_eq!(rows, [(1, false, 10), (1, true, 10), (2, false, 20), (2, true, 20)]);
+    // At least 10 requests per client, on each query path: the default (int8, batched)
+    // and the f32 reference, side by side.
+    let rows: Vec<(u64, bool, &str, u64)> = results.iter().map(|r| (r["clients"].as_u64().unwrap(), r["strengthen"].as_bool().unwrap(), r["query_path"].as_str().unwrap(), r["requests"].as_u64().unwrap())).collect();
+    assert_eq!(rows, [(1, false, "int8-batched", 10), (1, false, "f32", 10), (1, true, "int8-batched", 10), (1, true, "f32", 10), (2, false, "int8-batched", 20), (2, false, "f32", 20), (2, true, "int8-batched", 20), (2, true, "f32", 20)]);
+    let ratios = report["path_ratios"].as_array().unwrap();
+    assert_eq!(ratios.len(), 4, "{report}");
+    for ratio in ratios {
+        assert!(number(&ratio["p50"], "p50") > 0.0 && number(&ratio["p95"], "p95") > 0.0, "{ratio}");
+    }
+    assert!(report.get("ratios").is_none(), "backend ratios only with PostgreSQL: {report}");
     for row in results {
         latency(&row["latency"], "latency");
         assert!(number(&row["recalls_per_second"], "recalls_per_second") > 0.0);

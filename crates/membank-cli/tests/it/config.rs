@@ -46,6 +46,10 @@ fn a_bad_config_file_is_a_clear_error() {
         (&b"\xff\xfe not utf-8"[..], "not valid UTF-8"),
         (&b"[forgetting]\nthreshold = 1.5\n"[..], "between 0 and 1"),
         (&b"[forgetting]\nmode = \"random\"\n"[..], "not one of"),
+        (&b"[recall]\nday_diversity = 1.0\n"[..], "recall.day_diversity must be at least 0 and below 1"),
+        (&b"[recall]\nfeedback_depth = 0\n"[..], "recall.feedback_depth must be between 1 and 50"),
+        (&b"[recall]\nfeedback_weight = -1\n"[..], "recall.feedback_weight must be between 0 and 100"),
+        (&b"[recall]\nspeaker_query = \"yes\"\n"[..], "invalid"),
     ] {
         write(&config, bytes);
         let out = bank.command().arg("--config").arg(&config).args(["list", "--user", "u"]).output().unwrap();

@@ -73,3 +73,35 @@ fn crafted_files_exit_3_naming_the_record() {
     }
     assert_eq!(bank.json(&["users"])["users"].as_array().map(Vec::len), Some(0), "nothing was stored");
 }
+
+/// `eval locomo --conversations` and `eval longmemeval --half`: a malformed, empty or
+/// reversed value is refused by the parser, and one the data file does not have is
+/// refused before anything is imported, all with exit 2 and a message naming the flag.
+#[test]
+fn eval_selections_that_are_malformed_or_absent_exit_2() {
+    let bank = Bank::new();
+    let locomo = bank.path("locomo.json");
+    std::fs::write(&locomo, r#"[{"sample_id": "conv-1", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo", "session_1_date_time": "1:56 pm on 8 May, 2023",
+      "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a grey cat"}]}, "qa": []}]"#).unwrap();
+    let lme = bank.path("lme.json");
+    std::fs::write(&lme, r#"[{"question_id": "q1", "question_type": "multi-session", "question": "cat?", "answer": "x", "question_date": "2023/05/30 (Tue) 23:40",
+      "haystack_session_ids": ["answer_a"], "haystack_dates": ["2023/05/20 (Sat) 10:00"], "haystack_sessions": [[{"role": "user", "content": "my cat", "has_answer": true}]], "answer_session_ids": ["answer_a"]}]"#).unwrap();
+    let eval_db = bank.path("eval.db");
+    let (locomo, lme, eval_db) = (locomo.to_str().unwrap(), lme.to_str().unwrap(), eval_db.to_str().unwrap());
+    for (value, says) in [("", "empty"), ("5-", "not a conversation range"), ("a-b", "not a conversation range"), ("9-5", "starts after it ends"), ("-1", "")] {
+        let stderr = bank.fails(&["eval", "locomo", "--data", locomo, "--eval-db", eval_db, &format!("--conversations={value}")], 2);
+        assert!(stderr.contains("--conversations") && stderr.contains(says), "{value:?}: {stderr}");
+    }
+    for (value, says) in [("", "empty"), ("3", "not a half"), ("first", "not a half")] {
+        let stderr = bank.fails(&["eval", "longmemeval", "--data", lme, "--eval-db", eval_db, &format!("--half={value}")], 2);
+        assert!(stderr.contains("--half") && stderr.contains(says), "{value:?}: {stderr}");
+    }
+    // Well formed, but beyond what the files hold: one conversation, one question.
+    let stderr = bank.fails(&["eval", "locomo", "--data", locomo, "--eval-db", eval_db, "--conversations", "5-9"], 2);
+    assert!(stderr.contains("--conversations: conversations 5-9") && stderr.contains("it has 1, positions 0-0"), "{stderr}");
+    let stderr = bank.fails(&["eval", "longmemeval", "--data", lme, "--eval-db", eval_db, "--half", "2"], 2);
+    assert!(stderr.contains("--half: half 2") && stderr.contains("there are 1 in the file"), "{stderr}");
+    let users = bank.command_without_db().args(["--db", eval_db, "--tenant", "eval", "--json", "users"]).output().unwrap();
+    let users: serde_json::Value = serde_json::from_slice(&users.stdout).unwrap_or_default();
+    assert_eq!(users["users"].as_array().map(Vec::len).unwrap_or(0), 0, "nothing was imported: {users}");
+}

@@ -15,6 +15,7 @@ mod config;
 mod chat;
 mod durability;
 mod import;
+mod language;
 mod maintain;
 mod migrate;
 mod postgres;

@@ -224,3 +224,65 @@ fn serve_loads_the_model_once_it_is_put_in_place_without_a_restart() {
     assert!(body.contains("Miso"), "{body}");
     server.stop();
 }
+
+/// Concurrent recalls through `serve`'s micro-batcher (the default) get exactly the
+/// results the same queries get one at a time, and the same as from a server that embeds
+/// each query alone (`--query-batch 1`): batching changes when a query is embedded, never
+/// its vector. A server with `--query-precision f32` answers too (the reference path).
+#[test]
+fn concurrent_recalls_through_the_batcher_equal_recalls_one_at_a_time() {
+    let bank = Bank::new();
+    let facts = [
+        "I adopted a grey cat named Miso", "My sister Anna is getting married in June", "I started learning the cello",
+        "We hiked up Mount Tam on Saturday", "My favourite food is okonomiyaki", "I work as a nurse on night shifts",
+        "The landlord is raising the rent again", "I ran my first half marathon", "My grandmother taught me to knit",
+        "I am saving up for a trip to Lisbon",
+    ];
+    for fact in facts {
+        bank.ok(&["remember", "--user", "alice", "--user-text", fact, "--assistant-text", "Tell me more!"]);
+    }
+    let queries: Vec<String> = ["cat", "wedding", "music lessons", "hiking", "food I like", "my job", "rent", "running", "knitting", "travel plans", "family", "hobbies"]
+        .iter()
+        .map(|q| format!(r#"{{"query":"what about {q}?","k":4}}"#))
+        .collect();
+    let ids = |body: &str| -> Vec<(String, String)> {
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        body["results"].as_array().unwrap().iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["score"].to_string())).collect()
+    };
+    let batched = Server::start(&bank);
+    batched.wait_ready();
+    let alone: Vec<_> = queries.iter().map(|q| {
+        let (status, body) = batched.request("POST", "/v1/users/alice/recall", None, Some(q));
+        assert_eq!(status, 200, "{body}");
+        ids(&body)
+    }).collect();
+    for _ in 0..3 {
+        let together: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = queries.iter().map(|q| scope.spawn(|| batched.request("POST", "/v1/users/alice/recall", None, Some(q)))).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for ((status, body), expected) in together.iter().zip(&alone) {
+            assert_eq!(*status, 200, "{body}");
+            assert_eq!(&ids(body), expected);
+        }
+    }
+    batched.stop();
+    let unbatched = Server::start_with(&bank, |c| {
+        c.env("MEMBANK_QUERY_BATCH", "1");
+    });
+    unbatched.wait_ready();
+    for (q, expected) in queries.iter().zip(&alone) {
+        let (status, body) = unbatched.request("POST", "/v1/users/alice/recall", None, Some(q));
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(&ids(&body), expected, "{q}");
+    }
+    unbatched.stop();
+    let reference = Server::start_with(&bank, |c| {
+        c.env("MEMBANK_QUERY_PRECISION", "f32");
+    });
+    reference.wait_ready();
+    let (status, body) = reference.request("POST", "/v1/users/alice/recall", None, Some(r#"{"query":"what is my cat called?","k":1}"#));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Miso"), "{body}");
+    reference.stop();
+}
