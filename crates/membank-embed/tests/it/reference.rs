@@ -98,4 +98,22 @@ fn int8_queries_agree_with_f32_and_do_not_depend_on_the_batch() {
     for (case, vector) in cases.iter().zip(&documents) {
         assert!(cosine(vector, &case.vector) > 0.99999, "{:?}", case.text);
     }
+    // More text against our own f32 path (which matches sentence-transformers, above): 150
+    // of the English and Chinese utterances of the e5 tokenizer fixture.
+    #[derive(Deserialize)]
+    struct Texts {
+        cases: Vec<Text>,
+    }
+    #[derive(Deserialize)]
+    struct Text {
+        text: String,
+    }
+    let more: Texts = serde_json::from_str(include_str!("../fixtures/e5_hf_tokenizers_reference.json")).expect("fixture parses");
+    assert!(more.cases.len() >= 100);
+    let texts: Vec<&str> = more.cases.iter().map(|c| c.text.as_str()).take(150).collect();
+    let queries = int8.embed_queries(&texts).expect("embedding works");
+    let reference = int8.embed(&texts).expect("embedding works");
+    let worst = queries.iter().zip(&reference).map(|(q, r)| cosine(q, r)).fold(f32::MAX, f32::min);
+    eprintln!("int8 queries: minimum cosine to the f32 path over {} utterances {worst}", texts.len());
+    assert!(worst >= 0.999, "cosine {worst}");
 }
