@@ -151,24 +151,23 @@ fn run(inner: &dyn Embedder, queue: &Queue, stats: &Mutex<BatchStats>, options: 
         drop(state);
 
         let texts: Vec<&str> = batch.iter().map(|(text, _)| text.as_str()).collect();
-        match inner.embed_queries(&texts) {
-            Ok(vectors) if vectors.len() == batch.len() => {
-                for ((_, reply), vector) in batch.iter().zip(vectors) {
-                    // A caller that gave up (dropped its receiver) is no one's concern.
-                    let _ = reply.send(Ok(vector));
-                }
-            }
+        let answers: Vec<Result<Vec<f32>, EmbedError>> = match inner.embed_queries(&texts) {
+            Ok(vectors) if vectors.len() == batch.len() => vectors.into_iter().map(Ok).collect(),
             // One bad query must not fail the others: each gets its own answer.
-            _ => {
-                for (text, reply) in &batch {
-                    let _ = reply.send(inner.embed_query(text));
-                }
-            }
+            _ => texts.iter().map(|text| inner.embed_query(text)).collect(),
+        };
+        // Counted before anyone is answered, so a caller that reads the counters after its
+        // answer sees its own batch in them.
+        {
+            let mut counters = stats.lock().unwrap_or_else(PoisonError::into_inner);
+            counters.batches += 1;
+            counters.queries += batch.len() as u64;
+            counters.largest = counters.largest.max(batch.len() as u64);
         }
-        let mut counters = stats.lock().unwrap_or_else(PoisonError::into_inner);
-        counters.batches += 1;
-        counters.queries += batch.len() as u64;
-        counters.largest = counters.largest.max(batch.len() as u64);
+        for ((_, reply), answer) in batch.iter().zip(answers) {
+            // A caller that gave up (dropped its receiver) is no one's concern.
+            let _ = reply.send(answer);
+        }
     }
 }
 
