@@ -161,7 +161,10 @@ pub struct RecallHitOut {
     pub score_parts: ScorePartsOut,
 }
 
-/// The terms of a recall score: `score = (dense + lexical + date + neighbour) × speaker × retention`.
+/// The terms of a recall score:
+/// `score = (dense + lexical + date + feedback + neighbour) × speaker × retention × diversity`,
+/// except a day's summary put first (`day_summary`), whose score is raised to the best of the
+/// others.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ScorePartsOut {
     /// Added by the dense ranking: `weight / (k + dense_rank)` (0 if not in it).
@@ -170,12 +173,19 @@ pub struct ScorePartsOut {
     pub lexical: f64,
     /// Added by the two rankings restricted to the days of the query's time expression (0 without one).
     pub date: f64,
+    /// Added by the second-stage rankings: vector feedback and the model's rewritten
+    /// queries (`[recall] feedback_weight`, `query_rewrite_weight`; 0 when off).
+    pub feedback: f64,
     /// Lent by an adjacent memory (0 if none).
     pub neighbour: f64,
     /// Factor for a participant the query names (1 if none).
     pub speaker: f64,
     /// Factor of retention weighting: `retention_before`, or 1 when off.
     pub retention: f64,
+    /// Factor of day diversity (`[recall] day_diversity`; 1 when off).
+    pub diversity: f64,
+    /// Put first as the summary of a day the query names ("what did we talk about on May 4th?").
+    pub day_summary: bool,
 }
 
 impl From<&RecallHit> for RecallHitOut {
@@ -191,7 +201,7 @@ impl From<&RecallHit> for RecallHitOut {
             neighbour_score: h.neighbour,
             dense_rank: p.dense_rank,
             lexical_rank: p.lexical_rank,
-            score_parts: ScorePartsOut { dense: p.dense, lexical: p.lexical, date: p.date, neighbour: p.neighbour, speaker: p.speaker, retention: p.retention },
+            score_parts: ScorePartsOut { dense: p.dense, lexical: p.lexical, date: p.date, feedback: p.feedback, neighbour: p.neighbour, speaker: p.speaker, retention: p.retention, diversity: p.diversity, day_summary: p.day_summary },
         }
     }
 }

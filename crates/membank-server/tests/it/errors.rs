@@ -58,7 +58,8 @@ async fn a_recall_answers_one_moment_explains_its_scores_and_names_its_days() {
     assert_eq!((hit["strength"].clone(), hit["last_recalled_at"].clone(), hit["retention"].clone()), (json!(2.0), json!("2025-03-20T10:00:00.000Z"), json!(1.0)));
     assert!(hit["retention_before"].as_f64().unwrap() < 0.5, "{hit}");
     let parts = &hit["score_parts"];
-    let sum = (parts["dense"].as_f64().unwrap() + parts["lexical"].as_f64().unwrap() + parts["date"].as_f64().unwrap() + parts["neighbour"].as_f64().unwrap()) * parts["speaker"].as_f64().unwrap() * parts["retention"].as_f64().unwrap();
+    let sum = (parts["dense"].as_f64().unwrap() + parts["lexical"].as_f64().unwrap() + parts["date"].as_f64().unwrap() + parts["feedback"].as_f64().unwrap() + parts["neighbour"].as_f64().unwrap()) * parts["speaker"].as_f64().unwrap() * parts["retention"].as_f64().unwrap() * parts["diversity"].as_f64().unwrap();
+    assert_eq!(parts["day_summary"], json!(false), "{hit}");
     assert!((sum - hit["score"].as_f64().unwrap()).abs() < 1e-12, "{hit}");
     assert!(parts["date"].as_f64().unwrap() > 0.0 && hit["dense_rank"].is_u64(), "{hit}");
 
@@ -77,7 +78,9 @@ async fn a_recall_answers_one_moment_explains_its_scores_and_names_its_days() {
     }
     assert!(schemas["RecallOut"]["properties"].get("date_filter").is_some());
     assert!(schemas["DateFilterOut"]["properties"].get("year_inferred").is_some());
-    assert!(schemas["ScorePartsOut"]["properties"].get("date").is_some());
+    for field in ["date", "feedback", "diversity", "day_summary"] {
+        assert!(schemas["ScorePartsOut"]["properties"].get(field).is_some(), "ScorePartsOut.{field} is not documented");
+    }
 }
 
 #[tokio::test]
