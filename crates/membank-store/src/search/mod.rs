@@ -50,3 +50,39 @@ pub(crate) fn body_text(content: Option<&str>, user_text: Option<&str>, assistan
         None => content.unwrap_or("").to_string(),
     }
 }
+
+/// The terms of [`body_text`], in order, without building the joined string: the newline
+/// between the two sides of a turn cuts terms as any separator does, so each side is cut on
+/// its own. What the BM25 index calls for every memory of a user it loads.
+pub(crate) fn for_each_body_term(content: Option<&str>, user_text: Option<&str>, assistant_text: Option<&str>, buffer: &mut String, mut each: impl FnMut(&str)) {
+    match user_text {
+        Some(user) => {
+            membank_core::text::for_each_term(user, buffer, &mut each);
+            membank_core::text::for_each_term(assistant_text.unwrap_or(""), buffer, &mut each);
+        }
+        None => membank_core::text::for_each_term(content.unwrap_or(""), buffer, &mut each),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_terms_are_the_terms_of_the_body_text() {
+        let cases = [
+            (Some("I adopted a cat"), None, None),
+            (None, Some("我的猫叫"), Some("咪咪！Nice")),
+            (None, Some("ends with 中文"), Some("文字 starts")),
+            (None, Some("only the user"), None),
+            (Some("ignored content"), Some(""), Some("")),
+            (None, None, None),
+        ];
+        let mut buffer = String::new();
+        for (content, user, assistant) in cases {
+            let mut got = Vec::new();
+            for_each_body_term(content, user, assistant, &mut buffer, |t| got.push(t.to_owned()));
+            assert_eq!(got, membank_core::text::terms(&body_text(content, user, assistant)), "{content:?} {user:?} {assistant:?}");
+        }
+    }
+}

@@ -20,10 +20,10 @@
 
 use std::collections::HashMap;
 
-use membank_core::{Status, text};
+use membank_core::Status;
 
 use super::usercache::{Labels, RowMeta, UserCache, UserRows};
-use super::Source;
+use super::{Source, for_each_body_term};
 use crate::StoreError;
 use crate::cache::{CacheKind, allocation, reserve_rows};
 use crate::types::{Hit, SearchFilter};
@@ -106,15 +106,7 @@ impl UserRows for UserTerms {
                 };
                 doc_terms.push(index);
             };
-            match user_text {
-                Some(user) => {
-                    // The body is the two texts joined by a newline, which cuts terms as a
-                    // separator does: the same terms as `body_text`'s, without the copy.
-                    text::for_each_term(user, &mut buffer, &mut add);
-                    text::for_each_term(assistant_text.unwrap_or(""), &mut buffer, &mut add);
-                }
-                None => text::for_each_term(content.unwrap_or(""), &mut buffer, &mut add),
-            }
+            for_each_body_term(content, user_text, assistant_text, &mut buffer, &mut add);
             doc_terms.sort_unstable();
             for run in doc_terms.chunk_by(|a, b| a == b) {
                 let postings = &mut self.postings[run[0] as usize];

@@ -185,10 +185,16 @@ fn four_bit_screen(cached: &UserVectors, dim: usize, query: &[f32], rows: &[u32]
         let e = cached.scales4[r as usize] * 6.0 * sigma;
         e + 64.0 * f32::EPSILON * (e + a.abs() + 1.0)
     };
-    let mut lower: Vec<f32> = rows.iter().zip(&approx).map(|(&r, &a)| a - margin(r, a)).collect();
+    within_reach(rows, &approx, limit, margin)
+}
+
+/// The rows whose estimate plus its error can reach the `limit`-th best estimate minus its
+/// error (`limit` ≤ rows): both screening passes keep these.
+fn within_reach(rows: &[u32], approx: &[f32], limit: usize, error: impl Fn(u32, f32) -> f32) -> Vec<u32> {
+    let mut lower: Vec<f32> = rows.iter().zip(approx).map(|(&r, &a)| a - error(r, a)).collect();
     let (_, kth, _) = lower.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
     let floor = *kth;
-    rows.iter().zip(&approx).filter(|&(&r, &a)| a + margin(r, a) >= floor).map(|(&r, _)| r).collect()
+    rows.iter().zip(approx).filter(|&(&r, &a)| a + error(r, a) >= floor).map(|(&r, _)| r).collect()
 }
 
 fn scan(cached: &UserVectors, dim: usize, query: &[f32], filter: &SearchFilter, labels: &Labels<'_>, limit: usize, screen: DenseScreen) -> Vec<Hit> {
@@ -222,10 +228,7 @@ fn scan(cached: &UserVectors, dim: usize, query: &[f32], filter: &SearchFilter, 
             let e = cached.scales[r as usize] * (l1 * (0.5 + rounding) + query_step);
             e + 8.0 * f32::EPSILON * (e + a.abs())
         };
-        let mut lower: Vec<f32> = rows.iter().zip(&approx).map(|(&r, &a)| a - bound(r, a)).collect();
-        let (_, kth, _) = lower.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
-        let floor = *kth;
-        rows.iter().zip(&approx).filter(|&(&r, &a)| a + bound(r, a) >= floor).map(|(&r, _)| r).collect()
+        within_reach(&rows, &approx, limit, bound)
     };
     // Pass 2: exact f32 scores of the candidates only.
     let mut scored: Vec<(f32, usize)> = candidates.iter().map(|&r| {
@@ -285,6 +288,25 @@ mod tests {
         all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         all.truncate(limit);
         all.into_iter().map(|(s, i)| (cached.entries[i].id, s)).collect()
+    }
+
+    #[test]
+    fn the_four_bit_screen_narrows_and_keeps_the_exact_top() {
+        let (n, dim) = (FOUR_BIT_ROWS + 500, 384);
+        let cached = cache(n, dim, 5);
+        let rows: Vec<u32> = (0..n as u32).collect();
+        for q in 0..4 {
+            let query = cache(1, dim, 500 + q).data;
+            let kept = four_bit_screen(&cached, dim, &query, &rows, 50);
+            // It must leave out rows (else it would only cost time)…
+            assert!(kept.len() < n / 2, "query {q}: kept {} of {n}", kept.len());
+            // …and never the exact top 50 (archived rows included here: no filter).
+            let mut exact: Vec<(f32, u32)> = rows.iter().map(|&r| (kernels::dot(&cached.data[r as usize * dim..(r as usize + 1) * dim], &query), r)).collect();
+            exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+            for (_, r) in &exact[..50] {
+                assert!(kept.contains(r), "query {q}: row {r} of the exact top 50 was screened out");
+            }
+        }
     }
 
     #[test]
