@@ -17,7 +17,10 @@
 //!
 //! It deliberately knows nothing about threads, batching policy or tokenisation (see
 //! `local`), and supports only what BERT sentence encoders use: absolute position
-//! embeddings, exact GELU, single-segment input (token type 0), f32 weights.
+//! embeddings, exact GELU, single-segment input (token type 0), f32 weights (with an int8
+//! copy of the linear maps for queries, made on first use).
+
+use std::sync::OnceLock;
 
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
@@ -165,9 +168,10 @@ pub(crate) struct Bert {
     embedding_norm_weight: Vec<f32>,
     embedding_norm_bias: Vec<f32>,
     layers: Vec<Layer>,
-    /// The layers' four linear maps in int8 (one per layer, [`Bert::quantize`]), for
-    /// [`Weights::Int8`]; empty until quantised.
-    quantized: Vec<QLayer>,
+    /// The layers' four linear maps in int8 (one per layer), for [`Weights::Int8`]: made by
+    /// the first int8 pass ([`Bert::quantized`]), so a process that only stores memories
+    /// never pays for it; empty when a shape does not suit the kernel.
+    quantized: OnceLock<Vec<QLayer>>,
 }
 
 /// One layer's linear maps in int8 with a scale per output column (see
@@ -357,43 +361,40 @@ impl Bert {
             embedding_norm_weight,
             embedding_norm_bias,
             layers,
-            quantized: Vec::new(),
+            quantized: OnceLock::new(),
         })
     }
 
-    /// Makes the int8 copy of every layer's linear maps that [`Weights::Int8`] uses (about
-    /// a quarter of the f32 layers' size again). Returns whether it could: a shape the
-    /// kernel cannot take leaves the model f32 only.
-    pub(crate) fn quantize(&mut self) -> bool {
-        let hidden = self.config.hidden_size;
-        let inter = self.config.intermediate_size;
-        let mut out = Vec::with_capacity(self.layers.len());
-        for layer in &self.layers {
-            let (Some(qkv), Some(attention_out), Some(intermediate), Some(output)) = (
-                QMatrix::quantize(&layer.qkv_weight, hidden, 3 * hidden),
-                QMatrix::quantize(&layer.attention_out_weight, hidden, hidden),
-                QMatrix::quantize(&layer.intermediate_weight, hidden, inter),
-                QMatrix::quantize(&layer.output_weight, inter, hidden),
-            ) else {
-                return false;
-            };
-            out.push(QLayer { qkv, attention_out, intermediate, output });
-        }
-        self.quantized = out;
-        true
+    /// Whether the int8 copy can be made: every linear map's width a multiple of the
+    /// kernel's 8 lanes (true of both known models).
+    pub(crate) fn can_quantize(&self) -> bool {
+        self.config.hidden_size.is_multiple_of(8) && self.config.intermediate_size.is_multiple_of(8)
     }
 
-    /// Whether [`Weights::Int8`] has its int8 copy.
-    pub(crate) fn is_quantized(&self) -> bool {
-        !self.quantized.is_empty()
-    }
-
-    /// Heap bytes of the int8 copy.
-    pub(crate) fn quantized_bytes(&self) -> usize {
-        self.quantized
-            .iter()
-            .map(|q| q.qkv.bytes() + q.attention_out.bytes() + q.intermediate.bytes() + q.output.bytes())
-            .sum()
+    /// The int8 copy of every layer's linear maps that [`Weights::Int8`] uses (about a
+    /// quarter of the f32 layers' size again; 10 MB for MiniLM, a few tens of milliseconds
+    /// to make), made on first use; empty when it cannot be made.
+    fn quantized(&self) -> &[QLayer] {
+        self.quantized.get_or_init(|| {
+            let hidden = self.config.hidden_size;
+            let inter = self.config.intermediate_size;
+            let layers: Option<Vec<QLayer>> = self
+                .layers
+                .iter()
+                .map(|layer| {
+                    Some(QLayer {
+                        qkv: QMatrix::quantize(&layer.qkv_weight, hidden, 3 * hidden)?,
+                        attention_out: QMatrix::quantize(&layer.attention_out_weight, hidden, hidden)?,
+                        intermediate: QMatrix::quantize(&layer.intermediate_weight, hidden, inter)?,
+                        output: QMatrix::quantize(&layer.output_weight, inter, hidden)?,
+                    })
+                })
+                .collect();
+            let layers = layers.unwrap_or_default();
+            let bytes: usize = layers.iter().map(|q| q.qkv.bytes() + q.attention_out.bytes() + q.intermediate.bytes() + q.output.bytes()).sum();
+            tracing::debug!(bytes, "made the int8 copy of the model's linear maps for queries");
+            layers
+        })
     }
 
     /// Width of the sentence vectors.
@@ -458,13 +459,14 @@ impl Bert {
             }
         }
 
-        let int8 = weights == Weights::Int8 && self.is_quantized();
+        let quantized: &[QLayer] = if weights == Weights::Int8 { self.quantized() } else { &[] };
+        let int8 = !quantized.is_empty();
         for (index, layer) in self.layers.iter().enumerate() {
             // `c += a · w` with the chosen weights: the f32 matrix (`rows × cols`) or its
             // int8 copy.
             let linear = |a: &[f32], w: &[f32], q: fn(&QLayer) -> &QMatrix, c: &mut [f32], rows: usize, cols: usize| {
                 if int8 {
-                    kernels::matmul_q8(a, tokens, q(&self.quantized[index]), c, column_threads);
+                    kernels::matmul_q8(a, tokens, q(&quantized[index]), c, column_threads);
                 } else {
                     kernels::matmul_columns(
                         a,

@@ -261,9 +261,10 @@ impl LocalEmbedder {
             (known, None) => known.hub_id().to_owned(),
         };
         let weights = std::fs::read(dir.join("model.safetensors"))?;
-        let mut model = Bert::from_safetensors(config, pooling, &weights).map_err(invalid)?;
+        let model = Bert::from_safetensors(config, pooling, &weights).map_err(invalid)?;
+        // The int8 copy itself is made by the first query, not here.
         let query_weights = match options.query_precision {
-            QueryPrecision::Int8 if model.quantize() => Weights::Int8,
+            QueryPrecision::Int8 if model.can_quantize() => Weights::Int8,
             _ => Weights::F32,
         };
         if tokenizer.max_id() as usize >= model.vocab_size() {
@@ -280,7 +281,7 @@ impl LocalEmbedder {
                 known.max_seq_length()
             )));
         }
-        tracing::debug!(dir = %dir.display(), model = %model_id, threads = options.threads, query_weights = ?query_weights, int8_bytes = model.quantized_bytes(), "loaded local embedding model");
+        tracing::debug!(dir = %dir.display(), model = %model_id, threads = options.threads, query_weights = ?query_weights, "loaded local embedding model");
         Ok(Self {
             dir: dir.to_path_buf(),
             known,
