@@ -196,7 +196,8 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
     })
 }
 
-/// Loads the model and embeds once, then marks the server ready. A model that fails to
+/// Loads the model and embeds once as a document and once as a query (which makes the
+/// int8 copy of the weights queries use), then marks the server ready. A model that fails to
 /// load is retried by the embedder itself with backoff (requests that need it meanwhile
 /// answer 503 "try again later"); this loop only asks every second whether it has loaded,
 /// so `/readyz` turns 200 within a second of the load, whoever triggered it. A loaded model
@@ -206,7 +207,7 @@ async fn warm_up(embedder: Arc<LazyEmbedder>, state: AppState) {
     let mut failed_embeds = 0u32;
     loop {
         let lazy = embedder.clone();
-        let warmed = tokio::task::spawn_blocking(move || lazy.get().and_then(|model| model.embed(&["warm up"])).map(|_| ())).await;
+        let warmed = tokio::task::spawn_blocking(move || lazy.get().and_then(|model| model.embed(&["warm up"]).and_then(|_| model.embed_query("warm up"))).map(|_| ())).await;
         match warmed {
             Ok(Ok(())) => {
                 state.set_ready(true);
