@@ -27,10 +27,14 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use clap::Subcommand;
 use clap::builder::RangedU64ValueParser;
-use membank_engine::core::{ForgettingState, InvalidInput, Kind, ManualClock, Memory, MemoryId, Scope, Source, Status, TenantId, UserId};
+use membank_engine::core::{
+    ForgettingState, InvalidInput, Kind, ManualClock, Memory, MemoryId, Scope, Source, Status, TenantId, UserId,
+};
 use membank_engine::{Engine, RecallRequest, SweepRequest};
 use membank_store::postgres::testing::{TestDatabase, with_database};
-use membank_store::{EmbeddingModel, ExportRow, ListQuery, NewMemory, PgStore, SqliteStore, Store, StoreError, StoreOptions, UserImport};
+use membank_store::{
+    EmbeddingModel, ExportRow, ListQuery, NewMemory, PgStore, SqliteStore, Store, StoreError, StoreOptions, UserImport,
+};
 use serde::Serialize;
 
 use crate::commands::{Context, print_json};
@@ -51,7 +55,9 @@ pub(crate) fn count(max: u64) -> RangedU64ValueParser<usize> {
 /// Which benchmark. With `--json`, each prints one JSON object instead of its table; its
 /// shape is given in each benchmark's `--help`.
 #[derive(Debug, Subcommand)]
-#[command(after_help = "Every benchmark takes --json: one JSON object instead of the table, {\"benchmark\": \"embed\"|\"recall\"|\"http\"|\"sweep\"|\"cache\", …, \"results\": [one object per row]}; `membank bench <COMMAND> --help` gives each shape. Progress goes to standard error.")]
+#[command(
+    after_help = "Every benchmark takes --json: one JSON object instead of the table, {\"benchmark\": \"embed\"|\"recall\"|\"http\"|\"sweep\"|\"cache\", …, \"results\": [one object per row]}; `membank bench <COMMAND> --help` gives each shape. Progress goes to standard error."
+)]
 pub enum BenchCommand {
     /// Embedding throughput (sentences/s).
     ///
@@ -207,20 +213,28 @@ impl Latency {
 pub fn sentences(data: &Path, n: usize) -> Result<Vec<String>> {
     let mut out = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    let bank: serde_json::Value = serde_json::from_slice(&std::fs::read(data.join("memorybank/memory_bank_en.json")).with_context(|| format!("reading {}/memorybank/memory_bank_en.json", data.display()))?)?;
+    let bank: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(data.join("memorybank/memory_bank_en.json"))
+            .with_context(|| format!("reading {}/memorybank/memory_bank_en.json", data.display()))?,
+    )?;
     for user in bank.as_object().into_iter().flat_map(|o| o.values()) {
         for turns in user["history"].as_object().into_iter().flat_map(|h| h.values()) {
             for turn in turns.as_array().into_iter().flatten() {
                 for field in ["query", "response"] {
                     if let Some(text) = turn[field].as_str()
-                        && !text.trim().is_empty() && seen.insert(text.to_string()) {
-                            out.push(text.to_string());
-                        }
+                        && !text.trim().is_empty()
+                        && seen.insert(text.to_string())
+                    {
+                        out.push(text.to_string());
+                    }
                 }
             }
         }
     }
-    let locomo: serde_json::Value = serde_json::from_slice(&std::fs::read(data.join("locomo/locomo10.json")).with_context(|| format!("reading {}/locomo/locomo10.json", data.display()))?)?;
+    let locomo: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(data.join("locomo/locomo10.json"))
+            .with_context(|| format!("reading {}/locomo/locomo10.json", data.display()))?,
+    )?;
     for sample in locomo.as_array().into_iter().flatten() {
         for (key, session) in sample["conversation"].as_object().into_iter().flatten() {
             if !key.starts_with("session_") || key.ends_with("date_time") {
@@ -228,9 +242,10 @@ pub fn sentences(data: &Path, n: usize) -> Result<Vec<String>> {
             }
             for turn in session.as_array().into_iter().flatten() {
                 if let Some(text) = turn["text"].as_str()
-                    && seen.insert(text.to_string()) {
-                        out.push(text.to_string());
-                    }
+                    && seen.insert(text.to_string())
+                {
+                    out.push(text.to_string());
+                }
             }
         }
     }
@@ -245,14 +260,24 @@ pub fn sentences(data: &Path, n: usize) -> Result<Vec<String>> {
 fn data_sentences(data: &Path, n: usize) -> Result<Vec<String>> {
     let texts = sentences(data, n)?;
     if texts.len() < n {
-        return Err(InvalidInput::new("n", format!("only {} distinct sentences in {}; ask for --n {} or fewer", texts.len(), data.display(), texts.len())).into());
+        return Err(InvalidInput::new(
+            "n",
+            format!(
+                "only {} distinct sentences in {}; ask for --n {} or fewer",
+                texts.len(),
+                data.display(),
+                texts.len()
+            ),
+        )
+        .into());
     }
     Ok(texts)
 }
 
 /// The first `n` lines of a sentence file, each one sentence.
 fn sentence_file(path: &Path, n: usize) -> Result<Vec<String>> {
-    let invalid = |reason: String| anyhow::Error::new(InvalidInput::new("sentences", format!("{}: {reason}", path.display())));
+    let invalid =
+        |reason: String| anyhow::Error::new(InvalidInput::new("sentences", format!("{}: {reason}", path.display())));
     let file = std::fs::File::open(path).map_err(|e| invalid(format!("cannot read it: {e}")))?;
     let mut reader = std::io::BufReader::new(std::io::Read::take(file, MAX_SENTENCE_FILE_BYTES + 1));
     let mut out = Vec::new();
@@ -269,7 +294,8 @@ fn sentence_file(path: &Path, n: usize) -> Result<Vec<String>> {
             return Err(invalid(format!("its first {n} lines are longer than {} MiB", MAX_SENTENCE_FILE_BYTES >> 20)));
         }
         let number = out.len() + 1;
-        let text = std::str::from_utf8(&line).map_err(|e| invalid(format!("line {number} is not valid UTF-8 (at byte {})", e.valid_up_to())))?;
+        let text = std::str::from_utf8(&line)
+            .map_err(|e| invalid(format!("line {number} is not valid UTF-8 (at byte {})", e.valid_up_to())))?;
         let text = text.strip_suffix('\n').unwrap_or(text);
         let text = text.strip_suffix('\r').unwrap_or(text);
         if text.trim().is_empty() {
@@ -348,14 +374,31 @@ fn embed(ctx: &Context, texts: Vec<String>, source: String, threads: &[usize], r
     let n = texts.len();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let words: usize = texts.iter().map(|t| t.split_whitespace().count()).sum();
-    let mut report = EmbedReport { benchmark: "embed", model: String::new(), source, sentences: n, words, runs, results: Vec::new() };
+    let mut report = EmbedReport {
+        benchmark: "embed",
+        model: String::new(),
+        source,
+        sentences: n,
+        words,
+        runs,
+        results: Vec::new(),
+    };
     if !ctx.cli_json {
-        println!("embedding {n} sentences from {} ({words} words, {:.1} per sentence), {runs} runs each, median", report.source, words as f64 / n as f64);
+        println!(
+            "embedding {n} sentences from {} ({words} words, {:.1} per sentence), {runs} runs each, median",
+            report.source,
+            words as f64 / n as f64
+        );
         println!("{:>8} {:>14} {:>12} {:>18}", "threads", "sentences/s", "seconds", "per CPU-second");
     }
     for &t in threads {
         let choice = match &ctx.embedder {
-            EmbedderChoice::Local { dir, expect, query_precision, .. } => EmbedderChoice::Local { dir: dir.clone(), expect: *expect, threads: t, query_precision: *query_precision },
+            EmbedderChoice::Local { dir, expect, query_precision, .. } => EmbedderChoice::Local {
+                dir: dir.clone(),
+                expect: *expect,
+                threads: t,
+                query_precision: *query_precision,
+            },
             other => other.clone(),
         };
         let embedder = choice.load()?;
@@ -375,9 +418,21 @@ fn embed(ctx: &Context, texts: Vec<String>, source: String, threads: &[usize], r
         let rate = median(rates.clone());
         let cpu_rate = (cpu_rates.len() == runs).then(|| median(cpu_rates));
         if !ctx.cli_json {
-            println!("{:>8} {:>14.1} {:>12.2} {:>18}", t, rate, n as f64 / rate, cpu_rate.map_or("-".into(), |r| format!("{r:.1}")));
+            println!(
+                "{:>8} {:>14.1} {:>12.2} {:>18}",
+                t,
+                rate,
+                n as f64 / rate,
+                cpu_rate.map_or("-".into(), |r| format!("{r:.1}"))
+            );
         }
-        report.results.push(EmbedResult { threads: t, sentences_per_second: rate, seconds: n as f64 / rate, sentences_per_cpu_second: cpu_rate, run_rates: rates });
+        report.results.push(EmbedResult {
+            threads: t,
+            sentences_per_second: rate,
+            seconds: n as f64 / rate,
+            sentences_per_cpu_second: cpu_rate,
+            run_rates: rates,
+        });
     }
     Ok(report)
 }
@@ -438,12 +493,35 @@ fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Pat
     let model = EmbeddingModel { id: embedder.model_id().to_string(), dim: embedder.dim() };
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let corpus = sentences(data, 4000)?;
-    let questions: Vec<String> = corpus.iter().step_by(7).take(queries).map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" ")).collect();
+    let questions: Vec<String> = corpus
+        .iter()
+        .step_by(7)
+        .take(queries)
+        .map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" "))
+        .collect();
     let k = 10;
-    let mut report = RecallReport { benchmark: "recall", model: model.id.clone(), k, queries: questions.len(), results: Vec::new() };
+    let mut report =
+        RecallReport { benchmark: "recall", model: model.id.clone(), k, queries: questions.len(), results: Vec::new() };
     if !ctx.cli_json {
-        println!("recall latency, one user, k = {k}, {} queries per size, strengthening off (read path only)", questions.len());
-        println!("{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>13} {:>12} {:>11} {:>11} {:>11} {:>11}", "memories", "p50 total", "p95 total", "p50 no-embed", "p95 no-embed", "p50 dense", "dense exact", "dense recall", "p50 BM25", "p50 embed", "cache vec", "cache BM25");
+        println!(
+            "recall latency, one user, k = {k}, {} queries per size, strengthening off (read path only)",
+            questions.len()
+        );
+        println!(
+            "{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>13} {:>12} {:>11} {:>11} {:>11} {:>11}",
+            "memories",
+            "p50 total",
+            "p95 total",
+            "p50 no-embed",
+            "p95 no-embed",
+            "p50 dense",
+            "dense exact",
+            "dense recall",
+            "p50 BM25",
+            "p50 embed",
+            "cache vec",
+            "cache BM25"
+        );
     }
     for &size in sizes {
         let path = dir.join(format!("recall-v2-{size}-{}.db", model.id.replace('/', "_")));
@@ -456,7 +534,10 @@ fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Pat
             fill(store.as_ref(), &scope, &model, embedder.as_ref(), &corpus, have, size)?;
             eprintln!("built {built} memories in {:.1}s", start.elapsed().as_secs_f64());
         }
-        let exact_store = SqliteStore::open_with(&path, StoreOptions { dense_screen: membank_store::DenseScreen::Exact, ..ctx.store_options() })?;
+        let exact_store = SqliteStore::open_with(
+            &path,
+            StoreOptions { dense_screen: membank_store::DenseScreen::Exact, ..ctx.store_options() },
+        )?;
         let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
         let engine = Engine::new(store.clone(), embedder.clone(), clock, Default::default())?;
         // Embedded as queries, as recall does (e5 puts `query: ` before a query).
@@ -546,7 +627,15 @@ fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: &Pat
 /// real vectors; a pair gets the normalised sum of its two sentences' real vectors, which
 /// keeps building 100k memories to minutes. An exact scan's cost does not depend on the
 /// vectors' values, and BM25 sees the real pair text.
-pub(crate) fn fill(store: &dyn Store, scope: &Scope, model: &EmbeddingModel, embedder: &dyn membank_embed::Embedder, corpus: &[String], have: usize, size: usize) -> Result<()> {
+pub(crate) fn fill(
+    store: &dyn Store,
+    scope: &Scope,
+    model: &EmbeddingModel,
+    embedder: &dyn membank_embed::Embedder,
+    corpus: &[String],
+    have: usize,
+    size: usize,
+) -> Result<()> {
     let start_day = chrono::Utc::now() - chrono::Duration::days(365);
     store.ensure_user(&scope.tenant, &scope.user, start_day)?;
     // Only the sentences the store will hold: all of them once pairs are needed.
@@ -572,7 +661,10 @@ pub(crate) fn fill(store: &dyn Store, scope: &Scope, model: &EmbeddingModel, emb
                 (format!("{} {}", corpus[a], corpus[b]), v)
             };
             let at = start_day + chrono::Duration::minutes((i * 5) as i64);
-            NewMemory { memory: synthetic_memory(scope, Kind::Turn, text, at), embedding: Some((model.clone(), vector)) }
+            NewMemory {
+                memory: synthetic_memory(scope, Kind::Turn, text, at),
+                embedding: Some((model.clone(), vector)),
+            }
         });
         store.insert_many(batch.collect())?;
         bar.update("inserting", chunk_end - have, size - have);
@@ -650,8 +742,14 @@ fn sweep(ctx: &Context, users: usize, per_user: usize, dir: &Path) -> Result<Swe
             // a sweep at day 40 archives some and keeps others; vectors are not needed to sweep.
             let batch = (0..per_user)
                 .map(|i| {
-                    let mut memory = synthetic_memory(&scope, Kind::Note, format!("note {i} of user {u}"), t0 + chrono::Duration::minutes((i * 43) as i64));
-                    memory.forgetting.strength = membank_engine::core::Strength::new(1.0 + ((i * 7 + u) % 8) as f64).expect("positive");
+                    let mut memory = synthetic_memory(
+                        &scope,
+                        Kind::Note,
+                        format!("note {i} of user {u}"),
+                        t0 + chrono::Duration::minutes((i * 43) as i64),
+                    );
+                    memory.forgetting.strength =
+                        membank_engine::core::Strength::new(1.0 + ((i * 7 + u) % 8) as f64).expect("positive");
                     memory.forgetting.recall_count = ((i * 7 + u) % 8) as u32;
                     NewMemory { memory, embedding: None }
                 })
@@ -682,7 +780,14 @@ fn sweep(ctx: &Context, users: usize, per_user: usize, dir: &Path) -> Result<Swe
             archived += report.archived.len();
         }
         let secs = start.elapsed().as_secs_f64();
-        let row = SweepResult { dry_run, examined, archived, seconds: secs, memories_per_second: examined as f64 / secs, ms_per_user: secs * 1000.0 / users as f64 };
+        let row = SweepResult {
+            dry_run,
+            examined,
+            archived,
+            seconds: secs,
+            memories_per_second: examined as f64 / secs,
+            ms_per_user: secs * 1000.0 / users as f64,
+        };
         if !ctx.cli_json {
             println!(
                 "sweep{} of {} users x {} memories: examined {}, archived {}, {:.2}s ({:.0} memories/s, {:.2} ms per user)",
@@ -722,7 +827,13 @@ impl Dataset {
     /// `added` memories in `seconds` (nothing added: no time, no rate).
     pub(crate) fn new(backend: &str, location: String, added: usize, seconds: f64) -> Self {
         let timed = added > 0;
-        Self { backend: backend.to_string(), location, added, seconds: timed.then_some(seconds), memories_per_second: timed.then(|| added as f64 / seconds) }
+        Self {
+            backend: backend.to_string(),
+            location,
+            added,
+            seconds: timed.then_some(seconds),
+            memories_per_second: timed.then(|| added as f64 / seconds),
+        }
     }
 }
 
@@ -745,7 +856,11 @@ fn pg_record(server_url: &str, dir: &Path, key: &str) -> PathBuf {
     // The server named without its database (user, host and port); a password in the URL
     // is hashed with them, never written.
     use sha2::Digest as _;
-    let server: String = sha2::Sha256::digest(with_database(server_url, "").as_bytes()).iter().take(6).map(|b| format!("{b:02x}")).collect();
+    let server: String = sha2::Sha256::digest(with_database(server_url, "").as_bytes())
+        .iter()
+        .take(6)
+        .map(|b| format!("{b:02x}"))
+        .collect();
     dir.join(format!("{key}.postgres-{server}"))
 }
 
@@ -768,15 +883,19 @@ pub(crate) fn pg_dataset(server_url: &str, dir: &Path, key: &str, identity: &str
                 Err(err) => eprintln!("the recorded database {name} does not open ({err}); making a new one"),
             }
         } else {
-            eprintln!("the database {name} holds a copy of an earlier build of {key}; making a new one (DROP DATABASE {name} on the server reclaims its space)");
+            eprintln!(
+                "the database {name} holds a copy of an earlier build of {key}; making a new one (DROP DATABASE {name} on the server reclaims its space)"
+            );
         }
     }
     match TestDatabase::try_create(server_url, &format!("bench_{key}")) {
         Ok(database) => {
             // Opened before it is recorded: a database that does not open is dropped with
             // its handle.
-            let store = PgStore::open(&database.url).with_context(|| format!("cannot open the new database {}", database.name))?;
-            std::fs::write(&record, format!("{} {identity}\n", database.name)).with_context(|| format!("cannot write {}", record.display()))?;
+            let store = PgStore::open(&database.url)
+                .with_context(|| format!("cannot open the new database {}", database.name))?;
+            std::fs::write(&record, format!("{} {identity}\n", database.name))
+                .with_context(|| format!("cannot write {}", record.display()))?;
             let location = membank_store::redact(&database.url);
             eprintln!("made the database {location} for {key}");
             // Kept for the next run: dropping the handle would drop the database.
@@ -784,7 +903,10 @@ pub(crate) fn pg_dataset(server_url: &str, dir: &Path, key: &str, identity: &str
             Ok(PgDataset { store: Arc::new(store), location })
         }
         Err(err) => {
-            eprintln!("cannot create a database on {} ({err}); the dataset goes into the database of --db itself", membank_store::redact(server_url));
+            eprintln!(
+                "cannot create a database on {} ({err}); the dataset goes into the database of --db itself",
+                membank_store::redact(server_url)
+            );
             Ok(PgDataset { store: Arc::new(PgStore::open(server_url)?), location: membank_store::redact(server_url) })
         }
     }
@@ -792,12 +914,19 @@ pub(crate) fn pg_dataset(server_url: &str, dir: &Path, key: &str, identity: &str
 
 /// The database [`pg_dataset`] recorded for `key` on this server, or the database of
 /// `--db` itself when none is recorded (the server refused to create one).
-pub(crate) fn recorded_pg_dataset(server_url: &str, dir: &Path, key: &str, options: membank_store::StoreOptions) -> Result<PgDataset> {
+pub(crate) fn recorded_pg_dataset(
+    server_url: &str,
+    dir: &Path,
+    key: &str,
+    options: membank_store::StoreOptions,
+) -> Result<PgDataset> {
     let url = match std::fs::read_to_string(pg_record(server_url, dir, key)) {
         Ok(text) => with_database(server_url, text.split_whitespace().next().unwrap_or_default()),
         Err(_) => server_url.to_string(),
     };
-    let store = PgStore::open_with(&url, membank_store::PgOptions { cache_budget: options.cache_budget, ..Default::default() }).with_context(|| format!("cannot open {}", membank_store::redact(&url)))?;
+    let store =
+        PgStore::open_with(&url, membank_store::PgOptions { cache_budget: options.cache_budget, ..Default::default() })
+            .with_context(|| format!("cannot open {}", membank_store::redact(&url)))?;
     Ok(PgDataset { store: Arc::new(store), location: membank_store::redact(&url) })
 }
 
@@ -822,8 +951,14 @@ fn total_memories(store: &dyn Store, scope: &Scope) -> Result<u64> {
 /// source (count and first memory), or this fails saying which does not. Returns the
 /// memories copied.
 pub(crate) fn copy_users(source: &dyn Store, target: &dyn Store, scopes: &[Scope]) -> Result<usize> {
-    let matches = |scope: &Scope| -> Result<bool> { Ok(total_memories(source, scope)? == total_memories(target, scope)? && first_memory(source, scope)? == first_memory(target, scope)?) };
-    let todo: Vec<&Scope> = scopes.iter().filter_map(|scope| matches(scope).map(|ok| (!ok).then_some(scope)).transpose()).collect::<Result<_>>()?;
+    let matches = |scope: &Scope| -> Result<bool> {
+        Ok(total_memories(source, scope)? == total_memories(target, scope)?
+            && first_memory(source, scope)? == first_memory(target, scope)?)
+    };
+    let todo: Vec<&Scope> = scopes
+        .iter()
+        .filter_map(|scope| matches(scope).map(|ok| (!ok).then_some(scope)).transpose())
+        .collect::<Result<_>>()?;
     if todo.is_empty() {
         return Ok(0);
     }
@@ -846,9 +981,13 @@ pub(crate) fn copy_users(source: &dyn Store, target: &dyn Store, scopes: &[Scope
     for scope in &todo {
         source.export_user(&scope.tenant, &scope.user, true, &mut |row| {
             match row {
-                ExportRow::User(state) => batch.push(UserImport { state, memories: Vec::new(), events: Vec::new(), queries: Vec::new() }),
+                ExportRow::User(state) => {
+                    batch.push(UserImport { state, memories: Vec::new(), events: Vec::new(), queries: Vec::new() })
+                }
                 ExportRow::Memory(memory, vector) => {
-                    let Some(user) = batch.last_mut() else { return Err(StoreError::Corrupt("an export gave a memory before its user".into())) };
+                    let Some(user) = batch.last_mut() else {
+                        return Err(StoreError::Corrupt("an export gave a memory before its user".into()));
+                    };
                     user.memories.push((*memory, vector));
                     in_batch += 1;
                     seen += 1;

@@ -30,10 +30,14 @@ use std::time::Instant;
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use membank_engine::core::{Kind, Scope, TenantId, UserId, text};
-use membank_store::{Backend, CacheStats, EmbeddingModel, Location, NewMemory, SearchFilter, SqliteStore, Store, StoreOptions};
+use membank_store::{
+    Backend, CacheStats, EmbeddingModel, Location, NewMemory, SearchFilter, SqliteStore, Store, StoreOptions,
+};
 use serde::{Deserialize, Serialize};
 
-use crate::bench::{Dataset, MAX_COUNT, copy_users, count, first_memory, pg_dataset, recorded_pg_dataset, sentences, synthetic_memory};
+use crate::bench::{
+    Dataset, MAX_COUNT, copy_users, count, first_memory, pg_dataset, recorded_pg_dataset, sentences, synthetic_memory,
+};
 use crate::commands::Context;
 use crate::progress::Bar;
 
@@ -197,7 +201,12 @@ pub fn rss() -> Option<Rss> {
         let kb: f64 = line[name.len() + 1..].trim().trim_end_matches("kB").trim().parse().ok()?;
         Some(kb / 1024.0)
     };
-    Some(Rss { vm_rss_mb: field("VmRSS")?, rss_anon_mb: field("RssAnon")?, rss_file_mb: field("RssFile")?, vm_hwm_mb: field("VmHWM")? })
+    Some(Rss {
+        vm_rss_mb: field("VmRSS")?,
+        rss_anon_mb: field("RssAnon")?,
+        rss_file_mb: field("RssFile")?,
+        vm_hwm_mb: field("VmHWM")?,
+    })
 }
 
 fn user_scope(u: usize) -> Result<Scope> {
@@ -229,7 +238,8 @@ fn pg_key(args: &CacheArgs, model: &EmbeddingModel) -> String {
 fn measure(ctx: &Context, args: &CacheArgs, postgres: Option<&str>) -> Result<CacheReport> {
     std::fs::create_dir_all(&args.dir).with_context(|| format!("cannot create {}", args.dir.display()))?;
     let corpus = sentences(&args.data, 4000)?;
-    let questions: Vec<String> = corpus.iter().step_by(7).take(64).map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" ")).collect();
+    let questions: Vec<String> =
+        corpus.iter().step_by(7).take(64).map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" ")).collect();
     let (model, queries, built) = {
         let embedder = ctx.embedder.load()?;
         let model = EmbeddingModel { id: embedder.model_id().to_string(), dim: embedder.dim() };
@@ -292,7 +302,10 @@ fn measure(ctx: &Context, args: &CacheArgs, postgres: Option<&str>) -> Result<Ca
         let start = Instant::now();
         let chunk = args.users.div_ceil(args.clients);
         std::thread::scope(|s| -> Result<()> {
-            let workers: Vec<_> = order.chunks(chunk).map(|users| s.spawn(|| users.iter().try_for_each(|&u| search(store.as_ref(), u, pass)))).collect();
+            let workers: Vec<_> = order
+                .chunks(chunk)
+                .map(|users| s.spawn(|| users.iter().try_for_each(|&u| search(store.as_ref(), u, pass))))
+                .collect();
             for worker in workers {
                 worker.join().map_err(|_| anyhow::anyhow!("a search thread panicked"))??;
             }
@@ -321,7 +334,12 @@ fn compare(ctx: &Context, args: &CacheArgs, url: &str) -> Result<CacheComparison
         if built {
             build(&path, args, &model, embedder.as_ref(), &sentences(&args.data, 4000)?)?;
         }
-        let sqlite = Dataset::new("sqlite", path.display().to_string(), if built { args.users * args.per_user } else { 0 }, start.elapsed().as_secs_f64());
+        let sqlite = Dataset::new(
+            "sqlite",
+            path.display().to_string(),
+            if built { args.users * args.per_user } else { 0 },
+            start.elapsed().as_secs_f64(),
+        );
         (model, path, sqlite)
     };
     let postgres = {
@@ -356,11 +374,21 @@ fn compare(ctx: &Context, args: &CacheArgs, url: &str) -> Result<CacheComparison
     if !ctx.cli_json {
         for d in &comparison.datasets {
             match (d.seconds, d.memories_per_second) {
-                (Some(seconds), Some(rate)) => println!("{} dataset {}: {} memories added in {seconds:.1} s ({rate:.0} memories/s)", d.backend, d.location, d.added),
+                (Some(seconds), Some(rate)) => println!(
+                    "{} dataset {}: {} memories added in {seconds:.1} s ({rate:.0} memories/s)",
+                    d.backend, d.location, d.added
+                ),
                 _ => println!("{} dataset {}: reused as it was", d.backend, d.location),
             }
         }
-        let last = |i: usize| comparison.backends.get(i).and_then(|r| r.results.last()).and_then(|p| p.rss).map_or("-".to_string(), |r| format!("{:.0} MiB", r.vm_rss_mb));
+        let last = |i: usize| {
+            comparison
+                .backends
+                .get(i)
+                .and_then(|r| r.results.last())
+                .and_then(|p| p.rss)
+                .map_or("-".to_string(), |r| format!("{:.0} MiB", r.vm_rss_mb))
+        };
         println!(
             "VmRSS after the last pass: SQLite {}, PostgreSQL {} (budget {:.0} MiB; each in a process of its own; the PostgreSQL server's memory is not counted)",
             last(0),
@@ -376,7 +404,11 @@ fn compare(ctx: &Context, args: &CacheArgs, url: &str) -> Result<CacheComparison
 fn measure_in_child(ctx: &Context, backend: &str) -> Result<CacheReport> {
     // This very program: on Linux through /proc, which still runs it when a rebuild has
     // replaced the file meanwhile (another binary's numbers would not be this run's).
-    let exe = if cfg!(target_os = "linux") { PathBuf::from("/proc/self/exe") } else { std::env::current_exe().context("cannot find this program to run it again")? };
+    let exe = if cfg!(target_os = "linux") {
+        PathBuf::from("/proc/self/exe")
+    } else {
+        std::env::current_exe().context("cannot find this program to run it again")?
+    };
     let mut command = std::process::Command::new(exe);
     command.args(std::env::args_os().skip(1)).args(["--only", backend]);
     if !ctx.cli_json {
@@ -387,7 +419,8 @@ fn measure_in_child(ctx: &Context, backend: &str) -> Result<CacheReport> {
     if !output.status.success() {
         bail!("the {backend} measurement failed ({})", output.status);
     }
-    let mut report: CacheReport = serde_json::from_slice(&output.stdout).with_context(|| format!("the {backend} measurement printed no report"))?;
+    let mut report: CacheReport = serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("the {backend} measurement printed no report"))?;
     report.backend = Some(backend.to_string());
     Ok(report)
 }
@@ -411,12 +444,27 @@ fn print_header(report: &CacheReport) {
     if let Some(b) = report.baseline {
         println!("baseline: VmRSS {:.0} MiB (anon {:.0}, file {:.0})", b.vm_rss_mb, b.rss_anon_mb, b.rss_file_mb);
     }
-    println!("{:>5} {:>9} {:>8} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "pass", "searches", "seconds", "cache MiB", "users", "hits", "misses", "evictions", "VmRSS", "RssAnon", "RssFile");
+    println!(
+        "{:>5} {:>9} {:>8} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "pass",
+        "searches",
+        "seconds",
+        "cache MiB",
+        "users",
+        "hits",
+        "misses",
+        "evictions",
+        "VmRSS",
+        "RssAnon",
+        "RssFile"
+    );
 }
 
 /// One row of the passes' table.
 fn print_pass(row: &CachePass) {
-    let r = row.rss.map_or(["-".to_string(), "-".to_string(), "-".to_string()], |r| [r.vm_rss_mb, r.rss_anon_mb, r.rss_file_mb].map(|x| format!("{x:.0}")));
+    let r = row.rss.map_or(["-".to_string(), "-".to_string(), "-".to_string()], |r| {
+        [r.vm_rss_mb, r.rss_anon_mb, r.rss_file_mb].map(|x| format!("{x:.0}"))
+    });
     println!(
         "{:>5} {:>9} {:>8.2} {:>10.1} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         row.pass,
@@ -439,7 +487,13 @@ fn gcd(a: usize, b: usize) -> usize {
 
 /// Builds the database under a temporary name and renames it when complete, so an
 /// interrupted build is never reused as a finished one.
-fn build(path: &Path, args: &CacheArgs, model: &EmbeddingModel, embedder: &dyn membank_embed::Embedder, corpus: &[String]) -> Result<()> {
+fn build(
+    path: &Path,
+    args: &CacheArgs,
+    model: &EmbeddingModel,
+    embedder: &dyn membank_embed::Embedder,
+    corpus: &[String],
+) -> Result<()> {
     let partial = path.with_extension("partial");
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", partial.display()));
@@ -468,7 +522,10 @@ fn build(path: &Path, args: &CacheArgs, model: &EmbeddingModel, embedder: &dyn m
                     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
                     v.iter_mut().for_each(|x| *x /= norm);
                     let at = start_day + chrono::Duration::minutes((i * 5) as i64);
-                    NewMemory { memory: synthetic_memory(&scope, Kind::Turn, format!("{} {}", corpus[a], corpus[b]), at), embedding: Some((model.clone(), v)) }
+                    NewMemory {
+                        memory: synthetic_memory(&scope, Kind::Turn, format!("{} {}", corpus[a], corpus[b]), at),
+                        embedding: Some((model.clone(), v)),
+                    }
                 })
                 .collect();
             store.insert_many(batch)?;
@@ -482,7 +539,8 @@ fn build(path: &Path, args: &CacheArgs, model: &EmbeddingModel, embedder: &dyn m
     if Path::new(&wal).exists() {
         std::fs::rename(&wal, format!("{}-wal", path.display())).with_context(|| format!("cannot rename {wal}"))?;
     }
-    std::fs::rename(&partial, path).with_context(|| format!("cannot rename {} to {}", partial.display(), path.display()))?;
+    std::fs::rename(&partial, path)
+        .with_context(|| format!("cannot rename {} to {}", partial.display(), path.display()))?;
     eprintln!("built {} users x {} memories in {:.1}s", args.users, args.per_user, start.elapsed().as_secs_f64());
     Ok(())
 }

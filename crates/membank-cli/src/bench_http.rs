@@ -40,7 +40,9 @@ use membank_store::postgres::testing::TestDatabase;
 use membank_store::{Backend, EmbeddingModel, Location, NewMemory, PgStore, SqliteStore, Store};
 use serde::Serialize;
 
-use crate::bench::{Dataset, Latency, MAX_COUNT, copy_users, count, fill, first_memory, pg_dataset, sentences, synthetic_memory};
+use crate::bench::{
+    Dataset, Latency, MAX_COUNT, copy_users, count, fill, first_memory, pg_dataset, sentences, synthetic_memory,
+};
 use crate::commands::Context;
 
 /// `bench http`.
@@ -197,8 +199,18 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<HttpReport> {
         fill(store.as_ref(), &scope, &model, embedder.as_ref(), &corpus[..distinct], have, args.memories)?;
         eprintln!("built {} memories in {:.1}s", args.memories - have, start.elapsed().as_secs_f64());
     }
-    let sqlite_dataset = Dataset::new("sqlite", path.display().to_string(), args.memories.saturating_sub(have), start.elapsed().as_secs_f64());
-    let questions: Vec<String> = corpus.iter().step_by(7).take(500).map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" ")).collect();
+    let sqlite_dataset = Dataset::new(
+        "sqlite",
+        path.display().to_string(),
+        args.memories.saturating_sub(have),
+        start.elapsed().as_secs_f64(),
+    );
+    let questions: Vec<String> = corpus
+        .iter()
+        .step_by(7)
+        .take(500)
+        .map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" "))
+        .collect();
 
     // The PostgreSQL copy of the same dataset, keyed by the SQLite build it copies.
     let postgres = match &ctx.db {
@@ -221,20 +233,41 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<HttpReport> {
     let mut servers = Vec::new();
     let mut targets = Vec::new();
     // What `serve` embeds queries with: the configured model behind the micro-batcher.
-    let batched: Arc<dyn membank_embed::Embedder> = Arc::new(membank_embed::BatchingEmbedder::new(embedder.clone(), membank_embed::BatchOptions::default())?);
+    let batched: Arc<dyn membank_embed::Embedder> =
+        Arc::new(membank_embed::BatchingEmbedder::new(embedder.clone(), membank_embed::BatchOptions::default())?);
     let backends: Vec<ServerSpec> = match (&postgres, &ctx.embedder) {
-        (Some((_, pg, _)), _) => vec![(Some("sqlite"), None, store.clone() as Arc<dyn Backend>, batched.clone()), (Some("postgres"), None, pg.clone() as Arc<dyn Backend>, batched.clone())],
+        (Some((_, pg, _)), _) => vec![
+            (Some("sqlite"), None, store.clone() as Arc<dyn Backend>, batched.clone()),
+            (Some("postgres"), None, pg.clone() as Arc<dyn Backend>, batched.clone()),
+        ],
         // The reference path beside the default one: the same model with f32 query weights,
         // each query alone.
         (None, crate::embedder::EmbedderChoice::Local { dir, expect, threads, .. }) => {
-            let reference = crate::embedder::EmbedderChoice::Local { dir: dir.clone(), expect: *expect, threads: *threads, query_precision: membank_embed::QueryPrecision::F32 }.load()?;
-            let default_path = if matches!(ctx.embedder, crate::embedder::EmbedderChoice::Local { query_precision: membank_embed::QueryPrecision::F32, .. }) { "f32-batched" } else { "int8-batched" };
-            vec![(None, Some(default_path), store.clone() as Arc<dyn Backend>, batched.clone()), (None, Some("f32"), store.clone() as Arc<dyn Backend>, reference)]
+            let reference = crate::embedder::EmbedderChoice::Local {
+                dir: dir.clone(),
+                expect: *expect,
+                threads: *threads,
+                query_precision: membank_embed::QueryPrecision::F32,
+            }
+            .load()?;
+            let default_path = if matches!(
+                ctx.embedder,
+                crate::embedder::EmbedderChoice::Local { query_precision: membank_embed::QueryPrecision::F32, .. }
+            ) {
+                "f32-batched"
+            } else {
+                "int8-batched"
+            };
+            vec![
+                (None, Some(default_path), store.clone() as Arc<dyn Backend>, batched.clone()),
+                (None, Some("f32"), store.clone() as Arc<dyn Backend>, reference),
+            ]
         }
         (None, _) => vec![(None, None, store.clone() as Arc<dyn Backend>, batched.clone())],
     };
     for (backend, query_path, backend_store, embedder) in backends {
-        let engine = Arc::new(Engine::new(backend_store.clone(), embedder, Arc::new(SystemClock), ctx.engine_config.clone())?);
+        let engine =
+            Arc::new(Engine::new(backend_store.clone(), embedder, Arc::new(SystemClock), ctx.engine_config.clone())?);
         let mut config = ServerConfig::new(TenantId::default_tenant(), AuthMode::LoopbackOpen);
         // The bench measures recall, not a maintenance cycle archiving its memories mid-run.
         config.maintenance.enabled = false;
@@ -259,7 +292,11 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<HttpReport> {
 
     if let Some((url, _, pg_dataset)) = postgres {
         report.datasets = Some(vec![sqlite_dataset, pg_dataset]);
-        let ingest = if args.ingest > 0 { ingest(ctx, embedder.clone(), &model, &corpus, args.ingest, &url)? } else { Vec::new() };
+        let ingest = if args.ingest > 0 {
+            ingest(ctx, embedder.clone(), &model, &corpus, args.ingest, &url)?
+        } else {
+            Vec::new()
+        };
         if !ctx.cli_json {
             print_datasets(report.datasets.as_deref().unwrap_or_default());
             print_ingest(&ingest);
@@ -270,7 +307,13 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<HttpReport> {
 }
 
 /// Times the recalls against every target (one, or SQLite and PostgreSQL in turns).
-fn measure(ctx: &Context, args: &HttpArgs, model: &EmbeddingModel, targets: &[Target], questions: &[String]) -> Result<HttpReport> {
+fn measure(
+    ctx: &Context,
+    args: &HttpArgs,
+    model: &EmbeddingModel,
+    targets: &[Target],
+    questions: &[String],
+) -> Result<HttpReport> {
     // Warm-up: the vector cache of the user and the model's pages, as in a running server;
     // then as many connections at once as the busiest level will open (up to the size of
     // PostgreSQL's pool), so each pooled connection has prepared its statements.
@@ -292,17 +335,46 @@ fn measure(ctx: &Context, args: &HttpArgs, model: &EmbeddingModel, targets: &[Ta
     };
     let both = targets.len() > 1;
     let backends = targets.iter().any(|t| t.backend.is_some());
-    let mut report = HttpReport { benchmark: "http", model: model.id.clone(), model_threads, memories: args.memories, k: args.k, results: Vec::new(), ratios: (both && backends).then(Vec::new), path_ratios: (both && !backends).then(Vec::new), datasets: None, ingest: None };
+    let mut report = HttpReport {
+        benchmark: "http",
+        model: model.id.clone(),
+        model_threads,
+        memories: args.memories,
+        k: args.k,
+        results: Vec::new(),
+        ratios: (both && backends).then(Vec::new),
+        path_ratios: (both && !backends).then(Vec::new),
+        datasets: None,
+        ingest: None,
+    };
     if !ctx.cli_json {
-        println!("recall over HTTP on loopback: one user with {} memories, k = {}, query embedding included ({} threads for the model)", args.memories, args.k, model_threads.map_or("remote".into(), |t| t.to_string()));
+        println!(
+            "recall over HTTP on loopback: one user with {} memories, k = {}, query embedding included ({} threads for the model)",
+            args.memories,
+            args.k,
+            model_threads.map_or("remote".into(), |t| t.to_string())
+        );
         if both && backends {
-            println!("SQLite and PostgreSQL (the same memories, vectors and times), one server each; at each level the backends take turns (SQLite, PostgreSQL, PostgreSQL, SQLite) on the same queries");
-            println!("{:>8} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10} {:>12} {:>14}", "clients", "strengthen", "backend", "requests", "p50", "p95", "p99", "recalls/s", "p50 pg/sqlite");
+            println!(
+                "SQLite and PostgreSQL (the same memories, vectors and times), one server each; at each level the backends take turns (SQLite, PostgreSQL, PostgreSQL, SQLite) on the same queries"
+            );
+            println!(
+                "{:>8} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10} {:>12} {:>14}",
+                "clients", "strengthen", "backend", "requests", "p50", "p95", "p99", "recalls/s", "p50 pg/sqlite"
+            );
         } else if both {
-            println!("two query paths on the same store, one server each, taking turns (default, f32, f32, default) on the same queries: the default (int8 query weights, micro-batched) and the reference (f32 weights, each query alone)");
-            println!("{:>8} {:>12} {:>13} {:>9} {:>10} {:>10} {:>10} {:>12} {:>12}", "clients", "strengthen", "query path", "requests", "p50", "p95", "p99", "recalls/s", "p50 f32/int8");
+            println!(
+                "two query paths on the same store, one server each, taking turns (default, f32, f32, default) on the same queries: the default (int8 query weights, micro-batched) and the reference (f32 weights, each query alone)"
+            );
+            println!(
+                "{:>8} {:>12} {:>13} {:>9} {:>10} {:>10} {:>10} {:>12} {:>12}",
+                "clients", "strengthen", "query path", "requests", "p50", "p95", "p99", "recalls/s", "p50 f32/int8"
+            );
         } else {
-            println!("{:>8} {:>12} {:>9} {:>10} {:>10} {:>10} {:>12}", "clients", "strengthen", "requests", "p50", "p95", "p99", "recalls/s");
+            println!(
+                "{:>8} {:>12} {:>9} {:>10} {:>10} {:>10} {:>12}",
+                "clients", "strengthen", "requests", "p50", "p95", "p99", "recalls/s"
+            );
         }
     }
     let modes: &[bool] = if args.strengthen { &[false, true] } else { &[false] };
@@ -312,7 +384,11 @@ fn measure(ctx: &Context, args: &HttpArgs, model: &EmbeddingModel, targets: &[Ta
             // Each target's blocks: (first request of each client, requests per client).
             // Alone: one block. Both: two halves each, in the order A B B A.
             let half = per_client / 2;
-            let order: Vec<(usize, usize, usize)> = if both { vec![(0, 0, half), (1, 0, half), (1, half, per_client - half), (0, half, per_client - half)] } else { vec![(0, 0, per_client)] };
+            let order: Vec<(usize, usize, usize)> = if both {
+                vec![(0, 0, half), (1, 0, half), (1, half, per_client - half), (0, half, per_client - half)]
+            } else {
+                vec![(0, 0, per_client)]
+            };
             let mut times: Vec<Vec<Duration>> = vec![Vec::new(); targets.len()];
             let mut wall = vec![0.0; targets.len()];
             for (t, first, n) in order {
@@ -323,17 +399,37 @@ fn measure(ctx: &Context, args: &HttpArgs, model: &EmbeddingModel, targets: &[Ta
             let rows: Vec<HttpResult> = targets
                 .iter()
                 .zip(times.iter_mut().zip(&wall))
-                .map(|(target, (times, wall))| HttpResult { backend: target.backend, query_path: target.query_path, clients, strengthen, requests: times.len(), latency: Latency::of(times), recalls_per_second: times.len() as f64 / wall })
+                .map(|(target, (times, wall))| HttpResult {
+                    backend: target.backend,
+                    query_path: target.query_path,
+                    clients,
+                    strengthen,
+                    requests: times.len(),
+                    latency: Latency::of(times),
+                    recalls_per_second: times.len() as f64 / wall,
+                })
                 .collect();
-            let ratio = both.then(|| HttpRatio { clients, strengthen, p50: rows[1].latency.p50_ms / rows[0].latency.p50_ms, p95: rows[1].latency.p95_ms / rows[0].latency.p95_ms });
+            let ratio = both.then(|| HttpRatio {
+                clients,
+                strengthen,
+                p50: rows[1].latency.p50_ms / rows[0].latency.p50_ms,
+                p95: rows[1].latency.p95_ms / rows[0].latency.p95_ms,
+            });
             if !ctx.cli_json {
                 let ms = |ms: f64| format!("{ms:.2} ms");
                 for row in &rows {
                     let common = format!("{:>8} {:>12}", clients, if strengthen { "yes" } else { "no" });
-                    let numbers = format!("{:>10} {:>10} {:>10} {:>12.1}", ms(row.latency.p50_ms), ms(row.latency.p95_ms), ms(row.latency.p99_ms), row.recalls_per_second);
+                    let numbers = format!(
+                        "{:>10} {:>10} {:>10} {:>12.1}",
+                        ms(row.latency.p50_ms),
+                        ms(row.latency.p95_ms),
+                        ms(row.latency.p99_ms),
+                        row.recalls_per_second
+                    );
                     match (row.backend, row.query_path, &ratio) {
                         (Some(backend), _, Some(ratio)) => {
-                            let versus = if backend == "postgres" { format!("{:.2}x", ratio.p50) } else { String::new() };
+                            let versus =
+                                if backend == "postgres" { format!("{:.2}x", ratio.p50) } else { String::new() };
                             println!("{common} {backend:>9} {:>9} {numbers} {versus:>14}", row.requests);
                         }
                         (None, Some(path), Some(ratio)) => {
@@ -361,7 +457,15 @@ fn measure(ctx: &Context, args: &HttpArgs, model: &EmbeddingModel, targets: &[Ta
 /// recalls, the i-th of client c asking question `c * 31 + first + i` (so two blocks with
 /// the same `first` ask the same questions). Returns each request's latency and the
 /// block's wall time in seconds.
-fn block(addr: SocketAddr, clients: usize, first: usize, n: usize, k: usize, strengthen: bool, questions: &[String]) -> Result<(Vec<Duration>, f64)> {
+fn block(
+    addr: SocketAddr,
+    clients: usize,
+    first: usize,
+    n: usize,
+    k: usize,
+    strengthen: bool,
+    questions: &[String],
+) -> Result<(Vec<Duration>, f64)> {
     let start = Instant::now();
     let handles: Vec<_> = (0..clients)
         .map(|c| {
@@ -390,14 +494,25 @@ fn block(addr: SocketAddr, clients: usize, first: usize, n: usize, k: usize, str
 /// PostgreSQL database (made on the server of `server_url`, dropped at the end; skipped
 /// when the server refuses to make one), through the engine's remember and through the
 /// store's insert, alternating the backends call by call.
-fn ingest(ctx: &Context, embedder: Arc<dyn membank_embed::Embedder>, model: &EmbeddingModel, corpus: &[String], n: usize, server_url: &str) -> Result<Vec<IngestResult>> {
+fn ingest(
+    ctx: &Context,
+    embedder: Arc<dyn membank_embed::Embedder>,
+    model: &EmbeddingModel,
+    corpus: &[String],
+    n: usize,
+    server_url: &str,
+) -> Result<Vec<IngestResult>> {
     let scratch = tempfile::tempdir().context("cannot make a scratch directory")?;
-    let mut stores: Vec<(&'static str, Arc<dyn Store>)> = vec![("sqlite", Arc::new(SqliteStore::open_with(scratch.path().join("ingest.db"), ctx.store_options())?))];
+    let mut stores: Vec<(&'static str, Arc<dyn Store>)> =
+        vec![("sqlite", Arc::new(SqliteStore::open_with(scratch.path().join("ingest.db"), ctx.store_options())?))];
     // Dropped (with its database) when this function returns, after the stores.
     let database = match TestDatabase::try_create(server_url, "bench_ingest") {
         Ok(database) => Some(database),
         Err(err) => {
-            eprintln!("no PostgreSQL ingest: cannot create a scratch database on {} ({err})", membank_store::redact(server_url));
+            eprintln!(
+                "no PostgreSQL ingest: cannot create a scratch database on {} ({err})",
+                membank_store::redact(server_url)
+            );
             None
         }
     };
@@ -408,12 +523,25 @@ fn ingest(ctx: &Context, embedder: Arc<dyn membank_embed::Embedder>, model: &Emb
     let mut results = Vec::new();
 
     // The engine's remember: validation, the user's day, one embedding, one transaction.
-    let engines = stores.iter().map(|(_, store)| Engine::new(store.clone(), embedder.clone(), Arc::new(SystemClock), ctx.engine_config.clone())).collect::<Result<Vec<_>, _>>()?;
+    let engines = stores
+        .iter()
+        .map(|(_, store)| {
+            Engine::new(store.clone(), embedder.clone(), Arc::new(SystemClock), ctx.engine_config.clone())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let scope = Scope::user(TenantId::default_tenant(), UserId::new("ingest-remember")?);
     let mut times = vec![Vec::with_capacity(n); stores.len()];
     for text in &texts {
         for (engine, times) in engines.iter().zip(&mut times) {
-            let request = RememberTurn { scope: scope.clone(), user_text: (*text).clone(), assistant_text: None, occurred_at: None, metadata: Default::default(), importance: None, clock_from: Default::default() };
+            let request = RememberTurn {
+                scope: scope.clone(),
+                user_text: (*text).clone(),
+                assistant_text: None,
+                occurred_at: None,
+                metadata: Default::default(),
+                importance: None,
+                clock_from: Default::default(),
+            };
             let start = Instant::now();
             engine.remember_turn(request)?;
             times.push(start.elapsed());
@@ -438,7 +566,10 @@ fn ingest(ctx: &Context, embedder: Arc<dyn membank_embed::Embedder>, model: &Emb
     for (i, (text, vector)) in texts.iter().zip(&vectors).enumerate() {
         let at = now - chrono::Duration::seconds((n - i) as i64);
         for ((_, store), times) in stores.iter().zip(&mut times) {
-            let new = NewMemory { memory: synthetic_memory(&scope, Kind::Turn, (*text).clone(), at), embedding: Some((model.clone(), vector.clone())) };
+            let new = NewMemory {
+                memory: synthetic_memory(&scope, Kind::Turn, (*text).clone(), at),
+                embedding: Some((model.clone(), vector.clone())),
+            };
             let start = Instant::now();
             store.insert(new)?;
             times.push(start.elapsed());
@@ -454,13 +585,23 @@ fn ingest(ctx: &Context, embedder: Arc<dyn membank_embed::Embedder>, model: &Emb
 
 fn ingest_result(backend: &'static str, path: &'static str, times: &mut [Duration]) -> IngestResult {
     let seconds: f64 = times.iter().map(Duration::as_secs_f64).sum();
-    IngestResult { backend, path, memories: times.len(), seconds, memories_per_second: times.len() as f64 / seconds, latency: Latency::of(times) }
+    IngestResult {
+        backend,
+        path,
+        memories: times.len(),
+        seconds,
+        memories_per_second: times.len() as f64 / seconds,
+        latency: Latency::of(times),
+    }
 }
 
 fn print_datasets(datasets: &[Dataset]) {
     for d in datasets {
         match (d.seconds, d.memories_per_second) {
-            (Some(seconds), Some(rate)) => println!("{} dataset {}: {} memories added in {seconds:.1} s ({rate:.0} memories/s)", d.backend, d.location, d.added),
+            (Some(seconds), Some(rate)) => println!(
+                "{} dataset {}: {} memories added in {seconds:.1} s ({rate:.0} memories/s)",
+                d.backend, d.location, d.added
+            ),
             _ => println!("{} dataset {}: reused as it was", d.backend, d.location),
         }
     }
@@ -470,10 +611,24 @@ fn print_ingest(results: &[IngestResult]) {
     if results.is_empty() {
         return;
     }
-    println!("ingest, one memory per call, backends alternating call by call (remember: embedding + one transaction; insert: the store alone)");
-    println!("{:>9} {:>9} {:>9} {:>9} {:>12} {:>10} {:>10}", "backend", "path", "memories", "seconds", "memories/s", "p50", "p95");
+    println!(
+        "ingest, one memory per call, backends alternating call by call (remember: embedding + one transaction; insert: the store alone)"
+    );
+    println!(
+        "{:>9} {:>9} {:>9} {:>9} {:>12} {:>10} {:>10}",
+        "backend", "path", "memories", "seconds", "memories/s", "p50", "p95"
+    );
     for r in results {
-        println!("{:>9} {:>9} {:>9} {:>9.2} {:>12.1} {:>10} {:>10}", r.backend, r.path, r.memories, r.seconds, r.memories_per_second, format!("{:.2} ms", r.latency.p50_ms), format!("{:.2} ms", r.latency.p95_ms));
+        println!(
+            "{:>9} {:>9} {:>9} {:>9.2} {:>12.1} {:>10} {:>10}",
+            r.backend,
+            r.path,
+            r.memories,
+            r.seconds,
+            r.memories_per_second,
+            format!("{:.2} ms", r.latency.p50_ms),
+            format!("{:.2} ms", r.latency.p95_ms)
+        );
     }
 }
 
@@ -496,11 +651,17 @@ impl Connection {
 
     fn recall(&mut self, query: &str, k: usize, strengthen: bool) -> Result<()> {
         let body = serde_json::json!({ "query": query, "k": k, "strengthen": strengthen }).to_string();
-        write!(self.writer, "POST /v1/users/bench/recall HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}", body.len(), body)?;
+        write!(
+            self.writer,
+            "POST /v1/users/bench/recall HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+            body.len(),
+            body
+        )?;
         self.writer.flush()?;
         let mut status = String::new();
         self.reader.read_line(&mut status)?;
-        let code: u16 = status.split_whitespace().nth(1).and_then(|c| c.parse().ok()).context("malformed status line")?;
+        let code: u16 =
+            status.split_whitespace().nth(1).and_then(|c| c.parse().ok()).context("malformed status line")?;
         let mut length = None;
         loop {
             let mut line = String::new();

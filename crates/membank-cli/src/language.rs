@@ -43,31 +43,55 @@ fn targets(db: &Location) -> Targets {
                 _ => (old.clone(), "membank".to_string()),
             };
             let new_name = format!("{name}_e5");
-            Targets { export: format!("{name}.export.jsonl"), new: format!("{base}/{new_name}"), create: Some(format!("createdb {new_name}")), old }
+            Targets {
+                export: format!("{name}.export.jsonl"),
+                new: format!("{base}/{new_name}"),
+                create: Some(format!("createdb {new_name}")),
+                old,
+            }
         }
     }
 }
 
 /// The commands, in order, that move the store at `db` to multilingual-e5-small.
 pub fn switch_commands(ctx: &Context, db: &Location) -> Vec<String> {
-    let config = ctx.config_path.as_ref().map(|c| format!(" --config {}", shell_word(&c.to_string_lossy()))).unwrap_or_default();
+    let config =
+        ctx.config_path.as_ref().map(|c| format!(" --config {}", shell_word(&c.to_string_lossy()))).unwrap_or_default();
     let t = targets(db);
-    let mut commands = vec![format!("membank{config} --db {} export --all-users --output {}", shell_word(&t.old), shell_word(&t.export))];
+    let mut commands = vec![format!(
+        "membank{config} --db {} export --all-users --output {}",
+        shell_word(&t.old),
+        shell_word(&t.export)
+    )];
     commands.extend(t.create);
     // A model directory set for the old store (flag, MEMBANK_MODEL_DIR, config) would hold
     // the English model: name e5's own for the import.
     let model_dir = if ctx.model_dir_configured {
-        format!(" --model-dir {}", shell_word(&membank_embed::fetch::default_dir_for(membank_embed::KnownModel::MultilingualE5Small).to_string_lossy()))
+        format!(
+            " --model-dir {}",
+            shell_word(
+                &membank_embed::fetch::default_dir_for(membank_embed::KnownModel::MultilingualE5Small)
+                    .to_string_lossy()
+            )
+        )
     } else {
         String::new()
     };
-    commands.push(format!("membank{config} --db {} --local-model multilingual-e5-small{model_dir} import membank-export {}", shell_word(&t.new), shell_word(&t.export)));
+    commands.push(format!(
+        "membank{config} --db {} --local-model multilingual-e5-small{model_dir} import membank-export {}",
+        shell_word(&t.new),
+        shell_word(&t.export)
+    ));
     commands
 }
 
 /// The advice of the engine's once-only warning, for the configured database.
 pub fn switch_advice(ctx: &Context) -> String {
-    format!("{}; then use --db {} (it records its model, so none needs naming again)", switch_commands(ctx, &ctx.db).join(" && "), shell_word(&targets(&ctx.db).new))
+    format!(
+        "{}; then use --db {} (it records its model, so none needs naming again)",
+        switch_commands(ctx, &ctx.db).join(" && "),
+        shell_word(&targets(&ctx.db).new)
+    )
 }
 
 /// What `membank check` says about a store's writing: `Some(lines)` when its model reads

@@ -98,8 +98,12 @@ impl LlmSettings {
         match (&self.config, &self.base_url, &self.model) {
             (Some(config), _, _) => Ok(Arc::new(OpenAiChat::new(config.clone()).map_err(EngineError::Llm)?)),
             (None, None, None) => Err(EngineError::LlmNotConfigured.into()),
-            (None, Some(_), None) => bail!("an LLM base URL is set but no model: set MEMBANK_LLM_MODEL (or [llm] model)"),
-            (None, _, _) => bail!("an LLM model is set but no base URL: set MEMBANK_LLM_BASE_URL (or [llm] base_url), e.g. http://localhost:11434/v1"),
+            (None, Some(_), None) => {
+                bail!("an LLM base URL is set but no model: set MEMBANK_LLM_MODEL (or [llm] model)")
+            }
+            (None, _, _) => bail!(
+                "an LLM model is set but no base URL: set MEMBANK_LLM_BASE_URL (or [llm] base_url), e.g. http://localhost:11434/v1"
+            ),
         }
     }
 }

@@ -8,15 +8,15 @@
 
 mod bench;
 mod bench_cache;
-mod chat;
 mod bench_http;
+mod chat;
 mod commands;
 mod config;
 mod embedder;
-mod llm_config;
 mod eval;
 mod import;
 mod language;
+mod llm_config;
 mod migrate;
 mod progress;
 mod render;
@@ -229,7 +229,11 @@ fn main() -> ExitCode {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let payload = info.payload();
-        let message = payload.downcast_ref::<String>().map(String::as_str).or_else(|| payload.downcast_ref::<&str>().copied()).unwrap_or("");
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
         if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
             std::process::exit(0);
         }
@@ -242,7 +246,10 @@ fn main() -> ExitCode {
     let server = matches!(cli.command, Command::Serve(_) | Command::Mcp(_));
     match tracing_subscriber::EnvFilter::try_from_env("MEMBANK_LOG") {
         Ok(filter) => tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init(),
-        Err(_) if server => tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::new("warn")).with_writer(std::io::stderr).init(),
+        Err(_) if server => tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+            .with_writer(std::io::stderr)
+            .init(),
         Err(_) => tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
             .without_time()

@@ -41,7 +41,9 @@ use std::time::Instant;
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use membank_core::{Scope, Status, TenantId, UserId};
-use membank_store::{ApiKeyRecord, Backend, EmbeddingModel, ExportRow, Location, SearchFilter, StoreError, StoreOptions, UserImport};
+use membank_store::{
+    ApiKeyRecord, Backend, EmbeddingModel, ExportRow, Location, SearchFilter, StoreError, StoreOptions, UserImport,
+};
 use serde_json::json;
 
 use crate::commands::{Context, UsageError};
@@ -161,7 +163,15 @@ fn row_hash(row: &ExportRow) -> u64 {
                 vector_bits(&mut hasher, vector);
             }
         }
-        ExportRow::Event(event) => ("event", event.id.to_string(), event.memory_id.map(|id| id.to_string()), event.kind.as_str(), event.at.timestamp_millis(), event.data.to_string()).hash(&mut hasher),
+        ExportRow::Event(event) => (
+            "event",
+            event.id.to_string(),
+            event.memory_id.map(|id| id.to_string()),
+            event.kind.as_str(),
+            event.at.timestamp_millis(),
+            event.data.to_string(),
+        )
+            .hash(&mut hasher),
         ExportRow::Query(at, vector) => {
             ("query", at.timestamp_millis()).hash(&mut hasher);
             vector_bits(&mut hasher, vector);
@@ -236,7 +246,9 @@ pub fn run(ctx: &Context, args: MigrateArgs) -> Result<()> {
 
     // Everything that could refuse, before anything is written.
     if let Some(model) = source_model(source.as_ref())? {
-        check_target_model(target.as_ref(), &model).with_context(|| format!("the target {} cannot take the source's vectors; nothing was copied", to.display()))?;
+        check_target_model(target.as_ref(), &model).with_context(|| {
+            format!("the target {} cannot take the source's vectors; nothing was copied", to.display())
+        })?;
     }
     let (keys, present_keys) = keys_to_copy(source.as_ref(), target.as_ref())?;
     let users = source.all_users()?;
@@ -264,7 +276,8 @@ pub fn run(ctx: &Context, args: MigrateArgs) -> Result<()> {
     bar.finish();
     if !conflicts.is_empty() {
         let shown = conflicts.iter().take(10).map(|c| format!("\n  {c}")).collect::<String>();
-        let more = if conflicts.len() > 10 { format!("\n  … and {} more", conflicts.len() - 10) } else { String::new() };
+        let more =
+            if conflicts.len() > 10 { format!("\n  … and {} more", conflicts.len() - 10) } else { String::new() };
         return Err(anyhow::Error::new(StoreError::Conflict(format!(
             "{} of the source's users are in the target {} with other content; migrate never merges into or overwrites a user (remove them from the target, or migrate into another database); nothing was copied:{shown}{more}",
             conflicts.len(),
@@ -274,7 +287,14 @@ pub fn run(ctx: &Context, args: MigrateArgs) -> Result<()> {
 
     // Copy: users, then keys (a key names its user; the user should be there first).
     let copy_started = Instant::now();
-    let shared = Shared { copied: Mutex::new(Copied::default()), done: AtomicU64::new(0), total: total_memories, failure: Mutex::new(None), failed: AtomicBool::new(false), bar: &bar };
+    let shared = Shared {
+        copied: Mutex::new(Copied::default()),
+        done: AtomicU64::new(0),
+        total: total_memories,
+        failure: Mutex::new(None),
+        failed: AtomicBool::new(false),
+        bar: &bar,
+    };
     let writers = args.jobs.map_or(if to.kind() == "postgres" { 2 } else { 1 }, |n| usize::try_from(n).unwrap_or(1));
     let batch = usize::try_from(args.batch).unwrap_or(usize::MAX);
     let copying = std::thread::scope(|scope| -> Result<Vec<Tally>> {
@@ -287,7 +307,16 @@ pub fn run(ctx: &Context, args: MigrateArgs) -> Result<()> {
             scope.spawn(move || write_jobs(target, jobs, shared));
             queues.push(sender);
         }
-        let mut copier = Copier { source: source.as_ref(), batch, pending: Vec::new(), pending_rows: 0, pending_memories: 0, queues, next: 0, shared: &shared };
+        let mut copier = Copier {
+            source: source.as_ref(),
+            batch,
+            pending: Vec::new(),
+            pending_rows: 0,
+            pending_memories: 0,
+            queues,
+            next: 0,
+            shared: &shared,
+        };
         let mut tallies: Vec<Tally> = Vec::with_capacity(users.len());
         for (i, (tenant, user)) in users.iter().enumerate() {
             let tally = match &plans[i] {
@@ -326,22 +355,34 @@ pub fn run(ctx: &Context, args: MigrateArgs) -> Result<()> {
     let mut mismatches = Vec::new();
     let mut checked = 0u64;
     for (i, (tenant, user)) in users.iter().enumerate() {
-        bar.update("verifying", usize::try_from(checked).unwrap_or(usize::MAX), usize::try_from(total_memories).unwrap_or(usize::MAX));
+        bar.update(
+            "verifying",
+            usize::try_from(checked).unwrap_or(usize::MAX),
+            usize::try_from(total_memories).unwrap_or(usize::MAX),
+        );
         let found = tally(target.as_ref(), tenant, user)?;
         if found.as_ref() != Some(&tallies[i]) {
             let counts_only = |t: &Tally| Tally { digest: 0, ..*t };
             let target_holds = match found {
                 None => "nothing".to_string(),
-                Some(t) if counts_only(&t) == counts_only(&tallies[i]) => format!("as many, but with other content ({})", t.describe()),
+                Some(t) if counts_only(&t) == counts_only(&tallies[i]) => {
+                    format!("as many, but with other content ({})", t.describe())
+                }
                 Some(t) => t.describe(),
             };
-            mismatches.push(format!("{tenant}/{user}: the source has {}, the target {target_holds}", tallies[i].describe()));
+            mismatches
+                .push(format!("{tenant}/{user}: the source has {}, the target {target_holds}", tallies[i].describe()));
         }
         checked += sizes[i];
     }
-    bar.update("verifying", usize::try_from(total_memories).unwrap_or(usize::MAX), usize::try_from(total_memories).unwrap_or(usize::MAX));
+    bar.update(
+        "verifying",
+        usize::try_from(total_memories).unwrap_or(usize::MAX),
+        usize::try_from(total_memories).unwrap_or(usize::MAX),
+    );
     bar.finish();
-    let target_keys: HashMap<String, (ApiKeyRecord, String)> = target.export_keys()?.into_iter().map(|(record, hash)| (record.key_id.clone(), (record, hash))).collect();
+    let target_keys: HashMap<String, (ApiKeyRecord, String)> =
+        target.export_keys()?.into_iter().map(|(record, hash)| (record.key_id.clone(), (record, hash))).collect();
     let source_keys = source.export_keys()?;
     for (record, hash) in &source_keys {
         if target_keys.get(&record.key_id) != Some(&(record.clone(), hash.clone())) {
@@ -395,7 +436,12 @@ pub fn run(ctx: &Context, args: MigrateArgs) -> Result<()> {
     }
     if !verified {
         mismatches.iter().take(20).for_each(|m| eprintln!("mismatch: {m}"));
-        bail!("verification failed: {} users or keys differ between {} and {} (run migrate again to see whether they still do)", mismatches.len(), from.display(), to.display());
+        bail!(
+            "verification failed: {} users or keys differ between {} and {} (run migrate again to see whether they still do)",
+            mismatches.len(),
+            from.display(),
+            to.display()
+        );
     }
     Ok(())
 }
@@ -413,10 +459,17 @@ fn locations(args: &MigrateArgs) -> Result<(Location, Location)> {
     {
         let what = if path.exists() { "is not a file" } else { "does not exist" };
         return Err(anyhow::Error::new(StoreError::NotFound { what: format!("source database {}", path.display()) })
-            .context(format!("{} {what}: --from must name an existing SQLite file or a postgres:// URL", path.display())));
+            .context(format!(
+                "{} {what}: --from must name an existing SQLite file or a postgres:// URL",
+                path.display()
+            )));
     }
     if same_store(&from, &to) {
-        return Err(UsageError(format!("--from and --to are the same store ({}): migrate copies into another one", from.display())).into());
+        return Err(UsageError(format!(
+            "--from and --to are the same store ({}): migrate copies into another one",
+            from.display()
+        ))
+        .into());
     }
     Ok((from, to))
 }
@@ -431,7 +484,11 @@ fn same_store(from: &Location, to: &Location) -> bool {
         (Location::Postgres(a), Location::Postgres(b)) => {
             let plain = |url: &str| {
                 let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-                format!("{}://{}", if scheme.eq_ignore_ascii_case("postgresql") { "postgres" } else { scheme }, rest.trim_end_matches('/'))
+                format!(
+                    "{}://{}",
+                    if scheme.eq_ignore_ascii_case("postgresql") { "postgres" } else { scheme },
+                    rest.trim_end_matches('/')
+                )
             };
             plain(a) == plain(b)
         }
@@ -460,7 +517,8 @@ fn open(location: &Location, side: &str) -> Result<Arc<dyn Backend>> {
     {
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    membank_store::open(location, StoreOptions::default()).with_context(|| format!("cannot open the {side} database {}", location.display()))
+    membank_store::open(location, StoreOptions::default())
+        .with_context(|| format!("cannot open the {side} database {}", location.display()))
 }
 
 /// The model of the source's vectors: that of the first vector found, user by user (a
@@ -516,8 +574,14 @@ fn keys_to_copy(source: &dyn Backend, target: &dyn Backend) -> Result<(Vec<(ApiK
             None => missing.push((record, hash)),
             Some((r, h)) if *r == record && *h == hash => present += 1,
             Some((r, _)) => {
-                let why = if r.key_id == record.key_id { format!("key {} is in the target with another secret or other settings", record.key_id) } else { format!("key {} of the source has the secret of key {} of the target", record.key_id, r.key_id) };
-                return Err(anyhow::Error::new(StoreError::Conflict(format!("{why}; migrate never overwrites a key (revoke or remove one of them); nothing was copied"))));
+                let why = if r.key_id == record.key_id {
+                    format!("key {} is in the target with another secret or other settings", record.key_id)
+                } else {
+                    format!("key {} of the source has the secret of key {} of the target", record.key_id, r.key_id)
+                };
+                return Err(anyhow::Error::new(StoreError::Conflict(format!(
+                    "{why}; migrate never overwrites a key (revoke or remove one of them); nothing was copied"
+                ))));
             }
         }
     }
@@ -535,7 +599,12 @@ fn tally(store: &dyn Backend, tenant: &TenantId, user: &UserId) -> Result<Option
 }
 
 /// What to do with a user the target has already, or why it cannot be done.
-fn compare(source: &dyn Backend, target: &dyn Backend, tenant: &TenantId, user: &UserId) -> Result<Result<Plan, String>> {
+fn compare(
+    source: &dyn Backend,
+    target: &dyn Backend,
+    tenant: &TenantId,
+    user: &UserId,
+) -> Result<Result<Plan, String>> {
     let theirs = tally(target, tenant, user)?.unwrap_or_default();
     let ours = tally(source, tenant, user)?.unwrap_or_default();
     if theirs == ours {
@@ -638,7 +707,9 @@ impl Copier<'_> {
                     self.next = (i + 1) % self.queues.len();
                     return Ok(());
                 }
-                Err(std::sync::mpsc::TrySendError::Full(back) | std::sync::mpsc::TrySendError::Disconnected(back)) => job = back,
+                Err(std::sync::mpsc::TrySendError::Full(back) | std::sync::mpsc::TrySendError::Disconnected(back)) => {
+                    job = back
+                }
             }
         }
         let i = self.next;
@@ -676,7 +747,9 @@ impl Copier<'_> {
         let found = source.export_user(tenant, user, true, &mut |row| {
             counter.add(&row);
             match row {
-                ExportRow::User(state) => current = Some(UserImport { state, memories: Vec::new(), events: Vec::new(), queries: Vec::new() }),
+                ExportRow::User(state) => {
+                    current = Some(UserImport { state, memories: Vec::new(), events: Vec::new(), queries: Vec::new() })
+                }
                 ExportRow::Memory(memory, vector) => {
                     if let Some(import) = current.as_mut() {
                         import.memories.push((*memory, vector));
@@ -720,7 +793,12 @@ impl Copier<'_> {
                     }
                 };
                 let memories = import.memories.len() as u64;
-                let chunk = UserImport { state: import.state.clone(), memories: std::mem::take(&mut import.memories), events: std::mem::take(&mut import.events), queries: std::mem::take(&mut import.queries) };
+                let chunk = UserImport {
+                    state: import.state.clone(),
+                    memories: std::mem::take(&mut import.memories),
+                    events: std::mem::take(&mut import.events),
+                    queries: std::mem::take(&mut import.queries),
+                };
                 self.send_to(writer, Job { users: vec![chunk], merge: resume || chunks > 0, memories })?;
                 chunks += 1;
                 rows = 0;
@@ -750,7 +828,11 @@ impl Copier<'_> {
 }
 
 /// A user's recent recall queries, oldest first (a read of its export that keeps only them).
-fn recent_queries(source: &dyn Backend, tenant: &TenantId, user: &UserId) -> Result<Vec<(membank_core::Timestamp, Vec<f32>)>, StoreError> {
+fn recent_queries(
+    source: &dyn Backend,
+    tenant: &TenantId,
+    user: &UserId,
+) -> Result<Vec<(membank_core::Timestamp, Vec<f32>)>, StoreError> {
     let mut queries = Vec::new();
     source.export_user(tenant, user, true, &mut |row| {
         if let ExportRow::Query(at, vector) = row {
@@ -782,7 +864,12 @@ mod tests {
     #[test]
     fn an_interrupted_copy_is_a_beginning_and_anything_else_is_not() {
         let source = Rows { user: Some(1), memories: vec![10, 11, 12], events: vec![20, 21], queries: vec![30] };
-        let rows = |memories: &[u64], events: &[u64]| Rows { user: Some(1), memories: memories.to_vec(), events: events.to_vec(), queries: vec![30] };
+        let rows = |memories: &[u64], events: &[u64]| Rows {
+            user: Some(1),
+            memories: memories.to_vec(),
+            events: events.to_vec(),
+            queries: vec![30],
+        };
         assert!(rows(&[10], &[]).begin(&source));
         assert!(rows(&[10, 11, 12], &[20]).begin(&source));
         assert!(!rows(&[10, 11], &[20]).begin(&source), "events come after every memory");

@@ -69,7 +69,8 @@ impl Bar {
 
     /// Reports `done` of `total` for the step `label`.
     pub fn update(&self, label: &str, done: usize, total: usize) {
-        let text = self.state.lock().unwrap_or_else(|e| e.into_inner()).update(self.style, label, done, total, Instant::now());
+        let text =
+            self.state.lock().unwrap_or_else(|e| e.into_inner()).update(self.style, label, done, total, Instant::now());
         write(text);
     }
 
@@ -105,14 +106,20 @@ impl State {
             // Nothing to do after all (an evaluation database already imported): the step
             // says nothing, and a line drawn for it at a terminal is cleared.
             self.last = None;
-            return std::mem::take(&mut self.open_line).then(|| "\r\x1b[2K".to_string()).or((!out.is_empty()).then_some(out));
+            return std::mem::take(&mut self.open_line)
+                .then(|| "\r\x1b[2K".to_string())
+                .or((!out.is_empty()).then_some(out));
         }
         self.last = Some((done, total));
         let finished = done >= total;
         let fraction = if total == 0 { 1.0 } else { (done as f64 / total as f64).min(1.0) };
         let since_draw = now.saturating_duration_since(self.last_draw.unwrap_or(self.started));
         let elapsed = now.saturating_duration_since(self.started).as_secs_f64();
-        let eta = if done > 0 && !finished { format!("eta {:.0}s", elapsed / done as f64 * (total - done) as f64) } else { format!("{elapsed:.0}s") };
+        let eta = if done > 0 && !finished {
+            format!("eta {:.0}s", elapsed / done as f64 * (total - done) as f64)
+        } else {
+            format!("{elapsed:.0}s")
+        };
         let due = match style {
             Style::Redraw => finished || self.last_draw.is_none() || since_draw >= REDRAW_EVERY,
             Style::Lines => {
@@ -128,10 +135,14 @@ impl State {
                     self.open_line = true;
                     let width = 30;
                     let filled = ((fraction * width as f64) as usize).min(width);
-                    let bar: String = "=".repeat(filled) + if filled < width { ">" } else { "" } + &" ".repeat(width.saturating_sub(filled + 1));
+                    let bar: String = "=".repeat(filled)
+                        + if filled < width { ">" } else { "" }
+                        + &" ".repeat(width.saturating_sub(filled + 1));
                     out += &format!("\r{label:<10} {done:>7}/{total:<7} [{bar}] {:>3.0}%  {eta}   ", fraction * 100.0);
                 }
-                Style::Lines => out += &format!("{label}: {done}/{total} ({:.0}%), {elapsed:.0}s, {eta}\n", fraction * 100.0),
+                Style::Lines => {
+                    out += &format!("{label}: {done}/{total} ({:.0}%), {elapsed:.0}s, {eta}\n", fraction * 100.0)
+                }
             }
         }
         (!out.is_empty()).then_some(out)
@@ -157,7 +168,8 @@ mod tests {
 
     #[test]
     fn a_step_that_turns_out_empty_says_nothing() {
-        let lines = written(Style::Lines, &[(0, "importing", 0, 581), (0, "importing", 0, 0), (1, "asking", 56, 56)], 2);
+        let lines =
+            written(Style::Lines, &[(0, "importing", 0, 581), (0, "importing", 0, 0), (1, "asking", 56, 56)], 2);
         assert_eq!(lines, "asking: 56/56 in 1.0s\n");
         let redrawn = written(Style::Redraw, &[(0, "importing", 0, 581), (0, "importing", 0, 0)], 1);
         assert!(redrawn.ends_with("\r\x1b[2K"), "{redrawn:?}");
@@ -168,7 +180,12 @@ mod tests {
     fn written(style: Style, reports: &[(u64, &str, usize, usize)], end: u64) -> String {
         let start = Instant::now();
         let mut state = State::new(start);
-        let mut out: String = reports.iter().filter_map(|&(secs, label, done, total)| state.update(style, label, done, total, start + Duration::from_secs(secs))).collect();
+        let mut out: String = reports
+            .iter()
+            .filter_map(|&(secs, label, done, total)| {
+                state.update(style, label, done, total, start + Duration::from_secs(secs))
+            })
+            .collect();
         out.extend(state.end(style, start + Duration::from_secs(end)));
         // A second end (a second `finish`) writes nothing more.
         assert_eq!(state.end(style, start + Duration::from_secs(end + 1)), None);
@@ -177,7 +194,16 @@ mod tests {
 
     #[test]
     fn a_quick_step_writes_one_whole_line_when_it_ends() {
-        let out = written(Style::Lines, &[(0, "embedding", 0, 100_000), (1, "embedding", 5000, 100_000), (2, "embedding", 10_000, 100_000), (3, "embedding", 100_000, 100_000)], 3);
+        let out = written(
+            Style::Lines,
+            &[
+                (0, "embedding", 0, 100_000),
+                (1, "embedding", 5000, 100_000),
+                (2, "embedding", 10_000, 100_000),
+                (3, "embedding", 100_000, 100_000),
+            ],
+            3,
+        );
         assert_eq!(out, "embedding: 100000/100000 in 3.0s\n");
     }
 
@@ -199,13 +225,34 @@ mod tests {
 
     #[test]
     fn a_slow_step_still_writes_a_line_a_minute() {
-        let out = written(Style::Lines, &[(0, "importing", 0, 1000), (30, "importing", 1, 1000), (61, "importing", 2, 1000), (62, "importing", 3, 1000)], 62);
+        let out = written(
+            Style::Lines,
+            &[
+                (0, "importing", 0, 1000),
+                (30, "importing", 1, 1000),
+                (61, "importing", 2, 1000),
+                (62, "importing", 3, 1000),
+            ],
+            62,
+        );
         assert_eq!(out, "importing: 2/1000 (0%), 61s, eta 30439s\nimporting: 3/1000 in 62.0s\n");
     }
 
     #[test]
     fn each_step_ends_with_its_last_report_even_if_the_total_changed() {
-        let out = written(Style::Lines, &[(0, "importing", 0, 1), (0, "importing", 0, 0), (1, "importing", 6, 6), (1, "asking", 0, 3), (2, "asking", 3, 3), (3, "asking", 3, 4), (4, "asking", 4, 4)], 4);
+        let out = written(
+            Style::Lines,
+            &[
+                (0, "importing", 0, 1),
+                (0, "importing", 0, 0),
+                (1, "importing", 6, 6),
+                (1, "asking", 0, 3),
+                (2, "asking", 3, 3),
+                (3, "asking", 3, 4),
+                (4, "asking", 4, 4),
+            ],
+            4,
+        );
         assert_eq!(out, "importing: 6/6 in 1.0s\nasking: 4/4 in 3.0s\n");
         // Nothing reported, nothing written.
         assert_eq!(written(Style::Lines, &[], 1), "");

@@ -1,7 +1,7 @@
 //! Human-readable output. JSON output goes through `membank_server::wire` instead.
 
-use membank_engine::core::event::Event;
 use membank_engine::core::Memory;
+use membank_engine::core::event::Event;
 use membank_engine::{ListResponse, RecallHit, RecallResponse, SweepReport};
 
 fn one_line(text: &str, max: usize) -> String {
@@ -24,8 +24,21 @@ pub fn recall(r: &RecallResponse) -> String {
         let m = &hit.memory;
         // Retention and strength of one moment: after this recall. The value the ranking
         // used is named as such when the recall changed it.
-        let before = if (hit.retention - hit.retention_before).abs() >= 0.005 { format!(" ({:.2} before this recall)", hit.retention_before) } else { String::new() };
-        out.push_str(&format!("{:>2}. [{}] {} {}  score {:.4}  R {:.2}{before}  S {}\n", i + 1, m.day, m.kind, m.id, hit.score, hit.retention, m.forgetting.strength.get()));
+        let before = if (hit.retention - hit.retention_before).abs() >= 0.005 {
+            format!(" ({:.2} before this recall)", hit.retention_before)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "{:>2}. [{}] {} {}  score {:.4}  R {:.2}{before}  S {}\n",
+            i + 1,
+            m.day,
+            m.kind,
+            m.id,
+            hit.score,
+            hit.retention,
+            m.forgetting.strength.get()
+        ));
         out.push_str(&format!("    {}\n    {}\n", score_parts(hit), content(m)));
     }
     out.push_str(&format!(
@@ -80,7 +93,11 @@ fn date_filter(r: &RecallResponse) -> String {
         Some(_) => format!("; no year given and no {expression:?} with memories: the most recent one"),
         None => String::new(),
     };
-    let how = if d.exact { "memories of these days rank first, others follow" } else { "memories of these days rank a little higher" };
+    let how = if d.exact {
+        "memories of these days rank first, others follow"
+    } else {
+        "memories of these days rank a little higher"
+    };
     format!("dates: {days}, from {expression:?} in the query{year}; {how}\n")
 }
 
@@ -158,10 +175,19 @@ pub fn list(l: &ListResponse) -> String {
             content(m)
         ));
     }
-    out.push_str(&format!("({} active, {} archived, {} superseded, {} erased)\n", l.counts.active, l.counts.archived, l.counts.superseded, l.counts.erased));
+    out.push_str(&format!(
+        "({} active, {} archived, {} superseded, {} erased)\n",
+        l.counts.active, l.counts.archived, l.counts.superseded, l.counts.erased
+    ));
     if let (Some(threshold), 1..) = (archive_below, past_count) {
-        let (these, them) = if past_count == 1 { ("1 memory listed is".to_string(), "it") } else { (format!("{past_count} memories listed are"), "them") };
-        out.push_str(&format!("{these} past the archive threshold (R < {threshold}): the next sweep archives {them}\n"));
+        let (these, them) = if past_count == 1 {
+            ("1 memory listed is".to_string(), "it")
+        } else {
+            (format!("{past_count} memories listed are"), "them")
+        };
+        out.push_str(&format!(
+            "{these} past the archive threshold (R < {threshold}): the next sweep archives {them}\n"
+        ));
     }
     out
 }
@@ -185,7 +211,14 @@ pub fn sweep(r: &SweepReport) -> String {
         r.deferred
     );
     for a in &r.archived {
-        out.push_str(&format!("  {}{}  t {:.2}  S {}  R {:.4}\n", if d { "would archive " } else { "" }, a.id, a.elapsed_units, a.strength, a.retention));
+        out.push_str(&format!(
+            "  {}{}  t {:.2}  S {}  R {:.4}\n",
+            if d { "would archive " } else { "" },
+            a.id,
+            a.elapsed_units,
+            a.strength,
+            a.retention
+        ));
     }
     out
 }
@@ -214,10 +247,24 @@ pub fn maintain(r: &membank_engine::MaintainReport) -> String {
         r.deferred
     );
     for a in &r.archived {
-        out.push_str(&format!("  {} {}  t {:.2}  S {}  R {:.4}\n", did(d, "archived", "archive"), a.id, a.elapsed_units, a.strength, a.retention));
+        out.push_str(&format!(
+            "  {} {}  t {:.2}  S {}  R {:.4}\n",
+            did(d, "archived", "archive"),
+            a.id,
+            a.elapsed_units,
+            a.strength,
+            a.retention
+        ));
     }
     for m in &r.merged {
-        out.push_str(&format!("  {} {} into {}  cosine {:.3}  overlap {:.2}\n", did(d, "merged  ", "merge"), m.old, m.by, m.similarity, m.overlap));
+        out.push_str(&format!(
+            "  {} {} into {}  cosine {:.3}  overlap {:.2}\n",
+            did(d, "merged  ", "merge"),
+            m.old,
+            m.by,
+            m.similarity,
+            m.overlap
+        ));
     }
     for id in &r.fused {
         out.push_str(&format!("  {} {id}\n", did(d, "fused   ", "fuse")));
@@ -241,10 +288,19 @@ pub fn events(events: &[Event]) -> String {
     in_time.sort_by(|a, b| a.at.cmp(&b.at).then(a.seq.cmp(&b.seq)));
     let width = events.len().to_string().len().max(2);
     let log_width = in_time.iter().map(|e| e.seq.to_string().len()).max().unwrap_or(3).max(3);
-    let mut out = format!("{:>width$}  {:<24}  {:<12} {:<36}  {:>log_width$}  data\n", "#", "at", "kind", "memory", "log");
+    let mut out =
+        format!("{:>width$}  {:<24}  {:<12} {:<36}  {:>log_width$}  data\n", "#", "at", "kind", "memory", "log");
     for (n, e) in in_time.iter().enumerate() {
         let memory = e.memory_id.map(|id| id.to_string()).unwrap_or_else(|| "-".into());
-        out.push_str(&format!("{:>width$}  {:<24}  {:<12} {:<36}  {:>log_width$}  {}\n", n + 1, membank_server::wire::rfc3339(e.at), e.kind.as_str(), memory, e.seq, e.data));
+        out.push_str(&format!(
+            "{:>width$}  {:<24}  {:<12} {:<36}  {:>log_width$}  {}\n",
+            n + 1,
+            membank_server::wire::rfc3339(e.at),
+            e.kind.as_str(),
+            memory,
+            e.seq,
+            e.data
+        ));
     }
     let last = events.iter().map(|e| e.seq).max().unwrap_or_default();
     out.push_str(&format!(
@@ -264,7 +320,12 @@ mod tests {
 
     fn sample(text: &str) -> Memory {
         let at = Utc.with_ymd_and_hms(2024, 5, 4, 9, 0, 0).unwrap();
-        crate::bench::synthetic_memory(&Scope::user(TenantId::default_tenant(), UserId::new("ana").unwrap()), Kind::Turn, text.into(), at)
+        crate::bench::synthetic_memory(
+            &Scope::user(TenantId::default_tenant(), UserId::new("ana").unwrap()),
+            Kind::Turn,
+            text.into(),
+            at,
+        )
     }
 
     const PAST: &str = "(past threshold: the next sweep archives it)";
@@ -296,7 +357,10 @@ mod tests {
     #[test]
     fn show_says_when_a_memory_is_past_the_threshold() {
         let m = sample("faded");
-        assert!(memory(&m, 0.01, Some(0.05)).contains("retention:    0.0100  past the archive threshold (0.05): the next sweep archives it\n"));
+        assert!(
+            memory(&m, 0.01, Some(0.05))
+                .contains("retention:    0.0100  past the archive threshold (0.05): the next sweep archives it\n")
+        );
         assert!(!memory(&m, 0.2, Some(0.05)).contains("past"));
         assert!(!memory(&m, 0.01, None).contains("past"));
     }

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
-use membank_engine::core::{SystemClock, UserId};
 use membank_engine::Engine;
+use membank_engine::core::{SystemClock, UserId};
 use membank_server::{AppState, AuthFailureLimit, AuthMode, Limits, MaintenanceConfig, RateLimit, ServerConfig};
 use serde_json::json;
 
@@ -100,7 +100,9 @@ pub enum KeysCommand {
 
 fn limits(args: &ServeArgs) -> Result<Limits> {
     let engine = Limits::default();
-    let check = |name: &str, value: usize, max: usize| if value == 0 || value > max { bail!("{name} must be between 1 and {max}") } else { Ok(value) };
+    let check = |name: &str, value: usize, max: usize| {
+        if value == 0 || value > max { bail!("{name} must be between 1 and {max}") } else { Ok(value) }
+    };
     Ok(Limits {
         body_bytes: check("--body-limit", args.body_limit, 64 * 1024 * 1024)?,
         text_bytes: check("--text-limit", args.text_limit, engine.text_bytes)?,
@@ -114,7 +116,13 @@ fn limits(args: &ServeArgs) -> Result<Limits> {
 /// period stays the server's default (at most the interval).
 fn maintenance(ctx: &Context, args: &ServeArgs) -> MaintenanceConfig {
     let m = ctx.maintenance;
-    MaintenanceConfig { enabled: m.enabled && !args.no_maintenance, interval: m.interval, every_turns: m.every_turns, per_pass: m.per_pass, ..MaintenanceConfig::default() }
+    MaintenanceConfig {
+        enabled: m.enabled && !args.no_maintenance,
+        interval: m.interval,
+        every_turns: m.every_turns,
+        per_pass: m.per_pass,
+        ..MaintenanceConfig::default()
+    }
 }
 
 /// The start-up line about background maintenance.
@@ -123,7 +131,11 @@ fn describe_maintenance(m: &MaintenanceConfig) -> String {
         return "background maintenance is off (POST /v1/users/{user}/maintain runs a cycle on demand)".into();
     }
     let turns = m.every_turns.map(|n| format!("; after {n} new turns")).unwrap_or_default();
-    format!("maintenance runs in the background for each user due (every {}{turns}; at most {} users per pass)", human_duration(m.interval), m.per_pass)
+    format!(
+        "maintenance runs in the background for each user due (every {}{turns}; at most {} users per pass)",
+        human_duration(m.interval),
+        m.per_pass
+    )
 }
 
 /// `86400s` → `1d`, `5400s` → `90m`: the largest unit that divides the duration.
@@ -153,17 +165,28 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
     let mut config = ServerConfig::new(ctx.tenant.clone(), auth);
     config.limits = limits(&args)?;
     config.rate_limit = RateLimit { per_second: args.rate_limit.max(0.0), burst: args.rate_burst.max(1.0) };
-    config.auth_failures = AuthFailureLimit { burst: args.auth_failure_burst.max(1.0), per_minute: args.auth_failure_rate.max(0.0), ..AuthFailureLimit::default() };
+    config.auth_failures = AuthFailureLimit {
+        burst: args.auth_failure_burst.max(1.0),
+        per_minute: args.auth_failure_rate.max(0.0),
+        ..AuthFailureLimit::default()
+    };
     config.maintenance = maintenance(ctx, &args);
     let embedder: Arc<LazyEmbedder> = Arc::new(ctx.lazy_embedder(store.clone(), false));
     // Recall queries go through the micro-batcher; documents go straight to the model.
     let queries: Arc<dyn membank_embed::Embedder> = if args.query_batch > 1 {
-        let options = membank_embed::BatchOptions { max_queries: usize::from(args.query_batch), window: Duration::from_micros(u64::from(args.query_batch_wait_us)) };
-        Arc::new(membank_embed::BatchingEmbedder::new(embedder.clone(), options).context("cannot start the query batcher")?)
+        let options = membank_embed::BatchOptions {
+            max_queries: usize::from(args.query_batch),
+            window: Duration::from_micros(u64::from(args.query_batch_wait_us)),
+        };
+        Arc::new(
+            membank_embed::BatchingEmbedder::new(embedder.clone(), options)
+                .context("cannot start the query batcher")?,
+        )
     } else {
         embedder.clone()
     };
-    let mut engine = Engine::new(store.clone(), queries, Arc::new(SystemClock), ctx.engine_config.clone())?.with_switch_advice(crate::language::switch_advice(ctx));
+    let mut engine = Engine::new(store.clone(), queries, Arc::new(SystemClock), ctx.engine_config.clone())?
+        .with_switch_advice(crate::language::switch_advice(ctx));
     // Chat and summarize need an LLM; without one the server still serves memory and
     // answers those routes 503 with how to configure one.
     let llm = match ctx.llm.client() {
@@ -207,7 +230,12 @@ async fn warm_up(embedder: Arc<LazyEmbedder>, state: AppState) {
     let mut failed_embeds = 0u32;
     loop {
         let lazy = embedder.clone();
-        let warmed = tokio::task::spawn_blocking(move || lazy.get().and_then(|model| model.embed(&["warm up"]).and_then(|_| model.embed_query("warm up"))).map(|_| ())).await;
+        let warmed = tokio::task::spawn_blocking(move || {
+            lazy.get()
+                .and_then(|model| model.embed(&["warm up"]).and_then(|_| model.embed_query("warm up")))
+                .map(|_| ())
+        })
+        .await;
         match warmed {
             Ok(Ok(())) => {
                 state.set_ready(true);
@@ -222,7 +250,11 @@ async fn warm_up(embedder: Arc<LazyEmbedder>, state: AppState) {
             Ok(Err(_)) => {}
             Err(_) => return,
         }
-        let wait = if embedder.is_loaded() { Duration::from_secs(1 << failed_embeds.min(6)).min(crate::embedder::MAX_RETRY) } else { Duration::from_secs(1) };
+        let wait = if embedder.is_loaded() {
+            Duration::from_secs(1 << failed_embeds.min(6)).min(crate::embedder::MAX_RETRY)
+        } else {
+            Duration::from_secs(1)
+        };
         tokio::time::sleep(wait).await;
     }
 }
@@ -246,12 +278,23 @@ pub fn keys(ctx: &Context, command: KeysCommand) -> Result<()> {
     match command {
         KeysCommand::Create { user, admin, label } => {
             let user = user.as_deref().map(UserId::new).transpose()?;
-            let created = membank_server::keys::create_key(store.as_ref(), ctx.tenant.clone(), user, admin, label, now)?;
+            let created =
+                membank_server::keys::create_key(store.as_ref(), ctx.tenant.clone(), user, admin, label, now)?;
             if ctx.cli_json {
-                println!("{}", serde_json::to_string_pretty(&json!({ "key": created.key, "id": created.record.key_id, "tenant": created.record.tenant.as_str(), "admin": admin }))?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &json!({ "key": created.key, "id": created.record.key_id, "tenant": created.record.tenant.as_str(), "admin": admin })
+                    )?
+                );
             } else {
                 println!("{}", created.key);
-                eprintln!("key {} for tenant {}{}: store it now, it is not shown again", created.record.key_id, created.record.tenant, if admin { " (admin)" } else { "" });
+                eprintln!(
+                    "key {} for tenant {}{}: store it now, it is not shown again",
+                    created.record.key_id,
+                    created.record.tenant,
+                    if admin { " (admin)" } else { "" }
+                );
             }
         }
         KeysCommand::List => {
@@ -272,7 +315,21 @@ pub fn keys(ctx: &Context, command: KeysCommand) -> Result<()> {
                         None => "active".into(),
                     };
                     let user = k.user.as_ref().map_or_else(|| "(any user)".to_string(), |u| u.as_str().to_string());
-                    println!("{}\t{}\t{}\t{}\t{}\t{}", k.key_id, k.tenant, user, if k.admin { "admin" } else if k.user.is_some() { "user" } else { "tenant" }, state, k.label.unwrap_or_default());
+                    println!(
+                        "{}\t{}\t{}\t{}\t{}\t{}",
+                        k.key_id,
+                        k.tenant,
+                        user,
+                        if k.admin {
+                            "admin"
+                        } else if k.user.is_some() {
+                            "user"
+                        } else {
+                            "tenant"
+                        },
+                        state,
+                        k.label.unwrap_or_default()
+                    );
                 }
             }
         }
@@ -288,7 +345,6 @@ pub fn keys(ctx: &Context, command: KeysCommand) -> Result<()> {
     Ok(())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,8 +352,12 @@ mod tests {
     #[test]
     fn the_start_line_says_whether_and_how_often_maintenance_runs() {
         let on = MaintenanceConfig { every_turns: Some(50), ..MaintenanceConfig::default() };
-        assert_eq!(describe_maintenance(&on), "maintenance runs in the background for each user due (every 1d; after 50 new turns; at most 100 users per pass)");
-        let hourly = MaintenanceConfig { interval: std::time::Duration::from_secs(5400), ..MaintenanceConfig::default() };
+        assert_eq!(
+            describe_maintenance(&on),
+            "maintenance runs in the background for each user due (every 1d; after 50 new turns; at most 100 users per pass)"
+        );
+        let hourly =
+            MaintenanceConfig { interval: std::time::Duration::from_secs(5400), ..MaintenanceConfig::default() };
         assert!(describe_maintenance(&hourly).contains("(every 90m;"));
         let off = MaintenanceConfig { enabled: false, ..MaintenanceConfig::default() };
         assert!(describe_maintenance(&off).starts_with("background maintenance is off"));

@@ -79,7 +79,9 @@ fn parse_samples(text: &str) -> Result<Vec<usize>> {
     let mut out = Vec::new();
     for part in text.split(',').map(str::trim) {
         let (from, to) = match part.split_once('-') {
-            Some((a, b)) => (a.trim().parse::<usize>().map_err(|_| bad())?, b.trim().parse::<usize>().map_err(|_| bad())?),
+            Some((a, b)) => {
+                (a.trim().parse::<usize>().map_err(|_| bad())?, b.trim().parse::<usize>().map_err(|_| bad())?)
+            }
             None => {
                 let n = part.parse::<usize>().map_err(|_| bad())?;
                 (n, n)
@@ -98,20 +100,23 @@ fn parse_samples(text: &str) -> Result<Vec<usize>> {
 }
 
 fn parse_ks(text: &str) -> Result<Vec<usize>> {
-    let ks: Vec<usize> = text.split(',').map(|k| k.trim().parse::<usize>()).collect::<Result<_, _>>().map_err(|_| invalid("k", "takes numbers such as 1,3,5,10"))?;
+    let ks: Vec<usize> = text
+        .split(',')
+        .map(|k| k.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| invalid("k", "takes numbers such as 1,3,5,10"))?;
     if ks.is_empty() || ks.iter().any(|&k| k == 0 || k > membank_engine::core::limits::MAX_RECALL_K) {
-        return Err(invalid("k", format!("values must be between 1 and {}", membank_engine::core::limits::MAX_RECALL_K)));
+        return Err(invalid(
+            "k",
+            format!("values must be between 1 and {}", membank_engine::core::limits::MAX_RECALL_K),
+        ));
     }
     Ok(ks)
 }
 
 /// A data file that must exist, named in the error when it does not.
 fn existing(path: PathBuf, what: &str) -> Result<PathBuf> {
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(invalid("data", format!("{} not found: {what}", path.display())))
-    }
+    if path.is_file() { Ok(path) } else { Err(invalid("data", format!("{} not found: {what}", path.display()))) }
 }
 
 /// The caller's data errors exit 3 (invalid input); the engine's keep their own codes.
@@ -125,7 +130,10 @@ fn eval_error(err: EvalError) -> anyhow::Error {
 /// Runs `simulate`.
 pub fn run(ctx: &Context, args: SimulateArgs) -> Result<()> {
     if args.gap_days > u64::from(MAX_GAP_DAYS) {
-        return Err(invalid("gap_days", format!("{} is more than the {MAX_GAP_DAYS} days (ten years) a simulation may skip", args.gap_days)));
+        return Err(invalid(
+            "gap_days",
+            format!("{} is more than the {MAX_GAP_DAYS} days (ten years) a simulation may skip", args.gap_days),
+        ));
     }
     if !args.data.exists() {
         return Err(invalid("data", format!("{} does not exist", args.data.display())));
@@ -148,10 +156,21 @@ pub fn run(ctx: &Context, args: SimulateArgs) -> Result<()> {
                 other => return Err(invalid("lang", format!("{other:?} is not one of: en, cn"))),
             };
             if !args.data.is_dir() {
-                return Err(invalid("data", format!("{} is not a folder (memorybank needs the folder holding memory_bank_{}.json)", args.data.display(), lang.as_str())));
+                return Err(invalid(
+                    "data",
+                    format!(
+                        "{} is not a folder (memorybank needs the folder holding memory_bank_{}.json)",
+                        args.data.display(),
+                        lang.as_str()
+                    ),
+                ));
             }
-            let bank = existing(args.data.join(format!("memory_bank_{}.json", lang.as_str())), "the MemoryBank history")?;
-            let questions = existing(args.data.join(format!("probing_questions_{}.jsonl", lang.as_str())), "the probing questions")?;
+            let bank =
+                existing(args.data.join(format!("memory_bank_{}.json", lang.as_str())), "the MemoryBank history")?;
+            let questions = existing(
+                args.data.join(format!("probing_questions_{}.jsonl", lang.as_str())),
+                "the probing questions",
+            )?;
             let gold = args.gold.clone().map(|g| existing(g, "the gold file given with --gold")).transpose()?;
             (Benchmark::MemoryBank { bank, questions, gold, lang }, "1,3,5,10")
         }
@@ -166,7 +185,14 @@ pub fn run(ctx: &Context, args: SimulateArgs) -> Result<()> {
         }
     };
     let ks = parse_ks(args.k.as_deref().unwrap_or(default_ks))?;
-    let run = SimulateRun { benchmark, policy, base: ctx.engine_config.clone(), threshold: args.threshold, gap_days: args.gap_days as u32, ks };
+    let run = SimulateRun {
+        benchmark,
+        policy,
+        base: ctx.engine_config.clone(),
+        threshold: args.threshold,
+        gap_days: args.gap_days as u32,
+        ks,
+    };
 
     // With no model named, the model the data's writing calls for (crate::language).
     #[allow(unreachable_patterns)]

@@ -53,9 +53,16 @@ pub struct CheckArgs {
 /// Runs `export`.
 pub fn export(ctx: &Context, args: ExportArgs) -> Result<()> {
     let users = match (&args.user, args.all_users) {
-        (Some(user), false) => vec![Scope::user(ctx.tenant.clone(), UserId::new(user).map_err(|e| anyhow::Error::new(membank_engine::EngineError::Invalid(e)))?)],
+        (Some(user), false) => vec![Scope::user(
+            ctx.tenant.clone(),
+            UserId::new(user).map_err(|e| anyhow::Error::new(membank_engine::EngineError::Invalid(e)))?,
+        )],
         (None, true) => Vec::new(),
-        _ => return Err(anyhow::Error::new(membank_engine::EngineError::Invalid(membank_engine::core::InvalidInput::new("export", "say which users: --user U or --all-users")))),
+        _ => {
+            return Err(anyhow::Error::new(membank_engine::EngineError::Invalid(
+                membank_engine::core::InvalidInput::new("export", "say which users: --user U or --all-users"),
+            )));
+        }
     };
     let request = ExportRequest { users, vectors: args.vectors, skip_missing: false };
     // Exporting needs no model: the store alone.
@@ -66,7 +73,8 @@ pub fn export(ctx: &Context, args: ExportArgs) -> Result<()> {
                 bail!("{} exists already; export never overwrites a file", path.display());
             }
             let partial = path.with_extension("partial");
-            let file = std::fs::File::create(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
+            let file =
+                std::fs::File::create(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
             let mut out = std::io::BufWriter::new(file);
             let counts = match membank_engine::export::export(store.as_ref(), &request, &mut out) {
                 Ok(counts) => counts,
@@ -76,13 +84,25 @@ pub fn export(ctx: &Context, args: ExportArgs) -> Result<()> {
                     return Err(err.into());
                 }
             };
-            let file = out.into_inner().map_err(|e| e.into_error()).with_context(|| format!("cannot write {}", partial.display()))?;
+            let file = out
+                .into_inner()
+                .map_err(|e| e.into_error())
+                .with_context(|| format!("cannot write {}", partial.display()))?;
             file.sync_all().with_context(|| format!("cannot write {}", partial.display()))?;
-            std::fs::rename(&partial, path).with_context(|| format!("cannot rename {} to {}", partial.display(), path.display()))?;
+            std::fs::rename(&partial, path)
+                .with_context(|| format!("cannot rename {} to {}", partial.display(), path.display()))?;
             if ctx.cli_json {
-                crate::commands::print_json(&json!({ "file": path, "users": counts.users, "memories": counts.memories, "events": counts.events }))?;
+                crate::commands::print_json(
+                    &json!({ "file": path, "users": counts.users, "memories": counts.memories, "events": counts.events }),
+                )?;
             } else {
-                eprintln!("exported {} users, {} memories, {} events to {}", counts.users, counts.memories, counts.events, path.display());
+                eprintln!(
+                    "exported {} users, {} memories, {} events to {}",
+                    counts.users,
+                    counts.memories,
+                    counts.events,
+                    path.display()
+                );
             }
         }
         None => {
@@ -107,9 +127,15 @@ pub fn backup(ctx: &Context, args: BackupArgs) -> Result<()> {
     }
     let bytes = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
     if ctx.cli_json {
-        crate::commands::print_json(&json!({ "file": args.file, "bytes": bytes, "schema_version": version, "ok": true }))?;
+        crate::commands::print_json(
+            &json!({ "file": args.file, "bytes": bytes, "schema_version": version, "ok": true }),
+        )?;
     } else {
-        println!("backed up {} to {} ({bytes} bytes, schema version {version}, check ok)", db.display(), args.file.display());
+        println!(
+            "backed up {} to {} ({bytes} bytes, schema version {version}, check ok)",
+            db.display(),
+            args.file.display()
+        );
     }
     Ok(())
 }
@@ -126,8 +152,10 @@ pub fn check(ctx: &Context, args: CheckArgs) -> Result<()> {
                 Some(file) => file.clone(),
                 None => ctx.sqlite_path("check")?.to_path_buf(),
             };
-            let (version, problems) = SqliteStore::check_file(&path).with_context(|| format!("cannot check {}", path.display()))?;
-            let census = SqliteStore::script_census_file(&path).with_context(|| format!("cannot check {}", path.display()))?;
+            let (version, problems) =
+                SqliteStore::check_file(&path).with_context(|| format!("cannot check {}", path.display()))?;
+            let census =
+                SqliteStore::script_census_file(&path).with_context(|| format!("cannot check {}", path.display()))?;
             (membank_store::Location::Sqlite(path), version, problems, census)
         }
     };
@@ -160,14 +188,24 @@ pub fn check(ctx: &Context, args: CheckArgs) -> Result<()> {
 pub fn import(ctx: &Context, file: &std::path::Path, merge: bool) -> Result<()> {
     let mut bytes = Vec::new();
     std::fs::File::open(file)
-        .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, membank_engine::export::MAX_EXPORT_BYTES + 1), &mut bytes))
+        .and_then(|f| {
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(f, membank_engine::export::MAX_EXPORT_BYTES + 1),
+                &mut bytes,
+            )
+        })
         .with_context(|| format!("cannot read {}", file.display()))?;
     let engine = ctx.engine()?;
     let counts = engine.import_export(&bytes, merge).with_context(|| format!("cannot import {}", file.display()))?;
     if ctx.cli_json {
-        crate::commands::print_json(&json!({ "users_created": counts.users_created, "memories": counts.memories, "events": counts.events, "skipped": counts.skipped }))?;
+        crate::commands::print_json(
+            &json!({ "users_created": counts.users_created, "memories": counts.memories, "events": counts.events, "skipped": counts.skipped }),
+        )?;
     } else {
-        println!("imported {} memories and {} events ({} users created, {} rows already present)", counts.memories, counts.events, counts.users_created, counts.skipped);
+        println!(
+            "imported {} memories and {} events ({} users created, {} rows already present)",
+            counts.memories, counts.events, counts.users_created, counts.skipped
+        );
     }
     let _ = std::io::stdout().flush();
     Ok(())

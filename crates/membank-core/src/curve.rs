@@ -106,7 +106,14 @@ impl ForgettingPolicy {
     /// The curve from `start.last_recalled_at` to `until`, through `steps` (ascending in
     /// time), with `current` the stored state in force after the last step. Points after
     /// `now` are marked projected.
-    pub fn curve(&self, start: &ForgettingState, steps: &[(Timestamp, Step)], current: &ForgettingState, now: Timestamp, until: Timestamp) -> Curve {
+    pub fn curve(
+        &self,
+        start: &ForgettingState,
+        steps: &[(Timestamp, Step)],
+        current: &ForgettingState,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> Curve {
         let origin = start.last_recalled_at;
         // The state in force from each boundary on: the start, then after each step; the
         // last one is the stored state.
@@ -122,7 +129,10 @@ impl ForgettingPolicy {
             segments[0].1 = *current;
         }
         let state_at = |t: Timestamp, strictly_before: bool| -> &ForgettingState {
-            let index = segments.iter().rposition(|(from, _)| if strictly_before { *from < t } else { *from <= t }).unwrap_or(0);
+            let index = segments
+                .iter()
+                .rposition(|(from, _)| if strictly_before { *from < t } else { *from <= t })
+                .unwrap_or(0);
             &segments[index].1
         };
         let until = until.max(now).max(origin);
@@ -149,7 +159,12 @@ impl ForgettingPolicy {
             .into_iter()
             .map(|(t, before)| {
                 let state = state_at(t, before);
-                Point { at: t, retention: self.retention_of(state, t), strength: state.strength.get(), projected: t > now }
+                Point {
+                    at: t,
+                    retention: self.retention_of(state, t),
+                    strength: state.strength.get(),
+                    projected: t > now,
+                }
             })
             .collect();
         Curve { points, crosses_threshold_at: crosses, at_steps }
@@ -180,12 +195,23 @@ mod tests {
         let curve = policy.curve(&start, &steps, &current, now, now + Duration::days(40));
         assert_eq!(curve.points.first().map(|p| p.retention), Some(1.0));
         for (i, at) in recalls.iter().enumerate() {
-            let before = curve.points.iter().find(|p| p.at == *at - Duration::milliseconds(1)).expect("a point just before the recall");
+            let before = curve
+                .points
+                .iter()
+                .find(|p| p.at == *at - Duration::milliseconds(1))
+                .expect("a point just before the recall");
             let after = curve.points.iter().find(|p| p.at == *at).expect("a point at the recall");
-            assert!(before.retention < 0.9 && (after.retention - 1.0).abs() < 1e-12, "recall {i}: {before:?} → {after:?}");
+            assert!(
+                before.retention < 0.9 && (after.retention - 1.0).abs() < 1e-12,
+                "recall {i}: {before:?} → {after:?}"
+            );
             assert_eq!(after.strength, (i + 2) as f64);
             let (r_before, r_after) = curve.at_steps[i];
-            assert!((r_before - before.retention).abs() < 1e-6 && r_after == after.retention, "{:?}", curve.at_steps[i]);
+            assert!(
+                (r_before - before.retention).abs() < 1e-6 && r_after == after.retention,
+                "{:?}",
+                curve.at_steps[i]
+            );
         }
         assert!(curve.points.windows(2).all(|w| w[0].at < w[1].at), "ascending in time");
         let crosses = curve.crosses_threshold_at.expect("the default policy has a threshold");

@@ -8,9 +8,9 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::InvalidInput;
 use crate::id::{EventId, MemoryId};
 use crate::time::Timestamp;
-use crate::InvalidInput;
 
 macro_rules! event_kinds {
     ($($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)?) => {

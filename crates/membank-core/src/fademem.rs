@@ -160,13 +160,25 @@ impl FadeMemParams {
     /// Checks every parameter, naming the one that is wrong.
     pub fn validate(&self) -> Result<(), InvalidInput> {
         let unit = |name: &'static str, value: f64| {
-            if (0.0..=1.0).contains(&value) { Ok(()) } else { Err(InvalidInput::new(name, format!("{value} must lie in [0, 1]"))) }
+            if (0.0..=1.0).contains(&value) {
+                Ok(())
+            } else {
+                Err(InvalidInput::new(name, format!("{value} must lie in [0, 1]")))
+            }
         };
         let positive = |name: &'static str, value: f64| {
-            if value.is_finite() && value > 0.0 { Ok(()) } else { Err(InvalidInput::new(name, format!("{value} must be a finite number above 0"))) }
+            if value.is_finite() && value > 0.0 {
+                Ok(())
+            } else {
+                Err(InvalidInput::new(name, format!("{value} must be a finite number above 0")))
+            }
         };
         let non_negative = |name: &'static str, value: f64| {
-            if value.is_finite() && value >= 0.0 { Ok(()) } else { Err(InvalidInput::new(name, format!("{value} must be a finite number of at least 0"))) }
+            if value.is_finite() && value >= 0.0 {
+                Ok(())
+            } else {
+                Err(InvalidInput::new(name, format!("{value} must be a finite number of at least 0")))
+            }
         };
         unit("forgetting.fademem.base_weight", self.base_weight)?;
         unit("forgetting.fademem.relevance_weight", self.relevance_weight)?;
@@ -174,24 +186,39 @@ impl FadeMemParams {
         unit("forgetting.fademem.recency_weight", self.recency_weight)?;
         let sum = self.base_weight + self.relevance_weight + self.frequency_weight + self.recency_weight;
         if (sum - 1.0).abs() > 1e-6 {
-            return Err(InvalidInput::new("forgetting.fademem.base_weight", format!("the four importance weights (base, relevance, frequency, recency) must sum to 1, not {sum}")));
+            return Err(InvalidInput::new(
+                "forgetting.fademem.base_weight",
+                format!("the four importance weights (base, relevance, frequency, recency) must sum to 1, not {sum}"),
+            ));
         }
         non_negative("forgetting.fademem.recency_rate", self.recency_rate)?;
         positive("forgetting.fademem.frequency_half_life_days", self.frequency_half_life_days)?;
         unit("forgetting.fademem.promote", self.promote)?;
         unit("forgetting.fademem.demote", self.demote)?;
         if self.demote > self.promote {
-            return Err(InvalidInput::new("forgetting.fademem.demote", format!("θ_demote ({}) must not exceed θ_promote ({})", self.demote, self.promote)));
+            return Err(InvalidInput::new(
+                "forgetting.fademem.demote",
+                format!("θ_demote ({}) must not exceed θ_promote ({})", self.demote, self.promote),
+            ));
         }
         positive("forgetting.fademem.lambda_base", self.lambda_base)?;
         non_negative("forgetting.fademem.importance_modulation", self.importance_modulation)?;
         positive("forgetting.fademem.beta_long", self.beta_long)?;
         positive("forgetting.fademem.beta_short", self.beta_short)?;
         if self.beta_long > self.beta_short {
-            return Err(InvalidInput::new("forgetting.fademem.beta_long", format!("the long-term exponent ({}) must not exceed the short-term one ({})", self.beta_long, self.beta_short)));
+            return Err(InvalidInput::new(
+                "forgetting.fademem.beta_long",
+                format!(
+                    "the long-term exponent ({}) must not exceed the short-term one ({})",
+                    self.beta_long, self.beta_short
+                ),
+            ));
         }
         if !(self.epsilon > 0.0 && self.epsilon < 1.0) {
-            return Err(InvalidInput::new("forgetting.fademem.epsilon", format!("{} must lie strictly between 0 and 1", self.epsilon)));
+            return Err(InvalidInput::new(
+                "forgetting.fademem.epsilon",
+                format!("{} must lie strictly between 0 and 1", self.epsilon),
+            ));
         }
         unit("forgetting.fademem.reinforcement", self.reinforcement)?;
         positive("forgetting.fademem.reinforcement_saturation", self.reinforcement_saturation)?;
@@ -201,14 +228,23 @@ impl FadeMemParams {
         non_negative("forgetting.fademem.fusion_window_days", self.fusion_window_days)?;
         unit("forgetting.fademem.consolidation_threshold", self.consolidation_threshold)?;
         if self.consolidation_threshold < self.epsilon {
-            return Err(InvalidInput::new("forgetting.fademem.consolidation_threshold", format!("{} must not be below ε ({})", self.consolidation_threshold, self.epsilon)));
+            return Err(InvalidInput::new(
+                "forgetting.fademem.consolidation_threshold",
+                format!("{} must not be below ε ({})", self.consolidation_threshold, self.epsilon),
+            ));
         }
         unit("forgetting.fademem.conflict_similarity", self.conflict_similarity)?;
         if !(self.conflict_decay_factor.is_finite() && self.conflict_decay_factor >= 1.0) {
-            return Err(InvalidInput::new("forgetting.fademem.conflict_decay_factor", format!("{} must be a finite number of at least 1", self.conflict_decay_factor)));
+            return Err(InvalidInput::new(
+                "forgetting.fademem.conflict_decay_factor",
+                format!("{} must be a finite number of at least 1", self.conflict_decay_factor),
+            ));
         }
         if self.recent_queries == 0 || self.recent_queries > 1024 {
-            return Err(InvalidInput::new("forgetting.fademem.recent_queries", format!("{} must be between 1 and 1024", self.recent_queries)));
+            return Err(InvalidInput::new(
+                "forgetting.fademem.recent_queries",
+                format!("{} must be between 1 and 1024", self.recent_queries),
+            ));
         }
         Ok(())
     }

@@ -123,7 +123,10 @@ impl std::str::FromStr for PolicyKind {
         match s.trim() {
             "memorybank" => Ok(PolicyKind::MemoryBank),
             "fademem" => Ok(PolicyKind::FadeMem),
-            other => Err(InvalidInput::new("forgetting.policy", format!("{:?} is not one of: memorybank, fademem", crate::id::truncate(other, 40)))),
+            other => Err(InvalidInput::new(
+                "forgetting.policy",
+                format!("{:?} is not one of: memorybank, fademem", crate::id::truncate(other, 40)),
+            )),
         }
     }
 }
@@ -213,7 +216,12 @@ pub struct SweepPlan {
 
 /// Whether a memory in `status` with this state and `retention` is past a policy's
 /// [`ForgettingPolicy::archive_below`]: active, not pinned, and below it.
-pub fn past_threshold(archive_below: Option<f64>, status: crate::Status, state: &ForgettingState, retention: f64) -> bool {
+pub fn past_threshold(
+    archive_below: Option<f64>,
+    status: crate::Status,
+    state: &ForgettingState,
+    retention: f64,
+) -> bool {
     archive_below.is_some_and(|below| status == crate::Status::Active && !state.pinned && retention < below)
 }
 
@@ -241,11 +249,15 @@ impl ForgettingPolicy {
             return Err(InvalidInput::new("forgetting.unit", "must be longer than zero"));
         }
         if let DecisionMode::Threshold { theta } = self.mode
-            && !(theta > 0.0 && theta < 1.0) {
-                return Err(InvalidInput::new("forgetting.theta", format!("{theta} must lie strictly between 0 and 1")));
-            }
+            && !(theta > 0.0 && theta < 1.0)
+        {
+            return Err(InvalidInput::new("forgetting.theta", format!("{theta} must lie strictly between 0 and 1")));
+        }
         if !(0.0..=1.0).contains(&self.max_archive_fraction) {
-            return Err(InvalidInput::new("forgetting.max_archive_fraction", format!("{} must lie in [0, 1]", self.max_archive_fraction)));
+            return Err(InvalidInput::new(
+                "forgetting.max_archive_fraction",
+                format!("{} must lie in [0, 1]", self.max_archive_fraction),
+            ));
         }
         self.fademem.validate()
     }
@@ -288,9 +300,18 @@ impl ForgettingPolicy {
     pub fn assess(&self, id: MemoryId, state: &ForgettingState, now: Timestamp) -> Assessment {
         if self.kind == PolicyKind::FadeMem {
             let decay = self.fademem.decay(state, now);
-            let archive = (!state.pinned && decay.strength < self.fademem.epsilon)
-                .then_some(ArchiveReason::Faded { epsilon: self.fademem.epsilon, lambda: decay.lambda, beta: decay.beta });
-            return Assessment { id, elapsed_units: decay.elapsed_days, strength: 1.0, retention: decay.strength, archive };
+            let archive = (!state.pinned && decay.strength < self.fademem.epsilon).then_some(ArchiveReason::Faded {
+                epsilon: self.fademem.epsilon,
+                lambda: decay.lambda,
+                beta: decay.beta,
+            });
+            return Assessment {
+                id,
+                elapsed_units: decay.elapsed_days,
+                strength: 1.0,
+                retention: decay.strength,
+                archive,
+            };
         }
         let elapsed_units = self.elapsed_units(state, now);
         let retention = self.retention_of(state, now);
@@ -347,7 +368,11 @@ impl ForgettingPolicy {
     }
 
     /// Plans a sweep over the active memories of one scope.
-    pub fn plan_sweep<'a>(&self, memories: impl IntoIterator<Item = (MemoryId, &'a ForgettingState)>, now: Timestamp) -> SweepPlan {
+    pub fn plan_sweep<'a>(
+        &self,
+        memories: impl IntoIterator<Item = (MemoryId, &'a ForgettingState)>,
+        now: Timestamp,
+    ) -> SweepPlan {
         let mut examined = 0;
         let mut archive: Vec<Assessment> = memories
             .into_iter()
@@ -366,7 +391,10 @@ impl ForgettingPolicy {
 /// A uniform draw in [0, 1) that depends only on (seed, id, now): splitmix64 over their mix.
 fn uniform_draw(seed: u64, id: MemoryId, now: Timestamp) -> f64 {
     let id_bits = id.as_uuid().as_u128();
-    let mut x = seed ^ (id_bits as u64) ^ ((id_bits >> 64) as u64).rotate_left(17) ^ (now.timestamp_millis() as u64).rotate_left(41);
+    let mut x = seed
+        ^ (id_bits as u64)
+        ^ ((id_bits >> 64) as u64).rotate_left(17)
+        ^ (now.timestamp_millis() as u64).rotate_left(41);
     x = x.wrapping_add(0x9E3779B97F4A7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D049BB133111EB);
@@ -428,13 +456,18 @@ mod tests {
 
     #[test]
     fn stochastic_draws_are_reproducible() {
-        let policy = ForgettingPolicy { mode: DecisionMode::Stochastic { seed: 7 }, unit: Duration::days(1), ..Default::default() };
+        let policy = ForgettingPolicy {
+            mode: DecisionMode::Stochastic { seed: 7 },
+            unit: Duration::days(1),
+            ..Default::default()
+        };
         let id = MemoryId::generate(t0());
         let s = state(1.0, t0());
         let now = t0() + Duration::days(1);
         assert_eq!(policy.assess(id, &s, now), policy.assess(id, &s, now));
         // About e^-1 of memories survive one day at S = 1.
-        let survivors = (0..4000).filter(|_| policy.assess(MemoryId::generate(t0()), &s, now).archive.is_none()).count();
+        let survivors =
+            (0..4000).filter(|_| policy.assess(MemoryId::generate(t0()), &s, now).archive.is_none()).count();
         let rate = survivors as f64 / 4000.0;
         assert!((rate - (-1.0f64).exp()).abs() < 0.03, "survival rate {rate}");
     }

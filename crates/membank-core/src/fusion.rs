@@ -30,7 +30,8 @@ pub fn reciprocal_rank_fusion<T: Copy + Eq + Hash>(lists: &[(&[T], f64)], k: f64
             entry.0 += rank_share(*weight, k, rank + 1);
         }
     }
-    let mut fused: Vec<(T, f64, usize)> = scores.into_iter().map(|(item, (score, first))| (item, score, first)).collect();
+    let mut fused: Vec<(T, f64, usize)> =
+        scores.into_iter().map(|(item, (score, first))| (item, score, first)).collect();
     fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
     fused.into_iter().map(|(item, score, _)| (item, score)).collect()
 }

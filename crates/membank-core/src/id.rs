@@ -18,7 +18,8 @@ macro_rules! uuid_id {
             /// A fresh id whose time prefix is `now` and whose remaining bits are random.
             pub fn generate(now: Timestamp) -> Self {
                 let millis = now.timestamp_millis().max(0) as u64;
-                let ts = uuid::Timestamp::from_unix(uuid::NoContext, millis / 1000, ((millis % 1000) * 1_000_000) as u32);
+                let ts =
+                    uuid::Timestamp::from_unix(uuid::NoContext, millis / 1000, ((millis % 1000) * 1_000_000) as u32);
                 Self(uuid::Uuid::new_v7(ts))
             }
             /// The id as a UUID.
@@ -36,9 +37,15 @@ macro_rules! uuid_id {
         impl FromStr for $name {
             type Err = InvalidInput;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
-                uuid::Uuid::parse_str(s.trim())
-                    .map(Self)
-                    .map_err(|_| InvalidInput::new("id", format!("{:?} is not a memory id (expected a UUID such as 0192f1c4-7c1e-7d3a-9b5e-2f1a3c4d5e6f)", truncate(s, 80))))
+                uuid::Uuid::parse_str(s.trim()).map(Self).map_err(|_| {
+                    InvalidInput::new(
+                        "id",
+                        format!(
+                            "{:?} is not a memory id (expected a UUID such as 0192f1c4-7c1e-7d3a-9b5e-2f1a3c4d5e6f)",
+                            truncate(s, 80)
+                        ),
+                    )
+                })
             }
         }
     };

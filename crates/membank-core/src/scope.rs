@@ -15,7 +15,10 @@ fn validate_label(field: &'static str, raw: &str) -> Result<String, InvalidInput
         return Err(InvalidInput::new(field, "must not be empty or only white space"));
     }
     if trimmed.len() > MAX_LABEL_BYTES {
-        return Err(InvalidInput::new(field, format!("is {} bytes long; the limit is {MAX_LABEL_BYTES}", trimmed.len())));
+        return Err(InvalidInput::new(
+            field,
+            format!("is {} bytes long; the limit is {MAX_LABEL_BYTES}", trimmed.len()),
+        ));
     }
     if trimmed.chars().any(char::is_control) {
         return Err(InvalidInput::new(field, "must not contain control characters"));

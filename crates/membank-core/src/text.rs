@@ -92,10 +92,11 @@ pub fn index_text(text: &str) -> String {
 /// English function words that carry no topic; dropped from queries (not from the index)
 /// so a question's "what did I say about…" does not pull in every memory.
 const STOPWORDS: &[&str] = &[
-    "a", "about", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do", "does", "for",
-    "from", "had", "has", "have", "he", "her", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on",
-    "or", "our", "she", "so", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "was", "we", "were", "what",
-    "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
+    "a", "about", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did",
+    "do", "does", "for", "from", "had", "has", "have", "he", "her", "him", "his", "how", "i", "if", "in", "into", "is",
+    "it", "its", "me", "my", "of", "on", "or", "our", "she", "so", "that", "the", "their", "them", "then", "there",
+    "these", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with",
+    "would", "you", "your",
 ];
 
 /// The distinct terms of a query worth searching for: stopwords dropped unless nothing
@@ -103,7 +104,12 @@ const STOPWORDS: &[&str] = &[
 pub fn query_terms(query: &str) -> Vec<String> {
     let all = terms(query);
     let mut seen = std::collections::HashSet::new();
-    let content: Vec<String> = all.iter().filter(|t| !STOPWORDS.contains(&t.as_str())).filter(|t| seen.insert((*t).clone())).cloned().collect();
+    let content: Vec<String> = all
+        .iter()
+        .filter(|t| !STOPWORDS.contains(&t.as_str()))
+        .filter(|t| seen.insert((*t).clone()))
+        .cloned()
+        .collect();
     if !content.is_empty() {
         return content;
     }
@@ -168,9 +174,22 @@ mod tests {
     #[test]
     fn the_streaming_cutter_equals_the_reference_on_mixed_text() {
         let texts = [
-            "", " ", "a", "猫", "我的猫叫咪咪", "ab中文cd", "中,文", "中 x 文字", "İstanbul ǅemal STRASSE ß",
-            "東京タワーに行きました。とても綺麗でした！", "오늘 날씨가 정말 좋네요", "x\u{200b}y 𠀀𠀁z", "5月4日 we met at 14:30",
-            "ÅNGSTRÖM café—déjà vu 🍕🐶", "😀中😀文😀", "a1b2 C3D4 ΣΊΣΥΦΟΣ",
+            "",
+            " ",
+            "a",
+            "猫",
+            "我的猫叫咪咪",
+            "ab中文cd",
+            "中,文",
+            "中 x 文字",
+            "İstanbul ǅemal STRASSE ß",
+            "東京タワーに行きました。とても綺麗でした！",
+            "오늘 날씨가 정말 좋네요",
+            "x\u{200b}y 𠀀𠀁z",
+            "5月4日 we met at 14:30",
+            "ÅNGSTRÖM café—déjà vu 🍕🐶",
+            "😀中😀文😀",
+            "a1b2 C3D4 ΣΊΣΥΦΟΣ",
         ];
         let mut buffer = String::from("leftover");
         for text in texts {
@@ -183,7 +202,12 @@ mod tests {
         let alphabet: Vec<char> = "aZ9 ,中文字İß😀\u{3000}ｱ한-".chars().collect();
         let mut x = 7u64;
         for _ in 0..500 {
-            let text: String = (0..12).map(|_| { x = x.wrapping_mul(6364136223846793005).wrapping_add(1); alphabet[(x >> 33) as usize % alphabet.len()] }).collect();
+            let text: String = (0..12)
+                .map(|_| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    alphabet[(x >> 33) as usize % alphabet.len()]
+                })
+                .collect();
             assert_eq!(terms(&text), reference_terms(&text), "{text:?}");
         }
     }

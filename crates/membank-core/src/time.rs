@@ -77,9 +77,17 @@ pub fn parse_instant_in(field: &'static str, text: &str, zone: UserTimeZone) -> 
         return Ok(truncate_to_millis(t.with_timezone(&Utc)));
     }
     if let Some(day) = bare_date(text) {
-        return zone.start_of(day).ok_or_else(|| InvalidInput::new(field, format!("{day} has no start in {}", zone.name())));
+        return zone
+            .start_of(day)
+            .ok_or_else(|| InvalidInput::new(field, format!("{day} has no start in {}", zone.name())));
     }
-    Err(InvalidInput::new(field, format!("{:?} is not an RFC 3339 time such as 2024-05-04T18:30:00Z, or a date such as 2024-05-04 (the person's local midnight)", crate::id::truncate(text, 80))))
+    Err(InvalidInput::new(
+        field,
+        format!(
+            "{:?} is not an RFC 3339 time such as 2024-05-04T18:30:00Z, or a date such as 2024-05-04 (the person's local midnight)",
+            crate::id::truncate(text, 80)
+        ),
+    ))
 }
 
 /// The date, when `text` is a bare `YYYY-MM-DD` date rather than an instant.
@@ -101,10 +109,15 @@ impl UserTimeZone {
 
     /// Parses an IANA zone name.
     pub fn parse(name: &str) -> Result<Self, InvalidInput> {
-        name.trim()
-            .parse::<chrono_tz::Tz>()
-            .map(Self)
-            .map_err(|_| InvalidInput::new("time_zone", format!("{:?} is not an IANA time zone such as Europe/Berlin or Asia/Shanghai", crate::id::truncate(name, 60))))
+        name.trim().parse::<chrono_tz::Tz>().map(Self).map_err(|_| {
+            InvalidInput::new(
+                "time_zone",
+                format!(
+                    "{:?} is not an IANA time zone such as Europe/Berlin or Asia/Shanghai",
+                    crate::id::truncate(name, 60)
+                ),
+            )
+        })
     }
     /// The zone's IANA name.
     pub fn name(&self) -> &'static str {
@@ -162,7 +175,10 @@ mod tests {
         assert_eq!(parse_instant_in("at", "2024-05-04", shanghai).unwrap().to_rfc3339(), "2024-05-03T16:00:00+00:00");
         assert_eq!(shanghai.day_of(parse_instant_in("at", "2024-05-04", shanghai).unwrap()).to_string(), "2024-05-04");
         // An instant with an offset means that instant, whatever the zone.
-        assert_eq!(parse_instant_in("at", "2024-05-04T18:30:00+08:00", shanghai).unwrap().to_rfc3339(), "2024-05-04T10:30:00+00:00");
+        assert_eq!(
+            parse_instant_in("at", "2024-05-04T18:30:00+08:00", shanghai).unwrap().to_rfc3339(),
+            "2024-05-04T10:30:00+00:00"
+        );
         // Santiago skipped midnight on 2022-09-11 (clocks went from 00:00 to 01:00).
         let santiago = UserTimeZone::parse("America/Santiago").unwrap();
         let start = parse_instant_in("at", "2022-09-11", santiago).unwrap();

@@ -264,19 +264,27 @@ mod tests {
         });
         let stats = batching.stats();
         assert_eq!(stats.queries, 16);
-        assert!(stats.batches < 16 && stats.largest >= 2, "queries that arrive during a pass share the next: {stats:?}");
+        assert!(
+            stats.batches < 16 && stats.largest >= 2,
+            "queries that arrive during a pass share the next: {stats:?}"
+        );
         assert_eq!(inner.passes.load(Ordering::SeqCst) as u64, stats.batches);
     }
 
     #[test]
     fn a_failing_query_fails_alone_and_documents_are_not_batched() {
         let inner = Arc::new(Slow { passes: AtomicUsize::new(0) });
-        let batching = BatchingEmbedder::new(inner.clone(), BatchOptions { max_queries: 8, window: Duration::from_millis(50) }).expect("worker starts");
+        let batching =
+            BatchingEmbedder::new(inner.clone(), BatchOptions { max_queries: 8, window: Duration::from_millis(50) })
+                .expect("worker starts");
         let results: Vec<_> = std::thread::scope(|scope| {
-            let handles: Vec<_> = ["good", "bad", "fine"].map(|t| {
-                let batching = &batching;
-                scope.spawn(move || batching.embed_query(t))
-            }).into_iter().collect();
+            let handles: Vec<_> = ["good", "bad", "fine"]
+                .map(|t| {
+                    let batching = &batching;
+                    scope.spawn(move || batching.embed_query(t))
+                })
+                .into_iter()
+                .collect();
             handles.into_iter().map(|h| h.join().expect("no panic")).collect()
         });
         assert_eq!(results[0].as_ref().expect("good embeds"), &vec![4.0, f32::from(b'g')]);
@@ -291,7 +299,8 @@ mod tests {
     #[test]
     fn dropping_answers_what_is_queued_and_stops_the_worker() {
         let inner = Arc::new(Slow { passes: AtomicUsize::new(0) });
-        let batching = BatchingEmbedder::new(inner, BatchOptions { max_queries: 1, window: Duration::ZERO }).expect("worker starts");
+        let batching = BatchingEmbedder::new(inner, BatchOptions { max_queries: 1, window: Duration::ZERO })
+            .expect("worker starts");
         let receivers = batching.submit(&["one", "two", "three"]);
         drop(batching);
         for receiver in receivers {

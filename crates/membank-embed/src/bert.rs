@@ -76,22 +76,15 @@ impl BertConfig {
         if let Some(kind) = &config.model_type
             && !matches!(kind.as_str(), "bert" | "xlm-roberta" | "roberta")
         {
-            return Err(format!(
-                "config.json: model_type {kind} is not supported, only bert, roberta and xlm-roberta"
-            ));
+            return Err(format!("config.json: model_type {kind} is not supported, only bert, roberta and xlm-roberta"));
         }
         if config.hidden_act != "gelu" {
-            return Err(format!(
-                "config.json: hidden_act {} is not supported, only gelu",
-                config.hidden_act
-            ));
+            return Err(format!("config.json: hidden_act {} is not supported, only gelu", config.hidden_act));
         }
         if let Some(kind) = &config.position_embedding_type
             && kind != "absolute"
         {
-            return Err(format!(
-                "config.json: position_embedding_type {kind} is not supported, only absolute"
-            ));
+            return Err(format!("config.json: position_embedding_type {kind} is not supported, only absolute"));
         }
         let dims = [
             config.hidden_size,
@@ -105,13 +98,8 @@ impl BertConfig {
         if dims.iter().any(|&d| d == 0 || d > 1 << 20) {
             return Err("config.json: a dimension is zero or implausibly large".to_owned());
         }
-        if !config
-            .hidden_size
-            .is_multiple_of(config.num_attention_heads)
-        {
-            return Err(
-                "config.json: hidden_size is not a multiple of num_attention_heads".to_owned(),
-            );
+        if !config.hidden_size.is_multiple_of(config.num_attention_heads) {
+            return Err("config.json: hidden_size is not a multiple of num_attention_heads".to_owned());
         }
         Ok(config)
     }
@@ -128,11 +116,7 @@ impl BertConfig {
     /// The position id of a sequence's first token: 0 for BERT; `pad_token_id + 1` for
     /// RoBERTa, whose position ids count from after the padding index (fairseq's convention).
     pub(crate) fn position_offset(&self) -> usize {
-        if self.is_roberta() {
-            self.pad_token_id.unwrap_or(1) + 1
-        } else {
-            0
-        }
+        if self.is_roberta() { self.pad_token_id.unwrap_or(1) + 1 } else { 0 }
     }
 
     /// The model type as written in `config.json` (`bert` when absent).
@@ -194,9 +178,7 @@ pub(crate) enum Weights {
 
 impl std::fmt::Debug for Bert {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Bert")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
+        f.debug_struct("Bert").field("config", &self.config).finish_non_exhaustive()
     }
 }
 
@@ -209,21 +191,12 @@ struct TensorSource<'a> {
 impl TensorSource<'_> {
     fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, String> {
         let full = format!("{}{name}", self.prefix);
-        let view = self
-            .tensors
-            .tensor(&full)
-            .map_err(|_| format!("model.safetensors: tensor {full} is missing"))?;
+        let view = self.tensors.tensor(&full).map_err(|_| format!("model.safetensors: tensor {full} is missing"))?;
         if view.dtype() != Dtype::F32 {
-            return Err(format!(
-                "model.safetensors: tensor {full} has dtype {:?}, expected F32",
-                view.dtype()
-            ));
+            return Err(format!("model.safetensors: tensor {full} has dtype {:?}, expected F32", view.dtype()));
         }
         if view.shape() != shape {
-            return Err(format!(
-                "model.safetensors: tensor {full} has shape {:?}, expected {shape:?}",
-                view.shape()
-            ));
+            return Err(format!("model.safetensors: tensor {full} has shape {:?}, expected {shape:?}", view.shape()));
         }
         let data = view.data();
         if data.len() != shape.iter().product::<usize>() * 4 {
@@ -233,20 +206,11 @@ impl TensorSource<'_> {
                 shape.iter().product::<usize>() * 4
             ));
         }
-        Ok(data
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
+        Ok(data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
     }
 
     /// A PyTorch `Linear` weight (`out × in`) transposed to `in × out`, scaled by `scale`.
-    fn linear(
-        &self,
-        name: &str,
-        inputs: usize,
-        outputs: usize,
-        scale: f32,
-    ) -> Result<Vec<f32>, String> {
+    fn linear(&self, name: &str, inputs: usize, outputs: usize, scale: f32) -> Result<Vec<f32>, String> {
         let weight = self.get(name, &[outputs, inputs])?;
         let mut transposed = vec![0.0f32; inputs * outputs];
         for (o, row) in weight.chunks_exact(inputs).enumerate() {
@@ -261,40 +225,21 @@ impl TensorSource<'_> {
 impl Bert {
     /// Builds the encoder from parsed configuration and the bytes of `model.safetensors`.
     /// The error is a human-readable reason.
-    pub(crate) fn from_safetensors(
-        config: BertConfig,
-        pooling: Pooling,
-        bytes: &[u8],
-    ) -> Result<Self, String> {
-        let tensors =
-            SafeTensors::deserialize(bytes).map_err(|e| format!("model.safetensors: {e}"))?;
+    pub(crate) fn from_safetensors(config: BertConfig, pooling: Pooling, bytes: &[u8]) -> Result<Self, String> {
+        let tensors = SafeTensors::deserialize(bytes).map_err(|e| format!("model.safetensors: {e}"))?;
         let prefix = ["", "bert.", "roberta."]
             .into_iter()
-            .find(|p| {
-                tensors
-                    .tensor(&format!("{p}embeddings.word_embeddings.weight"))
-                    .is_ok()
-            })
+            .find(|p| tensors.tensor(&format!("{p}embeddings.word_embeddings.weight")).is_ok())
             .unwrap_or("");
         let source = TensorSource { tensors, prefix };
         let hidden = config.hidden_size;
         let inter = config.intermediate_size;
-        let word_embeddings = source.get(
-            "embeddings.word_embeddings.weight",
-            &[config.vocab_size, hidden],
-        )?;
-        let mut position_embeddings = source.get(
-            "embeddings.position_embeddings.weight",
-            &[config.max_position_embeddings, hidden],
-        )?;
-        let token_types = source.get(
-            "embeddings.token_type_embeddings.weight",
-            &[config.type_vocab_size, hidden],
-        )?;
+        let word_embeddings = source.get("embeddings.word_embeddings.weight", &[config.vocab_size, hidden])?;
+        let mut position_embeddings =
+            source.get("embeddings.position_embeddings.weight", &[config.max_position_embeddings, hidden])?;
+        let token_types = source.get("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, hidden])?;
         for row in position_embeddings.chunks_exact_mut(hidden) {
-            row.iter_mut()
-                .zip(&token_types[..hidden])
-                .for_each(|(p, t)| *p += t);
+            row.iter_mut().zip(&token_types[..hidden]).for_each(|(p, t)| *p += t);
         }
         let embedding_norm_weight = source.get("embeddings.LayerNorm.weight", &[hidden])?;
         let embedding_norm_bias = source.get("embeddings.LayerNorm.bias", &[hidden])?;
@@ -303,8 +248,7 @@ impl Bert {
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for index in 0..config.num_hidden_layers {
             let name = |suffix: &str| format!("encoder.layer.{index}.{suffix}");
-            let query =
-                source.linear(&name("attention.self.query.weight"), hidden, hidden, scale)?;
+            let query = source.linear(&name("attention.self.query.weight"), hidden, hidden, scale)?;
             let key = source.linear(&name("attention.self.key.weight"), hidden, hidden, 1.0)?;
             let value = source.linear(&name("attention.self.value.weight"), hidden, hidden, 1.0)?;
             let mut qkv_weight = Vec::with_capacity(hidden * 3 * hidden);
@@ -320,23 +264,11 @@ impl Bert {
             layers.push(Layer {
                 qkv_weight,
                 qkv_bias,
-                attention_out_weight: source.linear(
-                    &name("attention.output.dense.weight"),
-                    hidden,
-                    hidden,
-                    1.0,
-                )?,
+                attention_out_weight: source.linear(&name("attention.output.dense.weight"), hidden, hidden, 1.0)?,
                 attention_out_bias: source.get(&name("attention.output.dense.bias"), &[hidden])?,
-                attention_norm_weight: source
-                    .get(&name("attention.output.LayerNorm.weight"), &[hidden])?,
-                attention_norm_bias: source
-                    .get(&name("attention.output.LayerNorm.bias"), &[hidden])?,
-                intermediate_weight: source.linear(
-                    &name("intermediate.dense.weight"),
-                    hidden,
-                    inter,
-                    1.0,
-                )?,
+                attention_norm_weight: source.get(&name("attention.output.LayerNorm.weight"), &[hidden])?,
+                attention_norm_bias: source.get(&name("attention.output.LayerNorm.bias"), &[hidden])?,
+                intermediate_weight: source.linear(&name("intermediate.dense.weight"), hidden, inter, 1.0)?,
                 intermediate_bias: source.get(&name("intermediate.dense.bias"), &[inter])?,
                 output_weight: source.linear(&name("output.dense.weight"), inter, hidden, 1.0)?,
                 output_bias: source.get(&name("output.dense.bias"), &[hidden])?,
@@ -347,10 +279,7 @@ impl Bert {
         // Position ids start at the offset (RoBERTa), so rows before it are never used.
         let offset = config.position_offset();
         if offset >= config.max_position_embeddings {
-            return Err(format!(
-                "config.json: pad_token_id leaves no positions of {}",
-                config.max_position_embeddings
-            ));
+            return Err(format!("config.json: pad_token_id leaves no positions of {}", config.max_position_embeddings));
         }
         position_embeddings.drain(..offset * hidden);
         Ok(Self {
@@ -391,7 +320,10 @@ impl Bert {
                 })
                 .collect();
             let layers = layers.unwrap_or_default();
-            let bytes: usize = layers.iter().map(|q| q.qkv.bytes() + q.attention_out.bytes() + q.intermediate.bytes() + q.output.bytes()).sum();
+            let bytes: usize = layers
+                .iter()
+                .map(|q| q.qkv.bytes() + q.attention_out.bytes() + q.intermediate.bytes() + q.output.bytes())
+                .sum();
             tracing::debug!(bytes, "made the int8 copy of the model's linear maps for queries");
             layers
         })
@@ -417,26 +349,13 @@ impl Bert {
     ///
     /// With [`Weights::Int8`] (and an int8 copy) the linear maps multiply by int8 weights,
     /// and every sequence's vector is the same whatever else is in the batch.
-    pub(crate) fn embed_batch(
-        &self,
-        batch: &[&[u32]],
-        scratch: &mut Scratch,
-        weights: Weights,
-    ) -> Vec<Vec<f32>> {
+    pub(crate) fn embed_batch(&self, batch: &[&[u32]], scratch: &mut Scratch, weights: Weights) -> Vec<Vec<f32>> {
         let hidden = self.config.hidden_size;
         let inter = self.config.intermediate_size;
         let eps = self.config.layer_norm_eps as f32;
         let tokens: usize = batch.iter().map(|s| s.len()).sum();
         scratch.prepare(tokens, hidden, inter);
-        let Scratch {
-            column_threads,
-            x,
-            tmp,
-            qkv,
-            context,
-            intermediate,
-            scores,
-        } = scratch;
+        let Scratch { column_threads, x, tmp, qkv, context, intermediate, scores } = scratch;
         let column_threads = *column_threads;
 
         // Embeddings: word + (position + token type 0), then layer norm.
@@ -449,12 +368,7 @@ impl Bert {
                 for ((out, &w), &p) in row.iter_mut().zip(word).zip(pos) {
                     *out = w + p;
                 }
-                kernels::layer_norm(
-                    row,
-                    &self.embedding_norm_weight,
-                    &self.embedding_norm_bias,
-                    eps,
-                );
+                kernels::layer_norm(row, &self.embedding_norm_weight, &self.embedding_norm_bias, eps);
                 row_index += 1;
             }
         }
@@ -488,12 +402,7 @@ impl Bert {
             add_rows(tmp, x, &layer.attention_out_bias, tokens);
             linear(context, &layer.attention_out_weight, |q| &q.attention_out, tmp, hidden, hidden);
             for row in tmp[..tokens * hidden].chunks_exact_mut(hidden) {
-                kernels::layer_norm(
-                    row,
-                    &layer.attention_norm_weight,
-                    &layer.attention_norm_bias,
-                    eps,
-                );
+                kernels::layer_norm(row, &layer.attention_norm_weight, &layer.attention_norm_bias, eps);
             }
             std::mem::swap(x, tmp);
             // Feed-forward: intermediate + GELU, output + bias + residual, layer norm.
@@ -548,30 +457,13 @@ impl Bert {
                 let column = head * head_dim;
                 let query = View::block(start * stride + column, len, head_dim, stride);
                 let key = View::block(start * stride + hidden + column, len, head_dim, stride);
-                let value =
-                    View::block(start * stride + 2 * hidden + column, len, head_dim, stride);
-                kernels::matmul(
-                    qkv,
-                    query,
-                    qkv,
-                    key.t(),
-                    scores,
-                    View::dense(0, len, len),
-                    false,
-                );
+                let value = View::block(start * stride + 2 * hidden + column, len, head_dim, stride);
+                kernels::matmul(qkv, query, qkv, key.t(), scores, View::dense(0, len, len), false);
                 for row in scores[..len * len].chunks_exact_mut(len) {
                     kernels::softmax(row);
                 }
                 let out = View::block(start * hidden + column, len, head_dim, hidden);
-                kernels::matmul(
-                    scores,
-                    View::dense(0, len, len),
-                    qkv,
-                    value,
-                    context,
-                    out,
-                    false,
-                );
+                kernels::matmul(scores, View::dense(0, len, len), qkv, value, context, out, false);
             }
             start += len;
         }
@@ -618,10 +510,7 @@ fn fill_rows(out: &mut [f32], bias: &[f32], rows: usize) {
 /// Writes `input + bias` into each of the first `rows` rows of `out`.
 fn add_rows(out: &mut [f32], input: &[f32], bias: &[f32], rows: usize) {
     let width = bias.len();
-    for (row, inp) in out[..rows * width]
-        .chunks_exact_mut(width)
-        .zip(input.chunks_exact(width))
-    {
+    for (row, inp) in out[..rows * width].chunks_exact_mut(width).zip(input.chunks_exact(width)) {
         for ((o, &i), &b) in row.iter_mut().zip(inp).zip(bias) {
             *o = i + b;
         }

@@ -44,19 +44,10 @@ impl CharsMap {
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
             .ok_or("precompiled_charsmap is shorter than its header")?;
         if !size.is_multiple_of(4) || blob.len() < 4 + size || size == 0 {
-            return Err(format!(
-                "precompiled_charsmap declares a trie of {size} bytes in a blob of {}",
-                blob.len()
-            ));
+            return Err(format!("precompiled_charsmap declares a trie of {size} bytes in a blob of {}", blob.len()));
         }
-        let units = blob[4..4 + size]
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        Ok(Self {
-            units,
-            normalized: blob[4 + size..].to_vec(),
-        })
+        let units = blob[4..4 + size].chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        Ok(Self { units, normalized: blob[4 + size..].to_vec() })
     }
 
     /// The longest key that is a prefix of `bytes`: (its length, its replacement).
@@ -154,11 +145,7 @@ pub(crate) fn build(map: &BTreeMap<String, String>) -> Result<Vec<u8>, String> {
     let mut first_free = 1usize;
     let mut queue = VecDeque::from([(0usize, 0usize)]);
     while let Some((node, position)) = queue.pop_front() {
-        let mut labels: Vec<usize> = nodes[node]
-            .children
-            .keys()
-            .map(|&b| usize::from(b))
-            .collect();
+        let mut labels: Vec<usize> = nodes[node].children.keys().map(|&b| usize::from(b)).collect();
         if nodes[node].value.is_some() {
             labels.insert(0, 0);
         }
@@ -172,10 +159,7 @@ pub(crate) fn build(map: &BTreeMap<String, String>) -> Result<Vec<u8>, String> {
         let mut candidate = first_free;
         let base = loop {
             let base = candidate ^ labels[0];
-            if base != 0
-                && !used_bases.contains(&base)
-                && labels.iter().all(|&l| free(base ^ l, &used))
-            {
+            if base != 0 && !used_bases.contains(&base) && labels.iter().all(|&l| free(base ^ l, &used)) {
                 break base;
             }
             candidate += 1;
@@ -204,11 +188,7 @@ pub(crate) fn build(map: &BTreeMap<String, String>) -> Result<Vec<u8>, String> {
         }
     }
     let mut blob = Vec::with_capacity(4 + units.len() * 4 + normalized.len());
-    blob.extend_from_slice(
-        &u32::try_from(units.len() * 4)
-            .map_err(|e| e.to_string())?
-            .to_le_bytes(),
-    );
+    blob.extend_from_slice(&u32::try_from(units.len() * 4).map_err(|e| e.to_string())?.to_le_bytes());
     for unit in &units {
         blob.extend_from_slice(&unit.to_le_bytes());
     }
@@ -263,10 +243,7 @@ mod tests {
     use super::*;
 
     fn table(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
     }
 
     #[test]
@@ -298,30 +275,16 @@ mod tests {
             .map(|c| (c.to_string(), format!("<{}>", u32::from(c))))
             .collect();
         let charsmap = CharsMap::from_bytes(&build(&map).expect("builds")).expect("parses");
-        for c in (0x1F00u32..0x3100)
-            .chain(0x1D3F0..0x1D510)
-            .filter_map(char::from_u32)
-        {
-            let expected = map
-                .get(&c.to_string())
-                .cloned()
-                .unwrap_or_else(|| c.to_string());
-            assert_eq!(
-                charsmap.normalize(&c.to_string()),
-                expected,
-                "U+{:04X}",
-                u32::from(c)
-            );
+        for c in (0x1F00u32..0x3100).chain(0x1D3F0..0x1D510).filter_map(char::from_u32) {
+            let expected = map.get(&c.to_string()).cloned().unwrap_or_else(|| c.to_string());
+            assert_eq!(charsmap.normalize(&c.to_string()), expected, "U+{:04X}", u32::from(c));
         }
     }
 
     #[test]
     fn base64_round_trips() {
         for bytes in [&b""[..], b"a", b"ab", b"abc", b"abcd", &[0, 255, 128, 7, 9]] {
-            assert_eq!(
-                base64_decode(&base64_encode(bytes)).expect("decodes"),
-                bytes
-            );
+            assert_eq!(base64_decode(&base64_encode(bytes)).expect("decodes"), bytes);
         }
         assert_eq!(base64_encode(b"Man"), "TWFu");
         assert_eq!(base64_encode(b"Ma"), "TWE=");
@@ -332,8 +295,7 @@ mod tests {
     fn malformed_blobs_are_rejected_and_never_panic() {
         assert!(CharsMap::from_bytes(b"").is_err());
         assert!(CharsMap::from_bytes(&[8, 0, 0, 0, 1]).is_err());
-        let garbage =
-            CharsMap::from_bytes(&[4, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f]).expect("shape ok");
+        let garbage = CharsMap::from_bytes(&[4, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f]).expect("shape ok");
         assert_eq!(garbage.normalize("abc"), "abc");
     }
 }

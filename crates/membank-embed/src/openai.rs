@@ -117,21 +117,13 @@ impl OpenAiEmbedder {
     /// normalised, dimension checked against `self.dim` when known.
     fn request(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         // OpenAI rejects empty strings; a single space embeds "nothing" just as well.
-        let input: Vec<&str> = texts
-            .iter()
-            .map(|t| if t.is_empty() { " " } else { *t })
-            .collect();
+        let input: Vec<&str> = texts.iter().map(|t| if t.is_empty() { " " } else { *t }).collect();
         let body = serde_json::json!({ "model": self.config.model, "input": input }).to_string();
-        let mut request = self
-            .agent
-            .post(&self.url)
-            .header("Content-Type", "application/json");
+        let mut request = self.agent.post(&self.url).header("Content-Type", "application/json");
         if let Some(key) = &self.config.api_key {
             request = request.header("Authorization", format!("Bearer {key}"));
         }
-        let mut response = request
-            .send(body.as_bytes())
-            .map_err(|e| self.transport_error(e))?;
+        let mut response = request.send(body.as_bytes()).map_err(|e| self.transport_error(e))?;
         let status = response.status().as_u16();
         let bytes = response
             .body_mut()
@@ -142,18 +134,11 @@ impl OpenAiEmbedder {
         if !(200..300).contains(&status) {
             return Err(self.status_error(status, &bytes));
         }
-        let malformed = |reason: String| EmbedError::RemoteMalformed {
-            url: self.url.clone(),
-            reason,
-        };
-        let parsed: EmbeddingsResponse = serde_json::from_slice(&bytes)
-            .map_err(|e| malformed(format!("not an embeddings response: {e}")))?;
+        let malformed = |reason: String| EmbedError::RemoteMalformed { url: self.url.clone(), reason };
+        let parsed: EmbeddingsResponse =
+            serde_json::from_slice(&bytes).map_err(|e| malformed(format!("not an embeddings response: {e}")))?;
         if parsed.data.len() != texts.len() {
-            return Err(malformed(format!(
-                "{} embeddings for {} inputs",
-                parsed.data.len(),
-                texts.len()
-            )));
+            return Err(malformed(format!("{} embeddings for {} inputs", parsed.data.len(), texts.len())));
         }
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
         for item in parsed.data {
@@ -168,11 +153,7 @@ impl OpenAiEmbedder {
         let mut out = Vec::with_capacity(texts.len());
         for vector in vectors {
             let mut vector = vector.ok_or_else(|| malformed("an index is missing".to_owned()))?;
-            let expected = if self.dim > 0 {
-                self.dim
-            } else {
-                out.first().map_or(vector.len(), Vec::len)
-            };
+            let expected = if self.dim > 0 { self.dim } else { out.first().map_or(vector.len(), Vec::len) };
             if vector.len() != expected {
                 return Err(EmbedError::DimensionMismatch {
                     model: self.config.model.clone(),
@@ -181,9 +162,7 @@ impl OpenAiEmbedder {
                 });
             }
             if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) {
-                return Err(malformed(
-                    "an embedding is empty or holds non-finite numbers".to_owned(),
-                ));
+                return Err(malformed("an embedding is empty or holds non-finite numbers".to_owned()));
             }
             l2_normalize(&mut vector);
             out.push(vector);
@@ -197,10 +176,7 @@ impl OpenAiEmbedder {
                 url: self.url.clone(),
                 reason: format!("response larger than {limit} bytes"),
             },
-            other => EmbedError::RemoteUnreachable {
-                url: self.url.clone(),
-                reason: other.to_string(),
-            },
+            other => EmbedError::RemoteUnreachable { url: self.url.clone(), reason: other.to_string() },
         }
     }
 
@@ -210,17 +186,9 @@ impl OpenAiEmbedder {
             .ok()
             .and_then(|v| {
                 let error = v.get("error")?;
-                error
-                    .get("message")
-                    .and_then(|m| m.as_str())
-                    .or_else(|| error.as_str())
-                    .map(str::to_owned)
+                error.get("message").and_then(|m| m.as_str()).or_else(|| error.as_str()).map(str::to_owned)
             })
-            .unwrap_or_else(|| {
-                String::from_utf8_lossy(&body[..body.len().min(300)])
-                    .trim()
-                    .to_owned()
-            });
+            .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(300)]).trim().to_owned());
         let hint = match status {
             401 | 403 => "the API key is missing or not accepted".to_owned(),
             404 => format!(
@@ -230,16 +198,8 @@ impl OpenAiEmbedder {
             429 => "rate limited".to_owned(),
             _ => "request failed".to_owned(),
         };
-        let message = if detail.is_empty() {
-            hint
-        } else {
-            format!("{hint} ({detail})")
-        };
-        EmbedError::RemoteStatus {
-            url: self.url.clone(),
-            status,
-            message,
-        }
+        let message = if detail.is_empty() { hint } else { format!("{hint} ({detail})") };
+        EmbedError::RemoteStatus { url: self.url.clone(), status, message }
     }
 }
 

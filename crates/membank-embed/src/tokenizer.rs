@@ -49,14 +49,13 @@ impl Tokenizer {
             #[serde(rename = "type")]
             kind: Option<String>,
         }
-        let kind: Kind =
-            serde_json::from_slice(json).map_err(|e| format!("tokenizer.json: {e}"))?;
+        let kind: Kind = serde_json::from_slice(json).map_err(|e| format!("tokenizer.json: {e}"))?;
         match kind.model.kind.as_deref() {
             Some("Unigram") => UnigramTokenizer::from_json(json).map(Self::Unigram),
             Some("WordPiece") | None => BertTokenizer::from_json(json).map(Self::WordPiece),
-            Some(other) => Err(format!(
-                "tokenizer.json: model type {other} is not supported, only WordPiece and Unigram"
-            )),
+            Some(other) => {
+                Err(format!("tokenizer.json: model type {other} is not supported, only WordPiece and Unigram"))
+            }
         }
     }
 
@@ -168,14 +167,11 @@ fn default_max_chars() -> usize {
 impl BertTokenizer {
     /// Parses the contents of a `tokenizer.json`. The error is a human-readable reason.
     pub(crate) fn from_json(json: &[u8]) -> Result<Self, String> {
-        let file: TokenizerFile =
-            serde_json::from_slice(json).map_err(|e| format!("tokenizer.json: {e}"))?;
+        let file: TokenizerFile = serde_json::from_slice(json).map_err(|e| format!("tokenizer.json: {e}"))?;
         if let Some(kind) = &file.model.kind
             && kind != "WordPiece"
         {
-            return Err(format!(
-                "tokenizer.json: model type {kind} is not supported, only WordPiece and Unigram"
-            ));
+            return Err(format!("tokenizer.json: model type {kind} is not supported, only WordPiece and Unigram"));
         }
         let normalizer = match &file.normalizer {
             Some(n) if n.kind == "BertNormalizer" => Normalizer {
@@ -185,15 +181,10 @@ impl BertTokenizer {
                 lowercase: n.lowercase,
             },
             Some(n) => {
-                return Err(format!(
-                    "tokenizer.json: normalizer {} is not supported, only BertNormalizer",
-                    n.kind
-                ));
+                return Err(format!("tokenizer.json: normalizer {} is not supported, only BertNormalizer", n.kind));
             }
             None => {
-                return Err(
-                    "tokenizer.json: no normalizer; only BertNormalizer is supported".to_owned(),
-                );
+                return Err("tokenizer.json: no normalizer; only BertNormalizer is supported".to_owned());
             }
         };
         match &file.pre_tokenizer {
@@ -205,18 +196,12 @@ impl BertTokenizer {
                 ));
             }
             None => {
-                return Err(
-                    "tokenizer.json: no pre-tokenizer; only BertPreTokenizer is supported"
-                        .to_owned(),
-                );
+                return Err("tokenizer.json: no pre-tokenizer; only BertPreTokenizer is supported".to_owned());
             }
         }
         let vocab = file.model.vocab;
         let lookup = |token: &str| {
-            vocab
-                .get(token)
-                .copied()
-                .ok_or_else(|| format!("tokenizer.json: token {token} is not in the vocabulary"))
+            vocab.get(token).copied().ok_or_else(|| format!("tokenizer.json: token {token} is not in the vocabulary"))
         };
         let unk_id = lookup(&file.model.unk_token)?;
         let (cls_id, sep_id) = match &file.post_processor {
@@ -253,11 +238,7 @@ impl BertTokenizer {
     pub(crate) fn max_id(&self) -> u32 {
         let vocab_max = self.vocab.values().copied().max().unwrap_or(0);
         let added_max = self.added.iter().map(|(_, id)| *id).max().unwrap_or(0);
-        vocab_max
-            .max(added_max)
-            .max(self.cls_id)
-            .max(self.sep_id)
-            .max(self.unk_id)
+        vocab_max.max(added_max).max(self.cls_id).max(self.sep_id).max(self.unk_id)
     }
 
     /// Token ids of `text`: `[CLS]`, the text's tokens truncated so that the whole is at most
@@ -293,21 +274,14 @@ impl BertTokenizer {
     /// The leftmost (then longest) added token at or after `offset`, as (byte start, index
     /// into `self.added`). `cache` remembers each token's next occurrence so that a long text
     /// is scanned once per token, not once per match.
-    fn next_added(
-        &self,
-        text: &str,
-        offset: usize,
-        cache: &mut [Option<usize>],
-    ) -> Option<(usize, usize)> {
+    fn next_added(&self, text: &str, offset: usize, cache: &mut [Option<usize>]) -> Option<(usize, usize)> {
         let mut best: Option<(usize, usize)> = None;
         for (index, (content, _)) in self.added.iter().enumerate() {
             // `usize::MAX` in the cache means "no further occurrence".
             let position = match cache[index] {
                 Some(p) if p >= offset => p,
                 _ => {
-                    let found = text[offset..]
-                        .find(content.as_str())
-                        .map_or(usize::MAX, |p| p + offset);
+                    let found = text[offset..].find(content.as_str()).map_or(usize::MAX, |p| p + offset);
                     cache[index] = Some(found);
                     found
                 }
@@ -343,12 +317,7 @@ impl BertTokenizer {
             }
         });
         let stripped: Box<dyn Iterator<Item = char>> = if n.strip_accents {
-            Box::new(
-                spaced
-                    .nfd()
-                    .map(|(c, _)| c)
-                    .filter(|c| !c.is_mark_nonspacing()),
-            )
+            Box::new(spaced.nfd().map(|(c, _)| c).filter(|c| !c.is_mark_nonspacing()))
         } else {
             Box::new(spaced)
         };
@@ -406,10 +375,7 @@ impl BertTokenizer {
                     found = Some(id);
                     break;
                 }
-                end -= word[start..end]
-                    .chars()
-                    .next_back()
-                    .map_or(1, char::len_utf8);
+                end -= word[start..end].chars().next_back().map_or(1, char::len_utf8);
             }
             match found {
                 Some(id) => {
@@ -458,11 +424,7 @@ enum LowerIter {
 
 impl LowerIter {
     fn new(c: char, lowercase: bool) -> Self {
-        if lowercase {
-            Self::Lower(c.to_lowercase())
-        } else {
-            Self::Same(Some(c))
-        }
+        if lowercase { Self::Lower(c.to_lowercase()) } else { Self::Same(Some(c)) }
     }
 }
 
@@ -484,25 +446,17 @@ pub(crate) fn special_ids(value: &serde_json::Value) -> Result<(u32, u32), Strin
         Some("BertProcessing" | "RobertaProcessing") => {
             let cls = value.get("cls").and_then(|v| v.get(1)).and_then(id_of);
             let sep = value.get("sep").and_then(|v| v.get(1)).and_then(id_of);
-            cls.zip(sep)
-                .ok_or_else(|| "tokenizer.json: post-processor without cls/sep ids".to_owned())
+            cls.zip(sep).ok_or_else(|| "tokenizer.json: post-processor without cls/sep ids".to_owned())
         }
         Some("TemplateProcessing") => {
             let single = value.get("single").and_then(|s| s.as_array());
             let special = |item: Option<&serde_json::Value>| {
                 let name = item?.get("SpecialToken")?.get("id")?.as_str()?;
-                let ids = value
-                    .get("special_tokens")?
-                    .get(name)?
-                    .get("ids")?
-                    .as_array()?;
+                let ids = value.get("special_tokens")?.get(name)?.get("ids")?.as_array()?;
                 if ids.len() == 1 { id_of(&ids[0]) } else { None }
             };
             let is_sequence_a = |item: Option<&serde_json::Value>| {
-                item.and_then(|i| i.get("Sequence"))
-                    .and_then(|s| s.get("id"))
-                    .and_then(|id| id.as_str())
-                    == Some("A")
+                item.and_then(|i| i.get("Sequence")).and_then(|s| s.get("id")).and_then(|id| id.as_str()) == Some("A")
             };
             match single {
                 Some(items) if items.len() == 3 && is_sequence_a(items.get(1)) => special(items.first())
@@ -511,9 +465,7 @@ pub(crate) fn special_ids(value: &serde_json::Value) -> Result<(u32, u32), Strin
                 _ => Err("tokenizer.json: only the single-sequence template `[CLS] $A [SEP]` is supported".to_owned()),
             }
         }
-        other => Err(format!(
-            "tokenizer.json: post-processor {other:?} is not supported"
-        )),
+        other => Err(format!("tokenizer.json: post-processor {other:?} is not supported")),
     }
 }
 
@@ -563,14 +515,11 @@ mod tests {
     /// A tiny tokenizer.json with the structure of all-MiniLM-L6-v2's.
     fn tiny() -> BertTokenizer {
         let vocab = [
-            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", ",", "un",
-            "##aff", "##able", "cafe", "中", "国", "a", "##b", "$", "i", "\u{307}",
+            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", ",", "un", "##aff", "##able", "cafe",
+            "中", "国", "a", "##b", "$", "i", "\u{307}",
         ];
-        let vocab_json: Vec<String> = vocab
-            .iter()
-            .enumerate()
-            .map(|(i, t)| format!("{}: {i}", serde_json::Value::from(*t)))
-            .collect();
+        let vocab_json: Vec<String> =
+            vocab.iter().enumerate().map(|(i, t)| format!("{}: {i}", serde_json::Value::from(*t))).collect();
         let json = format!(
             r###"{{
               "added_tokens": [

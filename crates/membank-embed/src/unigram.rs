@@ -91,21 +91,14 @@ impl UnigramTokenizer {
     /// Parses the contents of a `tokenizer.json` with a Unigram model. The error is a
     /// human-readable reason.
     pub(crate) fn from_json(json: &[u8]) -> Result<Self, String> {
-        let file: TokenizerFile =
-            serde_json::from_slice(json).map_err(|e| format!("tokenizer.json: {e}"))?;
+        let file: TokenizerFile = serde_json::from_slice(json).map_err(|e| format!("tokenizer.json: {e}"))?;
         if file.model.kind != "Unigram" {
-            return Err(format!(
-                "tokenizer.json: model type {} is not Unigram",
-                file.model.kind
-            ));
+            return Err(format!("tokenizer.json: model type {} is not Unigram", file.model.kind));
         }
         if file.model.byte_fallback {
             return Err("tokenizer.json: byte_fallback Unigram models are not supported".into());
         }
-        let unk_id = file
-            .model
-            .unk_id
-            .ok_or("tokenizer.json: the Unigram model has no unk_id")?;
+        let unk_id = file.model.unk_id.ok_or("tokenizer.json: the Unigram model has no unk_id")?;
         if unk_id as usize >= file.model.vocab.len() {
             return Err(format!(
                 "tokenizer.json: unk_id {unk_id} is outside the vocabulary of {}",
@@ -132,13 +125,7 @@ impl UnigramTokenizer {
             Some(value) => normalizer_steps(value)?,
         };
         let (replacement, prepend_always, prepend_first) = metaspace(file.pre_tokenizer.as_ref())?;
-        let vocab_id = |token: &str| {
-            file.model
-                .vocab
-                .iter()
-                .position(|(p, _)| p == token)
-                .map(|i| i as u32)
-        };
+        let vocab_id = |token: &str| file.model.vocab.iter().position(|(p, _)| p == token).map(|i| i as u32);
         let (bos_id, eos_id) = match &file.post_processor {
             Some(value) => crate::tokenizer::special_ids(value)?,
             None => (
@@ -212,18 +199,13 @@ impl UnigramTokenizer {
                 .added
                 .iter()
                 .filter_map(|(content, id, lstrip, rstrip)| {
-                    rest.find(content.as_str())
-                        .map(|at| (at, content.len(), *id, *lstrip, *rstrip))
+                    rest.find(content.as_str()).map(|at| (at, content.len(), *id, *lstrip, *rstrip))
                 })
                 // Leftmost, then longest (`added` is sorted longest first).
                 .min_by_key(|(at, ..)| *at);
             match found {
                 Some((at, length, id, lstrip, rstrip)) => {
-                    let before = if lstrip {
-                        rest[..at].trim_end()
-                    } else {
-                        &rest[..at]
-                    };
+                    let before = if lstrip { rest[..at].trim_end() } else { &rest[..at] };
                     self.encode_segment(before, first, &mut ids, limit);
                     first = false;
                     if ids.len() < limit {
@@ -289,13 +271,8 @@ impl UnigramTokenizer {
         if normalized.is_empty() {
             return;
         }
-        let mut spaced: String = normalized
-            .chars()
-            .map(|c| if c == ' ' { self.replacement } else { c })
-            .collect();
-        if (self.prepend_always || (self.prepend_first && first))
-            && !spaced.starts_with(self.replacement)
-        {
+        let mut spaced: String = normalized.chars().map(|c| if c == ' ' { self.replacement } else { c }).collect();
+        if (self.prepend_always || (self.prepend_first && first)) && !spaced.starts_with(self.replacement) {
             spaced.insert(0, self.replacement);
         }
         // Words start at each replacement character (merged with the next word).
@@ -314,16 +291,11 @@ impl UnigramTokenizer {
         if word.is_empty() || ids.len() >= limit {
             return;
         }
-        let bounds: Vec<usize> = word
-            .char_indices()
-            .map(|(i, _)| i)
-            .chain(std::iter::once(word.len()))
-            .collect();
+        let bounds: Vec<usize> = word.char_indices().map(|(i, _)| i).chain(std::iter::once(word.len())).collect();
         let chars = bounds.len() - 1;
         // best[i]: score of the best segmentation of the first i characters, and the last
         // piece of it as (start char, id or None for unknown).
-        let mut best: Vec<(f64, usize, Option<u32>)> =
-            vec![(f64::NEG_INFINITY, 0, None); chars + 1];
+        let mut best: Vec<(f64, usize, Option<u32>)> = vec![(f64::NEG_INFINITY, 0, None); chars + 1];
         best[0].0 = 0.0;
         for i in 0..chars {
             let here = best[i].0;
@@ -387,22 +359,15 @@ fn normalizer_steps(value: &serde_json::Value) -> Result<Vec<Step>, String> {
             if encoded.is_empty() {
                 return Ok(Vec::new());
             }
-            let blob = base64_decode(encoded)
-                .map_err(|e| format!("tokenizer.json: precompiled_charsmap: {e}"))?;
-            Ok(vec![Step::Charsmap(
-                CharsMap::from_bytes(&blob).map_err(|e| format!("tokenizer.json: {e}"))?,
-            )])
+            let blob = base64_decode(encoded).map_err(|e| format!("tokenizer.json: precompiled_charsmap: {e}"))?;
+            Ok(vec![Step::Charsmap(CharsMap::from_bytes(&blob).map_err(|e| format!("tokenizer.json: {e}"))?)])
         }
         "Replace" => {
             let pattern = value.get("pattern");
-            let regex = pattern
-                .and_then(|p| p.get("Regex"))
-                .and_then(|r| r.as_str());
+            let regex = pattern.and_then(|p| p.get("Regex")).and_then(|r| r.as_str());
             let content = value.get("content").and_then(|c| c.as_str()).unwrap_or("");
             if regex == Some(" {2,}") {
-                Ok(vec![Step::CollapseSpaces {
-                    with: content.to_owned(),
-                }])
+                Ok(vec![Step::CollapseSpaces { with: content.to_owned() }])
             } else {
                 Err(format!(
                     "tokenizer.json: Replace normalizer with pattern {} is not supported, only the regex \" {{2,}}\"",
@@ -411,14 +376,8 @@ fn normalizer_steps(value: &serde_json::Value) -> Result<Vec<Step>, String> {
             }
         }
         "Strip" => Ok(vec![Step::Strip {
-            left: value
-                .get("strip_left")
-                .and_then(|b| b.as_bool())
-                .unwrap_or(true),
-            right: value
-                .get("strip_right")
-                .and_then(|b| b.as_bool())
-                .unwrap_or(true),
+            left: value.get("strip_left").and_then(|b| b.as_bool()).unwrap_or(true),
+            right: value.get("strip_right").and_then(|b| b.as_bool()).unwrap_or(true),
         }]),
         other => Err(format!(
             "tokenizer.json: normalizer {other} is not supported for Unigram models (Precompiled, Replace, Strip)"
@@ -444,20 +403,15 @@ fn metaspace(value: Option<&serde_json::Value>) -> Result<(char, bool, bool), St
                     Some("WhitespaceSplit") => {}
                     Some("Metaspace") => found = Some(metaspace(Some(item))?),
                     other => {
-                        return Err(format!(
-                            "tokenizer.json: pre-tokenizer {other:?} is not supported with Unigram"
-                        ));
+                        return Err(format!("tokenizer.json: pre-tokenizer {other:?} is not supported with Unigram"));
                     }
                 }
             }
             found.ok_or_else(|| "tokenizer.json: no Metaspace pre-tokenizer".to_owned())
         }
         "Metaspace" => {
-            let replacement = value
-                .get("replacement")
-                .and_then(|r| r.as_str())
-                .and_then(|r| r.chars().next())
-                .unwrap_or('\u{2581}');
+            let replacement =
+                value.get("replacement").and_then(|r| r.as_str()).and_then(|r| r.chars().next()).unwrap_or('\u{2581}');
             if value.get("split").and_then(|s| s.as_bool()) == Some(false) {
                 return Err("tokenizer.json: Metaspace without split is not supported".into());
             }
@@ -467,14 +421,10 @@ fn metaspace(value: Option<&serde_json::Value>) -> Result<(char, bool, bool), St
                 (Some("always"), _) | (None, Some(true) | None) => Ok((replacement, true, false)),
                 (Some("first"), _) => Ok((replacement, false, true)),
                 (Some("never"), _) | (None, Some(false)) => Ok((replacement, false, false)),
-                (Some(other), _) => Err(format!(
-                    "tokenizer.json: Metaspace prepend_scheme {other} is not supported"
-                )),
+                (Some(other), _) => Err(format!("tokenizer.json: Metaspace prepend_scheme {other} is not supported")),
             }
         }
-        other => Err(format!(
-            "tokenizer.json: pre-tokenizer {other} is not supported with Unigram, only Metaspace"
-        )),
+        other => Err(format!("tokenizer.json: pre-tokenizer {other} is not supported with Unigram, only Metaspace")),
     }
 }
 
@@ -503,10 +453,8 @@ mod tests {
             ("人", -7.0),
             ("<mask>", 0.0),
         ];
-        let vocab_json: Vec<String> = vocab
-            .iter()
-            .map(|(p, s)| format!("[{}, {s}]", serde_json::Value::from(*p)))
-            .collect();
+        let vocab_json: Vec<String> =
+            vocab.iter().map(|(p, s)| format!("[{}, {s}]", serde_json::Value::from(*p))).collect();
         let json = format!(
             r#"{{
               "added_tokens": [
@@ -565,10 +513,8 @@ mod tests {
 
     #[test]
     fn the_charsmap_normalises_before_metaspace() {
-        let map: std::collections::BTreeMap<String, String> = [("Ｈ", "h"), ("\t", " ")]
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
+        let map: std::collections::BTreeMap<String, String> =
+            [("Ｈ", "h"), ("\t", " ")].iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
         let blob = crate::charsmap::build(&map).expect("builds");
         let normalizer = format!(
             r#"{{"type": "Sequence", "normalizers": [{{"type": "Precompiled", "precompiled_charsmap": "{}"}}, {{"type": "Replace", "pattern": {{"Regex": " {{2,}}"}}, "content": " "}}]}}"#,
@@ -597,8 +543,7 @@ mod tests {
         let json = |content: &str| {
             let map: std::collections::BTreeMap<String, String> =
                 [("Ｍ".to_owned(), "M".to_owned())].into_iter().collect();
-            let charsmap =
-                crate::charsmap::base64_encode(&crate::charsmap::build(&map).expect("builds"));
+            let charsmap = crate::charsmap::base64_encode(&crate::charsmap::build(&map).expect("builds"));
             format!(
                 r#"{{"added_tokens": [{{"id": 1, "content": "{content}", "normalized": true}}],
                     "normalizer": {{"type": "Precompiled", "precompiled_charsmap": "{charsmap}"}},
@@ -616,14 +561,7 @@ mod tests {
     #[test]
     fn hostile_text_never_panics() {
         let tokenizer = plain();
-        for text in [
-            "\u{10FFFF}\u{E000}",
-            "\0\0",
-            "  ",
-            "<mask><mask>",
-            "<s",
-            "a\u{301}\u{302}",
-        ] {
+        for text in ["\u{10FFFF}\u{E000}", "\0\0", "  ", "<mask><mask>", "<s", "a\u{301}\u{302}"] {
             let ids = tokenizer.encode(text, 16);
             assert!(ids.len() >= 2 && ids.len() <= 16, "{text:?}");
             assert_eq!((ids[0], ids[ids.len() - 1]), (0, 2));

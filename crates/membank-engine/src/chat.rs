@@ -110,11 +110,19 @@ impl Engine {
     /// prompt before the model is asked, then each piece of the reply as it arrives. The
     /// exchange is stored and memories strengthened only once the whole reply is in, as
     /// for [`Engine::chat`]; on a model error midway nothing is stored.
-    pub fn chat_streaming(&self, request: ChatRequest, observer: &mut dyn ChatObserver) -> Result<ChatResponse, EngineError> {
+    pub fn chat_streaming(
+        &self,
+        request: ChatRequest,
+        observer: &mut dyn ChatObserver,
+    ) -> Result<ChatResponse, EngineError> {
         self.chat_with(request, Some(observer))
     }
 
-    fn chat_with(&self, request: ChatRequest, mut observer: Option<&mut dyn ChatObserver>) -> Result<ChatResponse, EngineError> {
+    fn chat_with(
+        &self,
+        request: ChatRequest,
+        mut observer: Option<&mut dyn ChatObserver>,
+    ) -> Result<ChatResponse, EngineError> {
         validate_text("message", &request.message)?;
         if request.k == 0 || request.k > MAX_RECALL_K {
             return Err(InvalidInput::new("k", format!("must be between 1 and {MAX_RECALL_K}")).into());
@@ -136,7 +144,12 @@ impl Engine {
 
         let portrait = self.current_global(&user_scope, Kind::GlobalPortrait)?;
         let summary = self.current_global(&user_scope, Kind::GlobalSummary)?;
-        let quote = |m: &Option<Memory>| m.as_ref().and_then(|m| m.content.as_deref()).map(|c| quoted(c, "  | ")).unwrap_or_else(|| "  (none yet)".to_string());
+        let quote = |m: &Option<Memory>| {
+            m.as_ref()
+                .and_then(|m| m.content.as_deref())
+                .map(|c| quoted(c, "  | "))
+                .unwrap_or_else(|| "  (none yet)".to_string())
+        };
         // The persona and the user id are the caller's text, not ours: one line each, with
         // our tags neutralised, so neither can close the data block or start a line in it.
         let persona = inline(request.persona.as_deref().unwrap_or(DEFAULT_PERSONA));
@@ -169,7 +182,8 @@ impl Engine {
         }
         // In `retrieved` mode the recall strengthened everything it returned, including
         // memories left out of the prompt.
-        let retrieved_ids: Vec<MemoryId> = if recall.strengthened { recall.results.iter().map(|h| h.memory.id).collect() } else { Vec::new() };
+        let retrieved_ids: Vec<MemoryId> =
+            if recall.strengthened { recall.results.iter().map(|h| h.memory.id).collect() } else { Vec::new() };
         let mut recalled = recall.results;
         recalled.truncate(included);
 
@@ -182,7 +196,11 @@ impl Engine {
         };
         let reply = completion.content.trim().to_string();
         if reply.is_empty() {
-            return Err(membank_llm::LlmError::Malformed { url: llm.model().to_string(), reason: "the model returned an empty reply".into() }.into());
+            return Err(membank_llm::LlmError::Malformed {
+                url: llm.model().to_string(),
+                reason: "the model returned an empty reply".into(),
+            }
+            .into());
         }
 
         let used: Vec<CitedMemory> = cited_labels(&reply, recalled.len())
@@ -195,7 +213,13 @@ impl Engine {
             RecallMode::Used => {
                 let ids: Vec<MemoryId> = used.iter().map(|c| c.memory.id).collect();
                 if !ids.is_empty() {
-                    self.store.confirm_used(&request.scope, &ids, Some(&recall.query_id), &self.config.forgetting, now)?;
+                    self.store.confirm_used(
+                        &request.scope,
+                        &ids,
+                        Some(&recall.query_id),
+                        &self.config.forgetting,
+                        now,
+                    )?;
                 }
                 ids
             }
@@ -208,14 +232,31 @@ impl Engine {
             ("query_id".to_string(), recall.query_id.clone()),
             ("cited".to_string(), used.iter().map(|c| c.memory.id.to_string()).collect::<Vec<_>>().join(",")),
         ]);
-        let reply_to_store = if reply.len() > membank_core::limits::MAX_TEXT_BYTES { truncate_bytes(&reply, membank_core::limits::MAX_TEXT_BYTES) } else { reply.clone() };
+        let reply_to_store = if reply.len() > membank_core::limits::MAX_TEXT_BYTES {
+            truncate_bytes(&reply, membank_core::limits::MAX_TEXT_BYTES)
+        } else {
+            reply.clone()
+        };
         let scope = request.scope.clone();
-        let entry = crate::Remember::Turn(RememberTurn { scope: request.scope, user_text: request.message, assistant_text: Some(reply_to_store), occurred_at: Some(now), metadata, importance: None, clock_from: membank_core::ClockFrom::Event });
+        let entry = crate::Remember::Turn(RememberTurn {
+            scope: request.scope,
+            user_text: request.message,
+            assistant_text: Some(reply_to_store),
+            occurred_at: Some(now),
+            metadata,
+            importance: None,
+            clock_from: membank_core::ClockFrom::Event,
+        });
         let turn = match self.remember_all(vec![entry], request.idempotency.as_ref())? {
-            membank_store::Insertion::Stored(mut stored) => stored.pop().ok_or_else(|| EngineError::Storage("the store returned no memory".into()))?,
+            membank_store::Insertion::Stored(mut stored) => {
+                stored.pop().ok_or_else(|| EngineError::Storage("the store returned no memory".into()))?
+            }
             // A retry with the same key stored its exchange first: that one stands.
             membank_store::Insertion::Replayed(record) => {
-                let id = *record.memory_ids.first().ok_or_else(|| EngineError::Storage("an idempotency record without memories".into()))?;
+                let id = *record
+                    .memory_ids
+                    .first()
+                    .ok_or_else(|| EngineError::Storage("an idempotency record without memories".into()))?;
                 self.store.get(&scope, id)?
             }
         };
@@ -242,7 +283,12 @@ fn quoted(text: &str, prefix: &str) -> String {
 /// `text` on one line (every line break a space), with our tags neutralised: for values
 /// that sit inside a sentence of the prompt rather than in a quoted block.
 fn inline(text: &str) -> String {
-    neutralise(text).split(|c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')).filter(|part| !part.trim().is_empty()).map(str::trim).collect::<Vec<_>>().join(" ")
+    neutralise(text)
+        .split(|c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+        .filter(|part| !part.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Where a memory came from, in words the model can weigh.
@@ -267,7 +313,13 @@ fn render_memories(hits: &[RecallHit]) -> String {
         .enumerate()
         .map(|(i, hit)| {
             let m = &hit.memory;
-            format!("[M{}] {} · {}\n{}", i + 1, m.day, source_words(m), quoted(m.content.as_deref().unwrap_or("(erased)"), "  | "))
+            format!(
+                "[M{}] {} · {}\n{}",
+                i + 1,
+                m.day,
+                source_words(m),
+                quoted(m.content.as_deref().unwrap_or("(erased)"), "  | ")
+            )
         })
         .collect::<Vec<_>>()
         .join("\n")

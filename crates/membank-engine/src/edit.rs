@@ -30,21 +30,28 @@ pub struct EditRequest {
 impl Engine {
     /// Edits a memory; returns the new (active) memory. The old one is superseded by it.
     pub fn edit(&self, request: EditRequest) -> Result<membank_core::Memory, EngineError> {
-        for (field, value) in [("text", &request.text), ("user_text", &request.user_text), ("assistant_text", &request.assistant_text)] {
+        for (field, value) in
+            [("text", &request.text), ("user_text", &request.user_text), ("assistant_text", &request.assistant_text)]
+        {
             if let Some(value) = value {
                 validate_text(field, value)?;
             }
         }
         let old = self.store.get(&request.scope, request.id)?;
         if old.status != Status::Active {
-            return Err(EngineError::Conflict(format!("memory {} is {}, only an active memory can be edited", old.id, old.status)));
+            return Err(EngineError::Conflict(format!(
+                "memory {} is {}, only an active memory can be edited",
+                old.id, old.status
+            )));
         }
         let now = self.clock.now();
         let mut memory = old.clone();
         match old.kind {
             Kind::Turn => {
                 if request.text.is_some() {
-                    return Err(InvalidInput::new("text", "a turn is edited through user_text and assistant_text").into());
+                    return Err(
+                        InvalidInput::new("text", "a turn is edited through user_text and assistant_text").into()
+                    );
                 }
                 if request.user_text.is_none() && request.assistant_text.is_none() {
                     return Err(InvalidInput::new("user_text", "give user_text, assistant_text or both").into());
@@ -68,7 +75,15 @@ impl Engine {
         memory.derived_from = vec![old.id];
         memory.superseded_by = None;
         let content = memory.content.clone().unwrap_or_default();
-        let vector = self.embedder.embed(&[content.as_str()])?.pop().ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
-        Ok(self.store.supersede(&request.scope, old.id, NewMemory { memory, embedding: Some((self.model(), vector)) })?)
+        let vector = self
+            .embedder
+            .embed(&[content.as_str()])?
+            .pop()
+            .ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
+        Ok(self.store.supersede(
+            &request.scope,
+            old.id,
+            NewMemory { memory, embedding: Some((self.model(), vector)) },
+        )?)
     }
 }

@@ -32,7 +32,9 @@ pub enum EngineError {
     #[error("storage failed: {0}")]
     Storage(String),
     /// Caller's configuration: the operation needs a chat model and none is configured.
-    #[error("no LLM is configured: set MEMBANK_LLM_BASE_URL and MEMBANK_LLM_MODEL (and MEMBANK_LLM_API_KEY if the endpoint needs one), or the [llm] table of the config file, e.g. base_url = \"http://localhost:11434/v1\", model = \"llama3.2\"")]
+    #[error(
+        "no LLM is configured: set MEMBANK_LLM_BASE_URL and MEMBANK_LLM_MODEL (and MEMBANK_LLM_API_KEY if the endpoint needs one), or the [llm] table of the config file, e.g. base_url = \"http://localhost:11434/v1\", model = \"llama3.2\""
+    )]
     LlmNotConfigured,
     /// The chat model failed (unreachable, unauthorised, model missing, context too long, …).
     #[error(transparent)]
@@ -64,7 +66,9 @@ impl From<StoreError> for EngineError {
             StoreError::Invalid(invalid) => EngineError::Invalid(invalid),
             StoreError::Conflict(message) => EngineError::Conflict(message),
             StoreError::Output(err) => EngineError::Output(err),
-            err @ (StoreError::ModelMismatch { .. } | StoreError::NewerSchema { .. } | StoreError::Corrupt(_)) => EngineError::Incompatible(err.to_string()),
+            err @ (StoreError::ModelMismatch { .. } | StoreError::NewerSchema { .. } | StoreError::Corrupt(_)) => {
+                EngineError::Incompatible(err.to_string())
+            }
             other => {
                 tracing::error!(error = %other, "store operation failed");
                 EngineError::Storage(other.to_string())

@@ -47,7 +47,12 @@ pub(crate) struct TimeBoost {
 
 impl Engine {
     /// Finds and resolves the query's time expression, if any.
-    pub(crate) fn time_boost(&self, scope: &Scope, query: &str, now: Timestamp) -> Result<Option<TimeBoost>, EngineError> {
+    pub(crate) fn time_boost(
+        &self,
+        scope: &Scope,
+        query: &str,
+        now: Timestamp,
+    ) -> Result<Option<TimeBoost>, EngineError> {
         let zone = match self.store.find_user(&scope.tenant, &scope.user)? {
             Some(user) => UserTimeZone::parse(&user.time_zone)?,
             None => return Ok(None),
@@ -56,7 +61,16 @@ impl Engine {
         let (from, to) = match expression.reference {
             TimeReference::Days { from, to } => (from, to),
             TimeReference::FirstDay => {
-                let first = self.store.list(scope, &ListQuery { statuses: vec![Status::Active], kinds: vec![Kind::Turn, Kind::Note], limit: 1, oldest_first: true, ..Default::default() })?;
+                let first = self.store.list(
+                    scope,
+                    &ListQuery {
+                        statuses: vec![Status::Active],
+                        kinds: vec![Kind::Turn, Kind::Note],
+                        limit: 1,
+                        oldest_first: true,
+                        ..Default::default()
+                    },
+                )?;
                 match first.first() {
                     Some(memory) => (memory.day, memory.day),
                     None => return Ok(None),
@@ -70,7 +84,14 @@ impl Engine {
     /// Returns the candidates (old and newly reached) with their new score and the boost.
     /// `weight` is the share a transcript line (a note) lends to each neighbour,
     /// `exchange_weight` the share a turn lends to the next one.
-    pub(crate) fn expand_neighbours(&self, scope: &Scope, filter: &SearchFilter, fused: &[(MemoryId, f64)], weight: f64, exchange_weight: f64) -> Result<Vec<(MemoryId, f64, Option<f64>)>, EngineError> {
+    pub(crate) fn expand_neighbours(
+        &self,
+        scope: &Scope,
+        filter: &SearchFilter,
+        fused: &[(MemoryId, f64)],
+        weight: f64,
+        exchange_weight: f64,
+    ) -> Result<Vec<(MemoryId, f64, Option<f64>)>, EngineError> {
         let mut out: Vec<(MemoryId, f64, Option<f64>)> = fused.iter().map(|(id, score)| (*id, *score, None)).collect();
         if (weight <= 0.0 && exchange_weight <= 0.0) || fused.is_empty() {
             return Ok(out);
@@ -90,13 +111,18 @@ impl Engine {
                 line_of.insert(memory.id, line);
             }
         }
-        let kinds: Vec<Kind> = if filter.kinds.is_empty() { vec![Kind::Turn, Kind::Note] } else { filter.kinds.iter().copied().filter(|k| matches!(k, Kind::Turn | Kind::Note)).collect() };
+        let kinds: Vec<Kind> = if filter.kinds.is_empty() {
+            vec![Kind::Turn, Kind::Note]
+        } else {
+            filter.kinds.iter().copied().filter(|k| matches!(k, Kind::Turn | Kind::Note)).collect()
+        };
         if kinds.is_empty() {
             return Ok(out);
         }
         let lenders: Vec<MemoryId> = sources.iter().map(|(id, _)| *id).filter(|id| line_of.contains_key(id)).collect();
         let admitted = SearchFilter { kinds, day_from: None, day_to: None, include_archived: filter.include_archived };
-        let adjacent: HashMap<MemoryId, [Option<MemoryId>; 2]> = self.store.adjacent(scope, &lenders, &admitted)?.into_iter().map(|a| (a.id, [a.before, a.after])).collect();
+        let adjacent: HashMap<MemoryId, [Option<MemoryId>; 2]> =
+            self.store.adjacent(scope, &lenders, &admitted)?.into_iter().map(|a| (a.id, [a.before, a.after])).collect();
         let mut boost: HashMap<MemoryId, f64> = HashMap::new();
         for (id, score) in &sources {
             let (Some(line), Some([before, after])) = (line_of.get(id), adjacent.get(id)) else { continue };

@@ -29,7 +29,10 @@ use std::io::Write;
 
 use chrono::{NaiveDate, SecondsFormat};
 use membank_core::event::{Event, EventKind};
-use membank_core::{ForgettingState, InvalidInput, Kind, Layer, Memory, MemoryId, Scope, Source, Status, Strength, TenantId, Timestamp, UserId};
+use membank_core::{
+    ForgettingState, InvalidInput, Kind, Layer, Memory, MemoryId, Scope, Source, Status, Strength, TenantId, Timestamp,
+    UserId,
+};
 use membank_store::{EmbeddingModel, ExportRow, ImportCounts, ModelVector, Store, StoreError, UserImport, UserState};
 use serde::{Deserialize, Serialize};
 
@@ -189,7 +192,8 @@ impl Engine {
                     .map(|(i, _)| i)
                     .collect();
                 for chunk in redo.chunks(64) {
-                    let texts: Vec<&str> = chunk.iter().map(|&i| user.memories[i].0.content.as_deref().unwrap_or("")).collect();
+                    let texts: Vec<&str> =
+                        chunk.iter().map(|&i| user.memories[i].0.content.as_deref().unwrap_or("")).collect();
                     let vectors = self.embedder.embed(&texts)?;
                     let model = model.get_or_insert_with(|| self.model()).clone();
                     for (&i, vector) in chunk.iter().zip(vectors) {
@@ -199,7 +203,12 @@ impl Engine {
             }
         }
         if let Some(model) = &model {
-            self.note_writing(model, users.iter().flat_map(|u| u.memories.iter().filter(|(m, _)| m.status == Status::Active).map(|(m, _)| m)));
+            self.note_writing(
+                model,
+                users
+                    .iter()
+                    .flat_map(|u| u.memories.iter().filter(|(m, _)| m.status == Status::Active).map(|(m, _)| m)),
+            );
         }
         for user in &mut users {
             for (memory, vector) in &mut user.memories {
@@ -223,7 +232,11 @@ enum Pass {
 
 /// Writes the export of `request` from `store` to `out`.
 pub fn export(store: &dyn Store, request: &ExportRequest, out: &mut dyn Write) -> Result<ExportCounts, EngineError> {
-    let users: Vec<(TenantId, UserId)> = if request.users.is_empty() { store.all_users()? } else { request.users.iter().map(|s| (s.tenant.clone(), s.user.clone())).collect() };
+    let users: Vec<(TenantId, UserId)> = if request.users.is_empty() {
+        store.all_users()?
+    } else {
+        request.users.iter().map(|s| (s.tenant.clone(), s.user.clone())).collect()
+    };
     write_line(out, &Header { format: FORMAT.into(), version: VERSION, vectors: request.vectors })?;
     let mut counts = ExportCounts::default();
     for (tenant, user) in users {
@@ -231,14 +244,17 @@ pub fn export(store: &dyn Store, request: &ExportRequest, out: &mut dyn Write) -
             match row {
                 ExportRow::User(state) => {
                     counts.users += 1;
-                    write_line(out, &Line::User {
-                        tenant: state.tenant.to_string(),
-                        user: state.user.to_string(),
-                        time_zone: state.time_zone,
-                        created_at: time(state.created_at),
-                        maintained_at: state.maintained_at.map(time),
-                        resummarize_due: state.resummarize_due,
-                    })
+                    write_line(
+                        out,
+                        &Line::User {
+                            tenant: state.tenant.to_string(),
+                            user: state.user.to_string(),
+                            time_zone: state.time_zone,
+                            created_at: time(state.created_at),
+                            maintained_at: state.maintained_at.map(time),
+                            resummarize_due: state.resummarize_due,
+                        },
+                    )
                 }
                 ExportRow::Memory(memory, vector) => {
                     counts.memories += 1;
@@ -246,7 +262,16 @@ pub fn export(store: &dyn Store, request: &ExportRequest, out: &mut dyn Write) -
                 }
                 ExportRow::Event(event) => {
                     counts.events += 1;
-                    write_line(out, &Line::Event { id: event.id.to_string(), memory_id: event.memory_id.map(|id| id.to_string()), kind: event.kind.as_str().into(), at: time(event.at), data: event.data })
+                    write_line(
+                        out,
+                        &Line::Event {
+                            id: event.id.to_string(),
+                            memory_id: event.memory_id.map(|id| id.to_string()),
+                            kind: event.kind.as_str().into(),
+                            at: time(event.at),
+                            data: event.data,
+                        },
+                    )
                 }
                 ExportRow::Query(at, vector) => write_line(out, &Line::Query { at: time(at), vector }),
             }
@@ -303,7 +328,9 @@ fn at(line: usize, field: &str, message: impl std::fmt::Display) -> InvalidInput
 }
 
 fn parse_time(line: usize, field: &str, value: &str) -> Result<Timestamp, InvalidInput> {
-    chrono::DateTime::parse_from_rfc3339(value).map(|t| t.with_timezone(&chrono::Utc)).map_err(|_| at(line, field, format!("{:?} is not an RFC 3339 time", truncate(value))))
+    chrono::DateTime::parse_from_rfc3339(value)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|_| at(line, field, format!("{:?} is not an RFC 3339 time", truncate(value))))
 }
 
 fn truncate(value: &str) -> String {
@@ -314,7 +341,11 @@ fn parse_id<T: std::str::FromStr>(line: usize, field: &str, value: &str) -> Resu
     value.parse().map_err(|_| at(line, field, format!("{:?} is not a valid id", truncate(value))))
 }
 
-fn parse_enum<T: std::str::FromStr<Err = InvalidInput>>(line: usize, field: &str, value: &str) -> Result<T, InvalidInput> {
+fn parse_enum<T: std::str::FromStr<Err = InvalidInput>>(
+    line: usize,
+    field: &str,
+    value: &str,
+) -> Result<T, InvalidInput> {
     value.parse().map_err(|e: InvalidInput| at(line, field, e.to_string()))
 }
 
@@ -327,10 +358,14 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<UserImport>, InvalidInput> {
     if bytes.len() as u64 > MAX_EXPORT_BYTES {
         return Err(InvalidInput::new("export", format!("the file is larger than {MAX_EXPORT_BYTES} bytes")));
     }
-    let text = std::str::from_utf8(bytes).map_err(|e| InvalidInput::new("export", format!("the file is not UTF-8 (byte {})", e.valid_up_to())))?;
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| InvalidInput::new("export", format!("the file is not UTF-8 (byte {})", e.valid_up_to())))?;
     let mut lines = text.split('\n').enumerate().map(|(i, l)| (i + 1, l));
-    let Some((_, first)) = lines.next().filter(|(_, l)| !l.trim().is_empty()) else { return Err(InvalidInput::new("export", "the file is empty")) };
-    let header: Header = serde_json::from_str(first).map_err(|e| at(1, "header", format!("not a membank-export header: {e}")))?;
+    let Some((_, first)) = lines.next().filter(|(_, l)| !l.trim().is_empty()) else {
+        return Err(InvalidInput::new("export", "the file is empty"));
+    };
+    let header: Header =
+        serde_json::from_str(first).map_err(|e| at(1, "header", format!("not a membank-export header: {e}")))?;
     if header.format != FORMAT {
         return Err(at(1, "format", format!("is {:?}, expected {FORMAT:?}", truncate(&header.format))));
     }
@@ -376,8 +411,18 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<UserImport>, InvalidInput> {
                 let scope = Scope {
                     tenant: user.state.tenant.clone(),
                     user: user.state.user.clone(),
-                    agent: line.agent.as_deref().map(membank_core::AgentLabel::new).transpose().map_err(|e| at(n, "agent", e))?,
-                    session: line.session.as_deref().map(membank_core::AgentLabel::new).transpose().map_err(|e| at(n, "session", e))?,
+                    agent: line
+                        .agent
+                        .as_deref()
+                        .map(membank_core::AgentLabel::new)
+                        .transpose()
+                        .map_err(|e| at(n, "agent", e))?,
+                    session: line
+                        .session
+                        .as_deref()
+                        .map(membank_core::AgentLabel::new)
+                        .transpose()
+                        .map_err(|e| at(n, "session", e))?,
                 };
                 let (memory, vector) = memory_from_line(n, *line, scope, header.vectors, &mut dims)?;
                 if !memory_ids.insert(memory.id) {
@@ -396,13 +441,24 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<UserImport>, InvalidInput> {
                 if let Some(m) = memory_id
                     && !own_memories.contains(&m)
                 {
-                    return Err(at(n, "memory_id", format!("names memory {m}, which is not one of this user's memories in the file")));
+                    return Err(at(
+                        n,
+                        "memory_id",
+                        format!("names memory {m}, which is not one of this user's memories in the file"),
+                    ));
                 }
                 if !data.is_object() {
                     return Err(at(n, "data", "must be a JSON object"));
                 }
                 let kind: EventKind = parse_enum(n, "kind", &kind)?;
-                user.events.push(Event { id: event_id, seq: 0, memory_id, kind, at: parse_time(n, "at", &when)?, data });
+                user.events.push(Event {
+                    id: event_id,
+                    seq: 0,
+                    memory_id,
+                    kind,
+                    at: parse_time(n, "at", &when)?,
+                    data,
+                });
             }
             Line::Query { at: when, vector } => {
                 let user = users.last_mut().ok_or_else(|| at(n, "type", "a query before any user line"))?;
@@ -417,9 +473,20 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<UserImport>, InvalidInput> {
     let Some((n, want_users, want_memories, want_events)) = end else {
         return Err(InvalidInput::new("export", "the file has no end line: it was cut short"));
     };
-    let got = (users.len(), users.iter().map(|u| u.memories.len()).sum::<usize>(), users.iter().map(|u| u.events.len()).sum::<usize>());
+    let got = (
+        users.len(),
+        users.iter().map(|u| u.memories.len()).sum::<usize>(),
+        users.iter().map(|u| u.events.len()).sum::<usize>(),
+    );
     if got != (want_users, want_memories, want_events) {
-        return Err(at(n, "end", format!("says {want_users} users, {want_memories} memories, {want_events} events; the file holds {} users, {} memories, {} events", got.0, got.1, got.2)));
+        return Err(at(
+            n,
+            "end",
+            format!(
+                "says {want_users} users, {want_memories} memories, {want_events} events; the file holds {} users, {} memories, {} events",
+                got.0, got.1, got.2
+            ),
+        ));
     }
     // Links may point forward (a memory superseded by a later one): checked once all are read.
     for user in &users {
@@ -427,7 +494,13 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<UserImport>, InvalidInput> {
         for (memory, _) in &user.memories {
             for link in memory.superseded_by.iter().chain(memory.derived_from.iter()) {
                 if !own.contains(link) {
-                    return Err(InvalidInput::new("export", format!("memory {} links to {link}, which is not a memory of the same user in the file", memory.id)));
+                    return Err(InvalidInput::new(
+                        "export",
+                        format!(
+                            "memory {} links to {link}, which is not a memory of the same user in the file",
+                            memory.id
+                        ),
+                    ));
                 }
             }
         }
@@ -435,15 +508,24 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<UserImport>, InvalidInput> {
     Ok(users)
 }
 
-fn memory_from_line(n: usize, line: MemoryLine, scope: Scope, vectors: bool, dims: &mut Option<(String, usize)>) -> Result<(Memory, Option<ModelVector>), InvalidInput> {
+fn memory_from_line(
+    n: usize,
+    line: MemoryLine,
+    scope: Scope,
+    vectors: bool,
+    dims: &mut Option<(String, usize)>,
+) -> Result<(Memory, Option<ModelVector>), InvalidInput> {
     let status: Status = parse_enum(n, "status", &line.status)?;
-    if status == Status::Erased && (line.content.is_some() || line.user_text.is_some() || line.assistant_text.is_some()) {
+    if status == Status::Erased && (line.content.is_some() || line.user_text.is_some() || line.assistant_text.is_some())
+    {
         return Err(at(n, "content", "an erased memory has no text"));
     }
     if status != Status::Erased && line.content.is_none() {
         return Err(at(n, "content", "missing (only an erased memory has none)"));
     }
-    for (field, text) in [("content", &line.content), ("user_text", &line.user_text), ("assistant_text", &line.assistant_text)] {
+    for (field, text) in
+        [("content", &line.content), ("user_text", &line.user_text), ("assistant_text", &line.assistant_text)]
+    {
         if let Some(text) = text {
             if text.len() > MAX_EXPORT_TEXT_BYTES {
                 return Err(at(n, field, format!("is {} bytes; the limit is {MAX_EXPORT_TEXT_BYTES}", text.len())));
@@ -488,7 +570,8 @@ fn memory_from_line(n: usize, line: MemoryLine, scope: Scope, vectors: bool, dim
         assistant_text: line.assistant_text,
         occurred_at: parse_time(n, "occurred_at", &line.occurred_at)?,
         recorded_at: parse_time(n, "recorded_at", &line.recorded_at)?,
-        day: NaiveDate::parse_from_str(&line.day, "%Y-%m-%d").map_err(|_| at(n, "day", format!("{:?} is not a date such as 2024-05-04", truncate(&line.day))))?,
+        day: NaiveDate::parse_from_str(&line.day, "%Y-%m-%d")
+            .map_err(|_| at(n, "day", format!("{:?} is not a date such as 2024-05-04", truncate(&line.day))))?,
         forgetting,
         status,
         superseded_by: line.superseded_by.map(|s| parse_id(n, "superseded_by", &s)).transpose()?,
@@ -505,7 +588,13 @@ fn memory_from_line(n: usize, line: MemoryLine, scope: Scope, vectors: bool, dim
                 return Err(at(n, "vector", "must be a non-empty list of finite numbers"));
             }
             match dims {
-                Some((m, d)) if *m != model || *d != vector.len() => return Err(at(n, "vector", format!("{model} with {} numbers; earlier vectors were {m} with {d}", vector.len()))),
+                Some((m, d)) if *m != model || *d != vector.len() => {
+                    return Err(at(
+                        n,
+                        "vector",
+                        format!("{model} with {} numbers; earlier vectors were {m} with {d}", vector.len()),
+                    ));
+                }
                 Some(_) => {}
                 None => *dims = Some((model.clone(), vector.len())),
             }
@@ -518,4 +607,3 @@ fn memory_from_line(n: usize, line: MemoryLine, scope: Scope, vectors: bool, dim
     };
     Ok((memory, vector))
 }
-

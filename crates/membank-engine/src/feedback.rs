@@ -76,9 +76,13 @@ impl Engine {
     /// that is not the JSON asked for.
     pub(crate) fn rewrite_query(&self, question: &str) -> Result<Option<Vec<String>>, EngineError> {
         let Ok(llm) = self.llm() else { return Ok(None) };
-        let messages = vec![Message::system(prompts::QUERY_REWRITE.render(&[])), Message::user(format!("<question>\n{}\n</question>", neutralise(question)))];
+        let messages = vec![
+            Message::system(prompts::QUERY_REWRITE.render(&[])),
+            Message::user(format!("<question>\n{}\n</question>", neutralise(question))),
+        ];
         let completion = llm.complete(&CompletionRequest::new(messages))?;
-        let queries = parse_rewrites(&completion.content, question).map_err(|reason| EngineError::from(LlmError::Malformed { url: llm.model().to_string(), reason }))?;
+        let queries = parse_rewrites(&completion.content, question)
+            .map_err(|reason| EngineError::from(LlmError::Malformed { url: llm.model().to_string(), reason }))?;
         tracing::debug!(prompt = %prompts::QUERY_REWRITE.id(), queries = queries.len(), "query rewritten");
         Ok(Some(queries))
     }
@@ -86,7 +90,14 @@ impl Engine {
     /// The query vector moved towards the mean of the vectors of the first `depth`
     /// memories of `ranked` (best first): `normalise(query + alpha · mean)`. `None` when
     /// none of them has a vector of this store's model (nothing to learn from).
-    pub(crate) fn feedback_vector(&self, scope: &Scope, query: &[f32], ranked: &[MemoryId], depth: usize, alpha: f64) -> Result<Option<Vec<f32>>, EngineError> {
+    pub(crate) fn feedback_vector(
+        &self,
+        scope: &Scope,
+        query: &[f32],
+        ranked: &[MemoryId],
+        depth: usize,
+        alpha: f64,
+    ) -> Result<Option<Vec<f32>>, EngineError> {
         let top: Vec<MemoryId> = ranked.iter().take(depth).copied().collect();
         let vectors = self.store.vectors(scope, &top)?;
         Ok(moved_query(query, vectors.iter().map(|(_, v)| v.as_slice()), alpha))
@@ -96,13 +107,31 @@ impl Engine {
     /// or also archived when the recall includes archived memories), oldest day first;
     /// empty when the span is longer than [`MAX_SUMMARY_DAYS`] or the kinds asked for
     /// leave summaries out.
-    pub(crate) fn day_summaries(&self, scope: &Scope, from: NaiveDate, to: NaiveDate, kinds: &[Kind], include_archived: bool) -> Result<Vec<Memory>, EngineError> {
+    pub(crate) fn day_summaries(
+        &self,
+        scope: &Scope,
+        from: NaiveDate,
+        to: NaiveDate,
+        kinds: &[Kind],
+        include_archived: bool,
+    ) -> Result<Vec<Memory>, EngineError> {
         let span = (to - from).num_days() + 1;
         if !(1..=MAX_SUMMARY_DAYS).contains(&span) || !(kinds.is_empty() || kinds.contains(&Kind::DailySummary)) {
             return Ok(Vec::new());
         }
         let statuses = if include_archived { vec![Status::Active, Status::Archived] } else { vec![Status::Active] };
-        let mut found = self.store.list(scope, &ListQuery { statuses, kinds: vec![Kind::DailySummary], day_from: Some(from), day_to: Some(to), limit: 64, oldest_first: true, ..Default::default() })?;
+        let mut found = self.store.list(
+            scope,
+            &ListQuery {
+                statuses,
+                kinds: vec![Kind::DailySummary],
+                day_from: Some(from),
+                day_to: Some(to),
+                limit: 64,
+                oldest_first: true,
+                ..Default::default()
+            },
+        )?;
         // `summarize` supersedes a day's old summary; should two still be active (an import
         // next to a summarize), the newest of each day speaks for it.
         found.sort_by(|a, b| a.day.cmp(&b.day).then(b.recorded_at.cmp(&a.recorded_at)));
@@ -115,11 +144,14 @@ impl Engine {
 /// the object are tolerated): trimmed, empty ones and repeats of the question or of each
 /// other dropped, each cut to [`MAX_REWRITE_CHARS`], at most [`MAX_REWRITES`].
 pub(crate) fn parse_rewrites(reply: &str, question: &str) -> Result<Vec<String>, String> {
-    let (Some(start), Some(end)) = (reply.find('{'), reply.rfind('}')) else { return Err("the reply holds no JSON object".into()) };
+    let (Some(start), Some(end)) = (reply.find('{'), reply.rfind('}')) else {
+        return Err("the reply holds no JSON object".into());
+    };
     if end < start {
         return Err("the reply holds no JSON object".into());
     }
-    let value: serde_json::Value = serde_json::from_str(&reply[start..=end]).map_err(|e| format!("the reply is not valid JSON: {e}"))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&reply[start..=end]).map_err(|e| format!("the reply is not valid JSON: {e}"))?;
     let list = value.get("queries").and_then(|q| q.as_array()).ok_or("the reply has no \"queries\" list")?;
     let mut out: Vec<String> = Vec::new();
     for item in list {
@@ -143,7 +175,10 @@ pub(crate) fn without_names(text: &str, named: &std::collections::HashSet<String
     if words.is_empty() {
         return None;
     }
-    let kept: Vec<&str> = text.split_whitespace().filter(|word| membank_core::text::terms(word).first().is_none_or(|t| !words.contains(t.as_str()))).collect();
+    let kept: Vec<&str> = text
+        .split_whitespace()
+        .filter(|word| membank_core::text::terms(word).first().is_none_or(|t| !words.contains(t.as_str())))
+        .collect();
     let stripped = kept.join(" ");
     let removed = kept.len() < text.split_whitespace().count();
     (removed && !membank_core::text::query_terms(&stripped).is_empty()).then_some(stripped)
@@ -151,7 +186,11 @@ pub(crate) fn without_names(text: &str, named: &std::collections::HashSet<String
 
 /// `normalise(query + alpha · mean(vectors))`, or `None` without vectors of the query's
 /// length (a memory embedded by another model is ignored, never mixed in).
-pub(crate) fn moved_query<'a>(query: &[f32], vectors: impl IntoIterator<Item = &'a [f32]>, alpha: f64) -> Option<Vec<f32>> {
+pub(crate) fn moved_query<'a>(
+    query: &[f32],
+    vectors: impl IntoIterator<Item = &'a [f32]>,
+    alpha: f64,
+) -> Option<Vec<f32>> {
     let mut sum = vec![0f64; query.len()];
     let mut n = 0usize;
     for vector in vectors.into_iter().filter(|v| v.len() == query.len()) {
@@ -224,8 +263,14 @@ mod tests {
     fn rewrites_are_parsed_strictly_and_bounded() {
         let q = "What activities does Melanie do?";
         assert_eq!(parse_rewrites(r#"{"queries": ["Melanie pottery", " Melanie camping ", "", "Melanie pottery", "what activities does melanie do?"]}"#, q).unwrap(), ["Melanie pottery", "Melanie camping"]);
-        assert_eq!(parse_rewrites("```json\n{\"queries\": [\"a\", \"b\", \"c\", \"d\"]}\n```", q).unwrap(), ["a", "b", "c"]);
-        assert_eq!(parse_rewrites(&format!(r#"{{"queries": ["{}"]}}"#, "x".repeat(1000)), q).unwrap()[0].len(), MAX_REWRITE_CHARS);
+        assert_eq!(
+            parse_rewrites("```json\n{\"queries\": [\"a\", \"b\", \"c\", \"d\"]}\n```", q).unwrap(),
+            ["a", "b", "c"]
+        );
+        assert_eq!(
+            parse_rewrites(&format!(r#"{{"queries": ["{}"]}}"#, "x".repeat(1000)), q).unwrap()[0].len(),
+            MAX_REWRITE_CHARS
+        );
         for bad in ["sure! melanie pottery", "{\"queries\": \"one\"}", "{\"queries\": [1]}", "{not json}", "} {"] {
             assert!(parse_rewrites(bad, q).is_err(), "{bad:?} was accepted");
         }

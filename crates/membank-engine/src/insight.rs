@@ -4,7 +4,9 @@
 
 use chrono::{Duration, NaiveDate};
 use membank_core::curve::{Curve, Step};
-use membank_core::{Event, EventKind, ForgettingState, InvalidInput, Memory, MemoryId, Scope, Status, Strength, Timestamp};
+use membank_core::{
+    Event, EventKind, ForgettingState, InvalidInput, Memory, MemoryId, Scope, Status, Strength, Timestamp,
+};
 use membank_store::{EventQuery, StatusCounts};
 
 use crate::{Engine, EngineError};
@@ -66,7 +68,10 @@ fn step_of(kind: EventKind) -> Option<Step> {
 }
 
 fn timestamp(data: &serde_json::Value, field: &str) -> Option<Timestamp> {
-    data.get(field)?.as_str().and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok()).map(|t| t.with_timezone(&chrono::Utc))
+    data.get(field)?
+        .as_str()
+        .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&chrono::Utc))
 }
 
 fn count(counts: &mut StatusCounts, status: Status, delta: i64) {
@@ -114,10 +119,17 @@ impl Engine {
         let now = self.clock.now();
         let events = self.all_events(scope, Some(id))?;
         let created = events.iter().find(|e| e.kind == EventKind::Created);
-        let clock_started_at = created
-            .and_then(|e| timestamp(&e.data, "clock_started_at"))
-            .unwrap_or_else(|| if memory.forgetting.recall_count == 0 { memory.forgetting.last_recalled_at } else { memory.occurred_at.min(memory.recorded_at) });
-        let strength = created.and_then(|e| e.data.get("strength")?.as_f64()).and_then(|s| Strength::new(s).ok()).unwrap_or(Strength::INITIAL);
+        let clock_started_at = created.and_then(|e| timestamp(&e.data, "clock_started_at")).unwrap_or_else(|| {
+            if memory.forgetting.recall_count == 0 {
+                memory.forgetting.last_recalled_at
+            } else {
+                memory.occurred_at.min(memory.recorded_at)
+            }
+        });
+        let strength = created
+            .and_then(|e| e.data.get("strength")?.as_f64())
+            .and_then(|s| Strength::new(s).ok())
+            .unwrap_or(Strength::INITIAL);
         // FadeMem's importance, layer and decay factor move in maintenance cycles, which
         // the log does not replay; the stored ones stand in for the past.
         let start = ForgettingState {
@@ -155,9 +167,23 @@ impl Engine {
             jumps[original] = curve.at_steps.get(sorted_index).copied();
         }
         let mut jumps = jumps.into_iter();
-        let events = events.into_iter().map(|e| { let jump = if step_of(e.kind).is_some() { jumps.next().flatten() } else { None }; (e, jump) }).collect();
+        let events = events
+            .into_iter()
+            .map(|e| {
+                let jump = if step_of(e.kind).is_some() { jumps.next().flatten() } else { None };
+                (e, jump)
+            })
+            .collect();
         let retention = policy.retention_of(&memory.forgetting, now);
-        Ok(CurveResponse { memory, retention, now, curve, events, archive_below: policy.archive_below(), policy: policy.kind.as_str() })
+        Ok(CurveResponse {
+            memory,
+            retention,
+            now,
+            curve,
+            events,
+            archive_below: policy.archive_below(),
+            policy: policy.kind.as_str(),
+        })
     }
 
     /// A user's memories by status at the end of each day that had events, replayed from

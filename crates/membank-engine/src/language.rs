@@ -47,7 +47,10 @@ impl ScriptWarning {
     /// Warns, the first time only, when a store of an English-only model is given a batch
     /// written mostly in other scripts. Returns whether it warned now.
     pub(crate) fn check<'a>(&self, model_id: &str, texts: impl IntoIterator<Item = &'a str>) -> bool {
-        if self.warned.load(Ordering::Relaxed) || !reads_only_english(model_id) || ScriptTally::of_all(texts).writing() != Writing::Other {
+        if self.warned.load(Ordering::Relaxed)
+            || !reads_only_english(model_id)
+            || ScriptTally::of_all(texts).writing() != Writing::Other
+        {
             return false;
         }
         if self.warned.swap(true, Ordering::Relaxed) {

@@ -7,18 +7,18 @@
 //! the user's zone, the recall pipeline, when recall strengthens) and takes time from an
 //! injected [`Clock`].
 
-mod edit;
 mod chat;
 pub mod consolidate;
+mod edit;
 mod error;
 mod expansion;
-mod feedback;
 pub mod export;
+mod feedback;
 pub mod import;
 mod insight;
 pub mod language;
-mod ops;
 mod maintain;
+mod ops;
 mod recall;
 mod search;
 mod summarize;
@@ -26,23 +26,25 @@ pub mod temporal;
 
 use std::sync::Arc;
 
+pub use chat::{ChatObserver, ChatRequest, ChatResponse, CitedMemory};
 pub use edit::EditRequest;
 pub use error::EngineError;
+pub use import::{ImportReport, ImportRequest, ImportSet};
+pub use insight::{CurveResponse, DayCounts, MAX_DAYS_AHEAD, Overview};
+pub use maintain::{MaintainReport, MaintainRequest, Merge};
 pub use membank_core as core;
 pub use membank_embed as embed;
 pub use membank_embed::Embedder;
-pub use membank_store::{Store, SweepReport};
-pub use import::{ImportReport, ImportRequest, ImportSet};
-pub use ops::*;
-pub use insight::{CurveResponse, DayCounts, Overview, MAX_DAYS_AHEAD};
-pub use maintain::{MaintainReport, MaintainRequest, Merge};
-pub use recall::{DateFilter, RecallConfig, RecallHit, RecallRequest, RecallResponse, ScoreParts, YearChoice};
-pub use chat::{ChatObserver, ChatRequest, ChatResponse, CitedMemory};
 pub use membank_llm::Llm;
-pub use summarize::{DayOutcome, DayProfile, DerivedOutcome, ProfileRequest, ProfileResponse, SummarizeRequest, SummarizeResponse};
+pub use membank_store::{Store, SweepReport};
+pub use ops::*;
+pub use recall::{DateFilter, RecallConfig, RecallHit, RecallRequest, RecallResponse, ScoreParts, YearChoice};
+pub use summarize::{
+    DayOutcome, DayProfile, DerivedOutcome, ProfileRequest, ProfileResponse, SummarizeRequest, SummarizeResponse,
+};
 
-use membank_core::forgetting::ForgettingPolicy;
 use membank_core::Clock;
+use membank_core::forgetting::ForgettingPolicy;
 
 /// How far ahead of the engine's clock a caller's `now` may lie for an operation that
 /// writes (strengthening recall, sweep, maintenance, chat): clock skew between machines.
@@ -71,13 +73,21 @@ pub struct Engine {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("model", &self.embedder.model_id()).field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Engine")
+            .field("model", &self.embedder.model_id())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
 impl Engine {
     /// Builds an engine. Fails if the configuration is invalid.
-    pub fn new(store: Arc<dyn Store>, embedder: Arc<dyn Embedder>, clock: Arc<dyn Clock>, config: EngineConfig) -> Result<Self, EngineError> {
+    pub fn new(
+        store: Arc<dyn Store>,
+        embedder: Arc<dyn Embedder>,
+        clock: Arc<dyn Clock>,
+        config: EngineConfig,
+    ) -> Result<Self, EngineError> {
         config.forgetting.validate()?;
         Ok(Self { store, embedder, clock, config, llm: None, script_warning: language::ScriptWarning::default() })
     }
@@ -98,7 +108,11 @@ impl Engine {
 
     /// Warns once when this store's model reads English only and `memories`, just
     /// embedded by it, are written mostly in other scripts. Returns whether it warned now.
-    pub(crate) fn note_writing<'a>(&self, model: &membank_store::EmbeddingModel, memories: impl IntoIterator<Item = &'a membank_core::Memory>) -> bool {
+    pub(crate) fn note_writing<'a>(
+        &self,
+        model: &membank_store::EmbeddingModel,
+        memories: impl IntoIterator<Item = &'a membank_core::Memory>,
+    ) -> bool {
         if self.script_warning.is_done() || !language::reads_only_english(&model.id) {
             return false;
         }
@@ -135,7 +149,11 @@ impl Engine {
     /// [`MAX_NOW_SKEW`] ahead of the clock: a recall "in the year 9999" would otherwise
     /// set a memory's last recall there and make it immune to every later sweep. Any
     /// past time is allowed (replays and simulations run in the past).
-    pub fn request_now(&self, requested: Option<membank_core::Timestamp>, writes: bool) -> Result<membank_core::Timestamp, EngineError> {
+    pub fn request_now(
+        &self,
+        requested: Option<membank_core::Timestamp>,
+        writes: bool,
+    ) -> Result<membank_core::Timestamp, EngineError> {
         let clock = self.clock.now();
         let Some(requested) = requested else { return Ok(clock) };
         let requested = membank_core::time::truncate_to_millis(requested);

@@ -131,7 +131,12 @@ impl Engine {
         if self.store.find_user(&scope.tenant, &scope.user)?.is_none() {
             return Ok(report);
         }
-        let list = ListQuery { statuses: vec![Status::Active], limit: i64::MAX as usize, oldest_first: true, ..Default::default() };
+        let list = ListQuery {
+            statuses: vec![Status::Active],
+            limit: i64::MAX as usize,
+            oldest_first: true,
+            ..Default::default()
+        };
         let memories = self.store.list(&scope, &list)?;
         report.examined = memories.len();
         let last_cycle = self.store.maintenance_state(&scope)?.maintained_at;
@@ -157,7 +162,10 @@ impl Engine {
                 item.is_new = false;
                 skip -= 1;
             }
-            report.skipped.push(format!("duplicate and conflict checks of {} older new memories: at most {MAX_NEW_COMPARED} per cycle", new_count - MAX_NEW_COMPARED));
+            report.skipped.push(format!(
+                "duplicate and conflict checks of {} older new memories: at most {MAX_NEW_COMPARED} per cycle",
+                new_count - MAX_NEW_COMPARED
+            ));
         }
 
         // 1. Base importance rated by the LLM, for memories that only have the estimator's.
@@ -173,15 +181,22 @@ impl Engine {
             .collect();
         match (&llm, request.dry_run) {
             _ if to_rate.is_empty() => {}
-            (None, _) => report.skipped.push(format!("importance rating of {} memories: no LLM is configured, the text estimator's values stand", to_rate.len())),
-            (Some(_), true) => report.skipped.push(format!("importance rating of {} memories: a dry run makes no LLM calls", to_rate.len())),
+            (None, _) => report.skipped.push(format!(
+                "importance rating of {} memories: no LLM is configured, the text estimator's values stand",
+                to_rate.len()
+            )),
+            (Some(_), true) => report
+                .skipped
+                .push(format!("importance rating of {} memories: a dry run makes no LLM calls", to_rate.len())),
             (Some(llm), false) => {
                 let batch: Vec<Memory> = to_rate.iter().map(|&i| items[i].memory.clone()).collect();
                 match consolidate::rate_importance(llm.as_ref(), scope.user.as_str(), &batch) {
                     Ok(ratings) => {
                         for (&i, rating) in to_rate.iter().zip(ratings) {
                             items[i].state.base_importance = rating;
-                            let update = updates.entry(items[i].memory.id).or_insert_with(|| StateUpdate::new(items[i].memory.id, items[i].state.importance, items[i].state.layer));
+                            let update = updates.entry(items[i].memory.id).or_insert_with(|| {
+                                StateUpdate::new(items[i].memory.id, items[i].state.importance, items[i].state.layer)
+                            });
                             update.base_importance = Some((rating, "llm".into()));
                             report.rated += 1;
                         }
@@ -210,12 +225,22 @@ impl Engine {
             let previous_layer = item.state.layer;
             item.state.layer = layer;
             if changed || updates.contains_key(&item.memory.id) {
-                let update = updates.entry(item.memory.id).or_insert_with(|| StateUpdate::new(item.memory.id, importance, layer));
+                let update = updates
+                    .entry(item.memory.id)
+                    .or_insert_with(|| StateUpdate::new(item.memory.id, importance, layer));
                 update.importance = importance;
                 update.layer = layer;
                 if moved {
-                    let (kind, threshold) = if layer == Layer::Long { (EventKind::Promoted, params.promote) } else { (EventKind::Demoted, params.demote) };
-                    if layer == Layer::Long { report.promoted += 1 } else { report.demoted += 1 }
+                    let (kind, threshold) = if layer == Layer::Long {
+                        (EventKind::Promoted, params.promote)
+                    } else {
+                        (EventKind::Demoted, params.demote)
+                    };
+                    if layer == Layer::Long {
+                        report.promoted += 1
+                    } else {
+                        report.demoted += 1
+                    }
                     update.events.push((
                         kind,
                         json!({ "from": previous_layer.as_str(), "to": layer.as_str(), "importance": importance, "threshold": threshold,
@@ -232,7 +257,9 @@ impl Engine {
         let archived: HashSet<MemoryId> = plan.archive.iter().map(|a| a.id).collect();
         for assessment in &plan.archive {
             let mut data = policy.archive_event_data(assessment);
-            if let (Some(object), Some(item)) = (data.as_object_mut(), items.iter().find(|i| i.memory.id == assessment.id)) {
+            if let (Some(object), Some(item)) =
+                (data.as_object_mut(), items.iter().find(|i| i.memory.id == assessment.id))
+            {
                 object.insert("importance".into(), json!(item.state.importance));
                 object.insert("layer".into(), json!(item.state.layer.as_str()));
                 object.insert("by".into(), json!("maintenance"));
@@ -245,7 +272,10 @@ impl Engine {
         // 4. Near-duplicates: the newest copy absorbs the others.
         let mut supersede = Vec::new();
         let mut gone: HashSet<MemoryId> = HashSet::new();
-        let terms: Vec<HashSet<String>> = items.iter().map(|item| text::terms(item.memory.content.as_deref().unwrap_or("")).into_iter().collect()).collect();
+        let terms: Vec<HashSet<String>> = items
+            .iter()
+            .map(|item| text::terms(item.memory.content.as_deref().unwrap_or("")).into_iter().collect())
+            .collect();
         let mut groups = UnionFind::new(items.len());
         let mut best: HashMap<(usize, usize), (f64, f64)> = HashMap::new();
         for i in 0..items.len() {
@@ -273,16 +303,23 @@ impl Engine {
             if members.len() < 2 {
                 continue;
             }
-            let survivor = *members.iter().max_by_key(|&&i| (items[i].memory.occurred_at, items[i].memory.recorded_at, items[i].memory.id)).unwrap_or(&members[0]);
+            let survivor = *members
+                .iter()
+                .max_by_key(|&&i| (items[i].memory.occurred_at, items[i].memory.recorded_at, items[i].memory.id))
+                .unwrap_or(&members[0]);
             let mut absorbed = Vec::new();
-            let (mut recalls, mut frequency, mut importance, mut base) = (0u32, 0.0f64, items[survivor].state.importance, items[survivor].state.base_importance);
+            let (mut recalls, mut frequency, mut importance, mut base) =
+                (0u32, 0.0f64, items[survivor].state.importance, items[survivor].state.base_importance);
             for &i in &members {
                 if i == survivor || items[i].state.pinned {
                     continue;
                 }
                 let key = (i.min(survivor), i.max(survivor));
                 let (similarity, overlap) = best.get(&key).copied().unwrap_or_else(|| {
-                    let s = match (&items[i].vector, &items[survivor].vector) { (Some(a), Some(b)) => cosine(a, b), _ => 0.0 };
+                    let s = match (&items[i].vector, &items[survivor].vector) {
+                        (Some(a), Some(b)) => cosine(a, b),
+                        _ => 0.0,
+                    };
                     (s, jaccard(&terms[i], &terms[survivor]))
                 });
                 recalls = recalls.saturating_add(items[i].state.recall_count);
@@ -290,21 +327,37 @@ impl Engine {
                 importance = importance.max(items[i].state.importance);
                 base = base.max(items[i].state.base_importance);
                 let rule = json!({ "rule": "near_duplicate", "similarity": similarity, "overlap": overlap, "thresholds": { "similarity": params.duplicate_similarity, "overlap": params.duplicate_overlap } });
-                supersede.push(Supersession { old: items[i].memory.id, by: Replacement::Existing(items[survivor].memory.id), data: rule });
-                report.merged.push(Merge { old: items[i].memory.id, by: items[survivor].memory.id, similarity, overlap });
-                absorbed.push(json!({ "id": items[i].memory.id.to_string(), "similarity": similarity, "overlap": overlap }));
+                supersede.push(Supersession {
+                    old: items[i].memory.id,
+                    by: Replacement::Existing(items[survivor].memory.id),
+                    data: rule,
+                });
+                report.merged.push(Merge {
+                    old: items[i].memory.id,
+                    by: items[survivor].memory.id,
+                    similarity,
+                    overlap,
+                });
+                absorbed.push(
+                    json!({ "id": items[i].memory.id.to_string(), "similarity": similarity, "overlap": overlap }),
+                );
                 gone.insert(items[i].memory.id);
             }
             if absorbed.is_empty() {
                 continue;
             }
             let item = &items[survivor];
-            let update = updates.entry(item.memory.id).or_insert_with(|| StateUpdate::new(item.memory.id, item.state.importance, item.state.layer));
+            let update = updates
+                .entry(item.memory.id)
+                .or_insert_with(|| StateUpdate::new(item.memory.id, item.state.importance, item.state.layer));
             update.importance = importance;
             update.add_recalls = recalls;
             update.add_frequency = frequency;
             if base > item.state.base_importance {
-                update.base_importance = Some((base, item.memory.metadata.get(IMPORTANCE_SOURCE).cloned().unwrap_or_else(|| "merge".into())));
+                update.base_importance = Some((
+                    base,
+                    item.memory.metadata.get(IMPORTANCE_SOURCE).cloned().unwrap_or_else(|| "merge".into()),
+                ));
             }
             update.events.push((EventKind::Merged, json!({ "rule": "near_duplicate", "absorbed": absorbed, "recalls_added": recalls, "importance": importance })));
         }
@@ -325,7 +378,9 @@ impl Engine {
                     report.skipped.push(format!("fusion of {} clusters: no LLM is configured", clusters.len()));
                 }
                 if !pairs.is_empty() {
-                    report.skipped.push(format!("conflict resolution of {} candidate pairs: no LLM is configured", pairs.len()));
+                    report
+                        .skipped
+                        .push(format!("conflict resolution of {} candidate pairs: no LLM is configured", pairs.len()));
                 }
                 if clusters.is_empty() && pairs.is_empty() {
                     report.skipped.push("fusion and conflict resolution: no LLM is configured".into());
@@ -333,7 +388,11 @@ impl Engine {
             }
             (Some(_), true) => {
                 if !clusters.is_empty() || !pairs.is_empty() {
-                    report.skipped.push(format!("fusion of {} clusters and {} conflict candidates: a dry run makes no LLM calls", clusters.len(), pairs.len()));
+                    report.skipped.push(format!(
+                        "fusion of {} clusters and {} conflict candidates: a dry run makes no LLM calls",
+                        clusters.len(),
+                        pairs.len()
+                    ));
                 }
             }
             (Some(llm), false) => {
@@ -343,7 +402,11 @@ impl Engine {
                         Ok((new, data)) => {
                             let index = inserts.len();
                             for source in &sources {
-                                supersede.push(Supersession { old: source.id, by: Replacement::Inserted(index), data: json!({ "rule": "fusion" }) });
+                                supersede.push(Supersession {
+                                    old: source.id,
+                                    by: Replacement::Inserted(index),
+                                    data: json!({ "rule": "fusion" }),
+                                });
                             }
                             report.fused.push(new.memory.id);
                             inserts.push((new, EventKind::Fused, data));
@@ -355,12 +418,26 @@ impl Engine {
                     }
                 }
                 for &(a, b, similarity) in &pairs {
-                    let (older, newer) = if (items[a].memory.occurred_at, items[a].memory.recorded_at) <= (items[b].memory.occurred_at, items[b].memory.recorded_at) { (a, b) } else { (b, a) };
-                    let judgement = match consolidate::judge(llm.as_ref(), scope.user.as_str(), &items[older].memory, &items[newer].memory) {
+                    let (older, newer) = if (items[a].memory.occurred_at, items[a].memory.recorded_at)
+                        <= (items[b].memory.occurred_at, items[b].memory.recorded_at)
+                    {
+                        (a, b)
+                    } else {
+                        (b, a)
+                    };
+                    let judgement = match consolidate::judge(
+                        llm.as_ref(),
+                        scope.user.as_str(),
+                        &items[older].memory,
+                        &items[newer].memory,
+                    ) {
                         Ok(judgement) => judgement,
                         Err(err) => {
                             tracing::warn!(error = %err, user = %scope.user, "conflict judgement failed; both memories stay as they were");
-                            report.skipped.push(format!("conflict between {} and {}: {err}", items[older].memory.id, items[newer].memory.id));
+                            report.skipped.push(format!(
+                                "conflict between {} and {}: {err}",
+                                items[older].memory.id, items[newer].memory.id
+                            ));
                             continue;
                         }
                     };
@@ -378,37 +455,66 @@ impl Engine {
                         (Some(winner), Some(loser), _) => {
                             report.conflicts += 1;
                             if items[loser].state.pinned {
-                                report.skipped.push(format!("conflict between {} and {}: the loser is pinned and stays active", items[older].memory.id, items[newer].memory.id));
+                                report.skipped.push(format!(
+                                    "conflict between {} and {}: the loser is pinned and stays active",
+                                    items[older].memory.id, items[newer].memory.id
+                                ));
                                 continue;
                             }
-                            supersede.push(Supersession { old: items[loser].memory.id, by: Replacement::Existing(items[winner].memory.id), data: json!({ "rule": "conflict", "reason": judgement.reason }) });
+                            supersede.push(Supersession {
+                                old: items[loser].memory.id,
+                                by: Replacement::Existing(items[winner].memory.id),
+                                data: json!({ "rule": "conflict", "reason": judgement.reason }),
+                            });
                             let loser_item = &items[loser];
-                            let update = updates.entry(loser_item.memory.id).or_insert_with(|| StateUpdate::new(loser_item.memory.id, loser_item.state.importance, loser_item.state.layer));
+                            let update = updates.entry(loser_item.memory.id).or_insert_with(|| {
+                                StateUpdate::new(
+                                    loser_item.memory.id,
+                                    loser_item.state.importance,
+                                    loser_item.state.layer,
+                                )
+                            });
                             update.decay_factor = Some(loser_item.state.decay_factor * params.conflict_decay_factor);
                             let winner_item = &items[winner];
-                            let update = updates.entry(winner_item.memory.id).or_insert_with(|| StateUpdate::new(winner_item.memory.id, winner_item.state.importance, winner_item.state.layer));
+                            let update = updates.entry(winner_item.memory.id).or_insert_with(|| {
+                                StateUpdate::new(
+                                    winner_item.memory.id,
+                                    winner_item.state.importance,
+                                    winner_item.state.layer,
+                                )
+                            });
                             update.events.push((EventKind::Conflict, data));
                         }
                         (_, _, consolidate::Current::Merged) => {
                             let Some(text) = judgement.merged.clone() else { continue };
-                            match self.merged_statement(&scope, &text, &[&items[older], &items[newer]], now, &judgement) {
+                            match self.merged_statement(&scope, &text, &[&items[older], &items[newer]], now, &judgement)
+                            {
                                 Ok(new) => {
                                     report.conflicts += 1;
                                     let index = inserts.len();
                                     for &i in &[older, newer] {
                                         if !items[i].state.pinned {
-                                            supersede.push(Supersession { old: items[i].memory.id, by: Replacement::Inserted(index), data: json!({ "rule": "conflict", "reason": judgement.reason }) });
+                                            supersede.push(Supersession {
+                                                old: items[i].memory.id,
+                                                by: Replacement::Inserted(index),
+                                                data: json!({ "rule": "conflict", "reason": judgement.reason }),
+                                            });
                                         }
                                     }
                                     inserts.push((new, EventKind::Conflict, data));
                                 }
-                                Err(err) => report.skipped.push(format!("conflict between {} and {}: {err}", items[older].memory.id, items[newer].memory.id)),
+                                Err(err) => report.skipped.push(format!(
+                                    "conflict between {} and {}: {err}",
+                                    items[older].memory.id, items[newer].memory.id
+                                )),
                             }
                         }
                         _ => {
                             // Compatible: both stay; the decision is still logged.
                             let item = &items[newer];
-                            let update = updates.entry(item.memory.id).or_insert_with(|| StateUpdate::new(item.memory.id, item.state.importance, item.state.layer));
+                            let update = updates.entry(item.memory.id).or_insert_with(|| {
+                                StateUpdate::new(item.memory.id, item.state.importance, item.state.layer)
+                            });
                             update.events.push((EventKind::Conflict, data));
                         }
                     }
@@ -424,17 +530,28 @@ impl Engine {
             "archived": report.archived.len(), "deferred": report.deferred, "merged": report.merged.len(), "fused": report.fused.len(),
             "conflicts": report.conflicts, "rated": report.rated, "skipped": report.skipped,
         });
-        let plan = MaintenancePlan { now, updates: updates.into_values().collect(), archive, insert: inserts, supersede, summary };
+        let plan = MaintenancePlan {
+            now,
+            updates: updates.into_values().collect(),
+            archive,
+            insert: inserts,
+            supersede,
+            summary,
+        };
         let applied = self.store.apply_maintenance(&scope, plan)?;
         if applied.skipped > 0 {
-            report.skipped.push(format!("{} changes: their memories changed status while the cycle ran", applied.skipped));
+            report
+                .skipped
+                .push(format!("{} changes: their memories changed status while the cycle ran", applied.skipped));
         }
         tracing::debug!(user = %scope.user, archived = applied.archived, superseded = applied.superseded, inserted = applied.inserted, "maintenance cycle applied");
         // Summaries an erasure took away are made again here when an LLM is configured
         // (without one, `summarize` does it when it next runs).
         if self.llm.is_some() && self.store.maintenance_state(&scope)?.resummarize_due {
             match self.summarize(crate::SummarizeRequest { scope: scope.clone(), force: false }) {
-                Ok(done) => tracing::info!(user = %scope.user, days = done.days.iter().filter(|d| d.summary.changed() || d.portrait.changed()).count(), "summaries made again after an erasure"),
+                Ok(done) => {
+                    tracing::info!(user = %scope.user, days = done.days.iter().filter(|d| d.summary.changed() || d.portrait.changed()).count(), "summaries made again after an erasure")
+                }
                 Err(err) => report.skipped.push(format!("summaries due after an erasure were not made again: {err}")),
             }
         }
@@ -451,7 +568,11 @@ impl Engine {
             .filter(|&i| {
                 let item = &items[i];
                 let retention = policy.retention_of(&item.state, now);
-                consolidatable(&item.memory) && !item.state.pinned && item.vector.is_some() && retention >= floor && retention < params.consolidation_threshold
+                consolidatable(&item.memory)
+                    && !item.state.pinned
+                    && item.vector.is_some()
+                    && retention >= floor
+                    && retention < params.consolidation_threshold
             })
             .collect();
         let mut used = HashSet::new();
@@ -466,7 +587,10 @@ impl Engine {
                 if cluster.len() >= MAX_CLUSTER_SIZE {
                     break;
                 }
-                if used.contains(&other) || days_between(items[seed].memory.occurred_at, items[other].memory.occurred_at) > params.fusion_window_days {
+                if used.contains(&other)
+                    || days_between(items[seed].memory.occurred_at, items[other].memory.occurred_at)
+                        > params.fusion_window_days
+                {
                     continue;
                 }
                 if items[other].vector.as_ref().is_some_and(|v| cosine(seed_vector, v) > params.fusion_similarity) {
@@ -484,42 +608,99 @@ impl Engine {
     /// The fused memory of a cluster: the LLM's statement, its own vector, the highest
     /// importance and summed frequency of its sources, the strongest source's strength,
     /// and a slower decay (`ξ = 1/(1 + ln |cluster|)`).
-    fn fused_memory(&self, llm: &dyn membank_llm::Llm, scope: &Scope, sources: Vec<&Item>, now: Timestamp) -> Result<(NewMemory, serde_json::Value), EngineError> {
+    fn fused_memory(
+        &self,
+        llm: &dyn membank_llm::Llm,
+        scope: &Scope,
+        sources: Vec<&Item>,
+        now: Timestamp,
+    ) -> Result<(NewMemory, serde_json::Value), EngineError> {
         let memories: Vec<Memory> = sources.iter().map(|item| item.memory.clone()).collect();
         let fused = consolidate::fuse(llm, scope.user.as_str(), &memories)?;
         let policy = &self.config.forgetting;
         let mut state = combined_state(&sources, policy, now);
         state.decay_factor = 1.0 / (1.0 + (sources.len() as f64).ln());
-        let newest = sources.iter().map(|item| &item.memory).max_by_key(|m| (m.occurred_at, m.recorded_at)).ok_or_else(|| EngineError::Storage("an empty cluster".into()))?;
+        let newest = sources
+            .iter()
+            .map(|item| &item.memory)
+            .max_by_key(|m| (m.occurred_at, m.recorded_at))
+            .ok_or_else(|| EngineError::Storage("an empty cluster".into()))?;
         let metadata = BTreeMap::from([
             ("prompt".to_string(), fused.prompt.clone()),
             ("model".to_string(), fused.model.clone()),
             (IMPORTANCE_SOURCE.to_string(), "fusion".to_string()),
         ]);
-        let memory = self.derived(scope, Kind::Fused, fused.text.clone(), newest, state, memories.iter().map(|m| m.id).collect(), metadata, now);
-        let vector = self.embedder.embed(&[fused.text.as_str()])?.pop().ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
+        let memory = self.derived(
+            scope,
+            Kind::Fused,
+            fused.text.clone(),
+            newest,
+            state,
+            memories.iter().map(|m| m.id).collect(),
+            metadata,
+            now,
+        );
+        let vector = self
+            .embedder
+            .embed(&[fused.text.as_str()])?
+            .pop()
+            .ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
         let data = json!({ "sources": memories.iter().map(|m| m.id.to_string()).collect::<Vec<_>>(), "prompt": fused.prompt, "model": fused.model, "decay_factor": state.decay_factor });
         Ok((NewMemory { memory, embedding: Some((self.model(), vector)) }, data))
     }
 
     /// The one statement a conflict was resolved into.
-    fn merged_statement(&self, scope: &Scope, text: &str, sources: &[&Item], now: Timestamp, judgement: &consolidate::Judgement) -> Result<NewMemory, EngineError> {
+    fn merged_statement(
+        &self,
+        scope: &Scope,
+        text: &str,
+        sources: &[&Item],
+        now: Timestamp,
+        judgement: &consolidate::Judgement,
+    ) -> Result<NewMemory, EngineError> {
         crate::ops::validate_text("merged statement", text)?;
         let policy = &self.config.forgetting;
         let state = combined_state(sources, policy, now);
-        let newest = sources.iter().map(|item| &item.memory).max_by_key(|m| (m.occurred_at, m.recorded_at)).ok_or_else(|| EngineError::Storage("an empty pair".into()))?;
+        let newest = sources
+            .iter()
+            .map(|item| &item.memory)
+            .max_by_key(|m| (m.occurred_at, m.recorded_at))
+            .ok_or_else(|| EngineError::Storage("an empty pair".into()))?;
         let metadata = BTreeMap::from([
             ("prompt".to_string(), judgement.prompt.clone()),
             ("model".to_string(), judgement.model.clone()),
             (IMPORTANCE_SOURCE.to_string(), "conflict".to_string()),
         ]);
-        let memory = self.derived(scope, Kind::Fused, text.to_string(), newest, state, sources.iter().map(|item| item.memory.id).collect(), metadata, now);
-        let vector = self.embedder.embed(&[text])?.pop().ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
+        let memory = self.derived(
+            scope,
+            Kind::Fused,
+            text.to_string(),
+            newest,
+            state,
+            sources.iter().map(|item| item.memory.id).collect(),
+            metadata,
+            now,
+        );
+        let vector = self
+            .embedder
+            .embed(&[text])?
+            .pop()
+            .ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
         Ok(NewMemory { memory, embedding: Some((self.model(), vector)) })
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn derived(&self, scope: &Scope, kind: Kind, content: String, newest: &Memory, forgetting: ForgettingState, derived_from: Vec<MemoryId>, metadata: BTreeMap<String, String>, now: Timestamp) -> Memory {
+    fn derived(
+        &self,
+        scope: &Scope,
+        kind: Kind,
+        content: String,
+        newest: &Memory,
+        forgetting: ForgettingState,
+        derived_from: Vec<MemoryId>,
+        metadata: BTreeMap<String, String>,
+        now: Timestamp,
+    ) -> Memory {
         Memory {
             id: MemoryId::generate(now),
             scope: scope.clone(),
@@ -560,7 +741,8 @@ fn combined_state(sources: &[&Item], policy: &membank_core::ForgettingPolicy, no
     state.importance = sources.iter().map(|i| i.state.importance).fold(0.0, f64::max);
     state.base_importance = sources.iter().map(|i| i.state.base_importance).fold(0.0, f64::max);
     // It starts at its strongest source's strength (S under MemoryBank, v under FadeMem).
-    state.fade_age = sources.iter().map(|i| policy.fademem.decay(&i.state, now).elapsed_days).fold(f64::INFINITY, f64::min);
+    state.fade_age =
+        sources.iter().map(|i| policy.fademem.decay(&i.state, now).elapsed_days).fold(f64::INFINITY, f64::min);
     if !state.fade_age.is_finite() {
         state.fade_age = 0.0;
     }
@@ -580,7 +762,12 @@ fn terms_of(items: &[Item]) -> Vec<HashSet<String>> {
 /// Candidate conflicts: pairs with at least one memory new since the last cycle (so a pair
 /// is judged once, not every day), close in meaning but saying different things, not in a
 /// fusion cluster; the most similar first, each memory in at most one pair.
-fn conflict_pairs(items: &[Item], terms: &[HashSet<String>], clusters: &[Vec<usize>], params: &membank_core::FadeMemParams) -> Vec<(usize, usize, f64)> {
+fn conflict_pairs(
+    items: &[Item],
+    terms: &[HashSet<String>],
+    clusters: &[Vec<usize>],
+    params: &membank_core::FadeMemParams,
+) -> Vec<(usize, usize, f64)> {
     let clustered: HashSet<usize> = clusters.iter().flatten().copied().collect();
     let mut pairs = Vec::new();
     for i in 0..items.len() {
@@ -601,7 +788,15 @@ fn conflict_pairs(items: &[Item], terms: &[HashSet<String>], clusters: &[Vec<usi
     }
     pairs.sort_by(|a, b| b.2.total_cmp(&a.2));
     let mut used = HashSet::new();
-    pairs.retain(|&(i, j, _)| if used.contains(&i) || used.contains(&j) { false } else { used.insert(i); used.insert(j); true });
+    pairs.retain(|&(i, j, _)| {
+        if used.contains(&i) || used.contains(&j) {
+            false
+        } else {
+            used.insert(i);
+            used.insert(j);
+            true
+        }
+    });
     pairs.truncate(MAX_CONFLICTS);
     pairs
 }

@@ -7,8 +7,12 @@ use membank_core::event::Event;
 use membank_core::limits::{MAX_PAGE_SIZE, MAX_TEXT_BYTES};
 use membank_core::memory::turn_content;
 use membank_core::time::UserTimeZone;
-use membank_core::{ClockFrom, ForgettingState, InvalidInput, Kind, Memory, MemoryId, Scope, Source, Status, Timestamp};
-use membank_store::{EventQuery, IdempotencyClaim, IdempotencyRecord, Insertion, ListQuery, NewMemory, StatusCounts, SweepReport};
+use membank_core::{
+    ClockFrom, ForgettingState, InvalidInput, Kind, Memory, MemoryId, Scope, Source, Status, Timestamp,
+};
+use membank_store::{
+    EventQuery, IdempotencyClaim, IdempotencyRecord, Insertion, ListQuery, NewMemory, StatusCounts, SweepReport,
+};
 
 use crate::{Engine, EngineError};
 
@@ -37,7 +41,11 @@ pub const IMPORTANCE_SOURCE: &str = "importance_source";
 
 /// Checks an explicit importance: a finite number in [0, 1].
 pub fn validate_importance(value: f64) -> Result<f64, InvalidInput> {
-    if value.is_finite() && (0.0..=1.0).contains(&value) { Ok(value) } else { Err(InvalidInput::new("importance", format!("{value} must be a number between 0 and 1"))) }
+    if value.is_finite() && (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(InvalidInput::new("importance", format!("{value} must be a number between 0 and 1")))
+    }
 }
 
 /// Sets a new memory's base importance: the caller's, else the estimator's from `text`,
@@ -55,7 +63,17 @@ pub(crate) fn set_base_importance(memory: &mut Memory, explicit: Option<f64>, te
 
 /// A new active memory with fresh forgetting state, not yet stored.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn fresh_memory(scope: Scope, kind: Kind, source: Source, content: String, occurred_at: Timestamp, now: Timestamp, day: NaiveDate, metadata: BTreeMap<String, String>, clock_from: ClockFrom) -> Memory {
+pub(crate) fn fresh_memory(
+    scope: Scope,
+    kind: Kind,
+    source: Source,
+    content: String,
+    occurred_at: Timestamp,
+    now: Timestamp,
+    day: NaiveDate,
+    metadata: BTreeMap<String, String>,
+    clock_from: ClockFrom,
+) -> Memory {
     Memory {
         id: MemoryId::generate(now),
         scope,
@@ -175,11 +193,19 @@ pub struct SweepRequest {
 }
 
 impl Engine {
-    fn prepare(&self, scope: &Scope, occurred_at: Option<Timestamp>) -> Result<(Timestamp, Timestamp, NaiveDate), EngineError> {
+    fn prepare(
+        &self,
+        scope: &Scope,
+        occurred_at: Option<Timestamp>,
+    ) -> Result<(Timestamp, Timestamp, NaiveDate), EngineError> {
         let now = self.clock.now();
         let occurred_at = occurred_at.map(membank_core::time::truncate_to_millis).unwrap_or(now);
         if occurred_at > now + MAX_FUTURE_SKEW {
-            return Err(InvalidInput::new("occurred_at", format!("{} lies more than a day in the future", occurred_at.to_rfc3339())).into());
+            return Err(InvalidInput::new(
+                "occurred_at",
+                format!("{} lies more than a day in the future", occurred_at.to_rfc3339()),
+            )
+            .into());
         }
         let user = self.store.ensure_user(&scope.tenant, &scope.user, now)?;
         let zone = UserTimeZone::parse(&user.time_zone)?;
@@ -187,7 +213,11 @@ impl Engine {
     }
 
     fn store_new(&self, memory: Memory, embed_text: &str) -> Result<Memory, EngineError> {
-        let vector = self.embedder.embed(&[embed_text])?.pop().ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
+        let vector = self
+            .embedder
+            .embed(&[embed_text])?
+            .pop()
+            .ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
         // The model is asked after embedding: an embedder that picks its model by the text
         // (the CLI's automatic choice for a new store) has picked it by now.
         let model = self.model();
@@ -213,7 +243,17 @@ impl Engine {
         }
         let (now, occurred_at, day) = self.prepare(&request.scope, request.occurred_at)?;
         let content = turn_content(&request.user_text, request.assistant_text.as_deref());
-        let mut memory = fresh_memory(request.scope, Kind::Turn, Source::User, content.clone(), occurred_at, now, day, request.metadata, request.clock_from);
+        let mut memory = fresh_memory(
+            request.scope,
+            Kind::Turn,
+            Source::User,
+            content.clone(),
+            occurred_at,
+            now,
+            day,
+            request.metadata,
+            request.clock_from,
+        );
         set_base_importance(&mut memory, request.importance, &content)?;
         memory.user_text = Some(request.user_text);
         memory.assistant_text = request.assistant_text;
@@ -235,7 +275,17 @@ impl Engine {
             validate_importance(importance)?;
         }
         let (now, occurred_at, day) = self.prepare(&request.scope, request.occurred_at)?;
-        let mut memory = fresh_memory(request.scope, Kind::Note, request.source, request.text.clone(), occurred_at, now, day, request.metadata, request.clock_from);
+        let mut memory = fresh_memory(
+            request.scope,
+            Kind::Note,
+            request.source,
+            request.text.clone(),
+            occurred_at,
+            now,
+            day,
+            request.metadata,
+            request.clock_from,
+        );
         set_base_importance(&mut memory, request.importance, &request.text)?;
         Ok((memory, request.text))
     }
@@ -245,7 +295,11 @@ impl Engine {
     /// vectors are computed in one batch, and the store writes them in one transaction.
     /// With an idempotency claim, a retry of the same request stores nothing and answers
     /// [`Insertion::Replayed`]; the key with another request is refused.
-    pub fn remember_all(&self, entries: Vec<Remember>, claim: Option<&IdempotencyClaim>) -> Result<Insertion, EngineError> {
+    pub fn remember_all(
+        &self,
+        entries: Vec<Remember>,
+        claim: Option<&IdempotencyClaim>,
+    ) -> Result<Insertion, EngineError> {
         if entries.is_empty() {
             return Err(InvalidInput::new("entries", "give at least one turn or note").into());
         }
@@ -256,7 +310,9 @@ impl Engine {
                 Remember::Note(note) => self.note_memory(note),
             };
             prepared.push(built.map_err(|err| match err {
-                EngineError::Invalid(invalid) => EngineError::Invalid(InvalidInput::new("entries", format!("entry {index}: {invalid}"))),
+                EngineError::Invalid(invalid) => {
+                    EngineError::Invalid(InvalidInput::new("entries", format!("entry {index}: {invalid}")))
+                }
                 other => other,
             })?);
         }
@@ -267,11 +323,19 @@ impl Engine {
         let texts: Vec<&str> = prepared.iter().map(|(_, text)| text.as_str()).collect();
         let vectors = self.embedder.embed(&texts)?;
         if vectors.len() != prepared.len() {
-            return Err(EngineError::Storage(format!("the embedder returned {} vectors for {} texts", vectors.len(), prepared.len())));
+            return Err(EngineError::Storage(format!(
+                "the embedder returned {} vectors for {} texts",
+                vectors.len(),
+                prepared.len()
+            )));
         }
         let model = self.model();
         self.note_writing(&model, prepared.iter().map(|(memory, _)| memory));
-        let batch = prepared.into_iter().zip(vectors).map(|((memory, _), vector)| NewMemory { memory, embedding: Some((model.clone(), vector)) }).collect();
+        let batch = prepared
+            .into_iter()
+            .zip(vectors)
+            .map(|((memory, _), vector)| NewMemory { memory, embedding: Some((model.clone(), vector)) })
+            .collect();
         Ok(self.store.insert_all(batch, claim)?)
     }
 
@@ -279,7 +343,12 @@ impl Engine {
     /// clock and the documented retention ([`IDEMPOTENCY_RETENTION`]).
     pub fn idempotency_claim(&self, key: &str, request_hash: &str) -> IdempotencyClaim {
         let now = self.clock.now();
-        IdempotencyClaim { key: key.to_string(), request_hash: request_hash.to_string(), now, expire_before: now - IDEMPOTENCY_RETENTION }
+        IdempotencyClaim {
+            key: key.to_string(),
+            request_hash: request_hash.to_string(),
+            now,
+            expire_before: now - IDEMPOTENCY_RETENTION,
+        }
     }
 
     /// What `key` was used for by this user within the retention, if anything.
@@ -299,7 +368,18 @@ impl Engine {
         let policy = &self.config.forgetting;
         let memories = self.store.list(&request.scope, &request.query)?;
         let counts = self.store.counts(&request.scope)?;
-        Ok(ListResponse { now, memories: memories.into_iter().map(|m| { let r = policy.retention_of(&m.forgetting, now); (m, r) }).collect(), counts, archive_below: policy.archive_below() })
+        Ok(ListResponse {
+            now,
+            memories: memories
+                .into_iter()
+                .map(|m| {
+                    let r = policy.retention_of(&m.forgetting, now);
+                    (m, r)
+                })
+                .collect(),
+            counts,
+            archive_below: policy.archive_below(),
+        })
     }
 
     /// The retention below which the next sweep archives an active, unpinned memory under
@@ -356,7 +436,12 @@ impl Engine {
     }
 
     /// Strengthens memories the caller confirms it used (the `used` recall mode's feedback).
-    pub fn confirm_used(&self, scope: &Scope, ids: &[MemoryId], query_id: Option<&str>) -> Result<Vec<Memory>, EngineError> {
+    pub fn confirm_used(
+        &self,
+        scope: &Scope,
+        ids: &[MemoryId],
+        query_id: Option<&str>,
+    ) -> Result<Vec<Memory>, EngineError> {
         Ok(self.store.confirm_used(scope, ids, query_id, &self.config.forgetting, self.clock.now())?)
     }
 
@@ -384,7 +469,8 @@ impl Engine {
     /// Parses a time a caller gave for this user: an RFC 3339 instant, or a bare date
     /// (`2024-05-04`) as the user's local midnight.
     pub fn parse_time(&self, scope: &Scope, field: &'static str, text: &str) -> Result<Timestamp, EngineError> {
-        let zone = if membank_core::time::bare_date(text).is_some() { self.time_zone_of(scope)? } else { UserTimeZone::UTC };
+        let zone =
+            if membank_core::time::bare_date(text).is_some() { self.time_zone_of(scope)? } else { UserTimeZone::UTC };
         Ok(membank_core::time::parse_instant_in(field, text, zone)?)
     }
 }

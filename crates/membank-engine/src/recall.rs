@@ -27,8 +27,8 @@ use membank_core::{EventId, InvalidInput, Kind, Memory, MemoryId, Scope, Status,
 use membank_store::{ListQuery, RecallRecord, SearchFilter};
 
 use crate::ops::validate_text;
-use crate::{feedback, temporal};
 use crate::{Engine, EngineError};
+use crate::{feedback, temporal};
 
 /// Settings of the recall pipeline.
 #[derive(Debug, Clone, Copy)]
@@ -131,7 +131,18 @@ pub struct RecallRequest {
 impl RecallRequest {
     /// A plain recall of `k` memories for `query`.
     pub fn new(scope: Scope, query: impl Into<String>, k: usize) -> Self {
-        Self { scope, query: query.into(), k, now: None, kinds: Vec::new(), day_from: None, day_to: None, include_archived: false, strengthen: None, weight_by_retention: None }
+        Self {
+            scope,
+            query: query.into(),
+            k,
+            now: None,
+            kinds: Vec::new(),
+            day_from: None,
+            day_to: None,
+            include_archived: false,
+            strengthen: None,
+            weight_by_retention: None,
+        }
     }
 }
 
@@ -262,16 +273,25 @@ impl Engine {
             return Err(InvalidInput::new("k", format!("must be between 1 and {MAX_RECALL_K}")).into());
         }
         if let (Some(from), Some(to)) = (request.day_from, request.day_to)
-            && from > to {
-                return Err(InvalidInput::new("date range", format!("starts ({from}) after it ends ({to})")).into());
-            }
+            && from > to
+        {
+            return Err(InvalidInput::new("date range", format!("starts ({from}) after it ends ({to})")).into());
+        }
         let now = self.request_now(request.now, request.strengthen != Some(false))?;
         let config = &self.config.recall;
-        let filter = SearchFilter { kinds: request.kinds.clone(), day_from: request.day_from, day_to: request.day_to, include_archived: request.include_archived };
+        let filter = SearchFilter {
+            kinds: request.kinds.clone(),
+            day_from: request.day_from,
+            day_to: request.day_to,
+            include_archived: request.include_archived,
+        };
         let candidates = config.candidates.max(request.k);
 
         // A time expression boosts its days unless the caller set the days explicitly.
-        let time = if request.day_from.is_none() && request.day_to.is_none() && config.exact_time_weight + config.fuzzy_time_weight > 0.0 {
+        let time = if request.day_from.is_none()
+            && request.day_to.is_none()
+            && config.exact_time_weight + config.fuzzy_time_weight > 0.0
+        {
             self.time_boost(&request.scope, &request.query, now)?
         } else {
             None
@@ -292,23 +312,48 @@ impl Engine {
             }
             None => None,
         };
-        let search_text = time.as_ref().map(|t| t.expression.strip(&request.query)).filter(|q| !text::query_terms(q).is_empty()).unwrap_or_else(|| request.query.clone());
+        let search_text = time
+            .as_ref()
+            .map(|t| t.expression.strip(&request.query))
+            .filter(|q| !text::query_terms(q).is_empty())
+            .unwrap_or_else(|| request.query.clone());
 
         let mut query_vector = self.embedder.embed_query(search_text.as_str())?;
         let mut terms = text::query_terms(&search_text);
-        let (mut dense, mut lexical) = crate::search::first_stage(self.store.as_ref(), &request.scope, &self.model(), &query_vector, &terms, &filter, candidates)?;
+        let (mut dense, mut lexical) = crate::search::first_stage(
+            self.store.as_ref(),
+            &request.scope,
+            &self.model(),
+            &query_vector,
+            &terms,
+            &filter,
+            candidates,
+        )?;
         // A participant named in the query is found by the speaker boost; searched for, the
         // name only finds the lines that greet them (see `feedback`). The rows read to learn
         // the speakers are kept for the ranking below, which needs most of them again.
         let mut seen: HashMap<MemoryId, Memory> = HashMap::new();
         if config.speaker_query {
-            let probe: Vec<MemoryId> = dense.iter().take(feedback::SPEAKER_PROBE).chain(lexical.iter().take(feedback::SPEAKER_PROBE)).map(|h| h.id).collect();
+            let probe: Vec<MemoryId> = dense
+                .iter()
+                .take(feedback::SPEAKER_PROBE)
+                .chain(lexical.iter().take(feedback::SPEAKER_PROBE))
+                .map(|h| h.id)
+                .collect();
             seen = self.store.get_many(&request.scope, &probe)?.into_iter().map(|m| (m.id, m)).collect();
             let named = named_speakers(&request.query, seen.values());
             if let Some(stripped) = feedback::without_names(&search_text, &named) {
                 query_vector = self.embedder.embed_query(stripped.as_str())?;
                 terms = text::query_terms(&stripped);
-                (dense, lexical) = crate::search::first_stage(self.store.as_ref(), &request.scope, &self.model(), &query_vector, &terms, &filter, candidates)?;
+                (dense, lexical) = crate::search::first_stage(
+                    self.store.as_ref(),
+                    &request.scope,
+                    &self.model(),
+                    &query_vector,
+                    &terms,
+                    &filter,
+                    candidates,
+                )?;
             }
         }
 
@@ -316,14 +361,24 @@ impl Engine {
         let lexical_ids: Vec<MemoryId> = lexical.iter().map(|h| h.id).collect();
         // Ranks from 1 in the two unrestricted rankings, for each hit's score parts.
         let dense_rank: HashMap<MemoryId, usize> = dense_ids.iter().enumerate().map(|(i, id)| (*id, i + 1)).collect();
-        let lexical_rank: HashMap<MemoryId, usize> = lexical_ids.iter().enumerate().map(|(i, id)| (*id, i + 1)).collect();
+        let lexical_rank: HashMap<MemoryId, usize> =
+            lexical_ids.iter().enumerate().map(|(i, id)| (*id, i + 1)).collect();
         let mut dense_score: HashMap<MemoryId, f64> = dense.iter().map(|h| (h.id, h.score)).collect();
         let mut lexical_score: HashMap<MemoryId, f64> = lexical.iter().map(|h| (h.id, h.score)).collect();
-        let mut lists: Vec<(Vec<MemoryId>, f64)> = vec![(dense_ids, config.dense_weight), (lexical_ids, config.lexical_weight)];
+        let mut lists: Vec<(Vec<MemoryId>, f64)> =
+            vec![(dense_ids, config.dense_weight), (lexical_ids, config.lexical_weight)];
         if let Some(time) = &time {
             let weight = if time.expression.exact { config.exact_time_weight } else { config.fuzzy_time_weight };
             let in_range = SearchFilter { day_from: Some(time.from), day_to: Some(time.to), ..filter.clone() };
-            let (dense, lexical) = crate::search::first_stage(self.store.as_ref(), &request.scope, &self.model(), &query_vector, &terms, &in_range, candidates)?;
+            let (dense, lexical) = crate::search::first_stage(
+                self.store.as_ref(),
+                &request.scope,
+                &self.model(),
+                &query_vector,
+                &terms,
+                &in_range,
+                candidates,
+            )?;
             lists.push((dense.iter().map(|h| h.id).collect(), weight * config.dense_weight));
             lists.push((lexical.iter().map(|h| h.id).collect(), weight * config.lexical_weight));
             dense_score.extend(dense.iter().map(|h| (h.id, h.score)));
@@ -339,7 +394,15 @@ impl Engine {
                 Ok(queries) => {
                     for query in queries.unwrap_or_default() {
                         let vector = self.embedder.embed_query(query.as_str())?;
-                        let (dense, lexical) = crate::search::first_stage(self.store.as_ref(), &request.scope, &self.model(), &vector, &text::query_terms(&query), &filter, candidates)?;
+                        let (dense, lexical) = crate::search::first_stage(
+                            self.store.as_ref(),
+                            &request.scope,
+                            &self.model(),
+                            &vector,
+                            &text::query_terms(&query),
+                            &filter,
+                            candidates,
+                        )?;
                         for (hits, weight) in [(dense, config.dense_weight), (lexical, config.lexical_weight)] {
                             let weight = weight * config.query_rewrite_weight;
                             let ids: Vec<MemoryId> = hits.iter().map(|h| h.id).collect();
@@ -359,11 +422,18 @@ impl Engine {
         // Feedback: a second dense ranking from the query moved towards the first results.
         if config.feedback_weight > 0.0 && config.feedback_depth > 0 {
             let ranked: Vec<MemoryId> = fused.iter().map(|(id, _)| *id).collect();
-            if let Some(moved) = self.feedback_vector(&request.scope, &query_vector, &ranked, config.feedback_depth, config.feedback_alpha)? {
+            if let Some(moved) = self.feedback_vector(
+                &request.scope,
+                &query_vector,
+                &ranked,
+                config.feedback_depth,
+                config.feedback_alpha,
+            )? {
                 let again = self.store.dense_search(&request.scope, &self.model(), &moved, &filter, candidates)?;
                 let ids: Vec<MemoryId> = again.iter().map(|h| h.id).collect();
                 for (i, id) in ids.iter().enumerate() {
-                    *feedback_share.entry(*id).or_insert(0.0) += rank_share(config.feedback_weight, config.rrf_k, i + 1);
+                    *feedback_share.entry(*id).or_insert(0.0) +=
+                        rank_share(config.feedback_weight, config.rrf_k, i + 1);
                 }
                 for hit in &again {
                     dense_score.entry(hit.id).or_insert(hit.score);
@@ -379,7 +449,13 @@ impl Engine {
                 *date_share.entry(*id).or_insert(0.0) += rank_share(*list_weight, config.rrf_k, i + 1);
             }
         }
-        let fused = self.expand_neighbours(&request.scope, &filter, &fused, config.neighbour_weight, config.exchange_neighbour_weight)?;
+        let fused = self.expand_neighbours(
+            &request.scope,
+            &filter,
+            &fused,
+            config.neighbour_weight,
+            config.exchange_neighbour_weight,
+        )?;
 
         let weight = request.weight_by_retention.unwrap_or(config.weight_by_retention);
         let policy = &self.config.forgetting;
@@ -404,8 +480,13 @@ impl Engine {
         };
         let unread: Vec<MemoryId> = fused_ids.iter().filter(|id| !seen.contains_key(id)).copied().collect();
         let read = self.store.get_many(&request.scope, &unread)?;
-        let memories: HashMap<MemoryId, Memory> = fused_ids.iter().filter_map(|id| seen.remove(id)).chain(read).filter(eligible).map(|m| (m.id, m)).collect();
-        let named = if config.speaker_weight > 0.0 { named_speakers(&request.query, memories.values()) } else { HashSet::new() };
+        let memories: HashMap<MemoryId, Memory> =
+            fused_ids.iter().filter_map(|id| seen.remove(id)).chain(read).filter(eligible).map(|m| (m.id, m)).collect();
+        let named = if config.speaker_weight > 0.0 {
+            named_speakers(&request.query, memories.values())
+        } else {
+            HashSet::new()
+        };
         let mut hits: Vec<RecallHit> = fused
             .into_iter()
             .filter_map(|(id, fused_score, neighbour)| {
@@ -413,7 +494,11 @@ impl Engine {
                 // Ranking weighs the memory as it was when the query came, before this recall.
                 let retention_before = policy.retention_of(&memory.forgetting, now);
                 let retention_factor = if weight { retention_before } else { 1.0 };
-                let speaker = if speaker_of(&memory).is_some_and(|speaker| named.contains(&speaker)) { 1.0 + config.speaker_weight } else { 1.0 };
+                let speaker = if speaker_of(&memory).is_some_and(|speaker| named.contains(&speaker)) {
+                    1.0 + config.speaker_weight
+                } else {
+                    1.0
+                };
                 let score = fused_score * retention_factor * speaker;
                 let (dense_rank, lexical_rank) = (dense_rank.get(&id).copied(), lexical_rank.get(&id).copied());
                 let parts = ScoreParts {
@@ -429,7 +514,16 @@ impl Engine {
                     diversity: 1.0,
                     day_summary: false,
                 };
-                Some(RecallHit { memory, score, dense: dense_score.get(&id).copied(), lexical: lexical_score.get(&id).copied(), neighbour, retention: retention_before, retention_before, parts })
+                Some(RecallHit {
+                    memory,
+                    score,
+                    dense: dense_score.get(&id).copied(),
+                    lexical: lexical_score.get(&id).copied(),
+                    neighbour,
+                    retention: retention_before,
+                    retention_before,
+                    parts,
+                })
             })
             .collect();
         // Stable sort: equal scores keep fusion order.
@@ -450,7 +544,9 @@ impl Engine {
         }
         // A day's summary first when the query asks about that day (see `feedback`).
         let summaries = match &time {
-            Some(t) if config.day_summaries => self.day_summaries(&request.scope, t.from, t.to, &request.kinds, request.include_archived)?,
+            Some(t) if config.day_summaries => {
+                self.day_summaries(&request.scope, t.from, t.to, &request.kinds, request.include_archived)?
+            }
             _ => Vec::new(),
         };
         let summaries: Vec<Memory> = summaries.into_iter().take(request.k).collect();
@@ -462,8 +558,29 @@ impl Engine {
                     Some(at) => hits.remove(at),
                     None => {
                         let retention_before = policy.retention_of(&memory.forgetting, now);
-                        let parts = ScoreParts { dense_rank: None, dense: 0.0, lexical_rank: None, lexical: 0.0, date: 0.0, feedback: 0.0, neighbour: 0.0, speaker: 1.0, retention: if weight { retention_before } else { 1.0 }, diversity: 1.0, day_summary: false };
-                        RecallHit { dense: dense_score.get(&memory.id).copied(), lexical: lexical_score.get(&memory.id).copied(), memory, score: 0.0, neighbour: None, retention: retention_before, retention_before, parts }
+                        let parts = ScoreParts {
+                            dense_rank: None,
+                            dense: 0.0,
+                            lexical_rank: None,
+                            lexical: 0.0,
+                            date: 0.0,
+                            feedback: 0.0,
+                            neighbour: 0.0,
+                            speaker: 1.0,
+                            retention: if weight { retention_before } else { 1.0 },
+                            diversity: 1.0,
+                            day_summary: false,
+                        };
+                        RecallHit {
+                            dense: dense_score.get(&memory.id).copied(),
+                            lexical: lexical_score.get(&memory.id).copied(),
+                            memory,
+                            score: 0.0,
+                            neighbour: None,
+                            retention: retention_before,
+                            retention_before,
+                            parts,
+                        }
                     }
                 };
                 hit.score = hit.score.max(top);
@@ -487,7 +604,12 @@ impl Engine {
                 query_vector: Some(query_vector.clone()),
                 include_archived: request.include_archived,
             };
-            let mut updated: HashMap<MemoryId, Memory> = self.store.record_recall(&request.scope, &record, strengthen.then_some(policy))?.into_iter().map(|m| (m.id, m)).collect();
+            let mut updated: HashMap<MemoryId, Memory> = self
+                .store
+                .record_recall(&request.scope, &record, strengthen.then_some(policy))?
+                .into_iter()
+                .map(|m| (m.id, m))
+                .collect();
             // A hit archived or erased while this recall ran is not in `updated`: dropped.
             hits.retain_mut(|hit| match updated.remove(&hit.memory.id) {
                 Some(memory) => {
@@ -500,21 +622,57 @@ impl Engine {
             });
         }
         let date_filter = match &time {
-            Some(t) => Some(DateFilter { from: Some(t.from), to: Some(t.to), from_query: Some(t.expression.text(&request.query).to_string()), boost: true, exact: t.expression.exact, year_inferred }),
-            None if request.day_from.is_some() || request.day_to.is_some() => Some(DateFilter { from: request.day_from, to: request.day_to, from_query: None, boost: false, exact: true, year_inferred: None }),
+            Some(t) => Some(DateFilter {
+                from: Some(t.from),
+                to: Some(t.to),
+                from_query: Some(t.expression.text(&request.query).to_string()),
+                boost: true,
+                exact: t.expression.exact,
+                year_inferred,
+            }),
+            None if request.day_from.is_some() || request.day_to.is_some() => Some(DateFilter {
+                from: request.day_from,
+                to: request.day_to,
+                from_query: None,
+                boost: false,
+                exact: true,
+                year_inferred: None,
+            }),
             None => None,
         };
         let time_range = time.map(|t| (t.from, t.to));
-        Ok(RecallResponse { query_id, now, strengthened: strengthen && !hits.is_empty(), results: hits, time_range, date_filter, rrf_k: config.rrf_k })
+        Ok(RecallResponse {
+            query_id,
+            now,
+            strengthened: strengthen && !hits.is_empty(),
+            results: hits,
+            time_range,
+            date_filter,
+            rrf_k: config.rrf_k,
+        })
     }
 
     /// The day a date named without a year means ([`temporal::yearless_candidates`]): the
     /// most recent such day not after `latest` (the query's own resolution) on which the
     /// person has memories that `filter` admits, looking back to their first memory; `None`
     /// when no such day has any (the caller keeps `latest`).
-    fn yearless_day(&self, scope: &Scope, filter: &SearchFilter, month: u32, day: u32, latest: NaiveDate) -> Result<Option<NaiveDate>, EngineError> {
-        let statuses = if filter.include_archived { vec![Status::Active, Status::Archived, Status::Superseded] } else { vec![Status::Active] };
-        let first = self.store.list(scope, &ListQuery { statuses, kinds: filter.kinds.clone(), limit: 1, oldest_first: true, ..Default::default() })?;
+    fn yearless_day(
+        &self,
+        scope: &Scope,
+        filter: &SearchFilter,
+        month: u32,
+        day: u32,
+        latest: NaiveDate,
+    ) -> Result<Option<NaiveDate>, EngineError> {
+        let statuses = if filter.include_archived {
+            vec![Status::Active, Status::Archived, Status::Superseded]
+        } else {
+            vec![Status::Active]
+        };
+        let first = self.store.list(
+            scope,
+            &ListQuery { statuses, kinds: filter.kinds.clone(), limit: 1, oldest_first: true, ..Default::default() },
+        )?;
         let Some(first) = first.first() else { return Ok(None) };
         let candidates = temporal::yearless_candidates(month, day, latest, first.day);
         let with_memories = self.store.days_with_memories(scope, &candidates, filter)?;
@@ -537,9 +695,5 @@ fn speaker_of(memory: &Memory) -> Option<String> {
 /// only ever boosted, never required, because the answer may be in what another said.
 pub fn named_speakers<'a>(query: &str, candidates: impl IntoIterator<Item = &'a Memory>) -> HashSet<String> {
     let words: HashSet<String> = text::terms(query).into_iter().collect();
-    candidates
-        .into_iter()
-        .filter_map(speaker_of)
-        .filter(|name| name.split(' ').all(|w| words.contains(w)))
-        .collect()
+    candidates.into_iter().filter_map(speaker_of).filter(|name| name.split(' ').all(|w| words.contains(w))).collect()
 }

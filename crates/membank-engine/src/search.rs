@@ -14,7 +14,15 @@ use membank_store::{EmbeddingModel, Hit, SearchFilter, Store};
 use crate::EngineError;
 
 /// Dense and lexical candidates, `limit` of each, for one query.
-pub(crate) fn first_stage(store: &dyn Store, scope: &Scope, model: &EmbeddingModel, vector: &[f32], terms: &[String], filter: &SearchFilter, limit: usize) -> Result<(Vec<Hit>, Vec<Hit>), EngineError> {
+pub(crate) fn first_stage(
+    store: &dyn Store,
+    scope: &Scope,
+    model: &EmbeddingModel,
+    vector: &[f32],
+    terms: &[String],
+    filter: &SearchFilter,
+    limit: usize,
+) -> Result<(Vec<Hit>, Vec<Hit>), EngineError> {
     if terms.is_empty() {
         let dense = store.dense_search(scope, model, vector, filter, limit)?;
         let lexical = store.lexical_search(scope, terms, filter, limit)?;

@@ -159,17 +159,25 @@ impl Engine {
         let llm = self.llm()?.clone();
         let scope = Scope::user(request.scope.tenant.clone(), request.scope.user.clone());
         // Summarising is not a reason to create a user: an unknown one is `NotFound`.
-        let user = self.store.find_user(&scope.tenant, &scope.user)?.ok_or_else(|| EngineError::NotFound(format!("user {}", scope.user)))?;
+        let user = self
+            .store
+            .find_user(&scope.tenant, &scope.user)?
+            .ok_or_else(|| EngineError::NotFound(format!("user {}", scope.user)))?;
         let mut calls = 0usize;
 
         let sources = self.by_day(&scope, &[Kind::Turn, Kind::Note], &[Status::Active])?;
         let current = |kind| -> Result<BTreeMap<NaiveDate, Memory>, EngineError> {
-            Ok(self.by_day(&scope, &[kind], &[Status::Active, Status::Archived])?.into_iter().filter_map(|(day, mut all)| all.pop().map(|m| (day, m))).collect())
+            Ok(self
+                .by_day(&scope, &[kind], &[Status::Active, Status::Archived])?
+                .into_iter()
+                .filter_map(|(day, mut all)| all.pop().map(|m| (day, m)))
+                .collect())
         };
         let summaries = current(Kind::DailySummary)?;
         let portraits = current(Kind::DailyPortrait)?;
 
-        let mut days: Vec<NaiveDate> = sources.keys().chain(summaries.keys()).chain(portraits.keys()).copied().collect();
+        let mut days: Vec<NaiveDate> =
+            sources.keys().chain(summaries.keys()).chain(portraits.keys()).copied().collect();
         days.sort();
         days.dedup();
         let mut outcomes = Vec::with_capacity(days.len());
@@ -186,7 +194,13 @@ impl Engine {
                 day_sources,
                 &fingerprint,
                 request.force,
-                Job { prompt: prompts::DAILY_SUMMARY, values: vec![("user", user.user.clone()), ("day", period.clone())], tag: "conversation", what: "event summary", period: period.clone() },
+                Job {
+                    prompt: prompts::DAILY_SUMMARY,
+                    values: vec![("user", user.user.clone()), ("day", period.clone())],
+                    tag: "conversation",
+                    what: "event summary",
+                    period: period.clone(),
+                },
                 &conversation,
                 &mut calls,
             )?;
@@ -198,7 +212,13 @@ impl Engine {
                 day_sources,
                 &fingerprint,
                 request.force,
-                Job { prompt: prompts::DAILY_PORTRAIT, values: vec![("user", user.user.clone()), ("day", period.clone())], tag: "conversation", what: "personality portrait", period },
+                Job {
+                    prompt: prompts::DAILY_PORTRAIT,
+                    values: vec![("user", user.user.clone()), ("day", period.clone())],
+                    tag: "conversation",
+                    what: "personality portrait",
+                    period,
+                },
                 &conversation,
                 &mut calls,
             )?;
@@ -222,7 +242,13 @@ impl Engine {
             &daily_summaries,
             &fingerprint(&daily_summaries),
             request.force,
-            Job { prompt: prompts::GLOBAL_SUMMARY, values: vec![("user", user.user.clone())], tag: "summaries", what: "overall summary", period: everything.clone() },
+            Job {
+                prompt: prompts::GLOBAL_SUMMARY,
+                values: vec![("user", user.user.clone())],
+                tag: "summaries",
+                what: "overall summary",
+                period: everything.clone(),
+            },
             &daily_summaries.iter().map(dated_line).collect::<Vec<_>>(),
             &mut calls,
         )?;
@@ -234,14 +260,26 @@ impl Engine {
             &daily_portraits,
             &fingerprint(&daily_portraits),
             request.force,
-            Job { prompt: prompts::GLOBAL_PORTRAIT, values: vec![("user", user.user.clone())], tag: "portraits", what: "overall personality portrait", period: everything },
+            Job {
+                prompt: prompts::GLOBAL_PORTRAIT,
+                values: vec![("user", user.user.clone())],
+                tag: "portraits",
+                what: "overall personality portrait",
+                period: everything,
+            },
             &daily_portraits.iter().map(dated_line).collect::<Vec<_>>(),
             &mut calls,
         )?;
         tracing::info!(user = %scope.user, llm_calls = calls, "summarized");
         // Everything an erasure took away has been made again from what remains.
         self.store.clear_resummarize_due(&scope)?;
-        Ok(SummarizeResponse { days: outcomes, global_summary, global_portrait, llm_calls: calls, model: llm.model().to_string() })
+        Ok(SummarizeResponse {
+            days: outcomes,
+            global_summary,
+            global_portrait,
+            llm_calls: calls,
+            model: llm.model().to_string(),
+        })
     }
 
     /// The global portrait and summary with the daily memories they were made from.
@@ -255,7 +293,8 @@ impl Engine {
         }
         let mut days: BTreeMap<NaiveDate, DayProfile> = BTreeMap::new();
         for memory in self.store.get_many(&scope, &ids)? {
-            let entry = days.entry(memory.day).or_insert_with(|| DayProfile { day: memory.day, summary: None, portrait: None });
+            let entry =
+                days.entry(memory.day).or_insert_with(|| DayProfile { day: memory.day, summary: None, portrait: None });
             match memory.kind {
                 Kind::DailySummary => entry.summary = Some(memory),
                 Kind::DailyPortrait => entry.portrait = Some(memory),
@@ -277,12 +316,24 @@ impl Engine {
     }
 
     /// Every memory of these kinds and statuses, grouped by day, each day oldest first.
-    fn by_day(&self, scope: &Scope, kinds: &[Kind], statuses: &[Status]) -> Result<BTreeMap<NaiveDate, Vec<Memory>>, EngineError> {
+    fn by_day(
+        &self,
+        scope: &Scope,
+        kinds: &[Kind],
+        statuses: &[Status],
+    ) -> Result<BTreeMap<NaiveDate, Vec<Memory>>, EngineError> {
         let mut out: BTreeMap<NaiveDate, Vec<Memory>> = BTreeMap::new();
         let page = membank_core::limits::MAX_PAGE_SIZE;
         let mut offset = 0;
         loop {
-            let query = ListQuery { statuses: statuses.to_vec(), kinds: kinds.to_vec(), limit: page, offset, oldest_first: true, ..ListQuery::default() };
+            let query = ListQuery {
+                statuses: statuses.to_vec(),
+                kinds: kinds.to_vec(),
+                limit: page,
+                offset,
+                oldest_first: true,
+                ..ListQuery::default()
+            };
             let batch = self.store.list(scope, &query)?;
             let n = batch.len();
             for memory in batch {
@@ -313,7 +364,12 @@ impl Engine {
         if sources.is_empty() {
             return match existing {
                 Some(old) if old.status == Status::Active => {
-                    let archived = self.store.archive(scope, old.id, "all the memories it was made from are gone", self.clock.now())?;
+                    let archived = self.store.archive(
+                        scope,
+                        old.id,
+                        "all the memories it was made from are gone",
+                        self.clock.now(),
+                    )?;
                     Ok(DerivedOutcome::Archived(archived.id))
                 }
                 _ => Ok(DerivedOutcome::Absent),
@@ -332,8 +388,12 @@ impl Engine {
         // Derived memories decay with the memories they summarise: as strong as the
         // strongest source, last recalled when the latest source was.
         let mut forgetting = ForgettingState::new(occurred_at);
-        forgetting.strength = sources.iter().map(|m| m.forgetting.strength).fold(Strength::INITIAL, |a, b| if b.get() > a.get() { b } else { a });
-        forgetting.last_recalled_at = sources.iter().map(|m| m.forgetting.last_recalled_at).max().unwrap_or(occurred_at);
+        forgetting.strength = sources
+            .iter()
+            .map(|m| m.forgetting.strength)
+            .fold(Strength::INITIAL, |a, b| if b.get() > a.get() { b } else { a });
+        forgetting.last_recalled_at =
+            sources.iter().map(|m| m.forgetting.last_recalled_at).max().unwrap_or(occurred_at);
         let metadata = BTreeMap::from([
             (meta::PROMPT.to_string(), job.prompt.id()),
             (meta::MODEL.to_string(), llm.model().to_string()),
@@ -357,22 +417,37 @@ impl Engine {
             derived_from: sources.iter().map(|m| m.id).collect(),
             metadata,
         };
-        let vector = self.embedder.embed(&[text.as_str()])?.pop().ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
+        let vector = self
+            .embedder
+            .embed(&[text.as_str()])?
+            .pop()
+            .ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
         let replaces: Vec<MemoryId> = existing.map(|m| m.id).into_iter().collect();
-        let stored = self.store.insert_superseding(NewMemory { memory, embedding: Some((self.model(), vector)) }, &replaces, now)?;
+        let stored = self.store.insert_superseding(
+            NewMemory { memory, embedding: Some((self.model(), vector)) },
+            &replaces,
+            now,
+        )?;
         tracing::debug!(id = %stored.id, kind = %kind, day = %stored.day, chunks, "made derived memory");
         Ok(DerivedOutcome::Made { id: stored.id, replaced: existing.map(|m| m.id) })
     }
 
     /// Runs a job over its material, chunked to the model's budget and merged.
     /// Returns the text and the number of chunks of the first level.
-    fn condense(&self, llm: &dyn Llm, job: &Job<'_>, material: &[String], calls: &mut usize) -> Result<(String, usize), EngineError> {
+    fn condense(
+        &self,
+        llm: &dyn Llm,
+        job: &Job<'_>,
+        material: &[String],
+        calls: &mut usize,
+    ) -> Result<(String, usize), EngineError> {
         let values: Vec<(&str, &str)> = job.values.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let system = job.prompt.render(&values);
         let chunks = pack(material, room(llm, &system)?);
         let mut partials = Vec::with_capacity(chunks.len());
         for (i, chunk) in chunks.iter().enumerate() {
-            let part = if chunks.len() > 1 { format!(" part=\"{} of {}\"", i + 1, chunks.len()) } else { String::new() };
+            let part =
+                if chunks.len() > 1 { format!(" part=\"{} of {}\"", i + 1, chunks.len()) } else { String::new() };
             let body = format!("<{tag}{part}>\n{chunk}\n</{tag}>", tag = job.tag);
             partials.push(call(llm, &system, body, calls)?);
         }
@@ -385,14 +460,22 @@ impl Engine {
             if depth > 16 {
                 return Err(EngineError::Storage("merging partial summaries did not converge".into()));
             }
-            let merge_system = prompts::MERGE.render(&[("what", job.what), ("user", values.iter().find(|(k, _)| *k == "user").map(|(_, v)| *v).unwrap_or("the person")), ("period", &job.period), ("instruction", &system)]);
+            let merge_system = prompts::MERGE.render(&[
+                ("what", job.what),
+                ("user", values.iter().find(|(k, _)| *k == "user").map(|(_, v)| *v).unwrap_or("the person")),
+                ("period", &job.period),
+                ("instruction", &system),
+            ]);
             let groups = pack(&partials, room(llm, &merge_system)?);
             let mut next = Vec::with_capacity(groups.len());
             for group in groups {
                 next.push(call(llm, &merge_system, format!("<parts>\n{group}\n</parts>"), calls)?);
             }
             if next.len() >= partials.len() {
-                return Err(EngineError::Storage("the model's context window is too small to merge partial summaries; raise [llm] context_tokens".into()));
+                return Err(EngineError::Storage(
+                    "the model's context window is too small to merge partial summaries; raise [llm] context_tokens"
+                        .into(),
+                ));
             }
             partials = next;
         }
@@ -423,7 +506,11 @@ fn call(llm: &dyn Llm, system: &str, body: String, calls: &mut usize) -> Result<
     }
     let text = completion.content.trim().to_string();
     if text.is_empty() {
-        return Err(membank_llm::LlmError::Malformed { url: llm.model().to_string(), reason: "the model returned an empty summary".into() }.into());
+        return Err(membank_llm::LlmError::Malformed {
+            url: llm.model().to_string(),
+            reason: "the model returned an empty summary".into(),
+        }
+        .into());
     }
     Ok(text)
 }

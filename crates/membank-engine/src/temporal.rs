@@ -60,18 +60,53 @@ impl TimeExpression {
 }
 
 const MONTHS: &[(&str, u32)] = &[
-    ("january", 1), ("february", 2), ("march", 3), ("april", 4), ("may", 5), ("june", 6), ("july", 7), ("august", 8),
-    ("september", 9), ("october", 10), ("november", 11), ("december", 12), ("jan", 1), ("feb", 2), ("mar", 3), ("apr", 4),
-    ("jun", 6), ("jul", 7), ("aug", 8), ("sept", 9), ("sep", 9), ("oct", 10), ("nov", 11), ("dec", 12),
+    ("january", 1),
+    ("february", 2),
+    ("march", 3),
+    ("april", 4),
+    ("may", 5),
+    ("june", 6),
+    ("july", 7),
+    ("august", 8),
+    ("september", 9),
+    ("october", 10),
+    ("november", 11),
+    ("december", 12),
+    ("jan", 1),
+    ("feb", 2),
+    ("mar", 3),
+    ("apr", 4),
+    ("jun", 6),
+    ("jul", 7),
+    ("aug", 8),
+    ("sept", 9),
+    ("sep", 9),
+    ("oct", 10),
+    ("nov", 11),
+    ("dec", 12),
 ];
 
 const WEEKDAYS: &[(&str, Weekday)] = &[
-    ("monday", Weekday::Mon), ("tuesday", Weekday::Tue), ("wednesday", Weekday::Wed), ("thursday", Weekday::Thu),
-    ("friday", Weekday::Fri), ("saturday", Weekday::Sat), ("sunday", Weekday::Sun),
+    ("monday", Weekday::Mon),
+    ("tuesday", Weekday::Tue),
+    ("wednesday", Weekday::Wed),
+    ("thursday", Weekday::Thu),
+    ("friday", Weekday::Fri),
+    ("saturday", Weekday::Sat),
+    ("sunday", Weekday::Sun),
 ];
 
 const SMALL_NUMBERS: &[(&str, i64)] = &[
-    ("one", 1), ("two", 2), ("three", 3), ("four", 4), ("five", 5), ("six", 6), ("seven", 7), ("eight", 8), ("nine", 9), ("ten", 10),
+    ("one", 1),
+    ("two", 2),
+    ("three", 3),
+    ("four", 4),
+    ("five", 5),
+    ("six", 6),
+    ("seven", 7),
+    ("eight", 8),
+    ("nine", 9),
+    ("ten", 10),
 ];
 
 /// A word of the lowercased query with its byte range.
@@ -170,7 +205,11 @@ fn span_before(today: NaiveDate, first: i64, last: i64) -> Option<(NaiveDate, Na
 fn month_bounds(year: i32, month: u32) -> Option<(NaiveDate, NaiveDate)> {
     let first = NaiveDate::from_ymd_opt(year, month, 1)?;
     // December's last day directly: the first of next January may lie past the calendar.
-    let last = if month == 12 { NaiveDate::from_ymd_opt(year, 12, 31)? } else { NaiveDate::from_ymd_opt(year, month + 1, 1)?.pred_opt()? };
+    let last = if month == 12 {
+        NaiveDate::from_ymd_opt(year, 12, 31)?
+    } else {
+        NaiveDate::from_ymd_opt(year, month + 1, 1)?.pred_opt()?
+    };
     Some((first, last))
 }
 
@@ -209,7 +248,8 @@ fn parse_english(lower: &str, today: NaiveDate) -> Option<TimeExpression> {
             let (month_index, of) = if at(i + 1) == Some("of") { (i + 2, true) } else { (i + 1, false) };
             if let Some(m) = at(month_index).and_then(month) {
                 if of || w[i].text.len() <= 4 {
-                    let year = at(month_index + 1).and_then(|y| y.parse::<i32>().ok()).filter(|y| (1900..=2200).contains(y));
+                    let year =
+                        at(month_index + 1).and_then(|y| y.parse::<i32>().ok()).filter(|y| (1900..=2200).contains(y));
                     let end = if year.is_some() { w[month_index + 1].end } else { w[month_index].end };
                     if let Some(date) = resolve(m, d, year, today) {
                         return Some(named_day(date, year, (start, end)));
@@ -219,8 +259,11 @@ fn parse_english(lower: &str, today: NaiveDate) -> Option<TimeExpression> {
         }
         // ISO dates: 2023-05-04 or 2023/05/04 (digits split by the separator).
         if w[i].text.len() == 4 && w.len() > i + 2 {
-            if let (Ok(y), Ok(m), Ok(d)) = (w[i].text.parse::<i32>(), w[i + 1].text.parse::<u32>(), w[i + 2].text.parse::<u32>()) {
-                let separators_ok = lower[w[i].end..w[i + 1].start].len() == 1 && lower[w[i + 1].end..w[i + 2].start].len() == 1;
+            if let (Ok(y), Ok(m), Ok(d)) =
+                (w[i].text.parse::<i32>(), w[i + 1].text.parse::<u32>(), w[i + 2].text.parse::<u32>())
+            {
+                let separators_ok =
+                    lower[w[i].end..w[i + 1].start].len() == 1 && lower[w[i + 1].end..w[i + 2].start].len() == 1;
                 if separators_ok {
                     if let Some(date) = NaiveDate::from_ymd_opt(y, m, d) {
                         return Some(days(date, date, true, (start, w[i + 2].end)));
@@ -286,11 +329,15 @@ fn parse_english(lower: &str, today: NaiveDate) -> Option<TimeExpression> {
                     _ => 0,
                 };
                 if unit_days > 0 {
-                    let amount = amount_word.parse::<i64>().ok().or_else(|| SMALL_NUMBERS.iter().find(|(n, _)| *n == amount_word).map(|(_, v)| *v));
+                    let amount = amount_word
+                        .parse::<i64>()
+                        .ok()
+                        .or_else(|| SMALL_NUMBERS.iter().find(|(n, _)| *n == amount_word).map(|(_, v)| *v));
                     let (amount_start, vague) = match amount_word {
                         "few" | "several" | "couple" => {
                             // "a few days ago", "a couple of days ago": include the article.
-                            let article = amount_index.checked_sub(1).filter(|a| matches!(w[*a].text, "a" | "few" | "several"));
+                            let article =
+                                amount_index.checked_sub(1).filter(|a| matches!(w[*a].text, "a" | "few" | "several"));
                             (article.map(|a| w[a].start).unwrap_or(w[amount_index].start), true)
                         }
                         _ => (w[amount_index].start, false),
@@ -304,17 +351,41 @@ fn parse_english(lower: &str, today: NaiveDate) -> Option<TimeExpression> {
                         let center = shift(today, -amount * unit_days)?;
                         let slack = if unit_days == 1 { 0 } else { unit_days / 2 };
                         let exact = unit_days == 1;
-                        return Some(days(shift(center, -slack)?, shift(center, slack)?, exact, (amount_start, w[i].end)));
+                        return Some(days(
+                            shift(center, -slack)?,
+                            shift(center, slack)?,
+                            exact,
+                            (amount_start, w[i].end),
+                        ));
                     }
                 }
             }
             "first" => {
                 // "our first conversation", "the first time we talked", "when we first met".
                 let after: Vec<&str> = (1..=3).filter_map(|k| at(i + k)).collect();
-                let talk = |x: &&str| matches!(*x, "conversation" | "conversations" | "chat" | "talk" | "talked" | "spoke" | "met" | "chatted" | "meeting");
-                if after.first().is_some_and(talk) || (after.first() == Some(&"time") && after.iter().skip(1).any(talk)) {
+                let talk = |x: &&str| {
+                    matches!(
+                        *x,
+                        "conversation"
+                            | "conversations"
+                            | "chat"
+                            | "talk"
+                            | "talked"
+                            | "spoke"
+                            | "met"
+                            | "chatted"
+                            | "meeting"
+                    )
+                };
+                if after.first().is_some_and(talk) || (after.first() == Some(&"time") && after.iter().skip(1).any(talk))
+                {
                     let end = w[(i + after.len()).min(w.len() - 1)].end;
-                    return Some(TimeExpression { reference: TimeReference::FirstDay, exact: true, span: (start, end), month_day: None });
+                    return Some(TimeExpression {
+                        reference: TimeReference::FirstDay,
+                        exact: true,
+                        span: (start, end),
+                        month_day: None,
+                    });
                 }
             }
             _ => {}
@@ -328,11 +399,26 @@ fn chinese_number(text: &str) -> Option<u32> {
     if text.is_empty() {
         return None;
     }
-    let ascii: String = text.chars().map(|c| if ('０'..='９').contains(&c) { char::from_u32(c as u32 - '０' as u32 + '0' as u32).unwrap_or(c) } else { c }).collect();
+    let ascii: String = text
+        .chars()
+        .map(|c| {
+            if ('０'..='９').contains(&c) {
+                char::from_u32(c as u32 - '０' as u32 + '0' as u32).unwrap_or(c)
+            } else {
+                c
+            }
+        })
+        .collect();
     if let Ok(n) = ascii.parse::<u32>() {
         return Some(n);
     }
-    let digit = |c: char| "零一二三四五六七八九".chars().position(|d| d == c).map(|p| p as u32).or(if c == '两' { Some(2) } else { None });
+    let digit = |c: char| {
+        "零一二三四五六七八九".chars().position(|d| d == c).map(|p| p as u32).or(if c == '两' {
+            Some(2)
+        } else {
+            None
+        })
+    };
     let chars: Vec<char> = text.chars().collect();
     match chars.as_slice() {
         [c] if *c == '十' => Some(10),
@@ -449,7 +535,8 @@ fn parse_chinese(query: &str, today: NaiveDate) -> Option<TimeExpression> {
         let (from, to) = month_bounds(year, month)?;
         return Some(days(from, to, false, span));
     }
-    for needle in ["第一次聊天", "第一次对话", "第一次见面", "第一次交流", "第一次谈话", "第一次"] {
+    for needle in ["第一次聊天", "第一次对话", "第一次见面", "第一次交流", "第一次谈话", "第一次"]
+    {
         if let Some(span) = find(needle) {
             if needle != "第一次" || query.contains("聊") || query.contains("谈") {
                 return Some(TimeExpression { reference: TimeReference::FirstDay, exact: true, span, month_day: None });

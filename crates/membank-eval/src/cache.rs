@@ -68,7 +68,14 @@ impl Embedder for CachingEmbedder {
             }
         }
         let cache = self.vectors.lock().unwrap_or_else(|e| e.into_inner());
-        keys.iter().map(|k| cache.get(k).map(|v| v.to_vec()).ok_or_else(|| EmbedError::Fetch("the embedder returned fewer vectors than texts".into()))).collect()
+        keys.iter()
+            .map(|k| {
+                cache
+                    .get(k)
+                    .map(|v| v.to_vec())
+                    .ok_or_else(|| EmbedError::Fetch("the embedder returned fewer vectors than texts".into()))
+            })
+            .collect()
     }
     /// Queries are embedded as queries (e5's `query: ` prefix), not cached: each question is
     /// asked once, and a query's vector must never be served for the same text as a document.

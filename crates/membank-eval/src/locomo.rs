@@ -90,12 +90,14 @@ pub fn normalise_evidence(raw: &[String]) -> Vec<String> {
 /// Imports every conversation (idempotently) and asks every question.
 pub fn run(engine: &Engine, run: &LocomoRun, progress: Progress<'_>) -> Result<LocomoReport, EvalError> {
     let bytes = read(&run.data)?;
-    let root: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| EvalError::data(format!("{}:{}", run.data.display(), e.line()), format!("not valid JSON: {e}")))?;
+    let root: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| EvalError::data(format!("{}:{}", run.data.display(), e.line()), format!("not valid JSON: {e}")))?;
     let samples = root.as_array().ok_or_else(|| EvalError::data(run.data.display(), "expected a list of samples"))?;
     let tenant = TenantId::new(EVAL_TENANT).map_err(|e| EvalError::data("tenant", e.reason))?;
     let mut users = Vec::new();
     for (i, sample) in samples.iter().enumerate() {
-        users.push(parse_sample(sample, &format!("$[{i}]")).map_err(|e| EvalError::data(run.data.display(), e.reason))?);
+        users
+            .push(parse_sample(sample, &format!("$[{i}]")).map_err(|e| EvalError::data(run.data.display(), e.reason))?);
     }
     if let Some(chosen) = run.conversations
         && chosen.last >= users.len()
@@ -104,21 +106,39 @@ pub fn run(engine: &Engine, run: &LocomoRun, progress: Progress<'_>) -> Result<L
             0 => "none".to_string(),
             n => format!("{n}, positions 0-{}", n - 1),
         };
-        return Err(EvalError::Selection(format!("conversations {chosen} are not all in {}: it has {have}", run.data.display())));
+        return Err(EvalError::Selection(format!(
+            "conversations {chosen} are not all in {}: it has {have}",
+            run.data.display()
+        )));
     }
     let chosen = |position: usize| run.conversations.is_none_or(|c| c.contains(position));
     let set = ImportSet { format: "locomo", users };
     progress("importing", 0, set.len());
     let conversations = set.users.clone();
-    let import = engine.import(ImportRequest { tenant: tenant.clone(), set, clock_from: membank_engine::core::ClockFrom::Event }, &|done, total| progress("importing", done, total))?;
+    let import = engine.import(
+        ImportRequest { tenant: tenant.clone(), set, clock_from: membank_engine::core::ClockFrom::Event },
+        &|done, total| progress("importing", done, total),
+    )?;
 
-    let ks: Vec<usize> = { let mut ks = run.ks.clone(); ks.sort(); ks.dedup(); ks };
+    let ks: Vec<usize> = {
+        let mut ks = run.ks.clone();
+        ks.sort();
+        ks.dedup();
+        ks
+    };
     let depth = ks.last().copied().unwrap_or(10).max(1);
-    let total: usize = samples.iter().enumerate().filter(|(i, _)| chosen(*i)).map(|(_, s)| s.get("qa").and_then(|q| q.as_array()).map_or(0, Vec::len)).sum();
+    let total: usize = samples
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| chosen(*i))
+        .map(|(_, s)| s.get("qa").and_then(|q| q.as_array()).map_or(0, Vec::len))
+        .sum();
     let mut overall = Means::default();
     let mut by_category: BTreeMap<String, Means> = BTreeMap::new();
     let mut questions = Vec::new();
-    for (sample, user) in samples.iter().zip(&conversations).enumerate().filter(|(i, _)| chosen(*i)).map(|(_, pair)| pair) {
+    for (sample, user) in
+        samples.iter().zip(&conversations).enumerate().filter(|(i, _)| chosen(*i)).map(|(_, pair)| pair)
+    {
         let sample_id = user.user.to_string();
         let known: HashSet<String> = user.records.iter().filter_map(|r| r.metadata.get("dia_id").cloned()).collect();
         let now = user.records.iter().map(|r| r.occurred_at).max().map(|t| t + Duration::days(1));
@@ -126,20 +146,41 @@ pub fn run(engine: &Engine, run: &LocomoRun, progress: Progress<'_>) -> Result<L
         for (index, item) in qa.iter().enumerate() {
             progress("asking", questions.len(), total);
             let at = format!("{} sample {sample_id} qa[{index}]", run.data.display());
-            let question = item.get("question").and_then(|q| q.as_str()).ok_or_else(|| EvalError::data(&at, "missing \"question\""))?;
-            let category = item.get("category").and_then(|c| c.as_u64()).filter(|c| (1..=5).contains(c)).ok_or_else(|| EvalError::data(&at, "\"category\" must be 1–5"))? as u8;
-            let raw: Vec<String> = item.get("evidence").and_then(|e| e.as_array()).map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
+            let question = item
+                .get("question")
+                .and_then(|q| q.as_str())
+                .ok_or_else(|| EvalError::data(&at, "missing \"question\""))?;
+            let category = item
+                .get("category")
+                .and_then(|c| c.as_u64())
+                .filter(|c| (1..=5).contains(c))
+                .ok_or_else(|| EvalError::data(&at, "\"category\" must be 1–5"))? as u8;
+            let raw: Vec<String> = item
+                .get("evidence")
+                .and_then(|e| e.as_array())
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+                .unwrap_or_default();
             let evidence: Vec<String> = normalise_evidence(&raw).into_iter().filter(|id| known.contains(id)).collect();
             let gold: HashSet<String> = evidence.iter().cloned().collect();
             let mut request = RecallRequest::new(Scope::user(tenant.clone(), user.user.clone()), question, depth);
             request.now = now;
             request.strengthen = Some(false);
             let response = engine.recall(request)?;
-            let ranked: Vec<String> = response.results.iter().map(|h| h.memory.metadata.get("dia_id").cloned().unwrap_or_default()).collect();
-            let values: BTreeMap<String, f64> = ks.iter().map(|&k| (format!("recall@{k}"), recall_at(&ranked, &gold, k))).collect();
+            let ranked: Vec<String> =
+                response.results.iter().map(|h| h.memory.metadata.get("dia_id").cloned().unwrap_or_default()).collect();
+            let values: BTreeMap<String, f64> =
+                ks.iter().map(|&k| (format!("recall@{k}"), recall_at(&ranked, &gold, k))).collect();
             overall.add(&values);
             by_category.entry(category.to_string()).or_default().add(&values);
-            questions.push(LocomoQuestion { sample_id: sample_id.clone(), index, category, question: question.to_string(), evidence, metrics: values, retrieved: ranked });
+            questions.push(LocomoQuestion {
+                sample_id: sample_id.clone(),
+                index,
+                category,
+                question: question.to_string(),
+                evidence,
+                metrics: values,
+                retrieved: ranked,
+            });
         }
     }
     progress("asking", questions.len(), total);

@@ -114,30 +114,48 @@ struct Prepared {
 /// Parses one record; `None` for a question the protocol skips (abstention, or no gold user turn).
 fn prepare(record: &serde_json::Value, index: usize, run: &LongMemEvalRun) -> Result<Option<Prepared>, EvalError> {
     let at = format!("{} $[{index}]", run.data.display());
-    let field = |name: &str| record.get(name).and_then(|v| v.as_str()).map(String::from).ok_or_else(|| EvalError::data(&at, format!("missing string field {name:?}")));
+    let field = |name: &str| {
+        record
+            .get(name)
+            .and_then(|v| v.as_str())
+            .map(String::from)
+            .ok_or_else(|| EvalError::data(&at, format!("missing string field {name:?}")))
+    };
     let question_id = field("question_id")?;
     let question_type = field("question_type")?;
     let question = field("question")?;
     let date = field("question_date")?;
-    let now = parse_time(&date).ok_or_else(|| EvalError::data(&at, format!("question_date {date:?} is not a time such as \"2023/05/30 (Tue) 23:40\"")))?;
-    let user = parse_question(record, &format!("$[{index}]")).map_err(|e| EvalError::data(run.data.display(), e.reason))?;
+    let now = parse_time(&date).ok_or_else(|| {
+        EvalError::data(&at, format!("question_date {date:?} is not a time such as \"2023/05/30 (Tue) 23:40\""))
+    })?;
+    let user =
+        parse_question(record, &format!("$[{index}]")).map_err(|e| EvalError::data(run.data.display(), e.reason))?;
     let gold_turns: HashSet<String> = user
         .records
         .iter()
-        .filter(|r| r.metadata.get("has_answer").is_some_and(|h| h == "true") && r.metadata.get("session_id").is_some_and(|s| s.contains("answer")))
+        .filter(|r| {
+            r.metadata.get("has_answer").is_some_and(|h| h == "true")
+                && r.metadata.get("session_id").is_some_and(|s| s.contains("answer"))
+        })
         .map(|r| r.key.clone())
         .collect();
     if question_id.ends_with("_abs") || gold_turns.is_empty() {
         return Ok(None);
     }
-    let gold_sessions: HashSet<String> = user.records.iter().filter(|r| gold_turns.contains(&r.key)).filter_map(|r| r.metadata.get("session_id").cloned()).collect();
+    let gold_sessions: HashSet<String> = user
+        .records
+        .iter()
+        .filter(|r| gold_turns.contains(&r.key))
+        .filter_map(|r| r.metadata.get("session_id").cloned())
+        .collect();
     Ok(Some(Prepared { question_id, question_type, question, now, user, gold_turns, gold_sessions }))
 }
 
 /// Imports every question's haystack (idempotently), then asks every question.
 pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Result<LongMemEvalReport, EvalError> {
     let bytes = read(&run.data)?;
-    let root: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| EvalError::data(format!("{}:{}", run.data.display(), e.line()), format!("not valid JSON: {e}")))?;
+    let root: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| EvalError::data(format!("{}:{}", run.data.display(), e.line()), format!("not valid JSON: {e}")))?;
     drop(bytes);
     let records = root.as_array().ok_or_else(|| EvalError::data(run.data.display(), "expected a list of questions"))?;
     let records = &records[..run.limit.unwrap_or(records.len()).min(records.len())];
@@ -147,7 +165,12 @@ pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Res
         && asked.is_empty()
     {
         let held = if run.limit.is_some() { "within the limit" } else { "in the file" };
-        return Err(EvalError::Selection(format!("half {} of the questions of {} is empty: there are {} {held}", half.number(), run.data.display(), records.len())));
+        return Err(EvalError::Selection(format!(
+            "half {} of the questions of {} is empty: there are {} {held}",
+            half.number(),
+            run.data.display(),
+            records.len()
+        )));
     }
 
     // Every haystack is imported before any question is asked. BM25's term statistics are
@@ -159,7 +182,14 @@ pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Res
     for (index, record) in records.iter().enumerate() {
         progress("importing", index, records.len());
         let Some(question) = prepare(record, index, run)? else { continue };
-        let report = engine.import(ImportRequest { tenant: tenant.clone(), set: ImportSet { format: "longmemeval", users: vec![question.user] }, clock_from: membank_engine::core::ClockFrom::Event }, &|_, _| {})?;
+        let report = engine.import(
+            ImportRequest {
+                tenant: tenant.clone(),
+                set: ImportSet { format: "longmemeval", users: vec![question.user] },
+                clock_from: membank_engine::core::ClockFrom::Event,
+            },
+            &|_, _| {},
+        )?;
         import.users += report.users;
         import.records += report.records;
         import.imported += report.imported;
@@ -175,7 +205,9 @@ pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Res
     let mut skipped = 0;
     for (index, record) in records.iter().enumerate().filter(|(i, _)| asked.contains(i)) {
         progress("questions", index - asked.start, asked.len());
-        let Some(Prepared { question_id, question_type, question, now, user, gold_turns, gold_sessions }) = prepare(record, index, run)? else {
+        let Some(Prepared { question_id, question_type, question, now, user, gold_turns, gold_sessions }) =
+            prepare(record, index, run)?
+        else {
             skipped += 1;
             continue;
         };
@@ -184,8 +216,11 @@ pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Res
         request.now = Some(now);
         request.strengthen = Some(false);
         let response = engine.recall(request)?;
-        let ranked_turns: Vec<String> = response.results.iter().filter_map(|h| h.memory.metadata.get("turn_id").cloned()).collect();
-        let ranked_sessions: Vec<String> = collapse(&response.results.iter().filter_map(|h| h.memory.metadata.get("session_id").cloned()).collect::<Vec<_>>());
+        let ranked_turns: Vec<String> =
+            response.results.iter().filter_map(|h| h.memory.metadata.get("turn_id").cloned()).collect();
+        let ranked_sessions: Vec<String> = collapse(
+            &response.results.iter().filter_map(|h| h.memory.metadata.get("session_id").cloned()).collect::<Vec<_>>(),
+        );
         let session = values(&ranked_sessions, &gold_sessions);
         let turn = values(&ranked_turns, &gold_turns);
         session_means.add(&session);
@@ -195,7 +230,14 @@ pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Res
         entry.1.add(&turn);
         let mut gold_list: Vec<String> = gold_sessions.into_iter().collect();
         gold_list.sort();
-        questions.push(LongMemEvalQuestion { question_id, question_type, gold_sessions: gold_list, top_sessions: ranked_sessions.into_iter().take(10).collect(), session, turn });
+        questions.push(LongMemEvalQuestion {
+            question_id,
+            question_type,
+            gold_sessions: gold_list,
+            top_sessions: ranked_sessions.into_iter().take(10).collect(),
+            session,
+            turn,
+        });
     }
     progress("questions", asked.len(), asked.len());
     let with_n = |means: &Means| {
@@ -203,6 +245,15 @@ pub fn run(engine: &Engine, run: &LongMemEvalRun, progress: Progress<'_>) -> Res
         m.insert("n".into(), means.n as f64);
         m
     };
-    let by_type = by_type.iter().map(|(t, (s, u))| (t.clone(), Levels { session: with_n(s), turn: with_n(u) })).collect();
-    Ok(LongMemEvalReport { metrics: Levels { session: session_means.means(), turn: turn_means.means() }, by_type, n: session_means.n, skipped, half: run.half.map(Half::number), questions, import })
+    let by_type =
+        by_type.iter().map(|(t, (s, u))| (t.clone(), Levels { session: with_n(s), turn: with_n(u) })).collect();
+    Ok(LongMemEvalReport {
+        metrics: Levels { session: session_means.means(), turn: turn_means.means() },
+        by_type,
+        n: session_means.n,
+        skipped,
+        half: run.half.map(Half::number),
+        questions,
+        import,
+    })
 }

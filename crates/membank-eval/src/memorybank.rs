@@ -163,7 +163,12 @@ pub fn run(engine: &Engine, run: &MemoryBankRun, progress: Progress<'_>) -> Resu
     let mut last_day: HashMap<UserId, NaiveDate> = HashMap::new();
     let mut key_of: HashMap<UserId, String> = HashMap::new();
     for user in &set.users {
-        let raw = user.records.first().and_then(|r| r.metadata.get(memorybank::SOURCE_USER_KEY)).cloned().unwrap_or_else(|| user.user.to_string());
+        let raw = user
+            .records
+            .first()
+            .and_then(|r| r.metadata.get(memorybank::SOURCE_USER_KEY))
+            .cloned()
+            .unwrap_or_else(|| user.user.to_string());
         key_of.insert(user.user.clone(), raw);
         for record in &user.records {
             if record.kind == Kind::Turn {
@@ -175,14 +180,22 @@ pub fn run(engine: &Engine, run: &MemoryBankRun, progress: Progress<'_>) -> Resu
     }
     let tenant = TenantId::new(EVAL_TENANT).map_err(|e| EvalError::data("tenant", e.reason))?;
     progress("importing", 0, set.len());
-    let import = engine.import(ImportRequest { tenant: tenant.clone(), set, clock_from: membank_engine::core::ClockFrom::Event }, &|done, total| progress("importing", done, total))?;
+    let import = engine.import(
+        ImportRequest { tenant: tenant.clone(), set, clock_from: membank_engine::core::ClockFrom::Event },
+        &|done, total| progress("importing", done, total),
+    )?;
 
     let questions = read_questions(run, &key_of)?;
     let gold = match &run.gold {
         Some(path) => Some(read_gold(path)?),
         None => None,
     };
-    let ks: Vec<usize> = { let mut ks = run.ks.clone(); ks.sort(); ks.dedup(); ks };
+    let ks: Vec<usize> = {
+        let mut ks = run.ks.clone();
+        ks.sort();
+        ks.dedup();
+        ks
+    };
     let depth = ks.last().copied().unwrap_or(10).max(1);
 
     let asked: Vec<&Question> = match &gold {
@@ -190,9 +203,20 @@ pub fn run(engine: &Engine, run: &MemoryBankRun, progress: Progress<'_>) -> Resu
             let by_qid: HashMap<&str, &Question> = questions.iter().map(|q| (q.qid.as_str(), q)).collect();
             let mut out = Vec::new();
             for (line, g) in gold {
-                let question = by_qid.get(g.qid.as_str()).ok_or_else(|| EvalError::data(format!("{}:{line}", run.gold.as_ref().map(|p| p.display().to_string()).unwrap_or_default()), format!("qid {:?} names no question in {}", g.qid, run.questions.display())))?;
+                let question = by_qid.get(g.qid.as_str()).ok_or_else(|| {
+                    EvalError::data(
+                        format!("{}:{line}", run.gold.as_ref().map(|p| p.display().to_string()).unwrap_or_default()),
+                        format!("qid {:?} names no question in {}", g.qid, run.questions.display()),
+                    )
+                })?;
                 if g.user.trim() != question.user.as_str() {
-                    return Err(EvalError::data(format!("{}:{line}", run.gold.as_ref().map(|p| p.display().to_string()).unwrap_or_default()), format!("qid {:?} belongs to user {:?}, the gold line says {:?}", g.qid, question.user_key, g.user)));
+                    return Err(EvalError::data(
+                        format!("{}:{line}", run.gold.as_ref().map(|p| p.display().to_string()).unwrap_or_default()),
+                        format!(
+                            "qid {:?} belongs to user {:?}, the gold line says {:?}",
+                            g.qid, question.user_key, g.user
+                        ),
+                    ));
                 }
                 out.push(*question);
             }
@@ -208,7 +232,8 @@ pub fn run(engine: &Engine, run: &MemoryBankRun, progress: Progress<'_>) -> Resu
     for (i, question) in asked.iter().enumerate() {
         progress("asking", i, asked.len());
         let now = run.now.or_else(|| last_day.get(&question.user).map(|d| turn_time(*d + Duration::days(1), 0)));
-        let mut request = RecallRequest::new(Scope::user(tenant.clone(), question.user.clone()), question.text.clone(), depth);
+        let mut request =
+            RecallRequest::new(Scope::user(tenant.clone(), question.user.clone()), question.text.clone(), depth);
         request.now = now;
         request.kinds = vec![Kind::Turn];
         request.strengthen = Some(false);
@@ -223,7 +248,9 @@ pub fn run(engine: &Engine, run: &MemoryBankRun, progress: Progress<'_>) -> Resu
             ranked.push(key);
         }
         let gold_line = gold_by_qid.get(question.qid.as_str());
-        let evidence: HashSet<String> = gold_line.map(|g| g.evidence.iter().map(|e| format!("memorybank:{}:{}", e.date.trim(), e.turn)).collect()).unwrap_or_default();
+        let evidence: HashSet<String> = gold_line
+            .map(|g| g.evidence.iter().map(|e| format!("memorybank:{}:{}", e.date.trim(), e.turn)).collect())
+            .unwrap_or_default();
         let skip_reason = match gold_line {
             None => Some(NO_GOLD),
             Some(_) if evidence.is_empty() => Some(NO_EVIDENCE),
@@ -243,7 +270,9 @@ pub fn run(engine: &Engine, run: &MemoryBankRun, progress: Progress<'_>) -> Resu
             let kind = gold_line.and_then(|g| g.kind.clone()).unwrap_or_else(|| "unknown".into());
             by_kind.entry(kind).or_default().add(&values);
         }
-        let mut evidence_list: Vec<String> = gold_line.map(|g| g.evidence.iter().map(|e| format!("{}#{}", e.date.trim(), e.turn)).collect()).unwrap_or_default();
+        let mut evidence_list: Vec<String> = gold_line
+            .map(|g| g.evidence.iter().map(|e| format!("{}#{}", e.date.trim(), e.turn)).collect())
+            .unwrap_or_default();
         evidence_list.sort();
         results.push(QuestionResult {
             qid: question.qid.clone(),
@@ -271,7 +300,16 @@ pub fn run(engine: &Engine, run: &MemoryBankRun, progress: Progress<'_>) -> Resu
     for reason in results.iter().filter_map(|q| q.skip_reason) {
         *skipped_by_reason.entry(reason).or_insert(0) += 1;
     }
-    Ok(MemoryBankReport { metrics: overall.means(), by_kind, n: overall.n, asked: results.len(), skipped: results.len() - overall.n, skipped_by_reason, questions: results, import })
+    Ok(MemoryBankReport {
+        metrics: overall.means(),
+        by_kind,
+        n: overall.n,
+        asked: results.len(),
+        skipped: results.len() - overall.n,
+        skipped_by_reason,
+        questions: results,
+        import,
+    })
 }
 
 fn read_questions(run: &MemoryBankRun, key_of: &HashMap<UserId, String>) -> Result<Vec<Question>, EvalError> {
@@ -280,23 +318,40 @@ fn read_questions(run: &MemoryBankRun, key_of: &HashMap<UserId, String>) -> Resu
 
 /// The probing questions of `questions` (users must be among `key_of`, the bank's users with
 /// their raw keys), each named by its qid.
-pub(crate) fn questions(bank: &std::path::Path, questions: &std::path::Path, lang: Lang, key_of: &HashMap<UserId, String>) -> Result<Vec<Question>, EvalError> {
+pub(crate) fn questions(
+    bank: &std::path::Path,
+    questions: &std::path::Path,
+    lang: Lang,
+    key_of: &HashMap<UserId, String>,
+) -> Result<Vec<Question>, EvalError> {
     let bytes = read(questions)?;
-    let text = String::from_utf8(bytes).map_err(|e| EvalError::data(questions.display(), format!("not valid UTF-8 at byte {}", e.utf8_error().valid_up_to())))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        EvalError::data(questions.display(), format!("not valid UTF-8 at byte {}", e.utf8_error().valid_up_to()))
+    })?;
     let mut out = Vec::new();
     for (line_index, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let at = format!("{}:{}", questions.display(), line_index + 1);
-        let value: serde_json::Value = serde_json::from_str(line).map_err(|e| EvalError::data(&at, format!("not valid JSON: {e}")))?;
-        let object = value.as_object().ok_or_else(|| EvalError::data(&at, "expected an object {\"<user name>\": [questions…]}"))?;
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| EvalError::data(&at, format!("not valid JSON: {e}")))?;
+        let object = value
+            .as_object()
+            .ok_or_else(|| EvalError::data(&at, "expected an object {\"<user name>\": [questions…]}"))?;
         for (name, list) in object {
-            let user = UserId::new(name).map_err(|e| EvalError::data(&at, format!("bad user name {name:?}: {}", e.reason)))?;
-            let user_key = key_of.get(&user).cloned().ok_or_else(|| EvalError::data(&at, format!("user {name:?} is not in {}", bank.display())))?;
-            let list = list.as_array().ok_or_else(|| EvalError::data(&at, format!("questions of {name:?} must be a list")))?;
+            let user =
+                UserId::new(name).map_err(|e| EvalError::data(&at, format!("bad user name {name:?}: {}", e.reason)))?;
+            let user_key = key_of
+                .get(&user)
+                .cloned()
+                .ok_or_else(|| EvalError::data(&at, format!("user {name:?} is not in {}", bank.display())))?;
+            let list =
+                list.as_array().ok_or_else(|| EvalError::data(&at, format!("questions of {name:?} must be a list")))?;
             for (i, question) in list.iter().enumerate() {
-                let text = question.as_str().ok_or_else(|| EvalError::data(&at, format!("question {i} of {name:?} is not a string")))?;
+                let text = question
+                    .as_str()
+                    .ok_or_else(|| EvalError::data(&at, format!("question {i} of {name:?} is not a string")))?;
                 let qid = match lang {
                     Lang::En => format!("en-{}-{i}", name.split_whitespace().collect::<String>()),
                     Lang::Cn => format!("cn-{line_index}-{i}"),
@@ -311,13 +366,17 @@ pub(crate) fn questions(bank: &std::path::Path, questions: &std::path::Path, lan
 /// The lines of a gold file, each with its 1-based line number.
 pub(crate) fn read_gold(path: &std::path::Path) -> Result<Vec<(usize, GoldLine)>, EvalError> {
     let bytes = read(path)?;
-    let text = String::from_utf8(bytes).map_err(|e| EvalError::data(path.display(), format!("not valid UTF-8 at byte {}", e.utf8_error().valid_up_to())))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        EvalError::data(path.display(), format!("not valid UTF-8 at byte {}", e.utf8_error().valid_up_to()))
+    })?;
     let mut out = Vec::new();
     for (index, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let gold: GoldLine = serde_json::from_str(line).map_err(|e| EvalError::data(format!("{}:{}", path.display(), index + 1), format!("not a gold record: {e}")))?;
+        let gold: GoldLine = serde_json::from_str(line).map_err(|e| {
+            EvalError::data(format!("{}:{}", path.display(), index + 1), format!("not a gold record: {e}"))
+        })?;
         out.push((index + 1, gold));
     }
     Ok(out)

@@ -49,9 +49,16 @@ impl FromStr for Conversations {
     /// `N` or `FIRST-LAST` (positions from 0, `FIRST ≤ LAST`).
     fn from_str(text: &str) -> Result<Self, String> {
         let text = text.trim();
-        let usage = || format!("{text:?} is not a conversation range: give positions from 0 such as 0-4 (tune), 5-9 (held apart) or 3");
+        let usage = || {
+            format!(
+                "{text:?} is not a conversation range: give positions from 0 such as 0-4 (tune), 5-9 (held apart) or 3"
+            )
+        };
         if text.is_empty() {
-            return Err("the conversation range is empty: give positions from 0 such as 0-4 (tune), 5-9 (held apart) or 3".into());
+            return Err(
+                "the conversation range is empty: give positions from 0 such as 0-4 (tune), 5-9 (held apart) or 3"
+                    .into(),
+            );
         }
         let number = |part: &str| -> Result<usize, String> {
             let part = part.trim();
@@ -111,8 +118,13 @@ impl FromStr for Half {
         match text.trim() {
             "1" => Ok(Half::First),
             "2" => Ok(Half::Second),
-            "" => Err("the half is empty: give 1 (the first half of the questions, to tune) or 2 (the second, held apart)".into()),
-            other => Err(format!("{other:?} is not a half: give 1 (the first half of the questions, to tune) or 2 (the second, held apart)")),
+            "" => Err(
+                "the half is empty: give 1 (the first half of the questions, to tune) or 2 (the second, held apart)"
+                    .into(),
+            ),
+            other => Err(format!(
+                "{other:?} is not a half: give 1 (the first half of the questions, to tune) or 2 (the second, held apart)"
+            )),
         }
     }
 }
@@ -131,7 +143,11 @@ mod tests {
         }
         assert!("9-5".parse::<Conversations>().unwrap_err().contains("starts after it ends"));
         assert_eq!(Conversations::HELD_APART.to_string(), "5-9");
-        assert!(Conversations::HELD_APART.contains(5) && Conversations::HELD_APART.contains(9) && !Conversations::HELD_APART.contains(4));
+        assert!(
+            Conversations::HELD_APART.contains(5)
+                && Conversations::HELD_APART.contains(9)
+                && !Conversations::HELD_APART.contains(4)
+        );
     }
 
     #[test]

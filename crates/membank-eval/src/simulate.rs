@@ -44,12 +44,16 @@ use chrono::{Duration, NaiveDate};
 use membank_engine::core::forgetting::{DecisionMode, PolicyKind};
 use membank_engine::core::limits::MAX_RECALL_K;
 use membank_engine::core::memory::turn_content;
-use membank_engine::core::{InvalidInput, Kind, ManualClock, Memory, MemoryId, Scope, Source, Status, TenantId, Timestamp, UserId};
+use membank_engine::core::{
+    InvalidInput, Kind, ManualClock, Memory, MemoryId, Scope, Source, Status, TenantId, Timestamp, UserId,
+};
 use membank_engine::embed::EmbedError;
+use membank_engine::import::IMPORT_KEY;
 use membank_engine::import::locomo::parse_sample;
 use membank_engine::import::memorybank::{self, turn_time};
-use membank_engine::import::IMPORT_KEY;
-use membank_engine::{Embedder, Engine, EngineConfig, EngineError, MaintainRequest, RecallRequest, RememberNote, RememberTurn, Store};
+use membank_engine::{
+    Embedder, Engine, EngineConfig, EngineError, MaintainRequest, RecallRequest, RememberNote, RememberTurn, Store,
+};
 use membank_store::{ListQuery, MaintenancePlan, SqliteStore, StatusCounts};
 use serde::Serialize;
 use serde_json::json;
@@ -169,17 +173,29 @@ pub struct SimulateRun {
 impl SimulateRun {
     /// Checks the run's numbers and returns the engine settings of the policy run.
     pub fn policy_config(&self) -> Result<EngineConfig, EvalError> {
-        let invalid = |field: &'static str, reason: String| EvalError::Engine(EngineError::Invalid(InvalidInput::new(field, reason)));
+        let invalid = |field: &'static str, reason: String| {
+            EvalError::Engine(EngineError::Invalid(InvalidInput::new(field, reason)))
+        };
         if self.gap_days > MAX_GAP_DAYS {
-            return Err(invalid("gap_days", format!("{} is more than the {MAX_GAP_DAYS} days (ten years) a simulation may skip", self.gap_days)));
+            return Err(invalid(
+                "gap_days",
+                format!("{} is more than the {MAX_GAP_DAYS} days (ten years) a simulation may skip", self.gap_days),
+            ));
         }
         if self.ks.is_empty() || self.ks.iter().any(|&k| k == 0 || k > MAX_RECALL_K) {
             return Err(invalid("k", format!("cut-offs must be between 1 and {MAX_RECALL_K}")));
         }
         let mut config = self.base.clone();
         match (self.policy, self.threshold) {
-            (_, Some(t)) if !(t.is_finite() && t > 0.0 && t < 1.0) => return Err(invalid("threshold", format!("{t} must lie strictly between 0 and 1"))),
-            (SimPolicy::None, Some(_)) => return Err(invalid("threshold", "policy none archives nothing, so a threshold has no meaning; choose memorybank or fademem".into())),
+            (_, Some(t)) if !(t.is_finite() && t > 0.0 && t < 1.0) => {
+                return Err(invalid("threshold", format!("{t} must lie strictly between 0 and 1")));
+            }
+            (SimPolicy::None, Some(_)) => {
+                return Err(invalid(
+                    "threshold",
+                    "policy none archives nothing, so a threshold has no meaning; choose memorybank or fademem".into(),
+                ));
+            }
             (SimPolicy::MemoryBank, threshold) => {
                 config.forgetting.kind = PolicyKind::MemoryBank;
                 if let Some(theta) = threshold {
@@ -481,10 +497,16 @@ struct Outcome {
 
 /// Runs the simulation: replays every user under the policy and without forgetting, builds
 /// the fifo and lru baselines, asks the questions of each, and sums up.
-pub fn run(embedder: Arc<dyn Embedder>, run: &SimulateRun, progress: Progress<'_>) -> Result<SimulateReport, EvalError> {
+pub fn run(
+    embedder: Arc<dyn Embedder>,
+    run: &SimulateRun,
+    progress: Progress<'_>,
+) -> Result<SimulateReport, EvalError> {
     let policy_config = run.policy_config()?;
     let users = match &run.benchmark {
-        Benchmark::MemoryBank { bank, questions, gold, lang } => memorybank_plans(bank, questions, gold.as_deref(), *lang)?,
+        Benchmark::MemoryBank { bank, questions, gold, lang } => {
+            memorybank_plans(bank, questions, gold.as_deref(), *lang)?
+        }
         Benchmark::Locomo { data, samples } => locomo_plans(data, samples.as_deref())?,
     };
     let gap = Duration::days(i64::from(run.gap_days));
@@ -496,7 +518,8 @@ pub fn run(embedder: Arc<dyn Embedder>, run: &SimulateRun, progress: Progress<'_
     let is_memorybank = matches!(run.benchmark, Benchmark::MemoryBank { .. });
     let tenant = TenantId::new(EVAL_TENANT).map_err(|e| EvalError::data("tenant", e.reason))?;
 
-    let embedder = Arc::new(SimEmbedder { documents: CachingEmbedder::new(embedder), queries: Mutex::new(HashMap::new()) });
+    let embedder =
+        Arc::new(SimEmbedder { documents: CachingEmbedder::new(embedder), queries: Mutex::new(HashMap::new()) });
     warm(&embedder, &users, progress)?;
     let dyn_embedder: Arc<dyn Embedder> = embedder.clone();
 
@@ -506,7 +529,8 @@ pub fn run(embedder: Arc<dyn Embedder>, run: &SimulateRun, progress: Progress<'_
     let meter = Meter { progress, done: Cell::new(0), total: turns * replays_per_user + questions * VARIANTS.len() };
     (meter.progress)("simulating", 0, meter.total);
 
-    let scratch = tempfile::tempdir().map_err(|source| EvalError::Read { path: std::env::temp_dir().display().to_string(), source })?;
+    let scratch = tempfile::tempdir()
+        .map_err(|source| EvalError::Read { path: std::env::temp_dir().display().to_string(), source })?;
     let mut outcomes: BTreeMap<&str, Vec<Outcome>> = BTreeMap::new();
     let mut summaries = Vec::new();
     let mut daily: Vec<(Vec<StatusCounts>, Vec<StatusCounts>, usize)> = Vec::new();
@@ -518,7 +542,11 @@ pub fn run(embedder: Arc<dyn Embedder>, run: &SimulateRun, progress: Progress<'_
         let sim = Sim { embedder: &dyn_embedder, scope: &scope, gap_days: run.gap_days, meter: &meter };
 
         let none = sim.replay(user, &run.base, false, &dir.join("none.db"))?;
-        let policy = if run.policy == SimPolicy::None { None } else { Some(sim.replay(user, &policy_config, true, &dir.join("policy.db"))?) };
+        let policy = if run.policy == SimPolicy::None {
+            None
+        } else {
+            Some(sim.replay(user, &policy_config, true, &dir.join("policy.db"))?)
+        };
         let (policy_engine, policy_daily) = match &policy {
             Some((engine, _, counts)) => (engine, counts.clone()),
             None => (&none.0, none.2.clone()),
@@ -604,7 +632,9 @@ pub fn run(embedder: Arc<dyn Embedder>, run: &SimulateRun, progress: Progress<'_
         breakdown.insert(name.to_string(), Breakdown { by_kind, by_category, evidence, evidence_held: held });
     }
     let note = match &run.benchmark {
-        Benchmark::MemoryBank { gold: None, .. } => Some("no gold file given: no question was asked or scored (pass --gold)".to_string()),
+        Benchmark::MemoryBank { gold: None, .. } => {
+            Some("no gold file given: no question was asked or scored (pass --gold)".to_string())
+        }
         _ if questions == 0 => Some("the data holds no question for the users replayed".to_string()),
         _ => None,
     };
@@ -664,9 +694,19 @@ fn timeline(daily: &[(Vec<StatusCounts>, Vec<StatusCounts>, usize)]) -> Vec<Time
     let days = daily.iter().map(|d| d.0.len()).max().unwrap_or(0);
     (0..days)
         .map(|day| {
-            let mut out = TimelineDay { day, active: 0, archived: 0, superseded: 0, stored: 0, no_forgetting_active: 0, conversing: 0 };
+            let mut out = TimelineDay {
+                day,
+                active: 0,
+                archived: 0,
+                superseded: 0,
+                stored: 0,
+                no_forgetting_active: 0,
+                conversing: 0,
+            };
             for (policy, none, span) in daily {
-                let at = |list: &Vec<StatusCounts>| list.get(day.min(list.len().saturating_sub(1))).copied().unwrap_or_default();
+                let at = |list: &Vec<StatusCounts>| {
+                    list.get(day.min(list.len().saturating_sub(1))).copied().unwrap_or_default()
+                };
                 let counts = at(policy);
                 out.active += counts.active;
                 out.archived += counts.archived;
@@ -709,7 +749,13 @@ struct Sim<'a> {
 impl Sim<'_> {
     /// Lives the user's days into a fresh store: recall then store each turn; maintenance at
     /// each day's end when `maintain`. Returns the engine, its store and each day's counts.
-    fn replay(&self, user: &UserPlan, config: &EngineConfig, maintain: bool, path: &Path) -> Result<(Engine, Arc<SqliteStore>, Vec<StatusCounts>), EvalError> {
+    fn replay(
+        &self,
+        user: &UserPlan,
+        config: &EngineConfig,
+        maintain: bool,
+        path: &Path,
+    ) -> Result<(Engine, Arc<SqliteStore>, Vec<StatusCounts>), EvalError> {
         let store = Arc::new(SqliteStore::open(path).map_err(|e| EvalError::Engine(e.into()))?);
         let clock = Arc::new(ManualClock::new(user.turns.first().map(|t| t.at).unwrap_or_default()));
         let engine = Engine::new(store.clone(), self.embedder.clone(), clock.clone(), config.clone())?;
@@ -735,7 +781,8 @@ impl Sim<'_> {
                 engine.maintain(MaintainRequest { scope: self.scope.clone(), now: Some(end), dry_run: false })?;
             }
             daily.push(store.counts(self.scope).map_err(|e| EvalError::Engine(e.into()))?);
-            day = day.succ_opt().ok_or_else(|| EvalError::data("simulation", "ran past the last representable date"))?;
+            day =
+                day.succ_opt().ok_or_else(|| EvalError::data("simulation", "ran past the last representable date"))?;
         }
         Ok((engine, store, daily))
     }
@@ -766,23 +813,53 @@ impl Sim<'_> {
 
     /// A copy of the no-forgetting store that keeps `keep` memories active by the
     /// baseline's order and archives the rest in one transaction.
-    fn baseline(&self, source: &SqliteStore, path: &Path, keep: usize, baseline: Baseline, at: Timestamp, config: &EngineConfig) -> Result<Engine, EvalError> {
+    fn baseline(
+        &self,
+        source: &SqliteStore,
+        path: &Path,
+        keep: usize,
+        baseline: Baseline,
+        at: Timestamp,
+        config: &EngineConfig,
+    ) -> Result<Engine, EvalError> {
         let storage = |e: membank_store::StoreError| EvalError::Engine(e.into());
         source.backup(path).map_err(storage)?;
         let store = Arc::new(SqliteStore::open(path).map_err(storage)?);
-        let mut active = store.list(self.scope, &ListQuery { statuses: vec![Status::Active], limit: ALL, oldest_first: true, ..Default::default() }).map_err(storage)?;
+        let mut active = store
+            .list(
+                self.scope,
+                &ListQuery { statuses: vec![Status::Active], limit: ALL, oldest_first: true, ..Default::default() },
+            )
+            .map_err(storage)?;
         match baseline {
             Baseline::Fifo => active.sort_by_key(|m| std::cmp::Reverse((m.occurred_at, m.recorded_at, m.id))),
-            Baseline::Lru => active.sort_by_key(|m| std::cmp::Reverse((m.forgetting.last_recalled_at, m.occurred_at, m.id))),
+            Baseline::Lru => {
+                active.sort_by_key(|m| std::cmp::Reverse((m.forgetting.last_recalled_at, m.occurred_at, m.id)))
+            }
         }
         let name = match baseline {
             Baseline::Fifo => "fifo",
             Baseline::Lru => "lru",
         };
         if active.len() > keep {
-            let archive: Vec<(MemoryId, serde_json::Value)> = active[keep..].iter().map(|m| (m.id, json!({ "by": "simulate", "baseline": name, "keep": keep }))).collect();
+            let archive: Vec<(MemoryId, serde_json::Value)> = active[keep..]
+                .iter()
+                .map(|m| (m.id, json!({ "by": "simulate", "baseline": name, "keep": keep })))
+                .collect();
             let summary = json!({ "baseline": name, "kept": keep, "archived": archive.len() });
-            store.apply_maintenance(self.scope, MaintenancePlan { now: at, updates: Vec::new(), archive, insert: Vec::new(), supersede: Vec::new(), summary }).map_err(storage)?;
+            store
+                .apply_maintenance(
+                    self.scope,
+                    MaintenancePlan {
+                        now: at,
+                        updates: Vec::new(),
+                        archive,
+                        insert: Vec::new(),
+                        supersede: Vec::new(),
+                        summary,
+                    },
+                )
+                .map_err(storage)?;
         }
         Ok(Engine::new(store, self.embedder.clone(), Arc::new(ManualClock::new(at)), config.clone())?)
     }
@@ -790,7 +867,16 @@ impl Sim<'_> {
     /// Asks the user's questions over active memories, scoring on the memories that hold
     /// the evidence now (see the module docs).
     #[allow(clippy::too_many_arguments)]
-    fn ask(&self, engine: &Engine, user: &UserPlan, at: Timestamp, kinds: &[Kind], ks: &[usize], depth: usize, is_memorybank: bool) -> Result<Vec<Outcome>, EvalError> {
+    fn ask(
+        &self,
+        engine: &Engine,
+        user: &UserPlan,
+        at: Timestamp,
+        kinds: &[Kind],
+        ks: &[usize],
+        depth: usize,
+        is_memorybank: bool,
+    ) -> Result<Vec<Outcome>, EvalError> {
         if user.questions.is_empty() {
             return Ok(Vec::new());
         }
@@ -805,9 +891,14 @@ impl Sim<'_> {
             let ranked: Vec<String> = response.results.iter().map(|hit| hit.memory.id.to_string()).collect();
             // Each evidence key stands for the memory holding it now; a lost key for
             // something no recall can return.
-            let gold: Vec<String> = question.evidence.iter().map(|key| holders.get(key).map_or_else(|| format!("lost:{key}"), ToString::to_string)).collect();
+            let gold: Vec<String> = question
+                .evidence
+                .iter()
+                .map(|key| holders.get(key).map_or_else(|| format!("lost:{key}"), ToString::to_string))
+                .collect();
             let held = question.evidence.iter().filter(|key| holders.contains_key(*key)).count();
-            let values = if is_memorybank { memorybank_values(&ranked, &gold, ks) } else { locomo_values(&ranked, &gold, ks) };
+            let values =
+                if is_memorybank { memorybank_values(&ranked, &gold, ks) } else { locomo_values(&ranked, &gold, ks) };
             out.push(Outcome { group: question.group.clone(), values, evidence: question.evidence.len(), held });
             self.meter.tick();
         }
@@ -847,7 +938,9 @@ fn locomo_values(ranked: &[String], gold: &[String], ks: &[usize]) -> BTreeMap<S
 /// Import key → the active memory holding it now (itself, or the end of its
 /// `superseded_by` chain); keys whose chain ends in an archived memory are absent.
 fn holders(store: &dyn Store, scope: &Scope) -> Result<HashMap<String, MemoryId>, EvalError> {
-    let all = store.list(scope, &ListQuery { statuses: Vec::new(), limit: ALL, oldest_first: true, ..Default::default() }).map_err(|e| EvalError::Engine(e.into()))?;
+    let all = store
+        .list(scope, &ListQuery { statuses: Vec::new(), limit: ALL, oldest_first: true, ..Default::default() })
+        .map_err(|e| EvalError::Engine(e.into()))?;
     let by_id: HashMap<MemoryId, &Memory> = all.iter().map(|m| (m.id, m)).collect();
     let mut out = HashMap::new();
     for memory in &all {
@@ -869,12 +962,22 @@ fn holders(store: &dyn Store, scope: &Scope) -> Result<HashMap<String, MemoryId>
 }
 
 /// MemoryBank users with their turns and, with gold, their scored questions.
-fn memorybank_plans(bank: &Path, questions_path: &Path, gold: Option<&Path>, lang: Lang) -> Result<Vec<UserPlan>, EvalError> {
+fn memorybank_plans(
+    bank: &Path,
+    questions_path: &Path,
+    gold: Option<&Path>,
+    lang: Lang,
+) -> Result<Vec<UserPlan>, EvalError> {
     let set = memorybank::parse(&read(bank)?).map_err(|e| EvalError::data(bank.display(), e.reason))?;
     let mut plans = Vec::new();
     let mut raw_keys: HashMap<UserId, String> = HashMap::new();
     for user in set.users {
-        let raw = user.records.first().and_then(|r| r.metadata.get(memorybank::SOURCE_USER_KEY)).cloned().unwrap_or_else(|| user.user.to_string());
+        let raw = user
+            .records
+            .first()
+            .and_then(|r| r.metadata.get(memorybank::SOURCE_USER_KEY))
+            .cloned()
+            .unwrap_or_else(|| user.user.to_string());
         raw_keys.insert(user.user.clone(), raw.clone());
         // Only the conversation is lived; summaries and profile records of the file are not turns.
         let mut turns: Vec<SimTurn> = user
@@ -885,7 +988,12 @@ fn memorybank_plans(bank: &Path, questions_path: &Path, gold: Option<&Path>, lan
                 let mut metadata = r.metadata;
                 metadata.insert(IMPORT_KEY.into(), r.key);
                 let user_text = r.user_text.unwrap_or_default();
-                SimTurn { at: r.occurred_at, query: user_text.clone(), body: Body::Turn { user_text, assistant_text: r.assistant_text }, metadata }
+                SimTurn {
+                    at: r.occurred_at,
+                    query: user_text.clone(),
+                    body: Body::Turn { user_text, assistant_text: r.assistant_text },
+                    metadata,
+                }
             })
             .collect();
         if turns.is_empty() {
@@ -893,26 +1001,63 @@ fn memorybank_plans(bank: &Path, questions_path: &Path, gold: Option<&Path>, lan
         }
         turns.sort_by_key(|t| t.at);
         let last = turns.last().map(|t| t.at.date_naive()).unwrap_or_default();
-        plans.push(UserPlan { user: user.user, label: raw, turns, questions: Vec::new(), ask_at: turn_time(last + Duration::days(1), 0) });
+        plans.push(UserPlan {
+            user: user.user,
+            label: raw,
+            turns,
+            questions: Vec::new(),
+            ask_at: turn_time(last + Duration::days(1), 0),
+        });
     }
     let Some(gold) = gold else { return Ok(plans) };
 
     // Questions by qid and the gold lines, read exactly as `membank eval memorybank` reads them.
-    let by_qid: HashMap<String, (UserId, String)> =
-        memorybank_eval::questions(bank, questions_path, lang, &raw_keys)?.into_iter().map(|q| (q.qid, (q.user, q.text))).collect();
-    let known: HashMap<&UserId, HashSet<&str>> = plans.iter().map(|p| (&p.user, p.turns.iter().filter_map(|t| t.metadata.get(IMPORT_KEY).map(String::as_str)).collect())).collect();
+    let by_qid: HashMap<String, (UserId, String)> = memorybank_eval::questions(bank, questions_path, lang, &raw_keys)?
+        .into_iter()
+        .map(|q| (q.qid, (q.user, q.text)))
+        .collect();
+    let known: HashMap<&UserId, HashSet<&str>> = plans
+        .iter()
+        .map(|p| (&p.user, p.turns.iter().filter_map(|t| t.metadata.get(IMPORT_KEY).map(String::as_str)).collect()))
+        .collect();
     let mut asked: BTreeMap<UserId, Vec<SimQuestion>> = BTreeMap::new();
     for (line, record) in memorybank_eval::read_gold(gold)? {
         let at = format!("{}:{line}", gold.display());
-        let (user, question) = by_qid.get(record.qid.as_str()).ok_or_else(|| EvalError::data(&at, format!("qid {:?} names no question in {} (is the gold file for this bank and language?)", record.qid, questions_path.display())))?;
+        let (user, question) = by_qid.get(record.qid.as_str()).ok_or_else(|| {
+            EvalError::data(
+                &at,
+                format!(
+                    "qid {:?} names no question in {} (is the gold file for this bank and language?)",
+                    record.qid,
+                    questions_path.display()
+                ),
+            )
+        })?;
         if record.user.trim() != user.as_str() {
-            return Err(EvalError::data(&at, format!("qid {:?} belongs to user {:?}, the gold line says {:?}", record.qid, user.as_str(), record.user)));
+            return Err(EvalError::data(
+                &at,
+                format!(
+                    "qid {:?} belongs to user {:?}, the gold line says {:?}",
+                    record.qid,
+                    user.as_str(),
+                    record.user
+                ),
+            ));
         }
         let mut evidence: Vec<String> = Vec::new();
         for turn in &record.evidence {
             let key = format!("memorybank:{}:{}", turn.date.trim(), turn.turn);
             if !known.get(user).is_some_and(|keys| keys.contains(key.as_str())) {
-                return Err(EvalError::data(&at, format!("evidence {}#{} names no turn of {:?} in {}", turn.date.trim(), turn.turn, user.as_str(), bank.display())));
+                return Err(EvalError::data(
+                    &at,
+                    format!(
+                        "evidence {}#{} names no turn of {:?} in {}",
+                        turn.date.trim(),
+                        turn.turn,
+                        user.as_str(),
+                        bank.display()
+                    ),
+                ));
             }
             if !evidence.contains(&key) {
                 evidence.push(key);
@@ -922,7 +1067,11 @@ fn memorybank_plans(bank: &Path, questions_path: &Path, gold: Option<&Path>, lan
         if evidence.is_empty() {
             continue;
         }
-        asked.entry(user.clone()).or_default().push(SimQuestion { text: question.clone(), group: record.kind.unwrap_or_else(|| "unknown".into()), evidence });
+        asked.entry(user.clone()).or_default().push(SimQuestion {
+            text: question.clone(),
+            group: record.kind.unwrap_or_else(|| "unknown".into()),
+            evidence,
+        });
     }
     for plan in &mut plans {
         plan.questions = asked.remove(&plan.user).unwrap_or_default();
@@ -933,12 +1082,17 @@ fn memorybank_plans(bank: &Path, questions_path: &Path, gold: Option<&Path>, lan
 /// LoCoMo conversations (the selected ones) with their turns and questions.
 fn locomo_plans(data: &Path, samples: Option<&[usize]>) -> Result<Vec<UserPlan>, EvalError> {
     let bytes = read(data)?;
-    let root: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| EvalError::data(format!("{}:{}", data.display(), e.line()), format!("not valid JSON: {e}")))?;
+    let root: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| EvalError::data(format!("{}:{}", data.display(), e.line()), format!("not valid JSON: {e}")))?;
     let all = root.as_array().ok_or_else(|| EvalError::data(data.display(), "expected a list of samples"))?;
     let chosen: Vec<usize> = match samples {
         Some(list) => {
             if let Some(bad) = list.iter().find(|&&i| i >= all.len()) {
-                let reason = format!("there is no conversation {bad}: the file holds {} (0–{})", all.len(), all.len().saturating_sub(1));
+                let reason = format!(
+                    "there is no conversation {bad}: the file holds {} (0–{})",
+                    all.len(),
+                    all.len().saturating_sub(1)
+                );
                 return Err(EvalError::Engine(EngineError::Invalid(InvalidInput::new("samples", reason))));
             }
             list.to_vec()
@@ -970,9 +1124,20 @@ fn locomo_plans(data: &Path, samples: Option<&[usize]>) -> Result<Vec<UserPlan>,
         let mut questions = Vec::with_capacity(qa.len());
         for (index, item) in qa.iter().enumerate() {
             let at = format!("{} sample {label} qa[{index}]", data.display());
-            let text = item.get("question").and_then(|q| q.as_str()).ok_or_else(|| EvalError::data(&at, "missing \"question\""))?;
-            let category = item.get("category").and_then(|c| c.as_u64()).filter(|c| (1..=5).contains(c)).ok_or_else(|| EvalError::data(&at, "\"category\" must be 1–5"))?;
-            let raw: Vec<String> = item.get("evidence").and_then(|e| e.as_array()).map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
+            let text = item
+                .get("question")
+                .and_then(|q| q.as_str())
+                .ok_or_else(|| EvalError::data(&at, "missing \"question\""))?;
+            let category = item
+                .get("category")
+                .and_then(|c| c.as_u64())
+                .filter(|c| (1..=5).contains(c))
+                .ok_or_else(|| EvalError::data(&at, "\"category\" must be 1–5"))?;
+            let raw: Vec<String> = item
+                .get("evidence")
+                .and_then(|e| e.as_array())
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+                .unwrap_or_default();
             let mut evidence: Vec<String> = Vec::new();
             for id in normalise_evidence(&raw).into_iter().filter(|id| known.contains(id)) {
                 let key = format!("locomo:{id}");
@@ -999,12 +1164,16 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
     {
         let root = SVGBackend::with_string(&mut svg, (1200, 500)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| draw_error(&e))?;
-        let title = format!("membank simulate {} · policy {} · gap {} days", report.benchmark, report.policy, report.parameters.gap_days);
+        let title = format!(
+            "membank simulate {} · policy {} · gap {} days",
+            report.benchmark, report.policy, report.parameters.gap_days
+        );
         let root = root.titled(&title, ("sans-serif", 22)).map_err(|e| draw_error(&e))?;
         let (left, right) = root.split_horizontally(720);
 
         let days = report.timeline.len().max(1);
-        let top = report.timeline.iter().map(|d| d.no_forgetting_active.max(d.active)).max().unwrap_or(1).max(1) as f64 * 1.08;
+        let top = report.timeline.iter().map(|d| d.no_forgetting_active.max(d.active)).max().unwrap_or(1).max(1) as f64
+            * 1.08;
         let mut chart = ChartBuilder::on(&left)
             .caption("active memories at each day's end", ("sans-serif", 16))
             .margin(12)
@@ -1025,14 +1194,25 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
             // Translucent, so the grid drawn before it still shows through.
             let shade = RGBColor(150, 150, 150).mix(0.25);
             chart
-                .draw_series(std::iter::once(Rectangle::new([(report.gap_from_day as f64, 0.0), (days as f64, top)], shade.filled())))
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(report.gap_from_day as f64, 0.0), (days as f64, top)],
+                    shade.filled(),
+                )))
                 .map_err(|e| draw_error(&e))?
                 .label(format!("gap ({} days)", report.parameters.gap_days))
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], shade.filled()));
         }
         let series = [
-            ("no forgetting", RED, report.timeline.iter().map(|d| (d.day as f64 + 1.0, d.no_forgetting_active as f64)).collect::<Vec<_>>()),
-            (report.policy, BLUE, report.timeline.iter().map(|d| (d.day as f64 + 1.0, d.active as f64)).collect::<Vec<_>>()),
+            (
+                "no forgetting",
+                RED,
+                report.timeline.iter().map(|d| (d.day as f64 + 1.0, d.no_forgetting_active as f64)).collect::<Vec<_>>(),
+            ),
+            (
+                report.policy,
+                BLUE,
+                report.timeline.iter().map(|d| (d.day as f64 + 1.0, d.active as f64)).collect::<Vec<_>>(),
+            ),
         ];
         for (name, color, points) in series {
             chart
@@ -1041,11 +1221,18 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
                 .label(name)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
         }
-        chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.85)).border_style(BLACK).draw().map_err(|e| draw_error(&e))?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| draw_error(&e))?;
 
         let metric = &report.questions.main_metric;
         let names = [report.policy, "no forgetting", "fifo", "lru"];
-        let maps = [&report.quality.forgetting, &report.quality.no_forgetting, &report.quality.fifo, &report.quality.lru];
+        let maps =
+            [&report.quality.forgetting, &report.quality.no_forgetting, &report.quality.fifo, &report.quality.lru];
         let values: Vec<Option<f64>> = maps.iter().map(|m| m.get(metric).copied()).collect();
         let caption = match &report.questions.note {
             Some(_) => format!("{metric}: nothing scored"),
@@ -1063,7 +1250,9 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
             .light_line_style(RGBColor(245, 245, 245))
             .y_desc(metric.as_str())
             .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => names.get(*i).map_or_else(String::new, |n| n.to_string()),
+                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
+                    names.get(*i).map_or_else(String::new, |n| n.to_string())
+                }
                 SegmentValue::Last => String::new(),
             })
             .draw()
@@ -1071,7 +1260,10 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
         let colors = [BLUE, RED, RGBColor(120, 120, 120), RGBColor(0, 150, 80)];
         bars.draw_series(values.iter().enumerate().filter_map(|(i, v)| {
             v.map(|v| {
-                let mut bar = Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), v)], colors[i].filled());
+                let mut bar = Rectangle::new(
+                    [(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), v)],
+                    colors[i].filled(),
+                );
                 bar.set_margin(0, 0, 12, 12);
                 bar
             })
@@ -1085,7 +1277,8 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
         .map_err(|e| draw_error(&e))?;
         root.present().map_err(|e| draw_error(&e))?;
     }
-    let write_error = |source: std::io::Error| EvalError::data(path.display(), format!("cannot write the plot: {source}"));
+    let write_error =
+        |source: std::io::Error| EvalError::data(path.display(), format!("cannot write the plot: {source}"));
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(write_error)?;
     }

@@ -31,7 +31,9 @@ pub enum LlmError {
         attempts: u32,
     },
     /// Caller's configuration: the API key is missing or refused (HTTP 401/403).
-    #[error("the LLM endpoint {url} refused the API key (HTTP {status}): set MEMBANK_LLM_API_KEY or [llm] api_key ({message})")]
+    #[error(
+        "the LLM endpoint {url} refused the API key (HTTP {status}): set MEMBANK_LLM_API_KEY or [llm] api_key ({message})"
+    )]
     Unauthorized {
         /// The endpoint.
         url: String,
@@ -42,7 +44,9 @@ pub enum LlmError {
     },
     /// Caller's configuration: the model is unknown there, or the URL names no
     /// chat-completions endpoint (HTTP 404).
-    #[error("model {model:?} is not available at {url}: {message} (check MEMBANK_LLM_MODEL, and that the base URL ends with the API version, e.g. /v1)")]
+    #[error(
+        "model {model:?} is not available at {url}: {message} (check MEMBANK_LLM_MODEL, and that the base URL ends with the API version, e.g. /v1)"
+    )]
     ModelMissing {
         /// The model asked for.
         model: String,

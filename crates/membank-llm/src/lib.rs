@@ -130,7 +130,11 @@ pub trait Llm: Send + Sync {
     /// One chat completion, streamed: `on_delta` receives each piece of the reply as the
     /// model makes it, and the whole completion is returned at the end. The default calls
     /// [`Llm::complete`] and hands over the reply in one piece.
-    fn complete_streaming(&self, request: &CompletionRequest, on_delta: &mut dyn FnMut(&str)) -> Result<Completion, LlmError> {
+    fn complete_streaming(
+        &self,
+        request: &CompletionRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<Completion, LlmError> {
         let completion = self.complete(request)?;
         on_delta(&completion.content);
         Ok(completion)
@@ -141,7 +145,8 @@ pub trait Llm: Send + Sync {
 /// three bytes of ASCII per token (English averages nearer four) and one token per
 /// other character (CJK is often one or two characters per token).
 pub fn estimate_tokens(text: &str) -> usize {
-    let (ascii, other) = text.chars().fold((0usize, 0usize), |(a, o), c| if c.is_ascii() { (a + 1, o) } else { (a, o + 1) });
+    let (ascii, other) =
+        text.chars().fold((0usize, 0usize), |(a, o), c| if c.is_ascii() { (a + 1, o) } else { (a, o + 1) });
     ascii.div_ceil(3) + other
 }
 

@@ -161,7 +161,8 @@ impl OpenAiChat {
 
     fn attempt(&self, body: &str) -> Result<Completion, Attempt> {
         let mut response = self.send(body)?;
-        let bytes = response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec().map_err(|e| self.transport(e))?;
+        let bytes =
+            response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec().map_err(|e| self.transport(e))?;
         self.parse(&bytes).map_err(Attempt::Fail)
     }
 
@@ -183,14 +184,17 @@ impl OpenAiChat {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let bytes = response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec().map_err(|e| self.transport(e))?;
+        let bytes =
+            response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec().map_err(|e| self.transport(e))?;
         let message = server_message(&bytes);
         let url = self.url.clone();
         Err(match status {
             429 | 500..=599 => Attempt::Retry { status: Some(status), message, wait: retry_after },
             401 | 403 => Attempt::Fail(LlmError::Unauthorized { url, status, message }),
             404 => Attempt::Fail(LlmError::ModelMissing { model: self.config.model.clone(), url, message }),
-            400 | 413 if mentions_context(&message) => Attempt::Fail(LlmError::ContextTooLong { message, estimated: None }),
+            400 | 413 if mentions_context(&message) => {
+                Attempt::Fail(LlmError::ContextTooLong { message, estimated: None })
+            }
             _ => Attempt::Fail(LlmError::Status { url, status, message }),
         })
     }
@@ -198,16 +202,18 @@ impl OpenAiChat {
     fn transport(&self, error: ureq::Error) -> Attempt {
         match error {
             ureq::Error::Timeout(_) => Attempt::Retry { status: None, message: "timed out".into(), wait: None },
-            ureq::Error::BodyExceedsLimit(limit) => {
-                Attempt::Fail(LlmError::Malformed { url: self.url.clone(), reason: format!("response larger than {limit} bytes") })
-            }
+            ureq::Error::BodyExceedsLimit(limit) => Attempt::Fail(LlmError::Malformed {
+                url: self.url.clone(),
+                reason: format!("response larger than {limit} bytes"),
+            }),
             other => Attempt::Fail(LlmError::Unreachable { url: self.url.clone(), reason: other.to_string() }),
         }
     }
 
     fn parse(&self, bytes: &[u8]) -> Result<Completion, LlmError> {
         let malformed = |reason: String| LlmError::Malformed { url: self.url.clone(), reason };
-        let parsed: ChatResponse = serde_json::from_slice(bytes).map_err(|e| malformed(format!("not a chat completion: {e}")))?;
+        let parsed: ChatResponse =
+            serde_json::from_slice(bytes).map_err(|e| malformed(format!("not a chat completion: {e}")))?;
         let usage = parsed.usage;
         let choice = parsed.choices.into_iter().next().ok_or_else(|| malformed("no choices".into()))?;
         let content = choice.message.content.ok_or_else(|| malformed("the first choice has no content".into()))?;
@@ -242,7 +248,11 @@ impl Llm for OpenAiChat {
     /// Streams the reply (`"stream": true`, server-sent events): `on_delta` gets each piece
     /// as it arrives. Retries happen only before the first piece; a server that ignores
     /// `stream` and answers one JSON completion is handled too (one piece).
-    fn complete_streaming(&self, request: &CompletionRequest, on_delta: &mut dyn FnMut(&str)) -> Result<Completion, LlmError> {
+    fn complete_streaming(
+        &self,
+        request: &CompletionRequest,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<Completion, LlmError> {
         let body = self.body(request, true)?;
         let response = self.with_retries(|| self.send(&body))?;
         self.read_stream(response, on_delta)
@@ -263,8 +273,11 @@ impl OpenAiChat {
                 estimated: Some(estimated),
             });
         }
-        let messages: Vec<serde_json::Value> =
-            request.messages.iter().map(|m| serde_json::json!({ "role": m.role.as_str(), "content": m.content })).collect();
+        let messages: Vec<serde_json::Value> = request
+            .messages
+            .iter()
+            .map(|m| serde_json::json!({ "role": m.role.as_str(), "content": m.content }))
+            .collect();
         let mut body = serde_json::json!({ "model": self.config.model, "messages": messages, "max_tokens": reply_tokens, "stream": stream });
         if let Some(temperature) = request.temperature.or(self.config.temperature) {
             body["temperature"] = serde_json::json!(temperature);
@@ -301,25 +314,38 @@ impl OpenAiChat {
     }
 
     /// Reads a streamed answer: `data: {chunk}` lines until `data: [DONE]` or the end.
-    fn read_stream(&self, mut response: ureq::http::Response<ureq::Body>, on_delta: &mut dyn FnMut(&str)) -> Result<Completion, LlmError> {
+    fn read_stream(
+        &self,
+        mut response: ureq::http::Response<ureq::Body>,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<Completion, LlmError> {
         use std::io::BufRead;
         let malformed = |reason: String| LlmError::Malformed { url: self.url.clone(), reason };
-        let is_stream = response.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"));
+        let is_stream = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
         let failed = |e: std::io::Error| match e.kind() {
-            std::io::ErrorKind::TimedOut => LlmError::Timeout { url: self.url.clone(), seconds: self.config.timeout.as_secs(), attempts: 1 },
+            std::io::ErrorKind::TimedOut => {
+                LlmError::Timeout { url: self.url.clone(), seconds: self.config.timeout.as_secs(), attempts: 1 }
+            }
             _ => LlmError::Unreachable { url: self.url.clone(), reason: format!("the stream broke off: {e}") },
         };
         if !is_stream {
-            let bytes = response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec().map_err(|e| match self.transport(e) {
-                Attempt::Fail(error) => error,
-                Attempt::Retry { message, .. } => LlmError::Unreachable { url: self.url.clone(), reason: message },
+            let bytes = response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec().map_err(|e| {
+                match self.transport(e) {
+                    Attempt::Fail(error) => error,
+                    Attempt::Retry { message, .. } => LlmError::Unreachable { url: self.url.clone(), reason: message },
+                }
             })?;
             let completion = self.parse(&bytes)?;
             on_delta(&completion.content);
             return Ok(completion);
         }
         let reader = std::io::BufReader::new(response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).reader());
-        let mut completion = Completion { content: String::new(), finish_reason: None, prompt_tokens: None, completion_tokens: None };
+        let mut completion =
+            Completion { content: String::new(), finish_reason: None, prompt_tokens: None, completion_tokens: None };
         for line in reader.lines() {
             let line = line.map_err(failed)?;
             let Some(data) = line.strip_prefix("data:") else { continue };
@@ -327,7 +353,8 @@ impl OpenAiChat {
             if data == "[DONE]" {
                 break;
             }
-            let chunk: StreamChunk = serde_json::from_str(data).map_err(|e| malformed(format!("not a chat completion chunk: {e}")))?;
+            let chunk: StreamChunk =
+                serde_json::from_str(data).map_err(|e| malformed(format!("not a chat completion chunk: {e}")))?;
             if let Some(usage) = chunk.usage {
                 completion.prompt_tokens = usage.prompt_tokens.or(completion.prompt_tokens);
                 completion.completion_tokens = usage.completion_tokens.or(completion.completion_tokens);

@@ -59,30 +59,49 @@ fn render(template: &str, values: &[(&str, &str)]) -> String {
 
 /// The companion's system prompt: persona, portrait, summary, quoted memories, today's
 /// date, and the instruction to say plainly when it does not remember.
-pub const COMPANION: Prompt = Prompt { name: "companion", version: "v1", template: include_str!("../prompts/companion.v1.md") };
+pub const COMPANION: Prompt =
+    Prompt { name: "companion", version: "v1", template: include_str!("../prompts/companion.v1.md") };
 /// The event summary of one day.
-pub const DAILY_SUMMARY: Prompt = Prompt { name: "daily_summary", version: "v1", template: include_str!("../prompts/daily_summary.v1.md") };
+pub const DAILY_SUMMARY: Prompt =
+    Prompt { name: "daily_summary", version: "v1", template: include_str!("../prompts/daily_summary.v1.md") };
 /// The personality portrait of one day.
-pub const DAILY_PORTRAIT: Prompt = Prompt { name: "daily_portrait", version: "v1", template: include_str!("../prompts/daily_portrait.v1.md") };
+pub const DAILY_PORTRAIT: Prompt =
+    Prompt { name: "daily_portrait", version: "v1", template: include_str!("../prompts/daily_portrait.v1.md") };
 /// The summary over all daily summaries.
-pub const GLOBAL_SUMMARY: Prompt = Prompt { name: "global_summary", version: "v1", template: include_str!("../prompts/global_summary.v1.md") };
+pub const GLOBAL_SUMMARY: Prompt =
+    Prompt { name: "global_summary", version: "v1", template: include_str!("../prompts/global_summary.v1.md") };
 /// The portrait over all daily portraits.
-pub const GLOBAL_PORTRAIT: Prompt = Prompt { name: "global_portrait", version: "v1", template: include_str!("../prompts/global_portrait.v1.md") };
+pub const GLOBAL_PORTRAIT: Prompt =
+    Prompt { name: "global_portrait", version: "v1", template: include_str!("../prompts/global_portrait.v1.md") };
 /// Merges the partial results of a chunked input.
 pub const MERGE: Prompt = Prompt { name: "merge", version: "v1", template: include_str!("../prompts/merge.v1.md") };
 
 /// Consolidation: several related memories of one person become one statement.
 pub const FUSE: Prompt = Prompt { name: "fuse", version: "v1", template: include_str!("../prompts/fuse.v1.md") };
 /// Consolidation: how a newer memory relates to an older one, answered as JSON.
-pub const CONFLICT: Prompt = Prompt { name: "conflict", version: "v1", template: include_str!("../prompts/conflict.v1.md") };
+pub const CONFLICT: Prompt =
+    Prompt { name: "conflict", version: "v1", template: include_str!("../prompts/conflict.v1.md") };
 /// Consolidation: how much each memory of a numbered batch matters, answered as JSON.
-pub const IMPORTANCE: Prompt = Prompt { name: "importance", version: "v1", template: include_str!("../prompts/importance.v1.md") };
+pub const IMPORTANCE: Prompt =
+    Prompt { name: "importance", version: "v1", template: include_str!("../prompts/importance.v1.md") };
 
 /// Rewrites a recall's question into one to three search queries (optional recall stage).
-pub const QUERY_REWRITE: Prompt = Prompt { name: "query_rewrite", version: "v1", template: include_str!("../prompts/query_rewrite.v1.md") };
+pub const QUERY_REWRITE: Prompt =
+    Prompt { name: "query_rewrite", version: "v1", template: include_str!("../prompts/query_rewrite.v1.md") };
 
 /// Every prompt, for listing and tests.
-pub const ALL: &[Prompt] = &[COMPANION, DAILY_SUMMARY, DAILY_PORTRAIT, GLOBAL_SUMMARY, GLOBAL_PORTRAIT, MERGE, FUSE, CONFLICT, IMPORTANCE, QUERY_REWRITE];
+pub const ALL: &[Prompt] = &[
+    COMPANION,
+    DAILY_SUMMARY,
+    DAILY_PORTRAIT,
+    GLOBAL_SUMMARY,
+    GLOBAL_PORTRAIT,
+    MERGE,
+    FUSE,
+    CONFLICT,
+    IMPORTANCE,
+    QUERY_REWRITE,
+];
 
 #[cfg(test)]
 mod tests {
@@ -96,7 +115,18 @@ mod tests {
 
     #[test]
     fn every_placeholder_of_every_prompt_is_one_we_fill() {
-        let known = ["persona", "user", "today", "global_portrait", "global_summary", "memories", "day", "what", "period", "instruction"];
+        let known = [
+            "persona",
+            "user",
+            "today",
+            "global_portrait",
+            "global_summary",
+            "memories",
+            "day",
+            "what",
+            "period",
+            "instruction",
+        ];
         for prompt in ALL {
             let values: Vec<(&str, &str)> = known.iter().map(|k| (*k, "")).collect();
             let rendered = prompt.render(&values);
@@ -144,7 +174,19 @@ mod tests {
     #[test]
     fn the_json_prompts_spell_out_every_value_the_engine_accepts() {
         let conflict = CONFLICT.template;
-        for value in ["\"relation\"", "\"current\"", "\"merged\"", "\"reason\"", "\"compatible\"", "\"contradictory\"", "\"subsumes\"", "\"subsumed\"", "\"A\"", "\"B\"", "\"both\""] {
+        for value in [
+            "\"relation\"",
+            "\"current\"",
+            "\"merged\"",
+            "\"reason\"",
+            "\"compatible\"",
+            "\"contradictory\"",
+            "\"subsumes\"",
+            "\"subsumed\"",
+            "\"A\"",
+            "\"B\"",
+            "\"both\"",
+        ] {
             assert!(conflict.contains(value), "conflict prompt lacks {value}");
         }
         assert!(conflict.contains("Answer ONLY this JSON object"));

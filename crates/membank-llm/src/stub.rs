@@ -30,7 +30,12 @@ impl Recorded {
             .as_array()
             .map(|all| {
                 all.iter()
-                    .map(|m| (m["role"].as_str().unwrap_or_default().to_owned(), m["content"].as_str().unwrap_or_default().to_owned()))
+                    .map(|m| {
+                        (
+                            m["role"].as_str().unwrap_or_default().to_owned(),
+                            m["content"].as_str().unwrap_or_default().to_owned(),
+                        )
+                    })
                     .collect()
             })
             .unwrap_or_default()
@@ -207,7 +212,8 @@ fn serve(stream: TcpStream, recorded: &Mutex<Vec<Recorded>>, responder: &mut Res
     };
     let reply = responder(&request);
     recorded.lock().unwrap_or_else(|e| e.into_inner()).push(request);
-    let mut head = format!("HTTP/1.1 {} Stub\r\nContent-Length: {}\r\nConnection: close\r\n", reply.status, reply.body.len());
+    let mut head =
+        format!("HTTP/1.1 {} Stub\r\nContent-Length: {}\r\nConnection: close\r\n", reply.status, reply.body.len());
     if !reply.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-type")) {
         head.push_str("Content-Type: application/json\r\n");
     }

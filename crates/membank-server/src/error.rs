@@ -118,9 +118,10 @@ impl From<EngineError> for ApiError {
                 tracing::error!(error = %err, "embedding model missing");
                 ApiError::Unavailable("the embedding model is not available on this server yet; try again later".into())
             }
-            EngineError::LlmNotConfigured => {
-                ApiError::Unavailable("no LLM is configured on this server; the operator sets MEMBANK_LLM_BASE_URL and MEMBANK_LLM_MODEL".into())
-            }
+            EngineError::LlmNotConfigured => ApiError::Unavailable(
+                "no LLM is configured on this server; the operator sets MEMBANK_LLM_BASE_URL and MEMBANK_LLM_MODEL"
+                    .into(),
+            ),
             EngineError::Llm(llm) => {
                 tracing::error!(error = %llm, code = llm.code(), "LLM call failed");
                 ApiError::Unavailable(format!("the LLM call failed ({}); try again later", llm.code()))

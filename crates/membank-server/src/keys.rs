@@ -26,7 +26,12 @@ pub struct Principal {
 impl Principal {
     /// The principal of a stored key.
     pub fn of_key(record: &ApiKeyRecord) -> Self {
-        Self { key_id: Some(record.key_id.clone()), tenant: record.tenant.clone(), user: record.user.clone(), admin: record.admin }
+        Self {
+            key_id: Some(record.key_id.clone()),
+            tenant: record.tenant.clone(),
+            user: record.user.clone(),
+            admin: record.admin,
+        }
     }
 
     /// The principal of a local, unauthenticated caller (loopback-only mode): the
@@ -70,10 +75,18 @@ fn random_hex(bytes: usize) -> Result<String, KeyError> {
 }
 
 /// Makes and stores a new key for `tenant` (optionally bound to one user, or admin).
-pub fn create_key(store: &dyn ApiKeyStore, tenant: TenantId, user: Option<UserId>, admin: bool, label: Option<String>, now: Timestamp) -> Result<CreatedKey, KeyError> {
+pub fn create_key(
+    store: &dyn ApiKeyStore,
+    tenant: TenantId,
+    user: Option<UserId>,
+    admin: bool,
+    label: Option<String>,
+    now: Timestamp,
+) -> Result<CreatedKey, KeyError> {
     let key_id = random_hex(8)?;
     let key = format!("mbk_{key_id}_{}", random_hex(32)?);
-    let record = store.create_key(NewApiKey { key_id, hash: hash_key(&key), tenant, user, admin, label, created_at: now })?;
+    let record =
+        store.create_key(NewApiKey { key_id, hash: hash_key(&key), tenant, user, admin, label, created_at: now })?;
     Ok(CreatedKey { key, record })
 }
 

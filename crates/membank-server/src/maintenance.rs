@@ -42,7 +42,13 @@ pub struct MaintenanceConfig {
 
 impl Default for MaintenanceConfig {
     fn default() -> Self {
-        Self { enabled: true, interval: Duration::from_secs(86_400), every_turns: None, per_pass: 100, tick: Duration::from_secs(60) }
+        Self {
+            enabled: true,
+            interval: Duration::from_secs(86_400),
+            every_turns: None,
+            per_pass: 100,
+            tick: Duration::from_secs(60),
+        }
     }
 }
 
@@ -84,7 +90,11 @@ pub(crate) enum CycleError {
 /// Runs one cycle on the blocking pool and records it: metrics for both triggers, a log
 /// line for a cycle done. Failures are counted here but logged by the caller, once: the
 /// scheduler logs them, the REST handler turns them into its error answer.
-pub(crate) async fn run_cycle(state: &AppState, request: MaintainRequest, trigger: Trigger) -> Result<MaintainReport, CycleError> {
+pub(crate) async fn run_cycle(
+    state: &AppState,
+    request: MaintainRequest,
+    trigger: Trigger,
+) -> Result<MaintainReport, CycleError> {
     let engine = state.engine().clone();
     let dry_run = request.dry_run;
     let scope = request.scope.clone();
@@ -132,7 +142,13 @@ pub fn spawn(state: AppState, stop: CancellationToken) -> Option<tokio::task::Jo
 
 async fn run(state: AppState, config: MaintenanceConfig, stop: CancellationToken) {
     let tick = config.tick_period();
-    tracing::info!(interval_secs = config.interval.as_secs_f64(), every_turns = config.every_turns, per_pass = config.per_pass, tick_ms = tick.as_millis() as u64, "background maintenance started");
+    tracing::info!(
+        interval_secs = config.interval.as_secs_f64(),
+        every_turns = config.every_turns,
+        per_pass = config.per_pass,
+        tick_ms = tick.as_millis() as u64,
+        "background maintenance started"
+    );
     let mut backoff = Backoff::default();
     loop {
         // The first pass waits one tick too, so a starting server answers its first
@@ -178,17 +194,18 @@ async fn pass(state: &AppState, config: &MaintenanceConfig, stop: &CancellationT
     let limit = per_pass.saturating_add(backoff.waiting(now));
     let store = state.engine().store().clone();
     let every_turns = config.every_turns;
-    let due = match tokio::task::spawn_blocking(move || store.users_due_for_maintenance(before, every_turns, limit)).await {
-        Ok(Ok(due)) => due,
-        Ok(Err(err)) => {
-            tracing::error!(error = %err, "cannot list the users due for maintenance; trying again next tick");
-            return;
-        }
-        Err(err) => {
-            tracing::error!(error = %err, "the maintenance listing task failed; trying again next tick");
-            return;
-        }
-    };
+    let due =
+        match tokio::task::spawn_blocking(move || store.users_due_for_maintenance(before, every_turns, limit)).await {
+            Ok(Ok(due)) => due,
+            Ok(Err(err)) => {
+                tracing::error!(error = %err, "cannot list the users due for maintenance; trying again next tick");
+                return;
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "the maintenance listing task failed; trying again next tick");
+                return;
+            }
+        };
     let due: Vec<(TenantId, UserId)> = due.into_iter().filter(|key| !backoff.holds(key)).take(per_pass).collect();
     for key in due {
         if stop.is_cancelled() {
@@ -198,8 +215,12 @@ async fn pass(state: &AppState, config: &MaintenanceConfig, stop: &CancellationT
         let request = MaintainRequest { scope, now: None, dry_run: false };
         if let Err(err) = run_cycle(state, request, Trigger::Background).await {
             match &err {
-                CycleError::Engine(err) => tracing::error!(tenant = %key.0, user = %key.1, error = %err, code = err.code(), "maintenance cycle failed; the next user goes on"),
-                CycleError::Task(err) => tracing::error!(tenant = %key.0, user = %key.1, error = %err, "maintenance cycle panicked; the next user goes on"),
+                CycleError::Engine(err) => {
+                    tracing::error!(tenant = %key.0, user = %key.1, error = %err, code = err.code(), "maintenance cycle failed; the next user goes on")
+                }
+                CycleError::Task(err) => {
+                    tracing::error!(tenant = %key.0, user = %key.1, error = %err, "maintenance cycle panicked; the next user goes on")
+                }
             }
             // Tried again once an interval has passed, as if the cycle had run.
             let retry_at = state.engine().now().checked_add_signed(interval).unwrap_or(Timestamp::MAX_UTC);

@@ -72,7 +72,12 @@ impl Metrics {
     /// [`method_label`].
     pub fn observe(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
         let method = method_label(method);
-        *self.requests.lock().unwrap_or_else(|e| e.into_inner()).entry((method, route.to_string(), status)).or_default() += 1;
+        *self
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry((method, route.to_string(), status))
+            .or_default() += 1;
         let mut latency = self.latency.lock().unwrap_or_else(|e| e.into_inner());
         let histogram = latency.entry((method, route.to_string())).or_default();
         let secs = elapsed.as_secs_f64();
@@ -109,17 +114,26 @@ impl Metrics {
     /// The text exposition format.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "# HELP membank_http_requests_total HTTP requests answered, by method, route and status.");
+        let _ =
+            writeln!(out, "# HELP membank_http_requests_total HTTP requests answered, by method, route and status.");
         let _ = writeln!(out, "# TYPE membank_http_requests_total counter");
         for ((method, route, status), n) in self.requests.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            let _ = writeln!(out, "membank_http_requests_total{{method=\"{method}\",route=\"{}\",status=\"{status}\"}} {n}", escape(route));
+            let _ = writeln!(
+                out,
+                "membank_http_requests_total{{method=\"{method}\",route=\"{}\",status=\"{status}\"}} {n}",
+                escape(route)
+            );
         }
-        let _ = writeln!(out, "# HELP membank_http_request_duration_seconds Time to answer a request, by method and route.");
+        let _ = writeln!(
+            out,
+            "# HELP membank_http_request_duration_seconds Time to answer a request, by method and route."
+        );
         let _ = writeln!(out, "# TYPE membank_http_request_duration_seconds histogram");
         for ((method, route), h) in self.latency.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             let labels = format!("method=\"{method}\",route=\"{}\"", escape(route));
             for (bound, count) in BUCKETS.iter().zip(h.counts) {
-                let _ = writeln!(out, "membank_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {count}");
+                let _ =
+                    writeln!(out, "membank_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {count}");
             }
             let _ = writeln!(out, "membank_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
             let _ = writeln!(out, "membank_http_request_duration_seconds_sum{{{labels}}} {}", h.sum);
@@ -132,18 +146,41 @@ impl Metrics {
             ("membank_sweeps_total", "Forgetting sweeps run (dry runs included).", &self.sweeps),
             ("membank_memories_archived_total", "Memories archived by sweeps and forget requests.", &self.archived),
             ("membank_mcp_tool_calls_total", "MCP tool calls.", &self.mcp_tool_calls),
-            ("membank_maintenance_cycles_total", "Maintenance cycles run, in the background or on request (dry runs excluded).", &self.maintenance_cycles),
+            (
+                "membank_maintenance_cycles_total",
+                "Maintenance cycles run, in the background or on request (dry runs excluded).",
+                &self.maintenance_cycles,
+            ),
             ("membank_maintenance_failures_total", "Maintenance cycles that failed.", &self.maintenance_failures),
-            ("membank_maintenance_archived_total", "Memories archived by maintenance cycles.", &self.maintenance_archived),
-            ("membank_maintenance_merged_total", "Near-duplicate memories merged by maintenance cycles.", &self.maintenance_merged),
+            (
+                "membank_maintenance_archived_total",
+                "Memories archived by maintenance cycles.",
+                &self.maintenance_archived,
+            ),
+            (
+                "membank_maintenance_merged_total",
+                "Near-duplicate memories merged by maintenance cycles.",
+                &self.maintenance_merged,
+            ),
             ("membank_maintenance_fused_total", "Fused memories made by maintenance cycles.", &self.maintenance_fused),
-            ("membank_maintenance_conflicts_total", "Conflicts decided by maintenance cycles.", &self.maintenance_conflicts),
+            (
+                "membank_maintenance_conflicts_total",
+                "Conflicts decided by maintenance cycles.",
+                &self.maintenance_conflicts,
+            ),
         ] {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", counter.load(Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                counter.load(Ordering::Relaxed)
+            );
         }
         let name = "membank_maintenance_last_cycle_timestamp_seconds";
         let seconds = self.maintenance_last_cycle_millis.load(Ordering::Relaxed) as f64 / 1000.0;
-        let _ = writeln!(out, "# HELP {name} When the last maintenance cycle ended, by the engine's clock, in Unix seconds (0: none yet).\n# TYPE {name} gauge\n{name} {seconds}");
+        let _ = writeln!(
+            out,
+            "# HELP {name} When the last maintenance cycle ended, by the engine's clock, in Unix seconds (0: none yet).\n# TYPE {name} gauge\n{name} {seconds}"
+        );
         out
     }
 }
@@ -153,15 +190,28 @@ impl Metrics {
 pub fn render_cache(out: &mut String, stats: &CacheStats) {
     let name = "membank_cache_budget_bytes";
     let budget = stats.budget_bytes.map_or_else(|| "+Inf".to_string(), |b| b.to_string());
-    let _ = writeln!(out, "# HELP {name} Bytes the per-user search caches may keep together (+Inf: no limit).\n# TYPE {name} gauge\n{name} {budget}");
+    let _ = writeln!(
+        out,
+        "# HELP {name} Bytes the per-user search caches may keep together (+Inf: no limit).\n# TYPE {name} gauge\n{name} {budget}"
+    );
     // Name, type, help, and the number of one cache it shows.
     type Family = (&'static str, &'static str, &'static str, fn(&CacheCounters) -> u64);
     let families: [Family; 5] = [
         ("membank_cache_bytes", "gauge", "Bytes a per-user search cache keeps now, by cache.", |c| c.bytes),
         ("membank_cache_users", "gauge", "Users a search cache holds now, by cache.", |c| c.entries),
         ("membank_cache_hits_total", "counter", "Searches served from a cached user, by cache.", |c| c.hits),
-        ("membank_cache_misses_total", "counter", "Searches that loaded a user whole (first use, after an eviction or an erasure), by cache.", |c| c.misses),
-        ("membank_cache_evictions_total", "counter", "Users dropped from a search cache to stay within the budget, by cache.", |c| c.evictions),
+        (
+            "membank_cache_misses_total",
+            "counter",
+            "Searches that loaded a user whole (first use, after an eviction or an erasure), by cache.",
+            |c| c.misses,
+        ),
+        (
+            "membank_cache_evictions_total",
+            "counter",
+            "Users dropped from a search cache to stay within the budget, by cache.",
+            |c| c.evictions,
+        ),
     ];
     for (name, kind, help, value) in families {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
@@ -192,7 +242,9 @@ mod tests {
         m.observe("POST", "/v1/users/{user}/recall", 200, Duration::from_millis(30));
         Metrics::add(&m.recalls, 2);
         let text = m.render();
-        assert!(text.contains("membank_http_requests_total{method=\"POST\",route=\"/v1/users/{user}/recall\",status=\"200\"} 2"));
+        assert!(text.contains(
+            "membank_http_requests_total{method=\"POST\",route=\"/v1/users/{user}/recall\",status=\"200\"} 2"
+        ));
         assert!(text.contains("le=\"0.005\"} 1"));
         assert!(text.contains("le=\"0.05\"} 2"));
         assert!(text.contains("le=\"+Inf\"} 2"));
@@ -203,13 +255,20 @@ mod tests {
 
     #[test]
     fn cache_numbers_are_rendered_per_cache() {
-        let mut stats = CacheStats { budget_bytes: Some(1 << 30), vectors: Default::default(), terms: Default::default() };
+        let mut stats =
+            CacheStats { budget_bytes: Some(1 << 30), vectors: Default::default(), terms: Default::default() };
         stats.vectors.bytes = 1234;
         stats.terms.evictions = 5;
         let mut text = String::new();
         render_cache(&mut text, &stats);
-        assert!(text.contains("# TYPE membank_cache_budget_bytes gauge\nmembank_cache_budget_bytes 1073741824\n"), "{text}");
-        assert!(text.contains("membank_cache_bytes{cache=\"vectors\"} 1234\nmembank_cache_bytes{cache=\"terms\"} 0\n"), "{text}");
+        assert!(
+            text.contains("# TYPE membank_cache_budget_bytes gauge\nmembank_cache_budget_bytes 1073741824\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("membank_cache_bytes{cache=\"vectors\"} 1234\nmembank_cache_bytes{cache=\"terms\"} 0\n"),
+            "{text}"
+        );
         assert!(text.contains("# TYPE membank_cache_evictions_total counter\n"), "{text}");
         assert!(text.contains("membank_cache_evictions_total{cache=\"terms\"} 5\n"), "{text}");
         stats.budget_bytes = None;
@@ -226,7 +285,10 @@ mod tests {
         }
         m.observe("GET", "unmatched", 404, Duration::from_millis(1));
         let text = m.render();
-        assert!(text.contains("membank_http_requests_total{method=\"other\",route=\"unmatched\",status=\"405\"} 100"), "{text}");
+        assert!(
+            text.contains("membank_http_requests_total{method=\"other\",route=\"unmatched\",status=\"405\"} 100"),
+            "{text}"
+        );
         assert!(!text.contains("X1"), "{text}");
         assert!(text.len() < 8 * 1024, "{} bytes", text.len());
     }

@@ -129,7 +129,14 @@ impl FailureLimiter {
     pub fn new(limit: AuthFailureLimit) -> Self {
         let burst = limit.burst.max(1.0);
         let start = Instant::now();
-        Self { limit, table: Mutex::new(FailureTable { buckets: HashMap::new(), overflow: Bucket { tokens: burst, at: start }, next_prune: None }) }
+        Self {
+            limit,
+            table: Mutex::new(FailureTable {
+                buckets: HashMap::new(),
+                overflow: Bucket { tokens: burst, at: start },
+                next_prune: None,
+            }),
+        }
     }
 
     fn enabled(&self) -> bool {
@@ -150,7 +157,10 @@ impl FailureLimiter {
     /// carry no information. The scan runs at most once a second, so a flood of new
     /// addresses does not make every request pay for it.
     fn make_room(&self, table: &mut FailureTable, client: ClientAddr, now: Instant) {
-        if table.buckets.len() < self.limit.max_addresses || table.buckets.contains_key(&client) || table.next_prune.is_some_and(|at| now < at) {
+        if table.buckets.len() < self.limit.max_addresses
+            || table.buckets.contains_key(&client)
+            || table.next_prune.is_some_and(|at| now < at)
+        {
             return;
         }
         let (burst, per_second) = (self.limit.burst.max(1.0), self.limit.per_minute / 60.0);

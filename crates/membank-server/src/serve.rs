@@ -18,7 +18,9 @@ use crate::state::AppState;
 #[non_exhaustive]
 pub enum ServeError {
     /// Caller's: no API keys exist and the address is not loopback.
-    #[error("refusing to listen on {0} without API keys: anyone who can reach it could read and change every memory. Create a key first (membank keys create --tenant T), or bind to 127.0.0.1")]
+    #[error(
+        "refusing to listen on {0} without API keys: anyone who can reach it could read and change every memory. Create a key first (membank keys create --tenant T), or bind to 127.0.0.1"
+    )]
     OpenNonLoopback(SocketAddr),
     /// The socket failed.
     #[error("server I/O failed: {0}")]
@@ -33,7 +35,11 @@ pub fn check_bind(addr: SocketAddr, keys_exist: bool) -> Result<(), ServeError> 
 /// Serves the router over `listener` until `shutdown` completes, then drains in-flight
 /// requests (graceful shutdown). Background maintenance, when enabled, runs alongside and
 /// stops on the same signal: the cycle in progress finishes, no further user is visited.
-pub async fn serve(listener: tokio::net::TcpListener, state: AppState, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
     // One token for both: the signal cancels it, and so does a server that fails, so the
     // scheduler never runs on without the server.
     let stop = CancellationToken::new();

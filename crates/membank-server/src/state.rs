@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use membank_engine::core::limits::{MAX_PAGE_SIZE, MAX_RECALL_K, MAX_TEXT_BYTES};
-use membank_engine::core::TenantId;
 use membank_engine::Engine;
+use membank_engine::core::TenantId;
+use membank_engine::core::limits::{MAX_PAGE_SIZE, MAX_RECALL_K, MAX_TEXT_BYTES};
 use membank_store::Backend;
 
 use crate::error::ApiError;
@@ -45,7 +45,13 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { body_bytes: 1024 * 1024, text_bytes: MAX_TEXT_BYTES, k: MAX_RECALL_K, page_size: MAX_PAGE_SIZE, batch: 100 }
+        Self {
+            body_bytes: 1024 * 1024,
+            text_bytes: MAX_TEXT_BYTES,
+            k: MAX_RECALL_K,
+            page_size: MAX_PAGE_SIZE,
+            batch: 100,
+        }
     }
 }
 
@@ -69,7 +75,14 @@ pub struct ServerConfig {
 impl ServerConfig {
     /// Defaults for `tenant` and `auth` (background maintenance on, once a day per user).
     pub fn new(tenant: TenantId, auth: AuthMode) -> Self {
-        Self { tenant, auth, limits: Limits::default(), rate_limit: RateLimit::default(), auth_failures: AuthFailureLimit::default(), maintenance: MaintenanceConfig::default() }
+        Self {
+            tenant,
+            auth,
+            limits: Limits::default(),
+            rate_limit: RateLimit::default(),
+            auth_failures: AuthFailureLimit::default(),
+            maintenance: MaintenanceConfig::default(),
+        }
     }
 }
 
@@ -102,7 +115,17 @@ impl AppState {
     pub fn new(engine: Arc<Engine>, store: Arc<dyn Backend>, config: ServerConfig) -> Self {
         let limiter = RateLimiter::new(config.rate_limit);
         let auth_failures = FailureLimiter::new(config.auth_failures);
-        Self { inner: Arc::new(Inner { engine, store, config, metrics: Metrics::default(), limiter, auth_failures, ready: AtomicBool::new(true) }) }
+        Self {
+            inner: Arc::new(Inner {
+                engine,
+                store,
+                config,
+                metrics: Metrics::default(),
+                limiter,
+                auth_failures,
+                ready: AtomicBool::new(true),
+            }),
+        }
     }
 
     /// Marks the server ready (or not) for `/readyz`.

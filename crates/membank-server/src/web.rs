@@ -77,7 +77,8 @@ fn hashed_name(path: &str, hash: &str) -> String {
 }
 
 fn gzip(body: &[u8], content_type: &str) -> Option<Vec<u8>> {
-    let text = content_type.starts_with("text/") || content_type == "application/json" || content_type == "image/svg+xml";
+    let text =
+        content_type.starts_with("text/") || content_type == "application/json" || content_type == "image/svg+xml";
     if !text || body.len() < 1024 {
         return None;
     }
@@ -108,7 +109,8 @@ fn build() -> Assets {
     let mut all = Vec::new();
     files(&FILES, &mut all);
     let mut by_path = HashMap::new();
-    let mut index_html = String::from("<!doctype html><title>membank</title><p>The web app was built without its page.</p>");
+    let mut index_html =
+        String::from("<!doctype html><title>membank</title><p>The web app was built without its page.</p>");
     let mut renames = Vec::new();
     for (path, contents) in all {
         if path == "index.html" {
@@ -142,12 +144,15 @@ fn secure(headers: &mut HeaderMap) {
 }
 
 fn accepts_gzip(request: &HeaderMap) -> bool {
-    request.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|coding| {
-        let mut parts = coding.split(';');
-        let name = parts.next().unwrap_or("").trim();
-        let refused = parts.any(|p| matches!(p.trim().replace(' ', "").as_str(), "q=0" | "q=0.0" | "q=0.00" | "q=0.000"));
-        (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
-    })
+    request.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(
+        |coding| {
+            let mut parts = coding.split(';');
+            let name = parts.next().unwrap_or("").trim();
+            let refused =
+                parts.any(|p| matches!(p.trim().replace(' ', "").as_str(), "q=0" | "q=0.0" | "q=0.00" | "q=0.000"));
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+        },
+    )
 }
 
 fn send(asset: &Asset, request: &HeaderMap) -> Response {
@@ -156,7 +161,9 @@ fn send(asset: &Asset, request: &HeaderMap) -> Response {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .any(|tag| tag.trim() == asset.etag || tag.trim() == "*" || tag.trim().strip_prefix("W/") == Some(asset.etag.as_str()));
+        .any(|tag| {
+            tag.trim() == asset.etag || tag.trim() == "*" || tag.trim().strip_prefix("W/") == Some(asset.etag.as_str())
+        });
     let mut response = if not_modified {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
@@ -236,11 +243,17 @@ mod tests {
         let mut references = 0;
         for part in page.split("\"/assets/").skip(1) {
             let name = part.split('"').next().unwrap();
-            let asset = assets.by_path.get(name).unwrap_or_else(|| panic!("the page refers to /assets/{name}, which is not served"));
+            let asset = assets
+                .by_path
+                .get(name)
+                .unwrap_or_else(|| panic!("the page refers to /assets/{name}, which is not served"));
             assert!(asset.immutable, "/assets/{name} is referenced without its hash");
             references += 1;
         }
         assert!(references >= 2, "the page loads its script and style from /assets/: {page}");
-        assert!(!page.contains("<script>") && !page.contains("onclick") && !page.contains("style=\""), "the page has inline script or style, which the CSP refuses");
+        assert!(
+            !page.contains("<script>") && !page.contains("onclick") && !page.contains("style=\""),
+            "the page has inline script or style, which the CSP refuses"
+        );
     }
 }

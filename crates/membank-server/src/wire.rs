@@ -3,9 +3,9 @@
 //! Shapes are stable: fields are added, never renamed or removed. Times are RFC 3339 in
 //! UTC; days are `YYYY-MM-DD` in the user's time zone.
 
+use membank_engine::core::Memory;
 use membank_engine::core::event::Event;
 use membank_engine::core::forgetting::{ArchiveReason, Assessment};
-use membank_engine::core::Memory;
 use membank_engine::{ListResponse, MaintainReport, RecallHit, RecallResponse, SweepReport};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -123,7 +123,12 @@ pub struct MemoryWithRetention {
 impl MemoryWithRetention {
     /// `memory` with its retention now, marked when it is past `archive_below`.
     pub fn new(memory: &Memory, retention: f64, archive_below: Option<f64>) -> Self {
-        let past_threshold = membank_engine::core::forgetting::past_threshold(archive_below, memory.status, &memory.forgetting, retention);
+        let past_threshold = membank_engine::core::forgetting::past_threshold(
+            archive_below,
+            memory.status,
+            &memory.forgetting,
+            retention,
+        );
         Self { memory: memory.into(), retention, past_threshold }
     }
 }
@@ -201,7 +206,17 @@ impl From<&RecallHit> for RecallHitOut {
             neighbour_score: h.neighbour,
             dense_rank: p.dense_rank,
             lexical_rank: p.lexical_rank,
-            score_parts: ScorePartsOut { dense: p.dense, lexical: p.lexical, date: p.date, feedback: p.feedback, neighbour: p.neighbour, speaker: p.speaker, retention: p.retention, diversity: p.diversity, day_summary: p.day_summary },
+            score_parts: ScorePartsOut {
+                dense: p.dense,
+                lexical: p.lexical,
+                date: p.date,
+                feedback: p.feedback,
+                neighbour: p.neighbour,
+                speaker: p.speaker,
+                retention: p.retention,
+                diversity: p.diversity,
+                day_summary: p.day_summary,
+            },
         }
     }
 }
@@ -305,9 +320,18 @@ impl From<&ListResponse> for ListOut {
         Self {
             now: rfc3339(l.now),
             memories: l.memories.iter().map(|(m, r)| MemoryWithRetention::new(m, *r, l.archive_below)).collect(),
-            counts: CountsOut { active: l.counts.active, archived: l.counts.archived, superseded: l.counts.superseded, erased: l.counts.erased },
+            counts: CountsOut {
+                active: l.counts.active,
+                archived: l.counts.archived,
+                superseded: l.counts.superseded,
+                erased: l.counts.erased,
+            },
             archive_below: l.archive_below,
-            past_threshold: l.memories.iter().filter(|(m, r)| MemoryWithRetention::new(m, *r, l.archive_below).past_threshold).count(),
+            past_threshold: l
+                .memories
+                .iter()
+                .filter(|(m, r)| MemoryWithRetention::new(m, *r, l.archive_below).past_threshold)
+                .count(),
         }
     }
 }
@@ -344,7 +368,15 @@ impl From<&Assessment> for ArchivedOut {
             Some(ArchiveReason::Faded { epsilon, .. }) => ("fademem", Some(epsilon), None),
             None => ("none", None, None),
         };
-        ArchivedOut { id: a.id.to_string(), t: a.elapsed_units, strength: a.strength, retention: a.retention, mode, threshold, draw }
+        ArchivedOut {
+            id: a.id.to_string(),
+            t: a.elapsed_units,
+            strength: a.strength,
+            retention: a.retention,
+            mode,
+            threshold,
+            draw,
+        }
     }
 }
 
@@ -420,7 +452,16 @@ impl From<&MaintainReport> for MaintainOut {
             deferred: r.deferred,
             skipped: r.skipped.clone(),
             archived_memories: r.archived.iter().map(Into::into).collect(),
-            merges: r.merged.iter().map(|m| MergedOut { id: m.old.to_string(), by: m.by.to_string(), similarity: m.similarity, overlap: m.overlap }).collect(),
+            merges: r
+                .merged
+                .iter()
+                .map(|m| MergedOut {
+                    id: m.old.to_string(),
+                    by: m.by.to_string(),
+                    similarity: m.similarity,
+                    overlap: m.overlap,
+                })
+                .collect(),
             fused_memories: r.fused.iter().map(ToString::to_string).collect(),
         }
     }
@@ -524,7 +565,14 @@ pub struct EventOut {
 
 impl From<&Event> for EventOut {
     fn from(e: &Event) -> Self {
-        Self { seq: e.seq, id: e.id.to_string(), kind: e.kind.as_str(), memory_id: e.memory_id.map(|id| id.to_string()), at: rfc3339(e.at), data: e.data.clone() }
+        Self {
+            seq: e.seq,
+            id: e.id.to_string(),
+            kind: e.kind.as_str(),
+            memory_id: e.memory_id.map(|id| id.to_string()),
+            at: rfc3339(e.at),
+            data: e.data.clone(),
+        }
     }
 }
 

@@ -3,8 +3,8 @@
 //! (`POST /v1/users/{user}/chat`, `…/summarize`, `GET …/profile`), so each has one shape
 //! everywhere. Fields are added, never renamed or removed.
 
-use membank_engine::core::forgetting::RecallMode;
 use membank_engine::core::Memory;
+use membank_engine::core::forgetting::RecallMode;
 use membank_engine::{ChatResponse, DayOutcome, DerivedOutcome, ProfileResponse, SummarizeResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -34,7 +34,16 @@ pub struct CitedOut {
 }
 
 fn cited(label: String, m: &Memory, score: Option<f64>) -> CitedOut {
-    CitedOut { label, id: m.id.to_string(), kind: m.kind.as_str(), source: m.source.as_str(), day: m.day.to_string(), occurred_at: rfc3339(m.occurred_at), content: m.content.clone(), score }
+    CitedOut {
+        label,
+        id: m.id.to_string(),
+        kind: m.kind.as_str(),
+        source: m.source.as_str(),
+        day: m.day.to_string(),
+        occurred_at: rfc3339(m.occurred_at),
+        content: m.content.clone(),
+        score,
+    }
 }
 
 impl CitedOut {
@@ -129,7 +138,12 @@ pub struct DayOut {
 
 impl From<&DayOutcome> for DayOut {
     fn from(d: &DayOutcome) -> Self {
-        Self { day: d.day.to_string(), sources: d.sources, summary: (&d.summary).into(), portrait: (&d.portrait).into() }
+        Self {
+            day: d.day.to_string(),
+            sources: d.sources,
+            summary: (&d.summary).into(),
+            portrait: (&d.portrait).into(),
+        }
     }
 }
 
@@ -190,7 +204,11 @@ impl From<&ProfileResponse> for ProfileOut {
             days: p
                 .days
                 .iter()
-                .map(|d| DayProfileOut { day: d.day.to_string(), summary: d.summary.as_ref().map(Into::into), portrait: d.portrait.as_ref().map(Into::into) })
+                .map(|d| DayProfileOut {
+                    day: d.day.to_string(),
+                    summary: d.summary.as_ref().map(Into::into),
+                    portrait: d.portrait.as_ref().map(Into::into),
+                })
                 .collect(),
         }
     }

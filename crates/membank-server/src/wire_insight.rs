@@ -88,11 +88,27 @@ impl From<&CurveResponse> for CurveOut {
             now: rfc3339(c.now),
             policy: c.policy,
             archive_below: c.archive_below,
-            points: c.curve.points.iter().map(|p| CurvePointOut { at: rfc3339(p.at), t: unix_seconds(p.at), retention: p.retention, strength: p.strength, projected: p.projected }).collect(),
+            points: c
+                .curve
+                .points
+                .iter()
+                .map(|p| CurvePointOut {
+                    at: rfc3339(p.at),
+                    t: unix_seconds(p.at),
+                    retention: p.retention,
+                    strength: p.strength,
+                    projected: p.projected,
+                })
+                .collect(),
             events: c
                 .events
                 .iter()
-                .map(|(e, jump)| CurveEventOut { event: e.into(), t: unix_seconds(e.at), retention_before: jump.map(|j| j.0), retention_after: jump.map(|j| j.1) })
+                .map(|(e, jump)| CurveEventOut {
+                    event: e.into(),
+                    t: unix_seconds(e.at),
+                    retention_before: jump.map(|j| j.0),
+                    retention_after: jump.map(|j| j.1),
+                })
                 .collect(),
             projected_archive_at: crossing.map(rfc3339),
             note,
@@ -134,7 +150,13 @@ impl From<&Overview> for OverviewOut {
             days: o
                 .days
                 .iter()
-                .map(|d| DayCountsOut { day: d.day.to_string(), active: d.counts.active, archived: d.counts.archived, superseded: d.counts.superseded, erased: d.counts.erased })
+                .map(|d| DayCountsOut {
+                    day: d.day.to_string(),
+                    active: d.counts.active,
+                    archived: d.counts.archived,
+                    superseded: d.counts.superseded,
+                    erased: d.counts.erased,
+                })
                 .collect(),
             current: counts(&o.current),
         }

@@ -50,7 +50,10 @@ impl Rng {
 
 /// Word `i` of the vocabulary: pronounceable, distinct.
 fn word(mut i: usize) -> String {
-    const SYLLABLES: [&str; 20] = ["ka", "lo", "mi", "ra", "te", "su", "no", "vi", "de", "pa", "ri", "go", "an", "el", "or", "us", "ba", "fe", "ti", "mo"];
+    const SYLLABLES: [&str; 20] = [
+        "ka", "lo", "mi", "ra", "te", "su", "no", "vi", "de", "pa", "ri", "go", "an", "el", "or", "us", "ba", "fe",
+        "ti", "mo",
+    ];
     let mut out = String::new();
     loop {
         out.push_str(SYLLABLES[i % 20]);
@@ -106,7 +109,12 @@ fn run(name: &str, store: &dyn Store, memories: &[NewMemory], queries: &[(Vec<f3
             store.insert_many(chunk.to_vec()).unwrap();
         }
     });
-    println!("  load {} memories in batches of 1,000: {:.1} s ({:.0} memories/s)", memories.len(), load / 1000.0, memories.len() as f64 / (load / 1000.0));
+    println!(
+        "  load {} memories in batches of 1,000: {:.1} s ({:.0} memories/s)",
+        memories.len(),
+        load / 1000.0,
+        memories.len() as f64 / (load / 1000.0)
+    );
     let model = EmbeddingModel { id: "timing/model".into(), dim: DIM };
     let filter = SearchFilter::default();
     // Warm-up (the SQLite store loads its caches; PostgreSQL reads its pages once).
@@ -133,7 +141,13 @@ fn run(name: &str, store: &dyn Store, memories: &[NewMemory], queries: &[(Vec<f3
         let ids: Vec<MemoryId> = hits.iter().take(10).map(|h| h.id).collect();
         let (_, ms) = time(|| store.get_many(scope, &ids).unwrap());
         fetch.push(ms);
-        let record = RecallRecord { query_id: format!("q{i}"), now: t0 + Duration::days(1), results: hits.iter().take(10).map(|h| (h.id, h.score)).collect(), query_vector: Some(queries[i].0.clone()), include_archived: false };
+        let record = RecallRecord {
+            query_id: format!("q{i}"),
+            now: t0 + Duration::days(1),
+            results: hits.iter().take(10).map(|h| (h.id, h.score)).collect(),
+            query_vector: Some(queries[i].0.clone()),
+            include_archived: false,
+        };
         let (_, ms) = time(|| store.record_recall(scope, &record, Some(&policy)).unwrap());
         recall.push(ms);
     }
@@ -180,7 +194,10 @@ fn main() {
                 derived_from: Vec::new(),
                 metadata: Default::default(),
             };
-            NewMemory { memory, embedding: Some((EmbeddingModel { id: "timing/model".into(), dim: DIM }, rng.vector())) }
+            NewMemory {
+                memory,
+                embedding: Some((EmbeddingModel { id: "timing/model".into(), dim: DIM }, rng.vector())),
+            }
         })
         .collect();
     // A query's words are drawn like the text's but never from the 50 commonest, which
@@ -199,11 +216,15 @@ fn main() {
         })
         .collect();
     // The worst case: a query with one of the five commonest words (in most memories).
-    let common: Vec<(Vec<f32>, Vec<String>)> = queries.iter().enumerate().map(|(i, (v, terms))| {
-        let mut terms = terms.clone();
-        terms.push(word(i % 5));
-        (v.clone(), terms)
-    }).collect();
+    let common: Vec<(Vec<f32>, Vec<String>)> = queries
+        .iter()
+        .enumerate()
+        .map(|(i, (v, terms))| {
+            let mut terms = terms.clone();
+            terms.push(word(i % 5));
+            (v.clone(), terms)
+        })
+        .collect();
 
     let dir = tempfile::tempdir().unwrap();
     let sqlite = SqliteStore::open(dir.path().join("timing.db")).unwrap();
@@ -242,7 +263,12 @@ fn main() {
     }
 }
 
-fn time_searches(store: &dyn Store, queries: &[(Vec<f32>, Vec<String>)], common: &[(Vec<f32>, Vec<String>)], scope: &Scope) {
+fn time_searches(
+    store: &dyn Store,
+    queries: &[(Vec<f32>, Vec<String>)],
+    common: &[(Vec<f32>, Vec<String>)],
+    scope: &Scope,
+) {
     let model = EmbeddingModel { id: "timing/model".into(), dim: DIM };
     let filter = SearchFilter::default();
     let mut dense = Vec::new();

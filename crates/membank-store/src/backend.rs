@@ -20,7 +20,11 @@ impl Location {
     /// A `postgres://` or `postgresql://` URL is PostgreSQL; anything else is a path.
     pub fn parse(text: &str) -> Self {
         let lower = text.get(..13).unwrap_or(text).to_ascii_lowercase();
-        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") { Self::Postgres(text.to_string()) } else { Self::Sqlite(PathBuf::from(text)) }
+        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            Self::Postgres(text.to_string())
+        } else {
+            Self::Sqlite(PathBuf::from(text))
+        }
     }
 
     /// The backend's name: `sqlite` or `postgres`.
@@ -56,7 +60,16 @@ pub fn redact(url: &str) -> String {
     };
     let tail = match tail.split_once('?') {
         Some((path, query)) => {
-            let params: Vec<String> = query.split('&').map(|p| if p.to_ascii_lowercase().starts_with("password=") { "password=***".to_string() } else { p.to_string() }).collect();
+            let params: Vec<String> = query
+                .split('&')
+                .map(|p| {
+                    if p.to_ascii_lowercase().starts_with("password=") {
+                        "password=***".to_string()
+                    } else {
+                        p.to_string()
+                    }
+                })
+                .collect();
             format!("{path}?{}", params.join("&"))
         }
         None => tail.to_string(),
@@ -121,9 +134,19 @@ pub fn open(location: &Location, options: StoreOptions) -> Result<Arc<dyn Backen
     match location {
         Location::Sqlite(path) => Ok(Arc::new(SqliteStore::open_with(path, options)?)),
         #[cfg(feature = "postgres")]
-        Location::Postgres(url) => Ok(Arc::new(crate::PgStore::open_with(url, crate::PgOptions { cache_budget: options.cache_budget, dense_screen: options.dense_screen, ..Default::default() })?)),
+        Location::Postgres(url) => Ok(Arc::new(crate::PgStore::open_with(
+            url,
+            crate::PgOptions {
+                cache_budget: options.cache_budget,
+                dense_screen: options.dense_screen,
+                ..Default::default()
+            },
+        )?)),
         #[cfg(not(feature = "postgres"))]
-        Location::Postgres(_) => Err(StoreError::Invalid(membank_core::InvalidInput::new("database", "this build has no PostgreSQL support (build with the `postgres` feature)"))),
+        Location::Postgres(_) => Err(StoreError::Invalid(membank_core::InvalidInput::new(
+            "database",
+            "this build has no PostgreSQL support (build with the `postgres` feature)",
+        ))),
     }
 }
 
@@ -143,7 +166,10 @@ mod tests {
     #[test]
     fn passwords_never_reach_messages() {
         assert_eq!(redact("postgres://me:secret@db:5432/m"), "postgres://me:***@db:5432/m");
-        assert_eq!(redact("postgres://me@db/m?sslmode=disable&password=x"), "postgres://me@db/m?sslmode=disable&password=***");
+        assert_eq!(
+            redact("postgres://me@db/m?sslmode=disable&password=x"),
+            "postgres://me@db/m?sslmode=disable&password=***"
+        );
         assert_eq!(redact("postgres://db/m"), "postgres://db/m");
         assert_eq!(redact("postgres://a:b:c@d@e/f"), "postgres://a:***@e/f");
     }

@@ -212,7 +212,12 @@ pub(crate) struct CacheBudget {
 impl CacheBudget {
     /// A budget of `max_bytes` (`None`: no limit; entries are still counted).
     pub(crate) fn new(max_bytes: Option<u64>) -> Self {
-        Self { max_bytes, lru: Mutex::new(Lru::default()), counters: Default::default(), warned_oversized: AtomicBool::new(false) }
+        Self {
+            max_bytes,
+            lru: Mutex::new(Lru::default()),
+            counters: Default::default(),
+            warned_oversized: AtomicBool::new(false),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Lru> {
@@ -252,7 +257,13 @@ impl CacheBudget {
     /// recently used other entries until the total fits. Returns whether `slot` is kept: not
     /// if it was evicted while it was being loaded (the caller's copy then serves its one
     /// search and goes), nor if it alone is larger than the whole budget.
-    pub(crate) fn charge<S: Send + Sync + 'static>(&self, kind: CacheKind, user: i64, slot: &Arc<S>, bytes: usize) -> bool {
+    pub(crate) fn charge<S: Send + Sync + 'static>(
+        &self,
+        kind: CacheKind,
+        user: i64,
+        slot: &Arc<S>,
+        bytes: usize,
+    ) -> bool {
         let key = (kind, user);
         let bytes = bytes as u64;
         // Evicted entries are dropped after the lock is released: freeing hundreds of
@@ -261,7 +272,10 @@ impl CacheBudget {
         let kept = {
             let mut guard = self.lock();
             let lru = &mut *guard;
-            let current = lru.entries.get(&key).is_some_and(|entry| std::ptr::addr_eq(Arc::as_ptr(&entry.slot), Arc::as_ptr(slot)));
+            let current = lru
+                .entries
+                .get(&key)
+                .is_some_and(|entry| std::ptr::addr_eq(Arc::as_ptr(&entry.slot), Arc::as_ptr(slot)));
             if !current {
                 false
             } else if self.max_bytes.is_some_and(|max| bytes > max) {
@@ -448,6 +462,9 @@ mod tests {
             fill(&unbounded, CacheKind::Terms, user, 1000);
         }
         let stats = unbounded.stats();
-        assert_eq!((stats.terms.entries, stats.terms.bytes, stats.terms.evictions, stats.budget_bytes), (50, 50_000, 0, None));
+        assert_eq!(
+            (stats.terms.entries, stats.terms.bytes, stats.terms.evictions, stats.budget_bytes),
+            (50, 50_000, 0, None)
+        );
     }
 }

@@ -21,7 +21,9 @@ pub enum StoreError {
     #[error("{0}")]
     Conflict(String),
     /// Caller's configuration: the store holds vectors of another embedding model.
-    #[error("this store holds vectors of {store_model} ({store_dim} dimensions) but was given {given_model} ({given_dim}); re-embedding is an explicit migration, mixing is refused")]
+    #[error(
+        "this store holds vectors of {store_model} ({store_dim} dimensions) but was given {given_model} ({given_dim}); re-embedding is an explicit migration, mixing is refused"
+    )]
     ModelMismatch {
         /// The store's model.
         store_model: String,

@@ -86,14 +86,22 @@ impl QuantisedQuery {
         let top = largest.clamp(1.0, 32767.0).floor() as f32;
         let max = query.iter().fold(0f32, |m, x| m.max(x.abs()));
         let scale = if max > 0.0 { max / top } else { 0.0 };
-        let codes = query.iter().map(|&x| if scale > 0.0 { (x / scale).round().clamp(-top, top) as i16 } else { 0 }).collect();
+        let codes =
+            query.iter().map(|&x| if scale > 0.0 { (x / scale).round().clamp(-top, top) as i16 } else { 0 }).collect();
         Self { codes, scale }
     }
 }
 
 /// For each row index `rows[i]`, `out[i] = scales[r] * query.scale * Σ_j codes[r * dim + j] * query.codes[j]`,
 /// the integer sum exact.
-pub(crate) fn dot_i8_rows(codes: &[i8], scales: &[f32], dim: usize, rows: &[u32], query: &QuantisedQuery, out: &mut [f32]) {
+pub(crate) fn dot_i8_rows(
+    codes: &[i8],
+    scales: &[f32],
+    dim: usize,
+    rows: &[u32],
+    query: &QuantisedQuery,
+    out: &mut [f32],
+) {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2,fma")]
@@ -159,7 +167,10 @@ pub(crate) fn dot_u4_rows(codes: &[u8], scales: &[f32], dim: usize, rows: &[u32]
     assert!(dim.is_multiple_of(2), "4-bit codes need an even dimension");
     assert_eq!(rows.len(), out.len(), "one output per row");
     let half = dim / 2;
-    assert!(rows.iter().all(|&r| (r as usize + 1) * half <= codes.len() && (r as usize) < scales.len()), "row out of range");
+    assert!(
+        rows.iter().all(|&r| (r as usize + 1) * half <= codes.len() && (r as usize) < scales.len()),
+        "row out of range"
+    );
     // Σ (u − 8)·q = Σ u·q − 8·Σ q.
     let offset: i32 = 8 * query.codes.iter().map(|&q| i32::from(q)).sum::<i32>();
     #[cfg(target_arch = "x86_64")]
@@ -168,14 +179,21 @@ pub(crate) fn dot_u4_rows(codes: &[u8], scales: &[f32], dim: usize, rows: &[u32]
         // SAFETY: AVX2 is present (checked just above); every row's `half` bytes lie inside
         // `codes` and its scale inside `scales` (asserted above), and the query has `dim`
         // codes, read 32 at a time up to `half` on each side.
-        unsafe { rows4_avx2(codes, scales, half, rows, query, offset, out) };
+        unsafe {
+            rows4_avx2(codes, scales, half, rows, query, offset, out)
+        };
         return;
     }
     let (low, high) = query.codes.split_at(half);
     for (&r, slot) in rows.iter().zip(out.iter_mut()) {
         let r = r as usize;
         let row = &codes[r * half..(r + 1) * half];
-        let sum: i32 = row.iter().zip(low).zip(high).map(|((&b, &l), &h)| i32::from(b & 15) * i32::from(l) + i32::from(b >> 4) * i32::from(h)).sum();
+        let sum: i32 = row
+            .iter()
+            .zip(low)
+            .zip(high)
+            .map(|((&b, &l), &h)| i32::from(b & 15) * i32::from(l) + i32::from(b >> 4) * i32::from(h))
+            .sum();
         *slot = scales[r] * query.scale * (sum - offset) as f32;
     }
 }
@@ -186,7 +204,15 @@ pub(crate) fn dot_u4_rows(codes: &[u8], scales: &[f32], dim: usize, rows: &[u32]
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(unsafe_code)]
-unsafe fn rows4_avx2(codes: &[u8], scales: &[f32], half: usize, rows: &[u32], query: &ByteQuery, offset: i32, out: &mut [f32]) {
+unsafe fn rows4_avx2(
+    codes: &[u8],
+    scales: &[f32],
+    half: usize,
+    rows: &[u32],
+    query: &ByteQuery,
+    offset: i32,
+    out: &mut [f32],
+) {
     use std::arch::x86_64::*;
     // SAFETY (whole body): see the caller; loads are unaligned and within the slices.
     unsafe {
@@ -247,11 +273,14 @@ mod tests {
             let query = vector(7, dim);
             let quantised = ByteQuery::new(&query);
             let mut codes = Vec::new();
-            let scales: Vec<f32> = rows.iter().map(|row| {
-                let scale = quantise4_scale(row);
-                push_codes4(row, scale, &mut codes);
-                scale
-            }).collect();
+            let scales: Vec<f32> = rows
+                .iter()
+                .map(|row| {
+                    let scale = quantise4_scale(row);
+                    push_codes4(row, scale, &mut codes);
+                    scale
+                })
+                .collect();
             assert_eq!(codes.len(), rows.len() * dim / 2);
             let indexes: Vec<u32> = (0..rows.len() as u32).rev().collect();
             let mut out = vec![0f32; rows.len()];
@@ -261,14 +290,22 @@ mod tests {
                 let scale = scales[r as usize];
                 // Decode by hand and sum in f64 against the quantised query.
                 let half = dim / 2;
-                let expected: f64 = (0..dim).map(|j| {
-                    let byte = codes[r as usize * half + j % half];
-                    let u = if j < half { byte & 15 } else { byte >> 4 };
-                    let c = f64::from(u) - 8.0;
-                    assert!((c * f64::from(scale) - f64::from(row[j])).abs() <= f64::from(scale) * 0.5 + 1e-6, "dimension {j} decodes within half a step");
-                    c * f64::from(quantised.codes[j]) * f64::from(quantised.scale) * f64::from(scale)
-                }).sum();
-                assert!((f64::from(got) - expected).abs() <= 1e-5 * (1.0 + expected.abs()), "dim {dim} row {r}: {got} vs {expected}");
+                let expected: f64 = (0..dim)
+                    .map(|j| {
+                        let byte = codes[r as usize * half + j % half];
+                        let u = if j < half { byte & 15 } else { byte >> 4 };
+                        let c = f64::from(u) - 8.0;
+                        assert!(
+                            (c * f64::from(scale) - f64::from(row[j])).abs() <= f64::from(scale) * 0.5 + 1e-6,
+                            "dimension {j} decodes within half a step"
+                        );
+                        c * f64::from(quantised.codes[j]) * f64::from(quantised.scale) * f64::from(scale)
+                    })
+                    .sum();
+                assert!(
+                    (f64::from(got) - expected).abs() <= 1e-5 * (1.0 + expected.abs()),
+                    "dim {dim} row {r}: {got} vs {expected}"
+                );
             }
         }
     }
@@ -279,7 +316,8 @@ mod tests {
         let rows: Vec<Vec<f32>> = (0..50).map(|s| vector(s + 10, dim)).collect();
         let query = vector(99, dim);
         let scales: Vec<f32> = rows.iter().map(|r| quantise_scale(r)).collect();
-        let codes: Vec<i8> = rows.iter().zip(&scales).flat_map(|(r, &s)| r.iter().map(move |&x| quantise(x, s))).collect();
+        let codes: Vec<i8> =
+            rows.iter().zip(&scales).flat_map(|(r, &s)| r.iter().map(move |&x| quantise(x, s))).collect();
         let picked: Vec<u32> = (0..50).rev().collect();
         let mut approx = vec![0f32; picked.len()];
         let quantised = QuantisedQuery::new(&query);

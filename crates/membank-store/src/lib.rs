@@ -25,17 +25,17 @@ mod backend;
 mod cache;
 mod error;
 mod kernels;
-mod search;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod search;
 pub mod sqlite;
 mod types;
 
+#[cfg(feature = "postgres")]
+pub use self::postgres::{PgOptions, PgStore};
 pub use backend::{Backend, Location, open, redact};
 pub use cache::{CacheCounters, CacheKind, CacheStats, DEFAULT_CACHE_MB, DenseScreen, FOUR_BIT_ROWS, StoreOptions};
 pub use error::StoreError;
-#[cfg(feature = "postgres")]
-pub use self::postgres::{PgOptions, PgStore};
 pub use sqlite::{ApiKeyRecord, ApiKeyStore, NewApiKey, SqliteStore};
 pub use types::*;
 
@@ -51,7 +51,13 @@ pub trait Store: Send + Sync {
     /// Finds the user; `None` if it has never been written to.
     fn find_user(&self, tenant: &TenantId, user: &UserId) -> Result<Option<UserRecord>, StoreError>;
     /// Changes a user's time zone. Days of existing memories keep the zone they were stored under.
-    fn set_time_zone(&self, tenant: &TenantId, user: &UserId, time_zone: &str, now: Timestamp) -> Result<UserRecord, StoreError>;
+    fn set_time_zone(
+        &self,
+        tenant: &TenantId,
+        user: &UserId,
+        time_zone: &str,
+        now: Timestamp,
+    ) -> Result<UserRecord, StoreError>;
     /// The users of a tenant, in creation order.
     fn list_users(&self, tenant: &TenantId) -> Result<Vec<UserRecord>, StoreError>;
 
@@ -70,16 +76,41 @@ pub trait Store: Send + Sync {
 
     /// Exact cosine search over this scope's vectors (they are L2-normalised, so a dot
     /// product). Best first, at most `limit`.
-    fn dense_search(&self, scope: &Scope, model: &EmbeddingModel, query: &[f32], filter: &SearchFilter, limit: usize) -> Result<Vec<Hit>, StoreError>;
+    fn dense_search(
+        &self,
+        scope: &Scope,
+        model: &EmbeddingModel,
+        query: &[f32],
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> Result<Vec<Hit>, StoreError>;
     /// BM25 search of index terms over this scope. Best first, at most `limit`; scores are
     /// positive, higher is better.
-    fn lexical_search(&self, scope: &Scope, terms: &[String], filter: &SearchFilter, limit: usize) -> Result<Vec<Hit>, StoreError>;
+    fn lexical_search(
+        &self,
+        scope: &Scope,
+        terms: &[String],
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> Result<Vec<Hit>, StoreError>;
 
     /// Logs `recalled` events and, when `strengthen` is given, strengthens each memory
     /// (`S += 1`, `last_recalled_at = now`) with atomic increments in one transaction.
-    fn record_recall(&self, scope: &Scope, recall: &RecallRecord, strengthen: Option<&ForgettingPolicy>) -> Result<Vec<Memory>, StoreError>;
+    fn record_recall(
+        &self,
+        scope: &Scope,
+        recall: &RecallRecord,
+        strengthen: Option<&ForgettingPolicy>,
+    ) -> Result<Vec<Memory>, StoreError>;
     /// Strengthens memories confirmed as used (the `used` recall mode).
-    fn confirm_used(&self, scope: &Scope, ids: &[MemoryId], query_id: Option<&str>, policy: &ForgettingPolicy, now: Timestamp) -> Result<Vec<Memory>, StoreError>;
+    fn confirm_used(
+        &self,
+        scope: &Scope,
+        ids: &[MemoryId],
+        query_id: Option<&str>,
+        policy: &ForgettingPolicy,
+        now: Timestamp,
+    ) -> Result<Vec<Memory>, StoreError>;
 
     /// Archives an active memory at the person's or agent's request.
     fn archive(&self, scope: &Scope, id: MemoryId, reason: &str, now: Timestamp) -> Result<Memory, StoreError>;
@@ -94,7 +125,13 @@ pub trait Store: Send + Sync {
 
     /// Runs the forgetting policy over the active memories of one scope, in one write
     /// transaction, and archives what it decides unless `dry_run`.
-    fn sweep(&self, scope: &Scope, policy: &ForgettingPolicy, now: Timestamp, dry_run: bool) -> Result<SweepReport, StoreError>;
+    fn sweep(
+        &self,
+        scope: &Scope,
+        policy: &ForgettingPolicy,
+        now: Timestamp,
+        dry_run: bool,
+    ) -> Result<SweepReport, StoreError>;
 
     /// The event log of this scope, oldest first, filtered and paged.
     fn events(&self, scope: &Scope, query: &EventQuery) -> Result<Vec<Event>, StoreError>;
@@ -112,7 +149,11 @@ pub trait Store: Send + Sync {
     fn insert_superseding(&self, new: NewMemory, replaces: &[MemoryId], now: Timestamp) -> Result<Memory, StoreError>;
     /// The values of one metadata key among this scope's memories (any status but erased),
     /// each with the memory carrying it. Imports use it to skip records they already stored.
-    fn metadata_index(&self, scope: &Scope, key: &str) -> Result<std::collections::HashMap<String, MemoryId>, StoreError>;
+    fn metadata_index(
+        &self,
+        scope: &Scope,
+        key: &str,
+    ) -> Result<std::collections::HashMap<String, MemoryId>, StoreError>;
     /// For each of `ids` (of this scope), the memory just before and just after it on the
     /// same day, in `(occurred_at, insertion)` order, among the memories that `filter`
     /// admits (its kinds and statuses; its day range is ignored). Ids not found are left out.
@@ -122,7 +163,12 @@ pub trait Store: Send + Sync {
     /// Those of `days` on which this scope has a memory that `filter` admits (its kinds and
     /// statuses; its day range is ignored), in no particular order. One indexed seek per
     /// day: a recall uses it to choose the year of a date named without one.
-    fn days_with_memories(&self, scope: &Scope, days: &[chrono::NaiveDate], filter: &SearchFilter) -> Result<Vec<chrono::NaiveDate>, StoreError>;
+    fn days_with_memories(
+        &self,
+        scope: &Scope,
+        days: &[chrono::NaiveDate],
+        filter: &SearchFilter,
+    ) -> Result<Vec<chrono::NaiveDate>, StoreError>;
 
     /// The stored vectors of these memories of this scope (ids without a vector, or of
     /// other scopes, are left out), in the order of `ids`.
@@ -135,7 +181,12 @@ pub trait Store: Send + Sync {
     /// maintained, their creation) is before `before`, or who have stored at least
     /// `every_turns` turns since it; at most `limit`. An operations read over the users
     /// table only: it returns who, never what they remember.
-    fn users_due_for_maintenance(&self, before: Timestamp, every_turns: Option<u64>, limit: usize) -> Result<Vec<(TenantId, UserId)>, StoreError>;
+    fn users_due_for_maintenance(
+        &self,
+        before: Timestamp,
+        every_turns: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<(TenantId, UserId)>, StoreError>;
     /// Applies one maintenance cycle's plan to one user in one transaction, logs every
     /// change as an event, and records the cycle (time and the newest memory it covered).
     fn apply_maintenance(&self, scope: &Scope, plan: MaintenancePlan) -> Result<MaintenanceApplied, StoreError>;
@@ -146,14 +197,25 @@ pub trait Store: Send + Sync {
     /// another request is refused (`Invalid`).
     fn insert_all(&self, batch: Vec<NewMemory>, claim: Option<&IdempotencyClaim>) -> Result<Insertion, StoreError>;
     /// What `key` was used for by this user, if it was claimed at or after `expire_before`.
-    fn idempotency_record(&self, scope: &Scope, key: &str, expire_before: Timestamp) -> Result<Option<IdempotencyRecord>, StoreError>;
+    fn idempotency_record(
+        &self,
+        scope: &Scope,
+        key: &str,
+        expire_before: Timestamp,
+    ) -> Result<Option<IdempotencyRecord>, StoreError>;
     /// Records the answer given to the request that claimed `key` (the first one wins).
     fn record_idempotent_response(&self, scope: &Scope, key: &str, response: &str) -> Result<(), StoreError>;
     /// Clears the user's `resummarize_due` mark (its summaries were made again).
     fn clear_resummarize_due(&self, scope: &Scope) -> Result<(), StoreError>;
     /// Streams one user's rows to `sink` from one consistent snapshot (see [`ExportRow`]);
     /// `false` if the user does not exist.
-    fn export_user(&self, tenant: &TenantId, user: &UserId, vectors: bool, sink: &mut dyn FnMut(ExportRow) -> Result<(), StoreError>) -> Result<bool, StoreError>;
+    fn export_user(
+        &self,
+        tenant: &TenantId,
+        user: &UserId,
+        vectors: bool,
+        sink: &mut dyn FnMut(ExportRow) -> Result<(), StoreError>,
+    ) -> Result<bool, StoreError>;
     /// Every user of every tenant, in creation order.
     fn all_users(&self) -> Result<Vec<(TenantId, UserId)>, StoreError>;
     /// Imports users with their ids, in one transaction. Without `merge` an existing user

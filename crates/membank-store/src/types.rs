@@ -114,7 +114,16 @@ pub struct ListQuery {
 
 impl Default for ListQuery {
     fn default() -> Self {
-        Self { statuses: Vec::new(), kinds: Vec::new(), day_from: None, day_to: None, pinned_only: false, limit: 100, offset: 0, oldest_first: false }
+        Self {
+            statuses: Vec::new(),
+            kinds: Vec::new(),
+            day_from: None,
+            day_to: None,
+            pinned_only: false,
+            limit: 100,
+            offset: 0,
+            oldest_first: false,
+        }
     }
 }
 
@@ -214,7 +223,16 @@ pub struct StateUpdate {
 impl StateUpdate {
     /// An update that sets importance and layer and nothing else.
     pub fn new(id: MemoryId, importance: f64, layer: membank_core::Layer) -> Self {
-        Self { id, importance, layer, base_importance: None, add_recalls: 0, add_frequency: 0.0, decay_factor: None, events: Vec::new() }
+        Self {
+            id,
+            importance,
+            layer,
+            base_importance: None,
+            add_recalls: 0,
+            add_frequency: 0.0,
+            decay_factor: None,
+            events: Vec::new(),
+        }
     }
 }
 

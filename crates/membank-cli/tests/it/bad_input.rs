@@ -80,10 +80,15 @@ fn foreign_and_newer_databases_exit_6() {
     let not_db = bank.path("notes.txt");
     let foreign: &[u8] = b"this is not a database, just some text that is long enough to look like a header........";
     write(&not_db, foreign);
-    let out = bank.command_without_db().args(["--db", not_db.to_str().unwrap(), "list", "--user", "a"]).output().unwrap();
+    let out =
+        bank.command_without_db().args(["--db", not_db.to_str().unwrap(), "list", "--user", "a"]).output().unwrap();
     assert_eq!(out.status.code(), Some(6), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::read(&not_db).unwrap(), foreign, "the foreign file was changed");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not an SQLite database"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not an SQLite database"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     bank.remember("alice", "hello", "2024-05-04T10:00:00Z");
     assert!(set_schema_version(&bank.db(), 99), "could not bump the schema version");
@@ -112,7 +117,12 @@ fn a_missing_model_file_exits_7_and_says_how_to_fetch() {
     let partial = bank.path("model");
     std::fs::create_dir_all(&partial).unwrap();
     std::fs::copy(crate::model_dir().join("config.json"), partial.join("config.json")).unwrap();
-    let out = bank.command().env("MEMBANK_MODEL_DIR", &partial).args(["remember", "--user", "alice", "--user-text", "hello"]).output().unwrap();
+    let out = bank
+        .command()
+        .env("MEMBANK_MODEL_DIR", &partial)
+        .args(["remember", "--user", "alice", "--user-text", "hello"])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(7), "{stderr}");
     assert!(stderr.contains("membank models fetch") && stderr.contains("missing"), "{stderr}");
@@ -124,7 +134,11 @@ fn a_missing_model_file_exits_7_and_says_how_to_fetch() {
 #[test]
 fn an_unknown_local_model_is_a_usage_error_naming_the_known_ones() {
     let bank = Bank::new();
-    let out = bank.command().args(["--local-model", "bert-base-chinese", "recall", "--user", "alice", "--query", "hello"]).output().unwrap();
+    let out = bank
+        .command()
+        .args(["--local-model", "bert-base-chinese", "recall", "--user", "alice", "--query", "hello"])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("bert-base-chinese") && stderr.contains("multilingual-e5-small"), "{stderr}");
@@ -136,14 +150,30 @@ fn an_unknown_local_model_is_a_usage_error_naming_the_known_ones() {
 fn query_precision_and_batching_flags_refuse_bad_values() {
     let bank = Bank::new();
     for bad in ["bf16", "", "INT4", "int8; rm -rf /"] {
-        let out = bank.command().args(["--query-precision", bad, "recall", "--user", "alice", "--query", "hello"]).output().unwrap();
+        let out = bank
+            .command()
+            .args(["--query-precision", bad, "recall", "--user", "alice", "--query", "hello"])
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {stderr}");
         assert!(stderr.contains("int8") && stderr.contains("f32"), "{stderr}");
     }
-    let out = bank.command().env("MEMBANK_QUERY_PRECISION", "fp16").args(["recall", "--user", "alice", "--query", "hello"]).output().unwrap();
+    let out = bank
+        .command()
+        .env("MEMBANK_QUERY_PRECISION", "fp16")
+        .args(["recall", "--user", "alice", "--query", "hello"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
-    for args in [["--query-batch", "0"], ["--query-batch", "257"], ["--query-batch", "-1"], ["--query-batch", "many"], ["--query-batch-wait-us", "100001"], ["--query-batch-wait-us", "-5"]] {
+    for args in [
+        ["--query-batch", "0"],
+        ["--query-batch", "257"],
+        ["--query-batch", "-1"],
+        ["--query-batch", "many"],
+        ["--query-batch-wait-us", "100001"],
+        ["--query-batch-wait-us", "-5"],
+    ] {
         let out = bank.command().args(["serve", "--addr", "127.0.0.1:0"]).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
@@ -160,7 +190,10 @@ fn e5_dir() -> Option<std::path::PathBuf> {
     if dir.join("model.safetensors").exists() {
         return Some(dir);
     }
-    let message = format!("multilingual-e5-small is not in {}; run `membank models fetch --model multilingual-e5-small`", dir.display());
+    let message = format!(
+        "multilingual-e5-small is not in {}; run `membank models fetch --model multilingual-e5-small`",
+        dir.display()
+    );
     assert!(std::env::var_os("MEMBANK_REQUIRE_E5").is_none(), "{message}");
     eprintln!("SKIPPED: {message}");
     None
@@ -179,7 +212,17 @@ fn a_store_keeps_its_model_and_chinese_recall_works_with_e5() {
         let out = with_e5(&["remember", "--user", "li", "--user-text", user, "--assistant-text", assistant]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
-    let out = with_e5(&["--json", "recall", "--user", "li", "--k", "1", "--no-strengthen", "--query", "我在公园看到了什么花？"]);
+    let out = with_e5(&[
+        "--json",
+        "recall",
+        "--user",
+        "li",
+        "--k",
+        "1",
+        "--no-strengthen",
+        "--query",
+        "我在公园看到了什么花？",
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("樱花"), "{stdout}");
@@ -222,7 +265,12 @@ fn unusable_database_locations_are_refused_without_leaking_a_password() {
         assert_eq!(err.status.code(), Some(2), "{}", String::from_utf8_lossy(&err.stderr));
         assert!(String::from_utf8_lossy(&err.stderr).contains("--db is empty"));
     }
-    let run = |db: &str| bank.command_without_db().args(["--db", db, "remember", "--user", "u", "--user-text", "hello"]).output().unwrap();
+    let run = |db: &str| {
+        bank.command_without_db()
+            .args(["--db", db, "remember", "--user", "u", "--user-text", "hello"])
+            .output()
+            .unwrap()
+    };
     let bad = run("postgres://me:hunter2secret@127.0.0.1:1/x?sslmode=sometimes");
     assert_eq!(bad.status.code(), Some(3));
     let refused = run("postgres://me:hunter2secret@127.0.0.1:1/x?sslmode=disable");
@@ -233,5 +281,8 @@ fn unusable_database_locations_are_refused_without_leaking_a_password() {
     }
     let hostless = run("postgres://");
     assert!(!hostless.status.success());
-    assert!(std::fs::read_dir(bank.dir.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".db")), "a database file was created");
+    assert!(
+        std::fs::read_dir(bank.dir.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".db")),
+        "a database file was created"
+    );
 }

@@ -56,7 +56,11 @@ fn json_and_stderr(bank: &Bank, args: &[&str]) -> (Value, String) {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(out.status.success(), "membank --json {args:?}: {stderr}");
     assert_whole_lines(&stderr);
-    (serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout))), stderr)
+    (
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout))),
+        stderr,
+    )
 }
 
 /// No carriage return, and every line ended: what a log file or CI console can show.
@@ -70,22 +74,43 @@ fn bench_embed_reads_a_sentence_file_and_reports_json() {
     let bank = Bank::new();
     let file = bank.path("sentences.txt");
     write(&file, b"I adopted a grey cat named Miso\r\nWe went hiking on Mount Tam\nMy sister is getting married\nnot read: past --n\n");
-    let (report, stderr) = json_and_stderr(&bank, &["bench", "embed", "--sentences", file.to_str().unwrap(), "--n", "3", "--runs", "2", "--thread-counts", "1,2"]);
+    let (report, stderr) = json_and_stderr(
+        &bank,
+        &["bench", "embed", "--sentences", file.to_str().unwrap(), "--n", "3", "--runs", "2", "--thread-counts", "1,2"],
+    );
     assert!(stderr.is_empty(), "{stderr}");
     assert_eq!(report["benchmark"], "embed");
     assert_eq!(report["model"], "sentence-transformers/all-MiniLM-L6-v2");
     assert_eq!(report["source"], file.to_str().unwrap());
-    assert_eq!((report["sentences"].as_u64(), report["words"].as_u64(), report["runs"].as_u64()), (Some(3), Some(18), Some(2)));
+    assert_eq!(
+        (report["sentences"].as_u64(), report["words"].as_u64(), report["runs"].as_u64()),
+        (Some(3), Some(18), Some(2))
+    );
     let results = report["results"].as_array().unwrap();
     assert_eq!(results.iter().map(|r| r["threads"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2]);
     for row in results {
-        assert!(number(&row["sentences_per_second"], "sentences_per_second") > 0.0 && number(&row["seconds"], "seconds") > 0.0, "{row}");
+        assert!(
+            number(&row["sentences_per_second"], "sentences_per_second") > 0.0
+                && number(&row["seconds"], "seconds") > 0.0,
+            "{row}"
+        );
         assert!(row["sentences_per_cpu_second"].is_number() || row["sentences_per_cpu_second"].is_null(), "{row}");
         assert_eq!(row["run_rates"].as_array().unwrap().len(), 2, "{row}");
         assert_eq!(row.as_object().unwrap().len(), 5, "{row}");
     }
     // The text table names the source and has a row per thread count.
-    let text = bank.ok(&["bench", "embed", "--sentences", file.to_str().unwrap(), "--n", "3", "--runs", "1", "--thread-counts", "1"]);
+    let text = bank.ok(&[
+        "bench",
+        "embed",
+        "--sentences",
+        file.to_str().unwrap(),
+        "--n",
+        "3",
+        "--runs",
+        "1",
+        "--thread-counts",
+        "1",
+    ]);
     assert!(text.starts_with(&format!("embedding 3 sentences from {}", file.display())), "{text}");
     assert_eq!(text.lines().count(), 3, "{text}");
 }
@@ -142,13 +167,31 @@ fn bench_recall_reports_json_and_reuses_its_databases() {
     let bank = Bank::new();
     let data = tiny_data(&bank);
     let dir = bank.path("bench");
-    let args = ["bench", "recall", "--sizes", "4,20", "--queries", "2", "--dir", dir.to_str().unwrap(), "--data", data.to_str().unwrap()];
+    let args = [
+        "bench",
+        "recall",
+        "--sizes",
+        "4,20",
+        "--queries",
+        "2",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+    ];
     let (report, stderr) = json_and_stderr(&bank, &args);
     assert_eq!(report["benchmark"], "recall");
-    assert_eq!((report["k"].as_u64(), report["queries"].as_u64()), (Some(10), Some(2)), "one query per 7 sentences: {report}");
+    assert_eq!(
+        (report["k"].as_u64(), report["queries"].as_u64()),
+        (Some(10), Some(2)),
+        "one query per 7 sentences: {report}"
+    );
     assert!(report["model"].is_string());
     let results = report["results"].as_array().unwrap();
-    assert_eq!(results.iter().map(|r| (r["memories"].as_u64().unwrap(), r["built"].as_u64().unwrap())).collect::<Vec<_>>(), [(4, 4), (20, 20)]);
+    assert_eq!(
+        results.iter().map(|r| (r["memories"].as_u64().unwrap(), r["built"].as_u64().unwrap())).collect::<Vec<_>>(),
+        [(4, 4), (20, 20)]
+    );
     for row in results {
         for series in ["total", "no_embed", "dense", "dense_exact", "bm25", "embed"] {
             latency(&row[series], series);
@@ -158,14 +201,25 @@ fn bench_recall_reports_json_and_reuses_its_databases() {
         assert_eq!(row.as_object().unwrap().len(), 10, "{row}");
         // The user's entries in both search caches, warm: at least its f32 vectors.
         let dim = 384;
-        assert!(row["cache_bytes"]["vectors"].as_u64().unwrap() >= row["memories"].as_u64().unwrap() * dim * 4, "{row}");
+        assert!(
+            row["cache_bytes"]["vectors"].as_u64().unwrap() >= row["memories"].as_u64().unwrap() * dim * 4,
+            "{row}"
+        );
         assert!(row["cache_bytes"]["terms"].as_u64().unwrap() > 0, "{row}");
     }
     // Building 20 memories reports its end on a line of its own.
-    assert!(stderr.contains("embedding: 9/9 in ") && stderr.contains("inserting: 20/20 in ") && stderr.contains("built 20 memories in "), "{stderr}");
+    assert!(
+        stderr.contains("embedding: 9/9 in ")
+            && stderr.contains("inserting: 20/20 in ")
+            && stderr.contains("built 20 memories in "),
+        "{stderr}"
+    );
 
     let (again, stderr) = json_and_stderr(&bank, &args);
-    assert_eq!(again["results"].as_array().unwrap().iter().map(|r| r["built"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 0]);
+    assert_eq!(
+        again["results"].as_array().unwrap().iter().map(|r| r["built"].as_u64().unwrap()).collect::<Vec<_>>(),
+        [0, 0]
+    );
     assert!(stderr.is_empty(), "nothing to build: {stderr}");
 
     for bad in [["--sizes", "0"], ["--sizes", "10,x"], ["--queries", "0"]] {
@@ -178,7 +232,22 @@ fn bench_http_reports_json_per_concurrency_and_mode() {
     let bank = Bank::new();
     let data = tiny_data(&bank);
     let dir = bank.path("bench");
-    let args = ["bench", "http", "--memories", "8", "--clients", "1,2", "--requests", "2", "--k", "3", "--dir", dir.to_str().unwrap(), "--data", data.to_str().unwrap()];
+    let args = [
+        "bench",
+        "http",
+        "--memories",
+        "8",
+        "--clients",
+        "1,2",
+        "--requests",
+        "2",
+        "--k",
+        "3",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+    ];
     let (report, _) = json_and_stderr(&bank, &[&args[..], &["--strengthen"]].concat());
     assert_eq!(report["benchmark"], "http");
     assert_eq!((report["memories"].as_u64(), report["k"].as_u64()), (Some(8), Some(3)));
@@ -186,8 +255,30 @@ fn bench_http_reports_json_per_concurrency_and_mode() {
     let results = report["results"].as_array().unwrap();
     // At least 10 requests per client, on each query path: the default (int8, batched)
     // and the f32 reference, side by side.
-    let rows: Vec<(u64, bool, &str, u64)> = results.iter().map(|r| (r["clients"].as_u64().unwrap(), r["strengthen"].as_bool().unwrap(), r["query_path"].as_str().unwrap(), r["requests"].as_u64().unwrap())).collect();
-    assert_eq!(rows, [(1, false, "int8-batched", 10), (1, false, "f32", 10), (1, true, "int8-batched", 10), (1, true, "f32", 10), (2, false, "int8-batched", 20), (2, false, "f32", 20), (2, true, "int8-batched", 20), (2, true, "f32", 20)]);
+    let rows: Vec<(u64, bool, &str, u64)> = results
+        .iter()
+        .map(|r| {
+            (
+                r["clients"].as_u64().unwrap(),
+                r["strengthen"].as_bool().unwrap(),
+                r["query_path"].as_str().unwrap(),
+                r["requests"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (1, false, "int8-batched", 10),
+            (1, false, "f32", 10),
+            (1, true, "int8-batched", 10),
+            (1, true, "f32", 10),
+            (2, false, "int8-batched", 20),
+            (2, false, "f32", 20),
+            (2, true, "int8-batched", 20),
+            (2, true, "f32", 20)
+        ]
+    );
     let ratios = report["path_ratios"].as_array().unwrap();
     assert_eq!(ratios.len(), 4, "{report}");
     for ratio in ratios {
@@ -198,7 +289,15 @@ fn bench_http_reports_json_per_concurrency_and_mode() {
         latency(&row["latency"], "latency");
         assert!(number(&row["recalls_per_second"], "recalls_per_second") > 0.0);
     }
-    for bad in [["--clients", "0"], ["--clients", "257"], ["--clients", "1,-2"], ["--requests", "0"], ["--k", "0"], ["--k", "100000"], ["--memories", "0"]] {
+    for bad in [
+        ["--clients", "0"],
+        ["--clients", "257"],
+        ["--clients", "1,-2"],
+        ["--requests", "0"],
+        ["--k", "0"],
+        ["--k", "100000"],
+        ["--memories", "0"],
+    ] {
         bank.fails(&[&args[..], &bad[..]].concat(), 2);
     }
 }
@@ -210,7 +309,10 @@ fn bench_sweep_reports_json_for_the_dry_and_the_real_sweep() {
     let args = ["bench", "sweep", "--users", "3", "--per-user", "40", "--dir", dir.to_str().unwrap()];
     let (report, stderr) = json_and_stderr(&bank, &args);
     assert_eq!(report["benchmark"], "sweep");
-    assert_eq!((report["users"].as_u64(), report["per_user"].as_u64(), report["built"].as_bool()), (Some(3), Some(40), Some(true)));
+    assert_eq!(
+        (report["users"].as_u64(), report["per_user"].as_u64(), report["built"].as_bool()),
+        (Some(3), Some(40), Some(true))
+    );
     let results = report["results"].as_array().unwrap();
     assert_eq!(results.iter().map(|r| r["dry_run"].as_bool().unwrap()).collect::<Vec<_>>(), [true, false]);
     for row in results {
@@ -236,10 +338,35 @@ fn bench_cache_reports_json_per_pass_with_the_caches_and_resident_memory() {
     let bank = Bank::new();
     let data = tiny_data(&bank);
     let dir = bank.path("bench");
-    let args = ["--cache-mb", "1", "bench", "cache", "--users", "3", "--per-user", "20", "--passes", "2", "--clients", "2", "--dir", dir.to_str().unwrap(), "--data", data.to_str().unwrap()];
+    let args = [
+        "--cache-mb",
+        "1",
+        "bench",
+        "cache",
+        "--users",
+        "3",
+        "--per-user",
+        "20",
+        "--passes",
+        "2",
+        "--clients",
+        "2",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+    ];
     let (report, stderr) = json_and_stderr(&bank, &args);
     assert_eq!(report["benchmark"], "cache");
-    assert_eq!((report["users"].as_u64(), report["per_user"].as_u64(), report["built"].as_bool(), report["budget_bytes"].as_u64()), (Some(3), Some(20), Some(true), Some(1 << 20)));
+    assert_eq!(
+        (
+            report["users"].as_u64(),
+            report["per_user"].as_u64(),
+            report["built"].as_bool(),
+            report["budget_bytes"].as_u64()
+        ),
+        (Some(3), Some(20), Some(true), Some(1 << 20))
+    );
     assert!(report["per_user_bytes"]["vectors"].as_u64().unwrap() >= 20 * 384 * 4, "{report}");
     assert!(report["per_user_bytes"]["terms"].as_u64().unwrap() > 0, "{report}");
     assert!(stderr.contains("built 3 users x 20 memories"), "{stderr}");
@@ -255,8 +382,16 @@ fn bench_cache_reports_json_per_pass_with_the_caches_and_resident_memory() {
     // second is served from them.
     for (row, (hits, misses)) in results.iter().zip([(0, 6), (6, 6)]) {
         let cache = &row["cache"];
-        assert_eq!((cache["hits"].as_u64(), cache["misses"].as_u64(), cache["evictions"].as_u64()), (Some(hits), Some(misses), Some(0)), "{row}");
-        assert_eq!((cache["vectors_users"].as_u64(), cache["terms_users"].as_u64(), row["searches"].as_u64()), (Some(3), Some(3), Some(6)), "{row}");
+        assert_eq!(
+            (cache["hits"].as_u64(), cache["misses"].as_u64(), cache["evictions"].as_u64()),
+            (Some(hits), Some(misses), Some(0)),
+            "{row}"
+        );
+        assert_eq!(
+            (cache["vectors_users"].as_u64(), cache["terms_users"].as_u64(), row["searches"].as_u64()),
+            (Some(3), Some(3), Some(6)),
+            "{row}"
+        );
         assert!(cache["bytes"].as_u64().unwrap() <= 1 << 20, "{row}");
         number(&row["seconds"], "seconds");
         rss_fields(&row["rss"]);
@@ -291,11 +426,30 @@ fn compare_sh(home: &Path) -> Command {
 fn compare_sh_runs_the_rust_side_with_the_built_binary() {
     let bank = Bank::new();
     let file = bank.path("sentences.txt");
-    write(&file, b"I adopted a grey cat named Miso\nWe went hiking on Mount Tam\nMy sister is getting married in June\n");
-    let out = compare_sh(bank.dir.path()).args(["--rust-only", "--n", "3", "--runs", "1", "--thread-counts", "1,2", "--sentences", file.to_str().unwrap()]).output().unwrap();
+    write(
+        &file,
+        b"I adopted a grey cat named Miso\nWe went hiking on Mount Tam\nMy sister is getting married in June\n",
+    );
+    let out = compare_sh(bank.dir.path())
+        .args([
+            "--rust-only",
+            "--n",
+            "3",
+            "--runs",
+            "1",
+            "--thread-counts",
+            "1,2",
+            "--sentences",
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "compare.sh failed: {stdout}\n{stderr}");
-    assert!(stdout.contains("3 sentences (20 words), median of 1 runs, Rust only (stopped before PyTorch)"), "{stdout}");
+    assert!(
+        stdout.contains("3 sentences (20 words), median of 1 runs, Rust only (stopped before PyTorch)"),
+        "{stdout}"
+    );
     let rows: Vec<&str> = stdout.lines().skip_while(|l| !l.starts_with("threads")).skip(1).collect();
     assert_eq!(rows.len(), 2, "{stdout}");
     for (row, threads) in rows.iter().zip(["1", "2"]) {
@@ -304,8 +458,16 @@ fn compare_sh_runs_the_rust_side_with_the_built_binary() {
         assert!(fields[1].parse::<f64>().is_ok_and(|r| r > 0.0), "{row}");
     }
     // The environment variable stops it as well.
-    let out = compare_sh(bank.dir.path()).env("COMPARE_STOP_BEFORE_PYTORCH", "1").args(["--n", "2", "--runs", "1", "--thread-counts", "1", "--sentences", file.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Rust only"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = compare_sh(bank.dir.path())
+        .env("COMPARE_STOP_BEFORE_PYTORCH", "1")
+        .args(["--n", "2", "--runs", "1", "--thread-counts", "1", "--sentences", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Rust only"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -339,7 +501,11 @@ const BANK: &str = r#"{"Ann": {"name": "Ann", "history": {
 fn eval_memorybank_counts_the_questions_it_did_not_score() {
     let bank = Bank::new();
     write(&bank.path("memory_bank_en.json"), BANK.as_bytes());
-    write(&bank.path("probing_questions_en.jsonl"), "{\"Ann\": [\"What is my cat called?\", \"Where did I hike?\", \"What dish did I cook on May 5th?\"]}\n".as_bytes());
+    write(
+        &bank.path("probing_questions_en.jsonl"),
+        "{\"Ann\": [\"What is my cat called?\", \"Where did I hike?\", \"What dish did I cook on May 5th?\"]}\n"
+            .as_bytes(),
+    );
     let gold = bank.path("gold.jsonl");
     write(
         &gold,
@@ -352,23 +518,49 @@ fn eval_memorybank_counts_the_questions_it_did_not_score() {
     );
     let eval_db = bank.path("eval.db");
     let data = bank.dir.path().to_str().unwrap();
-    let args = ["eval", "memorybank", "--data", data, "--gold", gold.to_str().unwrap(), "--k", "1,3", "--eval-db", eval_db.to_str().unwrap()];
+    let args = [
+        "eval",
+        "memorybank",
+        "--data",
+        data,
+        "--gold",
+        gold.to_str().unwrap(),
+        "--k",
+        "1,3",
+        "--eval-db",
+        eval_db.to_str().unwrap(),
+    ];
     let (report, stderr) = json_and_stderr(&bank, &args);
-    assert_eq!((report["asked"].as_u64(), report["n"].as_u64(), report["skipped"].as_u64()), (Some(3), Some(2), Some(1)), "{report}");
+    assert_eq!(
+        (report["asked"].as_u64(), report["n"].as_u64(), report["skipped"].as_u64()),
+        (Some(3), Some(2), Some(1)),
+        "{report}"
+    );
     assert_eq!(report["skipped_by_reason"], serde_json::json!({"no_evidence": 1}));
-    let skipped: Vec<&Value> = report["questions"].as_array().unwrap().iter().filter(|q| q["scored"] == false).collect();
+    let skipped: Vec<&Value> =
+        report["questions"].as_array().unwrap().iter().filter(|q| q["scored"] == false).collect();
     assert_eq!(skipped.len(), 1);
-    assert_eq!((&skipped[0]["qid"], &skipped[0]["skip_reason"]), (&Value::from("en-Ann-2"), &Value::from("no_evidence")));
+    assert_eq!(
+        (&skipped[0]["qid"], &skipped[0]["skip_reason"]),
+        (&Value::from("en-Ann-2"), &Value::from("no_evidence"))
+    );
     assert!(report["questions"][0].get("skip_reason").is_none(), "a scored question has no skip reason");
     // Progress on a pipe: one whole line per step.
     assert!(stderr.contains("importing: ") && stderr.contains("asking: 3/3 in "), "{stderr}");
 
     let text = bank.ok(&args);
     assert!(text.contains("MemoryBank (en), gold ") && text.contains(": 2 of 3 questions scored"), "{text}");
-    assert!(text.contains("skipped 1: the gold line lists no evidence (not answerable from the history): en-Ann-2"), "{text}");
+    assert!(
+        text.contains("skipped 1: the gold line lists no evidence (not answerable from the history): en-Ann-2"),
+        "{text}"
+    );
 
     // Without gold, every question is asked and none scored, for that reason.
     let no_gold = bank.json(&["eval", "memorybank", "--data", data, "--eval-db", eval_db.to_str().unwrap()]);
-    assert_eq!((no_gold["asked"].as_u64(), no_gold["n"].as_u64(), no_gold["skipped"].as_u64()), (Some(3), Some(0), Some(3)), "{no_gold}");
+    assert_eq!(
+        (no_gold["asked"].as_u64(), no_gold["n"].as_u64(), no_gold["skipped"].as_u64()),
+        (Some(3), Some(0), Some(3)),
+        "{no_gold}"
+    );
     assert_eq!(no_gold["skipped_by_reason"], serde_json::json!({"no_gold": 3}));
 }

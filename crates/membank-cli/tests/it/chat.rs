@@ -7,7 +7,13 @@ use membank_llm::stub::{Recorded, Reply, StubServer};
 use crate::Bank;
 
 fn with_llm(bank: &Bank, stub: &StubServer, args: &[&str]) -> std::process::Output {
-    bank.command().env("MEMBANK_LLM_BASE_URL", stub.base_url()).env("MEMBANK_LLM_MODEL", "stub-model").env("MEMBANK_LLM_API_KEY", "sk-cli").args(args).output().unwrap()
+    bank.command()
+        .env("MEMBANK_LLM_BASE_URL", stub.base_url())
+        .env("MEMBANK_LLM_MODEL", "stub-model")
+        .env("MEMBANK_LLM_API_KEY", "sk-cli")
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn ok(out: std::process::Output) -> String {
@@ -20,13 +26,24 @@ fn without_an_llm_summarize_and_chat_exit_8_and_say_how_to_configure_one() {
     let bank = Bank::new();
     bank.remember("alice", "I adopted a grey cat named Miso", "2024-05-04T10:00:00Z");
     let command = |args: &[&str]| {
-        let out = bank.command().env_remove("MEMBANK_LLM_BASE_URL").env_remove("MEMBANK_LLM_MODEL").args(args).output().unwrap();
+        let out = bank
+            .command()
+            .env_remove("MEMBANK_LLM_BASE_URL")
+            .env_remove("MEMBANK_LLM_MODEL")
+            .args(args)
+            .output()
+            .unwrap();
         (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
     };
     for args in [&["summarize", "--user", "alice"][..], &["chat", "--user", "alice", "--message", "hi"]] {
         let (code, stderr) = command(args);
         assert_eq!(code, Some(8), "{args:?}: {stderr}");
-        assert!(stderr.contains("no LLM is configured") && stderr.contains("MEMBANK_LLM_BASE_URL") && stderr.contains("MEMBANK_LLM_MODEL"), "{stderr}");
+        assert!(
+            stderr.contains("no LLM is configured")
+                && stderr.contains("MEMBANK_LLM_BASE_URL")
+                && stderr.contains("MEMBANK_LLM_MODEL"),
+            "{stderr}"
+        );
     }
     // Everything else keeps working.
     let out = bank.json(&["recall", "--user", "alice", "--query", "cat", "--no-strengthen"]);
@@ -54,7 +71,8 @@ fn summarize_then_profile_then_chat_with_citations_and_slash_commands() {
     let miso = bank.remember("alice", "I adopted a grey cat named Miso", "2024-05-04T10:00:00Z");
     bank.remember("bob", "My dog is called Pixel", "2024-05-04T10:00:00Z");
 
-    let report: serde_json::Value = serde_json::from_str(&ok(with_llm(&bank, &stub, &["--json", "summarize", "--user", "alice"]))).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&ok(with_llm(&bank, &stub, &["--json", "summarize", "--user", "alice"]))).unwrap();
     assert_eq!(report["llm_calls"], 4, "{report}");
     assert_eq!(report["days"][0]["summary"]["outcome"], "made");
     assert_eq!(stub.requests()[0].authorization.as_deref(), Some("Bearer sk-cli"));
@@ -63,15 +81,30 @@ fn summarize_then_profile_then_chat_with_citations_and_slash_commands() {
     assert_eq!(stub.count(), 4);
 
     let profile = bank.ok(&["profile", "--user", "alice"]);
-    assert!(profile.contains("Alice is warm and caring.") && profile.contains("Alice adopted Miso on 2024-05-04.") && profile.contains("2024-05-04"), "{profile}");
+    assert!(
+        profile.contains("Alice is warm and caring.")
+            && profile.contains("Alice adopted Miso on 2024-05-04.")
+            && profile.contains("2024-05-04"),
+        "{profile}"
+    );
 
-    let reply: serde_json::Value = serde_json::from_str(&ok(with_llm(&bank, &stub, &["--json", "chat", "--user", "alice", "--message", "What is my cat called?", "--now", "2024-05-10T09:00:00Z"]))).unwrap();
+    let reply: serde_json::Value = serde_json::from_str(&ok(with_llm(
+        &bank,
+        &stub,
+        &["--json", "chat", "--user", "alice", "--message", "What is my cat called?", "--now", "2024-05-10T09:00:00Z"],
+    )))
+    .unwrap();
     assert_eq!(reply["reply"], "Your cat is Miso [M1].");
     assert_eq!(reply["used"][0]["id"], miso.as_str(), "{reply}");
     assert_eq!(reply["used"][0]["day"], "2024-05-04");
     assert_eq!(reply["turn"]["user_text"], "What is my cat called?");
     let system = stub.requests().last().unwrap().system();
-    assert!(system.contains("Today is Friday, 2024-05-10") && system.contains("Alice is warm and caring.") && !system.contains("Pixel"), "{system}");
+    assert!(
+        system.contains("Today is Friday, 2024-05-10")
+            && system.contains("Alice is warm and caring.")
+            && !system.contains("Pixel"),
+        "{system}"
+    );
 
     // Human output ends with a compact footer of the used memories and their dates.
     let human = ok(with_llm(&bank, &stub, &["chat", "--user", "alice", "--message", "And again?"]));
@@ -94,12 +127,20 @@ fn summarize_then_profile_then_chat_with_citations_and_slash_commands() {
         .spawn()
         .unwrap();
     use std::io::Write;
-    child.stdin.take().unwrap().write_all(b"/remember I love jasmine tea\nWhat do I drink?\n/memories\n/bogus\n/quit\n").unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"/remember I love jasmine tea\nWhat do I drink?\n/memories\n/bogus\n/quit\n")
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stdout.contains("remembered ") && stdout.contains("Your cat is Miso") && stdout.contains("jasmine tea"), "{stdout}");
+    assert!(
+        stdout.contains("remembered ") && stdout.contains("Your cat is Miso") && stdout.contains("jasmine tea"),
+        "{stdout}"
+    );
     assert!(stderr.contains("unknown command /bogus"), "{stderr}");
 }
 
@@ -111,6 +152,12 @@ fn a_failing_llm_exits_9_with_a_clear_message() {
     let out = with_llm(&bank, &stub, &["chat", "--user", "alice", "--message", "hi"]);
     assert_eq!(out.status.code(), Some(9), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("refused the API key"));
-    let out = bank.command().env("MEMBANK_LLM_BASE_URL", stub.base_url()).env_remove("MEMBANK_LLM_MODEL").args(["summarize", "--user", "alice"]).output().unwrap();
+    let out = bank
+        .command()
+        .env("MEMBANK_LLM_BASE_URL", stub.base_url())
+        .env_remove("MEMBANK_LLM_MODEL")
+        .args(["summarize", "--user", "alice"])
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("no model"), "{}", String::from_utf8_lossy(&out.stderr));
 }

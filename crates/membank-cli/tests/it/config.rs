@@ -5,7 +5,12 @@ use crate::{Bank, write};
 
 /// Sweeps one 6-day-old memory (two units of three days: S = 1, R = e^-2 ≈ 0.135) under the given threshold
 /// settings and says whether it was archived.
-fn archived_with(bank: &Bank, file_threshold: Option<f64>, env_threshold: Option<&str>, flag_threshold: Option<&str>) -> bool {
+fn archived_with(
+    bank: &Bank,
+    file_threshold: Option<f64>,
+    env_threshold: Option<&str>,
+    flag_threshold: Option<&str>,
+) -> bool {
     let config = bank.path("config.toml");
     match file_threshold {
         Some(theta) => write(&config, format!("[forgetting]\nthreshold = {theta}\n").as_bytes()),
@@ -57,7 +62,8 @@ fn a_bad_config_file_is_a_clear_error() {
         assert!(!out.status.success());
         assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
     }
-    let missing = bank.command().args(["--config", "/nonexistent/membank.toml", "list", "--user", "u"]).output().unwrap();
+    let missing =
+        bank.command().args(["--config", "/nonexistent/membank.toml", "list", "--user", "u"]).output().unwrap();
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read config file"));
 }
 
@@ -75,7 +81,13 @@ fn a_bad_cache_budget_is_a_usage_error_from_every_layer() {
         assert!(stderr.contains("--cache-mb") && stderr.contains("MiB"), "MEMBANK_CACHE_MB={value:?}: {stderr}");
     }
     let config = bank.path("cache.toml");
-    for (value, needle) in [("0", "from 1 to 1048576 MiB, not 0"), ("-1", "not -1"), ("2000000", "not 2000000"), ("\"512\"", "not a whole number"), ("1.5", "not a whole number")] {
+    for (value, needle) in [
+        ("0", "from 1 to 1048576 MiB, not 0"),
+        ("-1", "not -1"),
+        ("2000000", "not 2000000"),
+        ("\"512\"", "not a whole number"),
+        ("1.5", "not a whole number"),
+    ] {
         write(&config, format!("[cache]\nmax_mb = {value}\n").as_bytes());
         let stderr = bank.fails(&["--config", config.to_str().unwrap(), "list", "--user", "u"], 2);
         assert!(stderr.contains("cache.max_mb") && stderr.contains(needle), "{value}: {stderr}");
@@ -86,6 +98,13 @@ fn a_bad_cache_budget_is_a_usage_error_from_every_layer() {
     bank.ok(&["--cache-mb", "1", "recall", "--user", "u", "--query", "day"]);
     write(&config, b"[cache]\nmax_mb = 0\n");
     bank.ok(&["--config", config.to_str().unwrap(), "--cache-mb", "16", "list", "--user", "u"]);
-    let out = bank.command().arg("--config").arg(&config).env("MEMBANK_CACHE_MB", "16").args(["list", "--user", "u"]).output().unwrap();
+    let out = bank
+        .command()
+        .arg("--config")
+        .arg(&config)
+        .env("MEMBANK_CACHE_MB", "16")
+        .args(["list", "--user", "u"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -16,7 +16,14 @@ fn acknowledged_turns_survive_kill_9() {
         bin = env!("CARGO_BIN_EXE_membank"),
         db = bank.db().display()
     );
-    let mut child = Command::new("bash").arg("-c").arg(&script).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0).spawn().unwrap();
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
     let mut acknowledged = Vec::new();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     while acknowledged.len() < 6 {

@@ -56,15 +56,24 @@ fn the_default_database_is_named_once_on_a_terminal() {
     assert_eq!(code, Some(0), "{first}");
     let db = bank.dir.path().join("data").join("membank").join("membank.db");
     assert!(db.exists());
-    assert!(first.contains(&format!("created the database {}", db.display())) && first.contains("--db or MEMBANK_DB"), "{first}");
+    assert!(
+        first.contains(&format!("created the database {}", db.display())) && first.contains("--db or MEMBANK_DB"),
+        "{first}"
+    );
     let (second, code) = at_terminal(&bank, &["remember", "--user", "ana", "--user-text", "It is grey"], "", None);
     assert_eq!(code, Some(0), "{second}");
     assert!(!second.contains("created the database"), "said once: {second}");
     // Scripts (no terminal) and a chosen --db are never told.
-    let out = bank.command_without_db().env("XDG_DATA_HOME", bank.dir.path().join("other")).args(["remember", "--user", "ana", "--user-text", "hi"]).output().unwrap();
+    let out = bank
+        .command_without_db()
+        .env("XDG_DATA_HOME", bank.dir.path().join("other"))
+        .args(["remember", "--user", "ana", "--user-text", "hi"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).trim().is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
-    let (chosen, _) = at_terminal(&bank, &["remember", "--user", "ana", "--user-text", "hi"], "", Some(&bank.path("chosen.db")));
+    let (chosen, _) =
+        at_terminal(&bank, &["remember", "--user", "ana", "--user-text", "hi"], "", Some(&bank.path("chosen.db")));
     assert!(!chosen.contains("created the database"), "{chosen}");
 }
 
@@ -72,13 +81,26 @@ fn the_default_database_is_named_once_on_a_terminal() {
 fn backdated_history_starts_fresh_unless_the_clock_runs_from_the_event() {
     let bank = Bank::new();
     // Default: the clock starts when membank stores it.
-    let fresh = bank.json(&["remember", "--user", "ana", "--user-text", "We met in Lisbon", "--at", "2024-05-04T10:00:00Z"]);
+    let fresh =
+        bank.json(&["remember", "--user", "ana", "--user-text", "We met in Lisbon", "--at", "2024-05-04T10:00:00Z"]);
     assert_eq!(fresh["occurred_at"], "2024-05-04T10:00:00.000Z");
     assert_ne!(fresh["last_recalled_at"], fresh["occurred_at"], "{fresh}");
-    let old = bank.json(&["remember", "--user", "ana", "--user-text", "We flew home", "--at", "2024-05-04T11:00:00Z", "--clock-from", "event"]);
+    let old = bank.json(&[
+        "remember",
+        "--user",
+        "ana",
+        "--user-text",
+        "We flew home",
+        "--at",
+        "2024-05-04T11:00:00Z",
+        "--clock-from",
+        "event",
+    ]);
     assert_eq!(old["last_recalled_at"], "2024-05-04T11:00:00.000Z");
     let listed = bank.json(&["list", "--user", "ana"]);
-    let retention = |id: &serde_json::Value| listed["memories"].as_array().unwrap().iter().find(|m| m["id"] == *id).unwrap()["retention"].as_f64().unwrap();
+    let retention = |id: &serde_json::Value| {
+        listed["memories"].as_array().unwrap().iter().find(|m| m["id"] == *id).unwrap()["retention"].as_f64().unwrap()
+    };
     assert!(retention(&fresh["id"]) > 0.99, "{listed}");
     assert!(retention(&old["id"]) < 0.01, "{listed}");
     // The log keeps where each clock started, so a curve can be replayed from it.
@@ -90,17 +112,33 @@ fn backdated_history_starts_fresh_unless_the_clock_runs_from_the_event() {
     assert_ne!(created(&fresh["id"])["clock_started_at"], "2024-05-04T10:00:00+00:00");
     assert_eq!(created(&fresh["id"])["strength"], 1.0);
     // list and show say plainly what the next sweep archives.
-    assert_eq!((listed["archive_below"].as_f64(), listed["past_threshold"].as_u64()), (Some(0.05), Some(1)), "{listed}");
-    let marked: Vec<_> = listed["memories"].as_array().unwrap().iter().filter(|m| m["past_threshold"] == true).map(|m| m["id"].clone()).collect();
+    assert_eq!(
+        (listed["archive_below"].as_f64(), listed["past_threshold"].as_u64()),
+        (Some(0.05), Some(1)),
+        "{listed}"
+    );
+    let marked: Vec<_> = listed["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["past_threshold"] == true)
+        .map(|m| m["id"].clone())
+        .collect();
     assert_eq!(marked, vec![old["id"].clone()]);
     let text = bank.ok(&["list", "--user", "ana"]);
     let line = text.lines().find(|l| l.contains("We flew home")).unwrap();
     assert!(line.contains("(past threshold: the next sweep archives it)"), "{text}");
     assert!(!text.lines().find(|l| l.contains("We met in Lisbon")).unwrap().contains("past threshold"), "{text}");
-    assert!(text.contains("1 memory listed is past the archive threshold (R < 0.05): the next sweep archives it"), "{text}");
+    assert!(
+        text.contains("1 memory listed is past the archive threshold (R < 0.05): the next sweep archives it"),
+        "{text}"
+    );
     let shown = bank.ok(&["show", "--user", "ana", old["id"].as_str().unwrap()]);
     assert!(shown.contains("past the archive threshold (0.05): the next sweep archives it"), "{shown}");
-    assert_eq!(bank.json(&["show", "--user", "ana", old["id"].as_str().unwrap()])["memories"][0]["past_threshold"], true);
+    assert_eq!(
+        bank.json(&["show", "--user", "ana", old["id"].as_str().unwrap()])["memories"][0]["past_threshold"],
+        true
+    );
     bank.ok(&["pin", "--user", "ana", old["id"].as_str().unwrap()]);
     assert_eq!(bank.json(&["list", "--user", "ana"])["past_threshold"], 0, "a pinned memory never decays");
     bank.ok(&["unpin", "--user", "ana", old["id"].as_str().unwrap()]);
@@ -129,9 +167,15 @@ fn an_import_says_where_the_clocks_start_and_what_is_already_past_the_threshold(
 
     let other = Bank::new();
     std::fs::write(other.path("bank.json"), crate::import::BANK).unwrap();
-    let report = other.json(&["import", "memorybank", other.path("bank.json").to_str().unwrap(), "--clock-from", "event"]);
-    assert_eq!((report["clock_from"].as_str(), report["past_threshold"].as_u64()), (Some("event"), Some(2)), "{report}");
-    let err = other.fails(&["import", "membank-export", other.path("bank.json").to_str().unwrap(), "--clock-from", "event"], 2);
+    let report =
+        other.json(&["import", "memorybank", other.path("bank.json").to_str().unwrap(), "--clock-from", "event"]);
+    assert_eq!(
+        (report["clock_from"].as_str(), report["past_threshold"].as_u64()),
+        (Some("event"), Some(2)),
+        "{report}"
+    );
+    let err = other
+        .fails(&["import", "membank-export", other.path("bank.json").to_str().unwrap(), "--clock-from", "event"], 2);
     assert!(err.contains("--clock-from does not apply"), "{err}");
 }
 
@@ -140,7 +184,8 @@ fn a_bare_date_is_the_persons_local_midnight() {
     let bank = Bank::new();
     bank.ok(&["remember", "--user", "li", "--user-text", "hello"]);
     bank.ok(&["users", "--user", "li", "--time-zone", "Asia/Shanghai"]);
-    let memory = bank.json(&["remember", "--user", "li", "--user-text", "We climbed the Great Wall", "--at", "2024-05-04"]);
+    let memory =
+        bank.json(&["remember", "--user", "li", "--user-text", "We climbed the Great Wall", "--at", "2024-05-04"]);
     assert_eq!(memory["occurred_at"], "2024-05-03T16:00:00.000Z");
     assert_eq!(memory["day"], "2024-05-04");
     // A user membank has not met yet counts days in UTC.
@@ -175,12 +220,16 @@ fn erase_asks_at_a_terminal_and_needs_yes_elsewhere() {
 #[test]
 fn a_sweep_that_would_archive_most_memories_asks_first_at_a_terminal() {
     let bank = Bank::new();
-    let old: Vec<String> = (0..3).map(|i| bank.remember("ana", &format!("old thing {i}"), "2024-05-04T10:00:00Z")).collect();
+    let old: Vec<String> =
+        (0..3).map(|i| bank.remember("ana", &format!("old thing {i}"), "2024-05-04T10:00:00Z")).collect();
     bank.ok(&["remember", "--user", "ana", "--user-text", "new thing"]);
     let db = bank.db();
     let (shown, code) = at_terminal(&bank, &["sweep", "--user", "ana", "--max-fraction", "1"], "n\n", Some(&db));
     assert_eq!(code, Some(0), "{shown}");
-    assert!(shown.contains("would archive 3 of ana's 4 active memories") && shown.contains("nothing archived"), "{shown}");
+    assert!(
+        shown.contains("would archive 3 of ana's 4 active memories") && shown.contains("nothing archived"),
+        "{shown}"
+    );
     assert!(old.iter().all(|id| status_of(&bank, "ana", id) == "active"));
     // --yes does not ask; scripts are never asked.
     let (shown, code) = at_terminal(&bank, &["sweep", "--user", "ana", "--max-fraction", "1", "--yes"], "", Some(&db));
@@ -205,7 +254,10 @@ fn help_puts_the_commands_own_flags_first_and_usage_errors_name_the_alternatives
         assert!(help.find(global_flag).is_some_and(|at| at > global), "{global_flag} under a global heading:\n{help}");
     }
     let recall = bank.ok(&["recall", "--help"]);
-    assert!(recall.contains("rank fusion") && recall.contains("1/(60 + its place)") && recall.contains("after this recall"), "{recall}");
+    assert!(
+        recall.contains("rank fusion") && recall.contains("1/(60 + its place)") && recall.contains("after this recall"),
+        "{recall}"
+    );
     let err = bank.fails(&["sweep"], 2);
     assert!(err.contains("--user <USER>|--all-users"), "{err}");
     let err = bank.fails(&["sweep", "--user", "a", "--all-users"], 2);
@@ -221,7 +273,11 @@ fn hints_repeat_the_flags_that_choose_the_data() {
     let bank = Bank::new();
     let db = bank.path("open.db");
     // A keyless server may not listen beyond loopback; the key it suggests goes into this --db.
-    let out = bank.command_without_db().args(["--db", db.to_str().unwrap(), "serve", "--addr", "0.0.0.0:0"]).output().unwrap();
+    let out = bank
+        .command_without_db()
+        .args(["--db", db.to_str().unwrap(), "serve", "--addr", "0.0.0.0:0"])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains(&format!("membank keys create --tenant default --db {}", db.display())), "{err}");
@@ -230,12 +286,25 @@ fn hints_repeat_the_flags_that_choose_the_data() {
     let out = Command::new(env!("CARGO_BIN_EXE_membank"))
         .env_remove("MEMBANK_MODEL_DIR")
         .env("HOME", bank.dir.path())
-        .args(["--db", db.to_str().unwrap(), "--model-dir", missing.to_str().unwrap(), "remember", "--user", "a", "--user-text", "hi"])
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "--model-dir",
+            missing.to_str().unwrap(),
+            "remember",
+            "--user",
+            "a",
+            "--user-text",
+            "hi",
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(7), "{err}");
-    assert!(err.contains(&format!("hint: with your flags: membank models fetch --model-dir '{}'", missing.display())), "{err}");
+    assert!(
+        err.contains(&format!("hint: with your flags: membank models fetch --model-dir '{}'", missing.display())),
+        "{err}"
+    );
     assert!(!err.contains("WARN"), "no log lines without MEMBANK_LOG: {err}");
 }
 
@@ -251,7 +320,8 @@ fn keys_list_has_a_header_and_models_status_lists_every_model() {
     assert!(lines.iter().any(|l| l.contains("\tacme\tana\tuser\tactive\tana's app")), "{listed}");
     assert!(lines.iter().any(|l| l.contains("\tacme\t(any user)\ttenant\tactive\t")), "{listed}");
     let status = bank.json(&["models", "status"]);
-    let names: Vec<_> = status["models"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap().to_string()).collect();
+    let names: Vec<_> =
+        status["models"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap().to_string()).collect();
     assert_eq!(names, ["all-MiniLM-L6-v2", "multilingual-e5-small"]);
     assert_eq!(status["models"][0]["configured"], true);
     let text = bank.ok(&["models", "status"]);
@@ -281,7 +351,12 @@ fn every_listing_command_ends_quietly_on_a_closed_pipe() {
     for mut args in commands {
         let ids;
         if args[0] == "show" {
-            ids = bank.json(&["list", "--user", "ana"])["memories"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+            ids = bank.json(&["list", "--user", "ana"])["memories"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["id"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>();
             args.extend(ids.iter().map(String::as_str));
         }
         let mut child = bank.command().args(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();

@@ -31,9 +31,24 @@ fn import_is_idempotent_and_bad_files_name_the_record() {
     let gold = bank.path("gold.jsonl");
     std::fs::write(&gold, "{\"user\": \" Ann \", \"qid\": \"en-Ann-0\", \"evidence\": [{\"date\": \"2023-04-27\", \"turn\": 0}], \"kind\": \"fact\"}\n").unwrap();
     let eval_db = bank.path("eval.db");
-    let report = bank.json(&["eval", "memorybank", "--data", bank.dir.path().to_str().unwrap(), "--gold", gold.to_str().unwrap(), "--k", "1,3", "--eval-db", eval_db.to_str().unwrap()]);
+    let report = bank.json(&[
+        "eval",
+        "memorybank",
+        "--data",
+        bank.dir.path().to_str().unwrap(),
+        "--gold",
+        gold.to_str().unwrap(),
+        "--k",
+        "1,3",
+        "--eval-db",
+        eval_db.to_str().unwrap(),
+    ]);
     assert_eq!(report["metrics"]["hit@1"].as_f64(), Some(1.0), "{report}");
-    assert!(report["metrics"]["all@3"].is_number() && report["metrics"]["mrr"].is_number() && report["by_kind"]["fact"].is_object());
+    assert!(
+        report["metrics"]["all@3"].is_number()
+            && report["metrics"]["mrr"].is_number()
+            && report["by_kind"]["fact"].is_object()
+    );
 }
 
 /// Files crafted to reach the parsers' date arithmetic and byte slicing (each once a panic,
@@ -43,16 +58,36 @@ fn crafted_files_exit_3_naming_the_record() {
     let bank = Bank::new();
     let turns = |n: usize| (0..n).map(|i| format!(r#"{{"query": "turn {i}"}}"#)).collect::<Vec<_>>().join(",");
     let cases = [
-        ("memorybank", r#"{"Ann": {"history": {"2023-04-28": [{"query": "hi", "last_recall_date": "2023-04-2８"}]}}}"#.to_string(), r#"$["Ann"].history["2023-04-28"][0].last_recall_date"#.to_string()),
-        ("memorybank", format!(r#"{{"Ann": {{"history": {{"+262142-12-31": [{}]}}}}}}"#, turns(721)), r#"$["Ann"].history["+262142-12-31"][720]"#.to_string()),
+        (
+            "memorybank",
+            r#"{"Ann": {"history": {"2023-04-28": [{"query": "hi", "last_recall_date": "2023-04-2８"}]}}}"#.to_string(),
+            r#"$["Ann"].history["2023-04-28"][0].last_recall_date"#.to_string(),
+        ),
+        (
+            "memorybank",
+            format!(r#"{{"Ann": {{"history": {{"+262142-12-31": [{}]}}}}}}"#, turns(721)),
+            r#"$["Ann"].history["+262142-12-31"][720]"#.to_string(),
+        ),
         // Parsed, but in the future: refused by validation before anything is written.
-        ("memorybank", r#"{"Ann": {"history": {"+262142-12-31": [{"query": "hi"}]}}}"#.to_string(), r#"$["Ann"].history["+262142-12-31"][0]"#.to_string()),
-        ("memorybank", r#"{"Ann": {"history": {"2023-04-28": [{"query": "hi", "last_recall_date": "+262142-12-31"}]}}}"#.to_string(), r#"$["Ann"].history["2023-04-28"][0]"#.to_string()),
+        (
+            "memorybank",
+            r#"{"Ann": {"history": {"+262142-12-31": [{"query": "hi"}]}}}"#.to_string(),
+            r#"$["Ann"].history["+262142-12-31"][0]"#.to_string(),
+        ),
+        (
+            "memorybank",
+            r#"{"Ann": {"history": {"2023-04-28": [{"query": "hi", "last_recall_date": "+262142-12-31"}]}}}"#
+                .to_string(),
+            r#"$["Ann"].history["2023-04-28"][0]"#.to_string(),
+        ),
         (
             "locomo",
             format!(
                 r#"[{{"sample_id": "s", "conversation": {{"session_1": [{}], "session_1_date_time": "11:59 pm on 31 December, +262142"}}}}]"#,
-                (0..61).map(|i| format!(r#"{{"speaker": "A", "dia_id": "D1:{i}", "text": "t"}}"#)).collect::<Vec<_>>().join(",")
+                (0..61)
+                    .map(|i| format!(r#"{{"speaker": "A", "dia_id": "D1:{i}", "text": "t"}}"#))
+                    .collect::<Vec<_>>()
+                    .join(",")
             ),
             r#"$[0].conversation["session_1"][60]"#.to_string(),
         ),
@@ -88,20 +123,32 @@ fn eval_selections_that_are_malformed_or_absent_exit_2() {
       "haystack_session_ids": ["answer_a"], "haystack_dates": ["2023/05/20 (Sat) 10:00"], "haystack_sessions": [[{"role": "user", "content": "my cat", "has_answer": true}]], "answer_session_ids": ["answer_a"]}]"#).unwrap();
     let eval_db = bank.path("eval.db");
     let (locomo, lme, eval_db) = (locomo.to_str().unwrap(), lme.to_str().unwrap(), eval_db.to_str().unwrap());
-    for (value, says) in [("", "empty"), ("5-", "not a conversation range"), ("a-b", "not a conversation range"), ("9-5", "starts after it ends"), ("-1", "")] {
-        let stderr = bank.fails(&["eval", "locomo", "--data", locomo, "--eval-db", eval_db, &format!("--conversations={value}")], 2);
+    for (value, says) in [
+        ("", "empty"),
+        ("5-", "not a conversation range"),
+        ("a-b", "not a conversation range"),
+        ("9-5", "starts after it ends"),
+        ("-1", ""),
+    ] {
+        let stderr = bank
+            .fails(&["eval", "locomo", "--data", locomo, "--eval-db", eval_db, &format!("--conversations={value}")], 2);
         assert!(stderr.contains("--conversations") && stderr.contains(says), "{value:?}: {stderr}");
     }
     for (value, says) in [("", "empty"), ("3", "not a half"), ("first", "not a half")] {
-        let stderr = bank.fails(&["eval", "longmemeval", "--data", lme, "--eval-db", eval_db, &format!("--half={value}")], 2);
+        let stderr =
+            bank.fails(&["eval", "longmemeval", "--data", lme, "--eval-db", eval_db, &format!("--half={value}")], 2);
         assert!(stderr.contains("--half") && stderr.contains(says), "{value:?}: {stderr}");
     }
     // Well formed, but beyond what the files hold: one conversation, one question.
     let stderr = bank.fails(&["eval", "locomo", "--data", locomo, "--eval-db", eval_db, "--conversations", "5-9"], 2);
-    assert!(stderr.contains("--conversations: conversations 5-9") && stderr.contains("it has 1, positions 0-0"), "{stderr}");
+    assert!(
+        stderr.contains("--conversations: conversations 5-9") && stderr.contains("it has 1, positions 0-0"),
+        "{stderr}"
+    );
     let stderr = bank.fails(&["eval", "longmemeval", "--data", lme, "--eval-db", eval_db, "--half", "2"], 2);
     assert!(stderr.contains("--half: half 2") && stderr.contains("there are 1 in the file"), "{stderr}");
-    let users = bank.command_without_db().args(["--db", eval_db, "--tenant", "eval", "--json", "users"]).output().unwrap();
+    let users =
+        bank.command_without_db().args(["--db", eval_db, "--tenant", "eval", "--json", "users"]).output().unwrap();
     let users: serde_json::Value = serde_json::from_slice(&users.stdout).unwrap_or_default();
     assert_eq!(users["users"].as_array().map(Vec::len).unwrap_or(0), 0, "nothing was imported: {users}");
 }

@@ -23,9 +23,16 @@ const MINILM_ID: &str = "sentence-transformers/all-MiniLM-L6-v2";
 fn data_dir() -> Option<PathBuf> {
     let e5 = membank_embed::fetch::default_dir_for(KnownModel::MultilingualE5Small);
     let minilm = membank_embed::fetch::default_dir_for(KnownModel::AllMiniLmL6V2);
-    assert!(minilm.join("model.safetensors").exists(), "all-MiniLM-L6-v2 is missing in {}: run `membank models fetch`", minilm.display());
+    assert!(
+        minilm.join("model.safetensors").exists(),
+        "all-MiniLM-L6-v2 is missing in {}: run `membank models fetch`",
+        minilm.display()
+    );
     if !e5.join("model.safetensors").exists() {
-        let message = format!("multilingual-e5-small is not in {}; run `membank models fetch --model multilingual-e5-small`", e5.display());
+        let message = format!(
+            "multilingual-e5-small is not in {}; run `membank models fetch --model multilingual-e5-small`",
+            e5.display()
+        );
         assert!(std::env::var_os("MEMBANK_REQUIRE_E5").is_none(), "{message}");
         eprintln!("SKIPPED: {message}");
         return None;
@@ -46,7 +53,8 @@ fn run(mut command: Command, args: &[&str]) -> Output {
 
 fn ok(command: Command, args: &[&str]) -> (String, String) {
     let out = run(command, args);
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
     assert!(out.status.success(), "membank {args:?} failed with {:?}:\n{stderr}", out.status.code());
     (stdout, stderr)
 }
@@ -87,20 +95,31 @@ fn a_new_store_given_chinese_becomes_an_e5_store_and_recalls_it(bank: &Bank) {
     assert_eq!(empty["results"].as_array().unwrap().len(), 0);
     assert_eq!(store_model(bank, &data), "none");
     for (user, assistant) in CHINESE {
-        let (_, stderr) = ok(auto(bank, &data), &["remember", "--user", "li", "--user-text", user, "--assistant-text", assistant]);
+        let (_, stderr) =
+            ok(auto(bank, &data), &["remember", "--user", "li", "--user-text", user, "--assistant-text", assistant]);
         assert!(!stderr.contains("reads English only"), "no warning for an e5 store: {stderr}");
     }
     assert!(store_model(bank, &data).starts_with("intfloat/multilingual-e5-small"), "{}", store_model(bank, &data));
-    let out = json(auto(bank, &data), &["recall", "--user", "li", "--k", "1", "--no-strengthen", "--query", "我在公园看到了什么花？"]);
+    let out = json(
+        auto(bank, &data),
+        &["recall", "--user", "li", "--k", "1", "--no-strengthen", "--query", "我在公园看到了什么花？"],
+    );
     assert!(out["results"][0]["content"].as_str().unwrap().contains("樱花"), "{out}");
     assert!(out["results"][0]["dense_score"].as_f64().unwrap() > 0.5, "the dense half reads Chinese: {out}");
     // The store's model wins over the writing of what comes next: English stays e5.
     ok(auto(bank, &data), &["note", "--user", "li", "--text", "Li is learning the cello"]);
-    let out = json(auto(bank, &data), &["recall", "--user", "li", "--k", "1", "--no-strengthen", "--query", "is Li learning the cello?"]);
+    let out = json(
+        auto(bank, &data),
+        &["recall", "--user", "li", "--k", "1", "--no-strengthen", "--query", "is Li learning the cello?"],
+    );
     assert!(out["results"][0]["content"].as_str().unwrap().contains("cello"), "{out}");
     assert!(store_model(bank, &data).starts_with("intfloat/multilingual-e5-small"));
     let report = json(auto(bank, &data), &["check"]);
-    assert_eq!((report["active_memories"].as_u64(), report["other_script_memories"].as_u64()), (Some(4), Some(3)), "{report}");
+    assert_eq!(
+        (report["active_memories"].as_u64(), report["other_script_memories"].as_u64()),
+        (Some(4), Some(3)),
+        "{report}"
+    );
     assert!(report["switch_model"].is_null(), "no advice for an e5 store: {report}");
 }
 
@@ -108,7 +127,18 @@ fn a_new_store_given_chinese_becomes_an_e5_store_and_recalls_it(bank: &Bank) {
 fn a_new_store_given_english_stays_with_minilm() {
     let Some(data) = data_dir() else { return };
     let bank = Bank::new();
-    ok(auto(&bank, &data), &["remember", "--user", "alice", "--user-text", "I adopted a grey cat named Miso", "--assistant-text", "Miso is a lovely name!"]);
+    ok(
+        auto(&bank, &data),
+        &[
+            "remember",
+            "--user",
+            "alice",
+            "--user-text",
+            "I adopted a grey cat named Miso",
+            "--assistant-text",
+            "Miso is a lovely name!",
+        ],
+    );
     assert_eq!(store_model(&bank, &data), MINILM_ID);
     let out = json(auto(&bank, &data), &["recall", "--user", "alice", "--query", "what is my cat called?"]);
     assert!(out["results"][0]["content"].as_str().unwrap().contains("Miso"));
@@ -129,10 +159,22 @@ fn text_without_letters_mixed_scripts_and_empty_text() {
     assert_eq!(store_model(&bank, &data), MINILM_ID);
     // Mixed: the majority of words (a Han character counts as one) decides.
     let mostly_chinese = Bank::new();
-    ok(auto(&mostly_chinese, &data), &["remember", "--user", "u", "--user-text", "我今天用Python写了一个web server，很开心 https://example.com/some/long/path"]);
+    ok(
+        auto(&mostly_chinese, &data),
+        &[
+            "remember",
+            "--user",
+            "u",
+            "--user-text",
+            "我今天用Python写了一个web server，很开心 https://example.com/some/long/path",
+        ],
+    );
     assert!(store_model(&mostly_chinese, &data).starts_with("intfloat/multilingual-e5-small"));
     let mostly_english = Bank::new();
-    ok(auto(&mostly_english, &data), &["remember", "--user", "u", "--user-text", "I had 寿司 for lunch with my friends today"]);
+    ok(
+        auto(&mostly_english, &data),
+        &["remember", "--user", "u", "--user-text", "I had 寿司 for lunch with my friends today"],
+    );
     assert_eq!(store_model(&mostly_english, &data), MINILM_ID);
     // Cyrillic is not Latin: e5.
     let russian = Bank::new();
@@ -197,13 +239,28 @@ fn an_english_store_given_chinese_warns_once_and_check_gives_commands_that_work(
     let (_, stderr) = ok(minilm(), &["remember", "--user", "li", "--user-text", "I adopted a grey cat named Miso"]);
     assert_eq!(warnings(&stderr), 0, "{stderr}");
     // One Chinese memory: one warning, with the commands.
-    let (_, stderr) = ok(minilm(), &["remember", "--user", "li", "--user-text", CHINESE[0].0, "--assistant-text", CHINESE[0].1]);
+    let (_, stderr) =
+        ok(minilm(), &["remember", "--user", "li", "--user-text", CHINESE[0].0, "--assistant-text", CHINESE[0].1]);
     assert_eq!(warnings(&stderr), 1, "{stderr}");
-    assert!(stderr.contains("export --all-users --output") && stderr.contains("--local-model multilingual-e5-small import membank-export"), "{stderr}");
+    assert!(
+        stderr.contains("export --all-users --output")
+            && stderr.contains("--local-model multilingual-e5-small import membank-export"),
+        "{stderr}"
+    );
     // A process that stores many (an import of a Chinese history, in batches): still once.
     let history = bank.path("history.json");
-    let turns: Vec<String> = (0..40).map(|i| format!(r#"{{"query": "第{i}天，{}", "response": "{}"}}"#, CHINESE[i % 3].0, CHINESE[i % 3].1)).collect();
-    std::fs::write(&history, format!(r#"{{"小李": {{"history": {{"2024-05-01": [{}], "2024-05-02": [{}]}}}}}}"#, turns[..20].join(","), turns[20..].join(","))).unwrap();
+    let turns: Vec<String> = (0..40)
+        .map(|i| format!(r#"{{"query": "第{i}天，{}", "response": "{}"}}"#, CHINESE[i % 3].0, CHINESE[i % 3].1))
+        .collect();
+    std::fs::write(
+        &history,
+        format!(
+            r#"{{"小李": {{"history": {{"2024-05-01": [{}], "2024-05-02": [{}]}}}}}}"#,
+            turns[..20].join(","),
+            turns[20..].join(",")
+        ),
+    )
+    .unwrap();
     let (_, stderr) = ok(minilm(), &["import", "memorybank", history.to_str().unwrap()]);
     assert_eq!(warnings(&stderr), 1, "{stderr}");
     // With no model named the store's own model is used: the same warning.
@@ -215,11 +272,19 @@ fn an_english_store_given_chinese_warns_once_and_check_gives_commands_that_work(
 
     // check counts the active memories written in other scripts and gives the commands.
     let (text, _) = ok(auto(bank, &data), &["check"]);
-    assert!(text.contains("warning: 42 of 44 active memories are written mostly in scripts other than Latin"), "{text}");
+    assert!(
+        text.contains("warning: 42 of 44 active memories are written mostly in scripts other than Latin"),
+        "{text}"
+    );
     let report = json(auto(bank, &data), &["check"]);
     assert_eq!(report["embedding_model"], MINILM_ID);
-    assert_eq!((report["active_memories"].as_u64(), report["other_script_memories"].as_u64()), (Some(44), Some(42)), "{report}");
-    let commands: Vec<String> = report["switch_model"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_string()).collect();
+    assert_eq!(
+        (report["active_memories"].as_u64(), report["other_script_memories"].as_u64()),
+        (Some(44), Some(42)),
+        "{report}"
+    );
+    let commands: Vec<String> =
+        report["switch_model"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_string()).collect();
     for command in &commands {
         assert!(text.contains(command.as_str()), "check's text shows {command}: {text}");
     }
@@ -227,7 +292,12 @@ fn an_english_store_given_chinese_warns_once_and_check_gives_commands_that_work(
     // Run them, as a person would paste them (a shell, `membank` on the PATH).
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_membank")).parent().unwrap().to_path_buf();
     let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
-    let new_pg = bank.pg.as_ref().map(|_| membank_store::postgres::testing::TestDatabase::create(&std::env::var("MEMBANK_TEST_PG_URL").unwrap(), "language_switched"));
+    let new_pg = bank.pg.as_ref().map(|_| {
+        membank_store::postgres::testing::TestDatabase::create(
+            &std::env::var("MEMBANK_TEST_PG_URL").unwrap(),
+            "language_switched",
+        )
+    });
     for command in &commands {
         if command.starts_with("createdb ") {
             // The test makes its database its own way; the command names the new database.
@@ -261,14 +331,19 @@ fn an_english_store_given_chinese_warns_once_and_check_gives_commands_that_work(
     };
     let on_new = || {
         let mut command = bank.command_without_db();
-        command.env_remove("MEMBANK_MODEL_DIR").env_remove("MEMBANK_LOCAL_MODEL").env("XDG_DATA_HOME", &data).args(["--db", &switched]);
+        command
+            .env_remove("MEMBANK_MODEL_DIR")
+            .env_remove("MEMBANK_LOCAL_MODEL")
+            .env("XDG_DATA_HOME", &data)
+            .args(["--db", &switched]);
         command
     };
     let report = json(on_new(), &["check"]);
     assert!(report["embedding_model"].as_str().unwrap().starts_with("intfloat/multilingual-e5-small"), "{report}");
     assert_eq!(report["active_memories"].as_u64(), Some(44));
     assert!(report["switch_model"].is_null());
-    let out = json(on_new(), &["recall", "--user", "li", "--k", "3", "--no-strengthen", "--query", "我的猫叫什么名字？"]);
+    let out =
+        json(on_new(), &["recall", "--user", "li", "--k", "3", "--no-strengthen", "--query", "我的猫叫什么名字？"]);
     assert!(out["results"][0]["content"].as_str().unwrap().contains("小白"), "{out}");
     let (_, stderr) = ok(on_new(), &["remember", "--user", "li", "--user-text", CHINESE[1].0]);
     assert_eq!(warnings(&stderr), 0, "{stderr}");
@@ -293,7 +368,12 @@ fn a_server_whose_first_request_is_an_english_recall_still_picks_e5_for_chinese(
     use std::io::BufRead;
     let Some(data) = data_dir() else { return };
     let bank = Bank::new();
-    let mut child = auto(&bank, &data).args(["serve", "--addr", "127.0.0.1:0"]).stderr(std::process::Stdio::piped()).stdout(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = auto(&bank, &data)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     struct Kill(std::process::Child);
     impl Drop for Kill {
         fn drop(&mut self) {
@@ -324,13 +404,20 @@ fn a_server_whose_first_request_is_an_english_recall_still_picks_e5_for_chinese(
         ok
     });
     assert!(ready, "the server never became ready");
-    let (status, body) = request(&addr, "POST", "/v1/users/li/recall", r#"{"query": "what flowers did I see?", "k": 3}"#);
+    let (status, body) =
+        request(&addr, "POST", "/v1/users/li/recall", r#"{"query": "what flowers did I see?", "k": 3}"#);
     assert_eq!(status, 200, "{body}");
-    let (status, body) = request(&addr, "POST", "/v1/users/li/turns", &format!(r#"{{"user_text": "{}", "assistant_text": "{}"}}"#, CHINESE[0].0, CHINESE[0].1));
+    let (status, body) = request(
+        &addr,
+        "POST",
+        "/v1/users/li/turns",
+        &format!(r#"{{"user_text": "{}", "assistant_text": "{}"}}"#, CHINESE[0].0, CHINESE[0].1),
+    );
     assert!(status == 200 || status == 201, "{status} {body}");
     let (status, body) = request(&addr, "POST", "/v1/users/li/turns", r#"{"user_text": "I also like the cello"}"#);
     assert!(status == 200 || status == 201, "{status} {body}");
-    let (status, body) = request(&addr, "POST", "/v1/users/li/recall", r#"{"query": "我在公园看到了什么花？", "k": 1}"#);
+    let (status, body) =
+        request(&addr, "POST", "/v1/users/li/recall", r#"{"query": "我在公园看到了什么花？", "k": 1}"#);
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("樱花"), "{body}");
     assert!(std::process::Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status().unwrap().success());

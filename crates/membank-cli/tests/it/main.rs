@@ -9,15 +9,15 @@
 
 mod bad_input;
 mod bench;
-mod first_hour;
-mod output;
-mod config;
 mod chat;
+mod config;
 mod durability;
+mod first_hour;
 mod import;
 mod language;
 mod maintain;
 mod migrate;
+mod output;
 mod postgres;
 mod round_trip;
 mod serve;
@@ -33,8 +33,14 @@ pub struct Bank {
 }
 
 pub fn model_dir() -> PathBuf {
-    let dir = std::env::var_os("MEMBANK_MODEL_DIR").map(PathBuf::from).unwrap_or_else(membank_embed::fetch::default_model_dir);
-    assert!(dir.join("model.safetensors").exists(), "the embedding model is missing in {}: run `cargo run -p membank-cli -- models fetch` (or set MEMBANK_MODEL_DIR)", dir.display());
+    let dir = std::env::var_os("MEMBANK_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(membank_embed::fetch::default_model_dir);
+    assert!(
+        dir.join("model.safetensors").exists(),
+        "the embedding model is missing in {}: run `cargo run -p membank-cli -- models fetch` (or set MEMBANK_MODEL_DIR)",
+        dir.display()
+    );
     dir
 }
 
@@ -53,11 +59,19 @@ impl Bank {
     /// `None` (after saying why) when there is none; `MEMBANK_REQUIRE_PG=1` fails instead.
     pub fn postgres(test: &str) -> Option<Self> {
         let Some(url) = std::env::var("MEMBANK_TEST_PG_URL").ok().filter(|u| !u.trim().is_empty()) else {
-            assert!(std::env::var("MEMBANK_REQUIRE_PG").as_deref() != Ok("1"), "MEMBANK_REQUIRE_PG=1 but MEMBANK_TEST_PG_URL is not set");
-            eprintln!("skipping {test} on PostgreSQL: MEMBANK_TEST_PG_URL is not set (scripts/postgres-dev.sh start prints one)");
+            assert!(
+                std::env::var("MEMBANK_REQUIRE_PG").as_deref() != Ok("1"),
+                "MEMBANK_REQUIRE_PG=1 but MEMBANK_TEST_PG_URL is not set"
+            );
+            eprintln!(
+                "skipping {test} on PostgreSQL: MEMBANK_TEST_PG_URL is not set (scripts/postgres-dev.sh start prints one)"
+            );
             return None;
         };
-        Some(Self { dir: tempfile::tempdir().unwrap(), pg: Some(membank_store::postgres::testing::TestDatabase::create(&url, test)) })
+        Some(Self {
+            dir: tempfile::tempdir().unwrap(),
+            pg: Some(membank_store::postgres::testing::TestDatabase::create(&url, test)),
+        })
     }
 
     /// The SQLite file of a SQLite bank.
@@ -82,7 +96,11 @@ impl Bank {
     /// The binary with this bank's environment but no `--db`.
     pub fn command_without_db(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_membank"));
-        command.env("MEMBANK_MODEL_DIR", model_dir()).env_remove("MEMBANK_CONFIG").env("HOME", self.dir.path()).env("XDG_CONFIG_HOME", self.dir.path().join("config"));
+        command
+            .env("MEMBANK_MODEL_DIR", model_dir())
+            .env_remove("MEMBANK_CONFIG")
+            .env("HOME", self.dir.path())
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"));
         command
     }
 
@@ -94,7 +112,12 @@ impl Bank {
     /// Runs, asserts success, returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.output(args);
-        assert!(out.status.success(), "membank {args:?} failed with {:?}:\n{}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "membank {args:?} failed with {:?}:\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     }
 
@@ -109,12 +132,19 @@ impl Bank {
     pub fn fails(&self, args: &[&str], code: i32) -> String {
         let out = self.output(args);
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert_eq!(out.status.code(), Some(code), "membank {args:?}: stdout {}\nstderr {stderr}", String::from_utf8_lossy(&out.stdout));
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "membank {args:?}: stdout {}\nstderr {stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         stderr
     }
 
     pub fn remember(&self, user: &str, text: &str, at: &str) -> String {
-        self.ok(&["remember", "--user", user, "--user-text", text, "--at", at, "--clock-from", "event"]).trim().to_string()
+        self.ok(&["remember", "--user", user, "--user-text", text, "--at", at, "--clock-from", "event"])
+            .trim()
+            .to_string()
     }
 
     pub fn path(&self, name: &str) -> PathBuf {

@@ -6,8 +6,30 @@ use crate::{Bank, write};
 #[test]
 fn maintain_reports_the_documented_json_and_merges_near_duplicates() {
     let bank = Bank::new();
-    let old = bank.ok(&["note", "--user", "ana", "--text", "My sister Lena lives in Porto and works as a nurse", "--at", "2024-05-01T09:00:00Z"]).trim().to_string();
-    let new = bank.ok(&["note", "--user", "ana", "--text", "My sister Lena lives in Porto and works as a nurse.", "--at", "2024-05-02T09:00:00Z"]).trim().to_string();
+    let old = bank
+        .ok(&[
+            "note",
+            "--user",
+            "ana",
+            "--text",
+            "My sister Lena lives in Porto and works as a nurse",
+            "--at",
+            "2024-05-01T09:00:00Z",
+        ])
+        .trim()
+        .to_string();
+    let new = bank
+        .ok(&[
+            "note",
+            "--user",
+            "ana",
+            "--text",
+            "My sister Lena lives in Porto and works as a nurse.",
+            "--at",
+            "2024-05-02T09:00:00Z",
+        ])
+        .trim()
+        .to_string();
     bank.ok(&["note", "--user", "ana", "--text", "I had a sandwich", "--at", "2024-05-01T12:00:00Z"]);
     bank.ok(&["note", "--user", "bob", "--text", "Bob plays chess on Sundays", "--at", "2024-05-01T12:00:00Z"]);
 
@@ -42,8 +64,34 @@ fn maintain_reports_the_documented_json_and_merges_near_duplicates() {
 #[test]
 fn list_and_show_carry_layer_importance_and_the_policys_retention() {
     let bank = Bank::new();
-    let id = bank.ok(&["note", "--user", "ana", "--text", "Ana's passport expires in March", "--importance", "0.8", "--at", "2024-05-01T09:00:00Z"]).trim().to_string();
-    let small = bank.ok(&["remember", "--user", "ana", "--user-text", "hi", "--assistant-text", "Hello! How are you?", "--at", "2024-05-01T09:05:00Z"]).trim().to_string();
+    let id = bank
+        .ok(&[
+            "note",
+            "--user",
+            "ana",
+            "--text",
+            "Ana's passport expires in March",
+            "--importance",
+            "0.8",
+            "--at",
+            "2024-05-01T09:00:00Z",
+        ])
+        .trim()
+        .to_string();
+    let small = bank
+        .ok(&[
+            "remember",
+            "--user",
+            "ana",
+            "--user-text",
+            "hi",
+            "--assistant-text",
+            "Hello! How are you?",
+            "--at",
+            "2024-05-01T09:05:00Z",
+        ])
+        .trim()
+        .to_string();
     let shown = &bank.json(&["show", "--user", "ana", &id])["memories"][0];
     assert_eq!(shown["layer"], "short");
     assert_eq!(shown["importance"], 0.8);
@@ -55,7 +103,9 @@ fn list_and_show_carry_layer_importance_and_the_policys_retention() {
 
     // The same memory under both policies: MemoryBank's exp(-t/S) or FadeMem's v.
     let list = bank.json(&["list", "--user", "ana"]);
-    let mb = list["memories"].as_array().unwrap().iter().find(|m| m["id"] == id.as_str()).unwrap()["retention"].as_f64().unwrap();
+    let mb = list["memories"].as_array().unwrap().iter().find(|m| m["id"] == id.as_str()).unwrap()["retention"]
+        .as_f64()
+        .unwrap();
     let fade = bank.json(&["--forgetting-policy", "fademem", "list", "--user", "ana"]);
     let fm = fade["memories"].as_array().unwrap().iter().find(|m| m["id"] == id.as_str()).unwrap();
     assert!(fm.get("layer").is_some() && fm.get("importance").is_some());
@@ -74,7 +124,8 @@ fn bad_importance_and_policy_values_are_refused_with_their_name() {
     // Unknown policies, from the flag or the environment.
     let err = bank.fails(&["--forgetting-policy", "lru", "list", "--user", "ana"], 3);
     assert!(err.contains("memorybank, fademem"), "{err}");
-    let out = bank.command().env("MEMBANK_FORGETTING_POLICY", "fadmem").args(["list", "--user", "ana"]).output().unwrap();
+    let out =
+        bank.command().env("MEMBANK_FORGETTING_POLICY", "fadmem").args(["list", "--user", "ana"]).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
     // Parameters out of range are refused at start, by name.
     let config = bank.path("fademem.toml");
@@ -92,7 +143,11 @@ fn bad_importance_and_policy_values_are_refused_with_their_name() {
     write(&config, b"[forgetting.fademem]\nunknown_knob = 1\n");
     let err = bank.fails(&["--config", config.to_str().unwrap(), "list", "--user", "ana"], 1);
     assert!(err.contains("unknown_knob"), "{err}");
-    for (table, needle) in [("[maintenance]\ninterval = \"1y\"\n", "unit"), ("[maintenance]\nevery_turns = 0\n", "every_turns"), ("[maintenance]\ninterval = 0\n", "interval")] {
+    for (table, needle) in [
+        ("[maintenance]\ninterval = \"1y\"\n", "unit"),
+        ("[maintenance]\nevery_turns = 0\n", "every_turns"),
+        ("[maintenance]\ninterval = 0\n", "interval"),
+    ] {
         write(&config, table.as_bytes());
         let err = bank.fails(&["--config", config.to_str().unwrap(), "list", "--user", "ana"], 1);
         assert!(err.contains(needle), "{table}: {err}");
@@ -109,13 +164,46 @@ fn a_fademem_config_table_is_used() {
     let bank = Bank::new();
     let config = bank.path("fademem.toml");
     // A very low ε keeps everything; a high one archives a week-old neutral memory.
-    bank.ok(&["note", "--user", "ana", "--text", "We watched a film", "--importance", "0.5", "--at", "2024-05-01T09:00:00Z", "--clock-from", "event"]);
-    write(&config, b"[forgetting]\npolicy = \"fademem\"\n[forgetting.fademem]\nepsilon = 0.9\nconsolidation_threshold = 0.95\n");
-    let report = bank.json(&["--config", config.to_str().unwrap(), "maintain", "--user", "ana", "--now", "2024-05-08T09:00:00Z", "--dry-run"]);
+    bank.ok(&[
+        "note",
+        "--user",
+        "ana",
+        "--text",
+        "We watched a film",
+        "--importance",
+        "0.5",
+        "--at",
+        "2024-05-01T09:00:00Z",
+        "--clock-from",
+        "event",
+    ]);
+    write(
+        &config,
+        b"[forgetting]\npolicy = \"fademem\"\n[forgetting.fademem]\nepsilon = 0.9\nconsolidation_threshold = 0.95\n",
+    );
+    let report = bank.json(&[
+        "--config",
+        config.to_str().unwrap(),
+        "maintain",
+        "--user",
+        "ana",
+        "--now",
+        "2024-05-08T09:00:00Z",
+        "--dry-run",
+    ]);
     assert_eq!(report["policy"], "fademem");
     assert_eq!(report["archived"], 1, "{report}");
     assert_eq!(report["archived_memories"][0]["mode"], "fademem");
     write(&config, b"[forgetting]\npolicy = \"fademem\"\n[forgetting.fademem]\nepsilon = 0.001\n");
-    let report = bank.json(&["--config", config.to_str().unwrap(), "maintain", "--user", "ana", "--now", "2024-05-08T09:00:00Z", "--dry-run"]);
+    let report = bank.json(&[
+        "--config",
+        config.to_str().unwrap(),
+        "maintain",
+        "--user",
+        "ana",
+        "--now",
+        "2024-05-08T09:00:00Z",
+        "--dry-run",
+    ]);
     assert_eq!(report["archived"], 0, "{report}");
 }

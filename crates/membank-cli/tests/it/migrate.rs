@@ -34,14 +34,36 @@ fn filled() -> (Bank, String) {
 }
 
 /// Runs `membank [--json] migrate --from FROM --to TO EXTRA…` with `bank`'s environment.
-fn migrate(bank: &Bank, from: impl AsRef<std::ffi::OsStr>, to: impl AsRef<std::ffi::OsStr>, extra: &[&str]) -> std::process::Output {
-    bank.command_without_db().args(["--json", "migrate", "--from"]).arg(from).arg("--to").arg(to).args(extra).output().unwrap()
+fn migrate(
+    bank: &Bank,
+    from: impl AsRef<std::ffi::OsStr>,
+    to: impl AsRef<std::ffi::OsStr>,
+    extra: &[&str],
+) -> std::process::Output {
+    bank.command_without_db()
+        .args(["--json", "migrate", "--from"])
+        .arg(from)
+        .arg("--to")
+        .arg(to)
+        .args(extra)
+        .output()
+        .unwrap()
 }
 
 /// [`migrate`] that must succeed; its JSON report.
-fn migrated(bank: &Bank, from: impl AsRef<std::ffi::OsStr>, to: impl AsRef<std::ffi::OsStr>, extra: &[&str]) -> serde_json::Value {
+fn migrated(
+    bank: &Bank,
+    from: impl AsRef<std::ffi::OsStr>,
+    to: impl AsRef<std::ffi::OsStr>,
+    extra: &[&str],
+) -> serde_json::Value {
     let out = migrate(bank, from, to, extra);
-    assert!(out.status.success(), "migrate failed with {:?}:\n{}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "migrate failed with {:?}:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["verified"], true, "{report}");
     report
@@ -64,7 +86,11 @@ fn sqlite_to_postgres_and_back_changes_nothing() {
     assert!(original.contains("\"type\":\"query\""), "the fixture has a recent query");
 
     let there = migrated(&sqlite, sqlite.db(), pg.db_arg(), &[]);
-    assert_eq!((there["users"].as_u64(), there["memories"].as_u64(), there["keys"].as_u64(), there["skipped_users"].as_u64()), (Some(2), Some(5), Some(2), Some(0)), "{there}");
+    assert_eq!(
+        (there["users"].as_u64(), there["memories"].as_u64(), there["keys"].as_u64(), there["skipped_users"].as_u64()),
+        (Some(2), Some(5), Some(2), Some(0)),
+        "{there}"
+    );
     assert!(there["events"].as_u64().unwrap() > 5);
     assert_eq!(export(&pg), original, "PostgreSQL holds what SQLite held");
     assert_eq!(keys(&pg), keys(&sqlite));
@@ -82,9 +108,13 @@ fn sqlite_to_postgres_and_back_changes_nothing() {
     assert!(found["results"][0]["content"].as_str().unwrap().contains("Miso"), "{found}");
     let url = pg.pg.as_ref().unwrap().url.clone();
     let store = membank_store::PgStore::open(&url).unwrap();
-    let principal = membank_server::keys::authenticate(&store, &key).unwrap().expect("the key authenticates on PostgreSQL");
+    let principal =
+        membank_server::keys::authenticate(&store, &key).unwrap().expect("the key authenticates on PostgreSQL");
     assert_eq!(principal.user.as_ref().map(|u| u.as_str()), Some("alice"));
-    assert_eq!(Some(principal), membank_server::keys::authenticate(&SqliteStore::open(sqlite.db()).unwrap(), &key).unwrap());
+    assert_eq!(
+        Some(principal),
+        membank_server::keys::authenticate(&SqliteStore::open(sqlite.db()).unwrap(), &key).unwrap()
+    );
     assert_eq!(store.live_key_count().unwrap(), 1);
     // The source was only read.
     assert_eq!(export(&sqlite), original);
@@ -103,9 +133,27 @@ fn a_second_run_copies_only_new_users_and_a_conflicting_user_is_refused() {
     source.remember("bob", "Bob prefers tea", "2024-05-06T10:00:00Z");
     source.ok(&["keys", "create", "--label", "new"]);
     let second = migrated(&source, source.db(), target.db(), &[]);
-    assert_eq!((second["users"].as_u64(), second["memories"].as_u64(), second["skipped_users"].as_u64(), second["keys"].as_u64()), (Some(1), Some(1), Some(1), Some(1)), "{second}");
+    assert_eq!(
+        (
+            second["users"].as_u64(),
+            second["memories"].as_u64(),
+            second["skipped_users"].as_u64(),
+            second["keys"].as_u64()
+        ),
+        (Some(1), Some(1), Some(1), Some(1)),
+        "{second}"
+    );
     let nothing = migrated(&source, source.db(), target.db(), &[]);
-    assert_eq!((nothing["users"].as_u64(), nothing["memories"].as_u64(), nothing["events"].as_u64(), nothing["keys"].as_u64(), nothing["skipped_users"].as_u64()), (Some(0), Some(0), Some(0), Some(0), Some(2)));
+    assert_eq!(
+        (
+            nothing["users"].as_u64(),
+            nothing["memories"].as_u64(),
+            nothing["events"].as_u64(),
+            nothing["keys"].as_u64(),
+            nothing["skipped_users"].as_u64()
+        ),
+        (Some(0), Some(0), Some(0), Some(0), Some(2))
+    );
     assert!(target.ok(&["list", "--user", "carol"]).contains("stamps"), "the target's own user is untouched");
 
     // The target's alice changes: never merged or overwritten, and nothing else is copied.
@@ -114,7 +162,10 @@ fn a_second_run_copies_only_new_users_and_a_conflicting_user_is_refused() {
     let out = migrate(&source, source.db(), target.db(), &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(5), "{err}");
-    assert!(err.contains("default/alice") && err.contains("other content") && err.contains("nothing was copied"), "{err}");
+    assert!(
+        err.contains("default/alice") && err.contains("other content") && err.contains("nothing was copied"),
+        "{err}"
+    );
     assert!(!err.contains("default/bob"), "{err}");
     assert_eq!(target.json(&["users"])["users"].as_array().unwrap().len(), 3, "dave was not copied");
 
@@ -192,7 +243,13 @@ fn a_copy_killed_half_way_completes_when_run_again() {
     // Killed once a few transactions are in the target (its files hold some memories; it is
     // not opened meanwhile, which would race with its creation).
     let started = std::time::Instant::now();
-    let written = || ["bank.db", "bank.db-wal"].iter().filter_map(|f| std::fs::metadata(target.path(f)).ok()).map(|m| m.len()).sum::<u64>();
+    let written = || {
+        ["bank.db", "bank.db-wal"]
+            .iter()
+            .filter_map(|f| std::fs::metadata(target.path(f)).ok())
+            .map(|m| m.len())
+            .sum::<u64>()
+    };
     while written() < 600_000 {
         assert!(started.elapsed() < std::time::Duration::from_secs(60), "nothing was written in a minute");
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -200,7 +257,12 @@ fn a_copy_killed_half_way_completes_when_run_again() {
     Command::new("kill").args(["-9", &child.id().to_string()]).status().unwrap();
     child.wait().unwrap();
     let left = SqliteStore::open(target.db()).unwrap();
-    let partial: u64 = left.all_users().unwrap().iter().map(|(tenant, user)| left.counts(&Scope::user(tenant.clone(), user.clone())).unwrap().active).sum();
+    let partial: u64 = left
+        .all_users()
+        .unwrap()
+        .iter()
+        .map(|(tenant, user)| left.counts(&Scope::user(tenant.clone(), user.clone())).unwrap().active)
+        .sum();
     eprintln!("killed with {partial} of 1200 memories copied");
     let report = migrated(&source, source.db(), target.db(), &["--batch", "50"]);
     assert_eq!(report["source"]["memories"].as_u64(), Some(1200), "{report}");
@@ -239,14 +301,19 @@ fn an_interrupted_large_user_is_completed_and_a_whole_one_skipped() {
             _ => partial.push(line.to_string()),
         }
     }
-    partial.push(serde_json::json!({ "type": "end", "users": users, "memories": memories, "events": events }).to_string());
+    partial
+        .push(serde_json::json!({ "type": "end", "users": users, "memories": memories, "events": events }).to_string());
     let target = Bank::new();
     let file = target.path("partial.jsonl");
     std::fs::write(&file, partial.join("\n") + "\n").unwrap();
     target.ok(&["import", "membank-export", file.to_str().unwrap()]);
 
     let report = migrated(&source, source.db(), target.db(), &["--batch", "2"]);
-    assert_eq!((report["users"].as_u64(), report["skipped_users"].as_u64(), report["memories"].as_u64()), (Some(0), Some(1), Some(2)), "{report}");
+    assert_eq!(
+        (report["users"].as_u64(), report["skipped_users"].as_u64(), report["memories"].as_u64()),
+        (Some(0), Some(1), Some(2)),
+        "{report}"
+    );
     assert_eq!(export(&target), full);
 }
 
@@ -310,7 +377,12 @@ fn a_target_with_another_models_vectors_is_refused() {
         metadata: BTreeMap::new(),
     };
     memory.metadata.insert("k".into(), "v".into());
-    store.insert(NewMemory { memory, embedding: Some((EmbeddingModel { id: "other/model".into(), dim: 4 }, vec![0.5; 4])) }).unwrap();
+    store
+        .insert(NewMemory {
+            memory,
+            embedding: Some((EmbeddingModel { id: "other/model".into(), dim: 4 }, vec![0.5; 4])),
+        })
+        .unwrap();
     drop(store);
     let before = export(&target);
     let out = migrate(&source, source.db(), target.db(), &[]);

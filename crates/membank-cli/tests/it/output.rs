@@ -25,9 +25,23 @@ fn a_recall_shows_one_moment_its_score_terms_and_the_day_it_used() {
     said(&bank, "ana", "a quiet day at home reading", "2021-08-01T10:00:00Z");
 
     // 2022-05-04 is the latest May 4th, but nothing was said then: 2021's is used, and said.
-    let text = bank.ok(&["recall", "--user", "ana", "--query", "what did we do on May 4th?", "--now", "2023-03-01T10:00:00Z", "--k", "2"]);
+    let text = bank.ok(&[
+        "recall",
+        "--user",
+        "ana",
+        "--query",
+        "what did we do on May 4th?",
+        "--now",
+        "2023-03-01T10:00:00Z",
+        "--k",
+        "2",
+    ]);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[0], r#"dates: 2021-05-04, from "May 4th" in the query; no year given: the most recent "May 4th" with memories; memories of these days rank first, others follow"#, "{text}");
+    assert_eq!(
+        lines[0],
+        r#"dates: 2021-05-04, from "May 4th" in the query; no year given: the most recent "May 4th" with memories; memories of these days rank first, others follow"#,
+        "{text}"
+    );
     let first = lines[1];
     assert!(first.starts_with(&format!(" 1. [2021-05-04] turn {lake}  score ")), "{text}");
     // Strength and retention of one moment (after the recall), the value before it named.
@@ -35,25 +49,63 @@ fn a_recall_shows_one_moment_its_score_terms_and_the_day_it_used() {
     let parts = lines[2].trim();
     assert!(parts.starts_with("= dense 0.0164 (#1, cosine ") && parts.contains(" + date 0."), "{text}");
     assert_eq!(lines[3].trim(), "User: we went to the lake with the kids");
-    assert!(text.contains("score: rank fusion: each ranking a memory is in adds 1/(60 + its place), so first place adds 0.0164;"), "{text}");
+    assert!(
+        text.contains(
+            "score: rank fusion: each ranking a memory is in adds 1/(60 + its place), so first place adds 0.0164;"
+        ),
+        "{text}"
+    );
 
     // JSON: the same moment; a later strengthening recall names the retention before it.
-    let json = bank.json(&["recall", "--user", "ana", "--query", "lake kids", "--now", "2023-03-20T10:00:00Z", "--k", "1"]);
+    let json =
+        bank.json(&["recall", "--user", "ana", "--query", "lake kids", "--now", "2023-03-20T10:00:00Z", "--k", "1"]);
     let hit = &json["results"][0];
     assert_eq!(hit["id"], lake.as_str());
-    assert_eq!((hit["strength"].as_f64(), hit["last_recalled_at"].as_str(), hit["retention"].as_f64()), (Some(3.0), Some("2023-03-20T10:00:00.000Z"), Some(1.0)));
+    assert_eq!(
+        (hit["strength"].as_f64(), hit["last_recalled_at"].as_str(), hit["retention"].as_f64()),
+        (Some(3.0), Some("2023-03-20T10:00:00.000Z"), Some(1.0))
+    );
     let before = hit["retention_before"].as_f64().unwrap();
     assert!((before - (-19.0f64 / 3.0 / 2.0).exp()).abs() < 1e-9, "19 days at S = 2 with a 3-day unit: {before}");
     assert_eq!(hit["score_parts"]["dense"], hit["score_parts"]["lexical"], "first in both rankings: {hit}");
     assert!(json.get("date_filter").is_none(), "no date in the query: {json}");
 
     // An inspection recall strengthens nothing: one state, before and after alike.
-    let json = bank.json(&["recall", "--user", "ana", "--query", "lake", "--now", "2023-04-20T10:00:00Z", "--k", "1", "--no-strengthen", "--from", "2021-01-01"]);
+    let json = bank.json(&[
+        "recall",
+        "--user",
+        "ana",
+        "--query",
+        "lake",
+        "--now",
+        "2023-04-20T10:00:00Z",
+        "--k",
+        "1",
+        "--no-strengthen",
+        "--from",
+        "2021-01-01",
+    ]);
     let hit = &json["results"][0];
     assert_eq!(hit["retention"], hit["retention_before"]);
     assert_eq!(hit["strength"], 3.0);
-    assert_eq!(json["date_filter"], serde_json::json!({ "from": "2021-01-01", "to": null, "mode": "filter", "exact": true }));
-    let text = bank.ok(&["recall", "--user", "ana", "--query", "lake", "--now", "2023-04-20T10:00:00Z", "--k", "1", "--no-strengthen", "--from", "2021-01-01"]);
+    assert_eq!(
+        json["date_filter"],
+        serde_json::json!({ "from": "2021-01-01", "to": null, "mode": "filter", "exact": true })
+    );
+    let text = bank.ok(&[
+        "recall",
+        "--user",
+        "ana",
+        "--query",
+        "lake",
+        "--now",
+        "2023-04-20T10:00:00Z",
+        "--k",
+        "1",
+        "--no-strengthen",
+        "--from",
+        "2021-01-01",
+    ]);
     assert!(text.starts_with("dates: from 2021-01-01 (only these days)\n"), "{text}");
     assert!(!text.contains("before this recall"), "{text}");
 }
@@ -76,7 +128,12 @@ fn a_dry_run_says_what_it_would_do() {
     said(&bank, "ana", "another old exchange", "2021-05-05T10:00:00Z");
     let now = "2023-01-01T00:00:00Z";
     let text = bank.ok(&["sweep", "--user", "ana", "--dry-run", "--now", now]);
-    assert!(text.starts_with("dry run, nothing changed: examined 2, would archive 2, would keep 0, the per-pass cap would defer 0\n"), "{text}");
+    assert!(
+        text.starts_with(
+            "dry run, nothing changed: examined 2, would archive 2, would keep 0, the per-pass cap would defer 0\n"
+        ),
+        "{text}"
+    );
     assert!(text.contains(&format!("  would archive {old}  t ")), "{text}");
     assert!(!text.contains("archived"), "{text}");
     let json = bank.json(&["sweep", "--user", "ana", "--dry-run", "--now", now]);

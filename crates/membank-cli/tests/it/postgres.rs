@@ -181,7 +181,13 @@ fn postgres_two_servers_read_their_writes_across_processes() {
         // The other process finds it at once: by recall, by id, and in its list.
         let recall = reader.recall("hana", json!({ "query": question, "k": 1, "strengthen": false }));
         let results = recall["results"].as_array().unwrap();
-        assert_eq!(ids(results), [id.as_str()], "{fact:?} written through {} not recalled through {}: {recall}", writer.addr, reader.addr);
+        assert_eq!(
+            ids(results),
+            [id.as_str()],
+            "{fact:?} written through {} not recalled through {}: {recall}",
+            writer.addr,
+            reader.addr
+        );
         assert_eq!(results[0]["content"], *fact);
         assert_eq!(reader.get("hana", &id)["content"], *fact);
         let list = reader.list("hana", "limit=100");
@@ -222,13 +228,23 @@ fn postgres_two_servers_erasure_through_one_is_seen_by_the_other() {
         for (what, body) in [
             ("get", shown.to_string()),
             ("recall", server.recall("jun", json!({ "query": query, "k": 5, "strengthen": false })).to_string()),
-            ("audit recall", server.recall("jun", json!({ "query": query, "k": 5, "include_archived": true, "strengthen": false })).to_string()),
+            (
+                "audit recall",
+                server
+                    .recall("jun", json!({ "query": query, "k": 5, "include_archived": true, "strengthen": false }))
+                    .to_string(),
+            ),
             ("list", server.list("jun", "status=active,archived,superseded,erased").to_string()),
             ("events", json!(server.events("jun", "")).to_string()),
         ] {
-            assert!(!body.contains("Lighthouse") && !body.contains("Marigold"), "{what} through {} still holds the erased content: {body}", server.addr);
+            assert!(
+                !body.contains("Lighthouse") && !body.contains("Marigold"),
+                "{what} through {} still holds the erased content: {body}",
+                server.addr
+            );
         }
-        let recall = server.recall("jun", json!({ "query": query, "k": 5, "include_archived": true, "strengthen": false }));
+        let recall =
+            server.recall("jun", json!({ "query": query, "k": 5, "include_archived": true, "strengthen": false }));
         assert_eq!(ids(recall["results"].as_array().unwrap()), [kept.as_str()], "{recall}");
         let active = server.list("jun", "");
         assert_eq!(ids(active["memories"].as_array().unwrap()), [kept.as_str()]);
@@ -236,7 +252,11 @@ fn postgres_two_servers_erasure_through_one_is_seen_by_the_other() {
         let erased = server.list("jun", "status=erased");
         assert_eq!(ids(erased["memories"].as_array().unwrap()), [secret.as_str()]);
         assert_eq!(erased["memories"][0]["content"], Value::Null);
-        let kinds: Vec<String> = server.events("jun", &format!("memory={secret}")).iter().map(|e| e["kind"].as_str().unwrap().to_string()).collect();
+        let kinds: Vec<String> = server
+            .events("jun", &format!("memory={secret}"))
+            .iter()
+            .map(|e| e["kind"].as_str().unwrap().to_string())
+            .collect();
         assert_eq!(kinds, ["created", "erased"]);
     }
     // A tombstone stays one: erasing again through B changes nothing, restoring is refused.
@@ -270,7 +290,8 @@ fn postgres_two_servers_lose_no_strengthening_under_concurrent_recalls() {
                     for n in 0..RECALLS_PER_THREAD {
                         // Alternating within each thread, so each server gets exactly half.
                         let which = (thread + n) % 2;
-                        let recall = servers[which].recall("kim", json!({ "query": "who taught me to bake?", "k": 1, "strengthen": true }));
+                        let recall = servers[which]
+                            .recall("kim", json!({ "query": "who taught me to bake?", "k": 1, "strengthen": true }));
                         assert_eq!(recall["strengthened"], true, "{recall}");
                         assert_eq!(ids(recall["results"].as_array().unwrap()), [id], "{recall}");
                         if which == 0 { per_server.0 += 1 } else { per_server.1 += 1 }
@@ -304,7 +325,12 @@ fn postgres_two_servers_lose_no_strengthening_under_concurrent_recalls() {
     after.sort_by(f64::total_cmp);
     let expected: Vec<f64> = (1..=RECALLS).map(|n| initial_strength + n as f64).collect();
     assert_eq!(after, expected);
-    assert!(strengthened.iter().all(|e| e["data"]["strength_before"].as_f64().unwrap() + 1.0 == e["data"]["strength_after"].as_f64().unwrap()));
+    assert!(
+        strengthened
+            .iter()
+            .all(|e| e["data"]["strength_before"].as_f64().unwrap() + 1.0
+                == e["data"]["strength_after"].as_f64().unwrap())
+    );
     stop(a, b);
     // The CLI, a third process, sees the same.
     let shown = bank.json(&["show", "--user", "kim", &id]);
@@ -319,9 +345,15 @@ fn postgres_serve_exits_cleanly_on_sigterm() {
     server.wait_ready();
     // Use the pool, so there are open connections to close at shutdown.
     let id = server.note("lena", "I collect vintage postcards");
-    assert_eq!(ids(server.recall("lena", json!({ "query": "what do I collect?", "k": 1 }))["results"].as_array().unwrap()), [id.as_str()]);
+    assert_eq!(
+        ids(server.recall("lena", json!({ "query": "what do I collect?", "k": 1 }))["results"].as_array().unwrap()),
+        [id.as_str()]
+    );
     let (exit, log) = server.terminate();
-    assert!(exit.success() && log.contains("membank: stopped") && !log.contains("panicked"), "serve over PostgreSQL did not shut down cleanly: {exit:?}\n{log}");
+    assert!(
+        exit.success() && log.contains("membank: stopped") && !log.contains("panicked"),
+        "serve over PostgreSQL did not shut down cleanly: {exit:?}\n{log}"
+    );
     // What it stored is there for the next process.
     let listed = bank.json(&["list", "--user", "lena"]);
     assert_eq!(listed["memories"][0]["id"], id.as_str());

@@ -43,11 +43,31 @@ fn remember_then_recall_in_a_new_process_postgres() {
 fn remember_then_recall_in_a_new_process(bank: &Bank) {
     let id = bank.remember("alice", "I adopted a grey cat named Miso last week", "2024-05-04T10:00:00Z");
     assert_eq!(id.len(), 36, "remember prints the new id: {id:?}");
-    bank.ok(&["remember", "--user", "alice", "--user-text", "I started learning the cello", "--assistant-text", "That is wonderful!", "--at", "2024-05-05T09:00:00Z"]);
+    bank.ok(&[
+        "remember",
+        "--user",
+        "alice",
+        "--user-text",
+        "I started learning the cello",
+        "--assistant-text",
+        "That is wonderful!",
+        "--at",
+        "2024-05-05T09:00:00Z",
+    ]);
     bank.ok(&["note", "--user", "alice", "--text", "Alice prefers tea to coffee", "--at", "2024-05-06T09:00:00Z"]);
     bank.remember("bob", "My cat is called Pixel", "2024-05-04T10:00:00Z");
 
-    let out = bank.json(&["recall", "--user", "alice", "--query", "what is my cat's name?", "--k", "2", "--now", "2024-05-07T12:00:00Z"]);
+    let out = bank.json(&[
+        "recall",
+        "--user",
+        "alice",
+        "--query",
+        "what is my cat's name?",
+        "--k",
+        "2",
+        "--now",
+        "2024-05-07T12:00:00Z",
+    ]);
     let results = out["results"].as_array().unwrap();
     assert_eq!(results.len(), 2);
     let top = &results[0];
@@ -80,7 +100,8 @@ fn remember_then_recall_in_a_new_process(bank: &Bank) {
     let alice = bank.json(&["list", "--user", "alice"]);
     assert_eq!(alice["counts"]["active"], 3);
     assert_eq!(alice["memories"].as_array().unwrap().len(), 3);
-    let bob = bank.json(&["recall", "--user", "bob", "--query", "what is my cat's name?", "--k", "5", "--no-strengthen"]);
+    let bob =
+        bank.json(&["recall", "--user", "bob", "--query", "what is my cat's name?", "--k", "5", "--no-strengthen"]);
     let bob_results = bob["results"].as_array().unwrap();
     assert_eq!(bob_results.len(), 1, "{bob}");
     assert!(bob_results[0]["content"].as_str().unwrap().contains("Pixel"));
@@ -130,9 +151,20 @@ fn lifecycle_commands_and_sweep_report(bank: &Bank) {
     let counts = &bank.json(&["list", "--user", "u1"])["counts"];
     assert_eq!((counts["active"].as_u64(), counts["archived"].as_u64()), (Some(1), Some(2)));
     // Only the pinned memory is recallable now; an audit still finds the archived ones.
-    let recall = bank.json(&["recall", "--user", "u1", "--query", "what did I eat for lunch?", "--k", "3", "--no-strengthen"]);
+    let recall =
+        bank.json(&["recall", "--user", "u1", "--query", "what did I eat for lunch?", "--k", "3", "--no-strengthen"]);
     assert_eq!(result_ids(&recall), [keep.as_str()]);
-    let audit = bank.json(&["recall", "--user", "u1", "--query", "what did I eat for lunch?", "--k", "3", "--include-archived", "--no-strengthen"]);
+    let audit = bank.json(&[
+        "recall",
+        "--user",
+        "u1",
+        "--query",
+        "what did I eat for lunch?",
+        "--k",
+        "3",
+        "--include-archived",
+        "--no-strengthen",
+    ]);
     assert_eq!(result_ids(&audit)[0], old);
     bank.ok(&["restore", "--user", "u1", &old]);
     bank.ok(&["forget", "--user", "u1", &old, "--reason", "user asked"]);
@@ -171,7 +203,8 @@ fn erase_leaves_no_content_anywhere(bank: &Bank) {
     assert_eq!(result_ids(&before), [secret.as_str()]);
 
     // Erasure cannot be undone, so a script has to say --yes (usage error otherwise).
-    let refused = bank.command().args(["erase", "--user", "carol", &secret]).stdin(std::process::Stdio::null()).output().unwrap();
+    let refused =
+        bank.command().args(["erase", "--user", "carol", &secret]).stdin(std::process::Stdio::null()).output().unwrap();
     assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
     assert_eq!(bank.json(&["show", "--user", "carol", &secret])["memories"][0]["status"], "active");
 
@@ -252,7 +285,8 @@ fn forget_with_a_reason_then_restore(bank: &Bank) {
     // A recall no longer returns it (so does not strengthen it); an audit does.
     let recall = bank.json(&["recall", "--user", "dave", "--query", query, "--k", "2", "--now", now]);
     assert_eq!(result_ids(&recall), [chess.as_str()]);
-    let audit = bank.json(&["recall", "--user", "dave", "--query", query, "--k", "2", "--include-archived", "--no-strengthen"]);
+    let audit =
+        bank.json(&["recall", "--user", "dave", "--query", query, "--k", "2", "--include-archived", "--no-strengthen"]);
     assert_eq!(result_ids(&audit)[0], sister);
     assert_eq!(audit["results"][0]["status"], "archived");
     assert_eq!(listed_ids(&bank.json(&["list", "--user", "dave"])), [chess.as_str()]);
@@ -278,7 +312,10 @@ fn forget_with_a_reason_then_restore(bank: &Bank) {
     let shown = &bank.json(&["show", "--user", "dave", &sister])["memories"][0];
     assert_eq!(shown["strength"], 2.0);
     assert_eq!(shown["recall_count"], 1);
-    assert_eq!(event_kinds(bank, "dave", Some(&sister)), ["created", "archived", "restored", "recalled", "strengthened"]);
+    assert_eq!(
+        event_kinds(bank, "dave", Some(&sister)),
+        ["created", "archived", "restored", "recalled", "strengthened"]
+    );
     // The first recall strengthened only what it returned.
     assert_eq!(event_kinds(bank, "dave", Some(&chess)), ["created", "recalled", "strengthened"]);
     assert_eq!(bank.json(&["show", "--user", "dave", &chess])["memories"][0]["strength"], 2.0);

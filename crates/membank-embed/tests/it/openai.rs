@@ -29,9 +29,7 @@ fn stub(responses: Vec<(u16, String)>) -> (String, mpsc::Receiver<Seen>, JoinHan
             let Ok((stream, _)) = listener.accept() else {
                 return;
             };
-            stream
-                .set_read_timeout(Some(Duration::from_secs(10)))
-                .expect("timeout");
+            stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
             let mut reader = BufReader::new(stream);
             let mut request_line = String::new();
             reader.read_line(&mut request_line).expect("request line");
@@ -53,11 +51,7 @@ fn stub(responses: Vec<(u16, String)>) -> (String, mpsc::Receiver<Seen>, JoinHan
             let mut raw = vec![0u8; length];
             reader.read_exact(&mut raw).expect("body");
             let parsed = serde_json::from_slice(&raw).unwrap_or(serde_json::Value::Null);
-            let _ = sender.send(Seen {
-                request_line: request_line.trim_end().to_owned(),
-                authorization,
-                body: parsed,
-            });
+            let _ = sender.send(Seen { request_line: request_line.trim_end().to_owned(), authorization, body: parsed });
             let mut stream = reader.into_inner();
             let reply = format!(
                 "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -119,21 +113,11 @@ fn failure(status: u16, body: &str, dim: Option<usize>) -> EmbedError {
 
 #[test]
 fn unauthorized_says_so() {
-    let error = failure(
-        401,
-        r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#,
-        None,
-    );
+    let error =
+        failure(401, r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#, None);
     match &error {
-        EmbedError::RemoteStatus {
-            status: 401,
-            message,
-            ..
-        } => {
-            assert!(
-                message.contains("API key") && message.contains("Incorrect API key provided"),
-                "{message}"
-            );
+        EmbedError::RemoteStatus { status: 401, message, .. } => {
+            assert!(message.contains("API key") && message.contains("Incorrect API key provided"), "{message}");
         }
         other => panic!("expected RemoteStatus 401, got {other:?}"),
     }
@@ -141,21 +125,10 @@ fn unauthorized_says_so() {
 
 #[test]
 fn unknown_model_says_so() {
-    let error = failure(
-        404,
-        r#"{"error":"model \"nomic-embed-text\" not found, try pulling it first"}"#,
-        None,
-    );
+    let error = failure(404, r#"{"error":"model \"nomic-embed-text\" not found, try pulling it first"}"#, None);
     match &error {
-        EmbedError::RemoteStatus {
-            status: 404,
-            message,
-            ..
-        } => {
-            assert!(
-                message.contains("nomic-embed-text") && message.contains("not found"),
-                "{message}"
-            );
+        EmbedError::RemoteStatus { status: 404, message, .. } => {
+            assert!(message.contains("nomic-embed-text") && message.contains("not found"), "{message}");
         }
         other => panic!("expected RemoteStatus 404, got {other:?}"),
     }
@@ -170,26 +143,15 @@ fn malformed_answers_are_reported() {
         r#"{"data":[{"index":5,"embedding":[1.0,0.0,0.0]}]}"#,
     ] {
         let error = failure(200, body, None);
-        assert!(
-            matches!(error, EmbedError::RemoteMalformed { .. }),
-            "{body}: {error:?}"
-        );
+        assert!(matches!(error, EmbedError::RemoteMalformed { .. }), "{body}: {error:?}");
     }
 }
 
 #[test]
 fn a_wrong_dimension_is_reported() {
-    let error = failure(
-        200,
-        r#"{"data":[{"index":0,"embedding":[1.0,0.0,0.0,0.0]}]}"#,
-        Some(3),
-    );
+    let error = failure(200, r#"{"data":[{"index":0,"embedding":[1.0,0.0,0.0,0.0]}]}"#, Some(3));
     match error {
-        EmbedError::DimensionMismatch {
-            expected: 3,
-            actual: 4,
-            ..
-        } => {}
+        EmbedError::DimensionMismatch { expected: 3, actual: 4, .. } => {}
         other => panic!("expected DimensionMismatch, got {other:?}"),
     }
 }
@@ -197,20 +159,9 @@ fn a_wrong_dimension_is_reported() {
 #[test]
 fn an_unreachable_endpoint_is_reported() {
     // Bind and drop: the port is then (almost certainly) closed.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let embedder = OpenAiEmbedder::new(config(&format!("http://127.0.0.1:{port}/v1"), Some(3)))
-        .expect("no probe");
+    let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let embedder = OpenAiEmbedder::new(config(&format!("http://127.0.0.1:{port}/v1"), Some(3))).expect("no probe");
     let error = embedder.embed(&["hello"]).expect_err("nothing listens");
-    assert!(
-        matches!(error, EmbedError::RemoteUnreachable { .. }),
-        "{error:?}"
-    );
-    assert!(matches!(
-        OpenAiEmbedder::new(config("localhost:11434/v1", Some(3))),
-        Err(EmbedError::Remote(_))
-    ));
+    assert!(matches!(error, EmbedError::RemoteUnreachable { .. }), "{error:?}");
+    assert!(matches!(OpenAiEmbedder::new(config("localhost:11434/v1", Some(3))), Err(EmbedError::Remote(_))));
 }

@@ -29,12 +29,7 @@ fn fixture() -> Fixture {
 fn token_ids_match_hugging_face() {
     let embedder = embedder();
     for case in fixture().cases {
-        assert_eq!(
-            embedder.token_ids(&case.text),
-            case.token_ids,
-            "token ids of {:?}",
-            case.text
-        );
+        assert_eq!(embedder.token_ids(&case.text), case.token_ids, "token ids of {:?}", case.text);
     }
 }
 
@@ -53,10 +48,7 @@ fn vectors_match_sentence_transformers() {
             worst = (similarity, case.text.as_str());
         }
     }
-    eprintln!(
-        "minimum cosine to sentence-transformers: {} ({:?})",
-        worst.0, worst.1
-    );
+    eprintln!("minimum cosine to sentence-transformers: {} ({:?})", worst.0, worst.1);
     assert!(worst.0 >= 0.999, "cosine {} for {:?}", worst.0, worst.1);
 }
 
@@ -108,7 +100,8 @@ fn int8_queries_agree_with_f32_and_do_not_depend_on_the_batch() {
     struct Text {
         text: String,
     }
-    let more: Texts = serde_json::from_str(include_str!("../fixtures/e5_hf_tokenizers_reference.json")).expect("fixture parses");
+    let more: Texts =
+        serde_json::from_str(include_str!("../fixtures/e5_hf_tokenizers_reference.json")).expect("fixture parses");
     assert!(more.cases.len() >= 100);
     let texts: Vec<&str> = more.cases.iter().map(|c| c.text.as_str()).take(150).collect();
     let queries = int8.embed_queries(&texts).expect("embedding works");

@@ -13,10 +13,7 @@ pub fn model_dir() -> PathBuf {
     let dir = std::env::var_os("MEMBANK_MODEL_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(membank_embed::fetch::default_model_dir);
-    let missing: Vec<&str> = membank_embed::local::MODEL_FILES
-        .into_iter()
-        .filter(|f| !dir.join(f).is_file())
-        .collect();
+    let missing: Vec<&str> = membank_embed::local::MODEL_FILES.into_iter().filter(|f| !dir.join(f).is_file()).collect();
     assert!(
         missing.is_empty(),
         "the all-MiniLM-L6-v2 model is not in {} (missing {missing:?}); run `membank models fetch` \
@@ -29,12 +26,12 @@ pub fn model_dir() -> PathBuf {
 /// The real model, loaded once per test run, with two threads.
 pub fn embedder() -> &'static LocalEmbedder {
     static EMBEDDER: OnceLock<LocalEmbedder> = OnceLock::new();
-    EMBEDDER.get_or_init(
-        || match LocalEmbedder::open(&model_dir(), LocalOptions { threads: 2, ..Default::default() }) {
+    EMBEDDER.get_or_init(|| {
+        match LocalEmbedder::open(&model_dir(), LocalOptions { threads: 2, ..Default::default() }) {
             Ok(embedder) => embedder,
             Err(e) => panic!("loading the model failed: {e}"),
-        },
-    )
+        }
+    })
 }
 
 /// Cosine similarity of two vectors.

@@ -28,8 +28,13 @@ pub fn parse(bytes: &[u8]) -> Result<ImportSet, InvalidInput> {
 
 /// Parses an already-decoded LoCoMo document.
 pub fn parse_value(root: &Value) -> Result<ImportSet, InvalidInput> {
-    let samples = root.as_array().ok_or_else(|| bad("$", format!("expected a list of samples, found {}", type_name(root))))?;
-    let users = samples.iter().enumerate().map(|(i, sample)| parse_sample(sample, &format!("$[{i}]"))).collect::<Result<_, _>>()?;
+    let samples =
+        root.as_array().ok_or_else(|| bad("$", format!("expected a list of samples, found {}", type_name(root))))?;
+    let users = samples
+        .iter()
+        .enumerate()
+        .map(|(i, sample)| parse_sample(sample, &format!("$[{i}]")))
+        .collect::<Result<_, _>>()?;
     Ok(ImportSet { format: "locomo", users })
 }
 
@@ -43,19 +48,34 @@ pub fn session_time(text: &str) -> Option<Timestamp> {
 }
 
 /// The sessions of a sample's conversation, in session-number order: `(number, turns, time, path)`.
-fn sessions<'a>(conversation: &'a serde_json::Map<String, Value>, path: &str) -> Result<Vec<(u32, &'a Vec<Value>, Timestamp, String)>, InvalidInput> {
+fn sessions<'a>(
+    conversation: &'a serde_json::Map<String, Value>,
+    path: &str,
+) -> Result<Vec<(u32, &'a Vec<Value>, Timestamp, String)>, InvalidInput> {
     let mut out = Vec::new();
     for (key, value) in conversation {
         let Some(number) = key.strip_prefix("session_").and_then(|n| n.parse::<u32>().ok()) else { continue };
         let session_path = format!("{path}{}", member(key));
-        let turns = value.as_array().ok_or_else(|| bad(&session_path, format!("expected a list of turns, found {}", type_name(value))))?;
+        let turns = value
+            .as_array()
+            .ok_or_else(|| bad(&session_path, format!("expected a list of turns, found {}", type_name(value))))?;
         let time_key = format!("session_{number}_date_time");
         let time_text = match conversation.get(&time_key) {
             Some(Value::String(s)) => s,
-            Some(other) => return Err(bad(&format!("{path}{}", member(&time_key)), format!("expected a string, found {}", type_name(other)))),
+            Some(other) => {
+                return Err(bad(
+                    &format!("{path}{}", member(&time_key)),
+                    format!("expected a string, found {}", type_name(other)),
+                ));
+            }
             None => return Err(bad(path, format!("session {number} has no {time_key:?}"))),
         };
-        let time = session_time(time_text).ok_or_else(|| bad(&format!("{path}{}", member(&time_key)), format!("{time_text:?} is not a time such as \"1:56 pm on 8 May, 2023\"")))?;
+        let time = session_time(time_text).ok_or_else(|| {
+            bad(
+                &format!("{path}{}", member(&time_key)),
+                format!("{time_text:?} is not a time such as \"1:56 pm on 8 May, 2023\""),
+            )
+        })?;
         out.push((number, turns, time, session_path));
     }
     out.sort_by_key(|s| s.0);
@@ -94,11 +114,27 @@ pub fn parse_sample(sample: &Value, path: &str) -> Result<ImportUser, InvalidInp
                     content.push_str(&format!("[shared an image: {}]", caption.trim()));
                 }
                 None | Some(Value::Null) | Some(Value::String(_)) => {}
-                Some(other) => return Err(bad(&format!("{turn_path}.blip_caption"), format!("expected a string, found {}", type_name(other)))),
+                Some(other) => {
+                    return Err(bad(
+                        &format!("{turn_path}.blip_caption"),
+                        format!("expected a string, found {}", type_name(other)),
+                    ));
+                }
             }
-            let occurred_at = i64::try_from(index).ok().and_then(Duration::try_seconds).and_then(|offset| time.checked_add_signed(offset));
-            let occurred_at = occurred_at.ok_or_else(|| bad(&turn_path, "its time would fall past the end of the calendar"))?;
-            let mut record = ImportRecord::other(format!("locomo:{}", dia_id.trim()), turn_path.clone(), Kind::Note, Source::User, content, occurred_at);
+            let occurred_at = i64::try_from(index)
+                .ok()
+                .and_then(Duration::try_seconds)
+                .and_then(|offset| time.checked_add_signed(offset));
+            let occurred_at =
+                occurred_at.ok_or_else(|| bad(&turn_path, "its time would fall past the end of the calendar"))?;
+            let mut record = ImportRecord::other(
+                format!("locomo:{}", dia_id.trim()),
+                turn_path.clone(),
+                Kind::Note,
+                Source::User,
+                content,
+                occurred_at,
+            );
             record.metadata.insert("dia_id".into(), dia_id.trim().to_string());
             record.metadata.insert("session".into(), number.to_string());
             record.metadata.insert("speaker".into(), speaker.trim().to_string());

@@ -19,8 +19,10 @@ use super::{ImportRecord, ImportSet, ImportUser, bad, parse_json, required_str, 
 /// Parses a LongMemEval file.
 pub fn parse(bytes: &[u8]) -> Result<ImportSet, InvalidInput> {
     let root = parse_json(bytes)?;
-    let questions = root.as_array().ok_or_else(|| bad("$", format!("expected a list of questions, found {}", type_name(&root))))?;
-    let users = questions.iter().enumerate().map(|(i, q)| parse_question(q, &format!("$[{i}]"))).collect::<Result<_, _>>()?;
+    let questions =
+        root.as_array().ok_or_else(|| bad("$", format!("expected a list of questions, found {}", type_name(&root))))?;
+    let users =
+        questions.iter().enumerate().map(|(i, q)| parse_question(q, &format!("$[{i}]"))).collect::<Result<_, _>>()?;
     Ok(ImportSet { format: "longmemeval", users })
 }
 
@@ -32,7 +34,10 @@ pub fn parse_time(text: &str) -> Option<Timestamp> {
         _ => text.to_string(),
     };
     let compact = without_weekday.split_whitespace().collect::<Vec<_>>().join(" ");
-    ["%Y/%m/%d %H:%M", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d %H:%M"].iter().find_map(|f| NaiveDateTime::parse_from_str(&compact, f).ok()).map(|t| t.and_utc())
+    ["%Y/%m/%d %H:%M", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d %H:%M"]
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(&compact, f).ok())
+        .map(|t| t.and_utc())
 }
 
 /// Parses one question's haystack into a user with its turns.
@@ -53,16 +58,31 @@ pub fn parse_question(question: &Value, path: &str) -> Result<ImportUser, Invali
     let dates = array("haystack_dates")?;
     let sessions = array("haystack_sessions")?;
     if ids.len() != sessions.len() || dates.len() != sessions.len() {
-        return Err(bad(path, format!("{} session ids, {} dates and {} sessions: they must match", ids.len(), dates.len(), sessions.len())));
+        return Err(bad(
+            path,
+            format!(
+                "{} session ids, {} dates and {} sessions: they must match",
+                ids.len(),
+                dates.len(),
+                sessions.len()
+            ),
+        ));
     }
     let mut records = Vec::new();
     for (s, ((id, date), session)) in ids.iter().zip(dates).zip(sessions).enumerate() {
         let session_path = format!("{path}.haystack_sessions[{s}]");
-        let session_id = id.as_str().ok_or_else(|| bad(&format!("{path}.haystack_session_ids[{s}]"), format!("expected a string, found {}", type_name(id))))?;
+        let session_id = id.as_str().ok_or_else(|| {
+            bad(&format!("{path}.haystack_session_ids[{s}]"), format!("expected a string, found {}", type_name(id)))
+        })?;
         let date_path = format!("{path}.haystack_dates[{s}]");
-        let date_text = date.as_str().ok_or_else(|| bad(&date_path, format!("expected a string, found {}", type_name(date))))?;
-        let time = parse_time(date_text).ok_or_else(|| bad(&date_path, format!("{date_text:?} is not a time such as \"2023/05/30 (Tue) 23:40\"")))?;
-        let turns = session.as_array().ok_or_else(|| bad(&session_path, format!("expected a list of messages, found {}", type_name(session))))?;
+        let date_text =
+            date.as_str().ok_or_else(|| bad(&date_path, format!("expected a string, found {}", type_name(date))))?;
+        let time = parse_time(date_text).ok_or_else(|| {
+            bad(&date_path, format!("{date_text:?} is not a time such as \"2023/05/30 (Tue) 23:40\""))
+        })?;
+        let turns = session
+            .as_array()
+            .ok_or_else(|| bad(&session_path, format!("expected a list of messages, found {}", type_name(session))))?;
         for (index, turn) in turns.iter().enumerate() {
             let turn_path = format!("{session_path}[{index}]");
             if !turn.is_object() {
@@ -73,7 +93,12 @@ pub fn parse_question(question: &Value, path: &str) -> Result<ImportUser, Invali
             let has_answer = match turn.get("has_answer") {
                 None | Some(Value::Null) => false,
                 Some(Value::Bool(b)) => *b,
-                Some(other) => return Err(bad(&format!("{turn_path}.has_answer"), format!("expected a boolean, found {}", type_name(other)))),
+                Some(other) => {
+                    return Err(bad(
+                        &format!("{turn_path}.has_answer"),
+                        format!("expected a boolean, found {}", type_name(other)),
+                    ));
+                }
             };
             if role != "user" || content.trim().is_empty() {
                 continue;
@@ -82,8 +107,12 @@ pub fn parse_question(question: &Value, path: &str) -> Result<ImportUser, Invali
             // A handful of pasted documents exceed membank's text limit; the benchmark is
             // about finding the message, so its first 32 KiB stand for it (marked as such).
             let (content, truncated) = truncate(content, membank_core::limits::MAX_TEXT_BYTES);
-            let occurred_at = i64::try_from(index).ok().and_then(Duration::try_seconds).and_then(|offset| time.checked_add_signed(offset));
-            let occurred_at = occurred_at.ok_or_else(|| bad(&turn_path, "its time would fall past the end of the calendar"))?;
+            let occurred_at = i64::try_from(index)
+                .ok()
+                .and_then(Duration::try_seconds)
+                .and_then(|offset| time.checked_add_signed(offset));
+            let occurred_at =
+                occurred_at.ok_or_else(|| bad(&turn_path, "its time would fall past the end of the calendar"))?;
             let mut record = ImportRecord::turn(turn_id.clone(), turn_path, content.to_string(), None, occurred_at);
             if truncated {
                 record.metadata.insert("truncated".into(), "true".into());

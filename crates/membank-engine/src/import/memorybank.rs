@@ -36,7 +36,9 @@ pub fn checked_turn_time(date: NaiveDate, index: usize) -> Option<Timestamp> {
 
 /// `noon(date)` plus `offset`, or an error at `path` past the end of the calendar.
 fn after_noon(date: NaiveDate, offset: Duration, path: &str) -> Result<Timestamp, InvalidInput> {
-    noon(date).checked_add_signed(offset).ok_or_else(|| bad(path, format!("{date} is too close to the end of the calendar")))
+    noon(date)
+        .checked_add_signed(offset)
+        .ok_or_else(|| bad(path, format!("{date} is too close to the end of the calendar")))
 }
 
 fn noon(date: NaiveDate) -> Timestamp {
@@ -46,7 +48,8 @@ fn noon(date: NaiveDate) -> Timestamp {
 /// Parses a MemoryBank file.
 pub fn parse(bytes: &[u8]) -> Result<ImportSet, InvalidInput> {
     let root = parse_json(bytes)?;
-    let users = root.as_object().ok_or_else(|| bad("$", format!("expected an object of users, found {}", type_name(&root))))?;
+    let users =
+        root.as_object().ok_or_else(|| bad("$", format!("expected an object of users, found {}", type_name(&root))))?;
     let mut out = Vec::with_capacity(users.len());
     for (raw_key, value) in users {
         let path = format!("${}", member(raw_key));
@@ -58,7 +61,8 @@ pub fn parse(bytes: &[u8]) -> Result<ImportSet, InvalidInput> {
 }
 
 fn date_key(key: &str, path: &str) -> Result<NaiveDate, InvalidInput> {
-    NaiveDate::parse_from_str(key.trim(), "%Y-%m-%d").map_err(|_| bad(path, format!("{key:?} is not a date such as 2023-04-27")))
+    NaiveDate::parse_from_str(key.trim(), "%Y-%m-%d")
+        .map_err(|_| bad(path, format!("{key:?} is not a date such as 2023-04-27")))
 }
 
 fn object<'a>(value: &'a Value, path: &str) -> Result<&'a serde_json::Map<String, Value>, InvalidInput> {
@@ -69,8 +73,16 @@ fn object<'a>(value: &'a Value, path: &str) -> Result<&'a serde_json::Map<String
 fn forgetting(entry: &Value, path: &str, record: &mut ImportRecord) -> Result<(), InvalidInput> {
     match entry.get("memory_strength") {
         None | Some(Value::Null) => {}
-        Some(Value::Number(n)) => record.strength = Some(n.as_f64().ok_or_else(|| bad(&format!("{path}.memory_strength"), "is not a finite number"))?),
-        Some(other) => return Err(bad(&format!("{path}.memory_strength"), format!("expected a number, found {}", type_name(other)))),
+        Some(Value::Number(n)) => {
+            record.strength =
+                Some(n.as_f64().ok_or_else(|| bad(&format!("{path}.memory_strength"), "is not a finite number"))?)
+        }
+        Some(other) => {
+            return Err(bad(
+                &format!("{path}.memory_strength"),
+                format!("expected a number, found {}", type_name(other)),
+            ));
+        }
     }
     match entry.get("last_recall_date") {
         None | Some(Value::Null) => {}
@@ -81,7 +93,12 @@ fn forgetting(entry: &Value, path: &str, record: &mut ImportRecord) -> Result<()
             let day = date_key(date, &format!("{path}.last_recall_date"))?;
             record.last_recalled_at = Some(noon(day));
         }
-        Some(other) => return Err(bad(&format!("{path}.last_recall_date"), format!("expected a date string, found {}", type_name(other)))),
+        Some(other) => {
+            return Err(bad(
+                &format!("{path}.last_recall_date"),
+                format!("expected a date string, found {}", type_name(other)),
+            ));
+        }
     }
     Ok(())
 }
@@ -92,11 +109,18 @@ fn entry_text<'a>(entry: &'a Value, path: &str) -> Result<Option<&'a str>, Inval
         Value::String(s) => s.as_str(),
         Value::Object(map) => match map.get("content") {
             Some(Value::String(s)) => s.as_str(),
-            Some(other) => return Err(bad(&format!("{path}.content"), format!("expected a string, found {}", type_name(other)))),
+            Some(other) => {
+                return Err(bad(&format!("{path}.content"), format!("expected a string, found {}", type_name(other))));
+            }
             None => return Err(bad(path, "missing field \"content\"")),
         },
         Value::Null => return Ok(None),
-        other => return Err(bad(path, format!("expected a string or an object with \"content\", found {}", type_name(other)))),
+        other => {
+            return Err(bad(
+                path,
+                format!("expected a string or an object with \"content\", found {}", type_name(other)),
+            ));
+        }
     };
     Ok((!text.trim().is_empty()).then_some(text))
 }
@@ -116,7 +140,9 @@ fn parse_user(raw_key: &str, value: &Value, path: &str) -> Result<Vec<ImportReco
     for (date_text, turns) in history {
         let day_path = format!("{history_path}{}", member(date_text));
         let day = date_key(date_text, &day_path)?;
-        let turns = turns.as_array().ok_or_else(|| bad(&day_path, format!("expected an array of turns, found {}", type_name(turns))))?;
+        let turns = turns
+            .as_array()
+            .ok_or_else(|| bad(&day_path, format!("expected an array of turns, found {}", type_name(turns))))?;
         first_day = Some(first_day.map_or(day, |d| d.min(day)));
         last_day = Some(last_day.map_or(day, |d| d.max(day)));
         for (index, turn) in turns.iter().enumerate() {
@@ -124,17 +150,29 @@ fn parse_user(raw_key: &str, value: &Value, path: &str) -> Result<Vec<ImportReco
             object(turn, &turn_path)?;
             let query = match turn.get("query") {
                 Some(Value::String(s)) => s.clone(),
-                Some(other) => return Err(bad(&format!("{turn_path}.query"), format!("expected a string, found {}", type_name(other)))),
+                Some(other) => {
+                    return Err(bad(
+                        &format!("{turn_path}.query"),
+                        format!("expected a string, found {}", type_name(other)),
+                    ));
+                }
                 None => return Err(bad(&turn_path, "missing field \"query\"")),
             };
             let response = match turn.get("response") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(s)) if s.trim().is_empty() => None,
                 Some(Value::String(s)) => Some(s.clone()),
-                Some(other) => return Err(bad(&format!("{turn_path}.response"), format!("expected a string, found {}", type_name(other)))),
+                Some(other) => {
+                    return Err(bad(
+                        &format!("{turn_path}.response"),
+                        format!("expected a string, found {}", type_name(other)),
+                    ));
+                }
             };
             let key = format!("memorybank:{day}:{index}");
-            let occurred_at = checked_turn_time(day, index).ok_or_else(|| bad(&turn_path, format!("turn {index} of {day} would fall past the end of the calendar")))?;
+            let occurred_at = checked_turn_time(day, index).ok_or_else(|| {
+                bad(&turn_path, format!("turn {index} of {day} would fall past the end of the calendar"))
+            })?;
             let mut record = ImportRecord::turn(key.clone(), turn_path.clone(), query, response, occurred_at);
             forgetting(turn, &turn_path, &mut record)?;
             record.metadata.insert("date".into(), day.to_string());
@@ -146,7 +184,9 @@ fn parse_user(raw_key: &str, value: &Value, path: &str) -> Result<Vec<ImportReco
     }
 
     let mut summary_keys = Vec::new();
-    for (field, kind, label) in [("summary", Kind::DailySummary, "summary"), ("personality", Kind::DailyPortrait, "personality")] {
+    for (field, kind, label) in
+        [("summary", Kind::DailySummary, "summary"), ("personality", Kind::DailyPortrait, "personality")]
+    {
         let Some(value) = user.get(field) else { continue };
         let field_path = format!("{path}.{field}");
         if value.is_null() {
@@ -158,7 +198,14 @@ fn parse_user(raw_key: &str, value: &Value, path: &str) -> Result<Vec<ImportReco
             let Some(text) = entry_text(entry, &entry_path)? else { continue };
             let key = format!("memorybank:{label}:{day}");
             let occurred_at = after_noon(day, Duration::hours(11), &entry_path)?;
-            let mut record = ImportRecord::other(key.clone(), entry_path.clone(), kind, Source::Derived, text.to_string(), occurred_at);
+            let mut record = ImportRecord::other(
+                key.clone(),
+                entry_path.clone(),
+                kind,
+                Source::Derived,
+                text.to_string(),
+                occurred_at,
+            );
             if entry.is_object() {
                 forgetting(entry, &entry_path, &mut record)?;
             }
@@ -172,13 +219,24 @@ fn parse_user(raw_key: &str, value: &Value, path: &str) -> Result<Vec<ImportReco
         }
     }
 
-    for (field, kind, derived) in [("overall_history", Kind::GlobalSummary, true), ("overall_personality", Kind::GlobalPortrait, false)] {
+    for (field, kind, derived) in
+        [("overall_history", Kind::GlobalSummary, true), ("overall_personality", Kind::GlobalPortrait, false)]
+    {
         let field_path = format!("{path}.{field}");
         let Some(value) = user.get(field) else { continue };
         let Some(text) = entry_text(value, &field_path)? else { continue };
-        let Some(last_day) = last_day else { return Err(bad(&field_path, "a global summary needs at least one history date")) };
+        let Some(last_day) = last_day else {
+            return Err(bad(&field_path, "a global summary needs at least one history date"));
+        };
         let end = after_noon(last_day, Duration::minutes(11 * 60 + 30), &field_path)?;
-        let mut record = ImportRecord::other(format!("memorybank:{field}"), field_path.clone(), kind, Source::Derived, text.to_string(), end);
+        let mut record = ImportRecord::other(
+            format!("memorybank:{field}"),
+            field_path.clone(),
+            kind,
+            Source::Derived,
+            text.to_string(),
+            end,
+        );
         if derived {
             record.derived_from = summary_keys.clone();
         }
@@ -194,12 +252,24 @@ fn parse_user(raw_key: &str, value: &Value, path: &str) -> Result<Vec<ImportReco
                 match value {
                     Value::String(s) if !s.trim().is_empty() => lines.push(format!("{key}: {s}")),
                     Value::String(_) | Value::Null => {}
-                    other => return Err(bad(&format!("{meta_path}{}", member(key)), format!("expected a string, found {}", type_name(other)))),
+                    other => {
+                        return Err(bad(
+                            &format!("{meta_path}{}", member(key)),
+                            format!("expected a string, found {}", type_name(other)),
+                        ));
+                    }
                 }
             }
             if !lines.is_empty() {
                 // A profile the application supplied: kept, but as the agent's, not the person's words.
-                let mut record = ImportRecord::other("memorybank:meta_information".into(), meta_path, Kind::GlobalPortrait, Source::Agent, lines.join("\n"), noon(first));
+                let mut record = ImportRecord::other(
+                    "memorybank:meta_information".into(),
+                    meta_path,
+                    Kind::GlobalPortrait,
+                    Source::Agent,
+                    lines.join("\n"),
+                    noon(first),
+                );
                 record.metadata.insert(SOURCE_USER_KEY.into(), raw_key.to_string());
                 records.push(record);
             }

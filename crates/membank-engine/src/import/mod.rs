@@ -20,7 +20,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::Duration;
 use membank_core::memory::turn_content;
 use membank_core::time::UserTimeZone;
-use membank_core::{ClockFrom, ForgettingState, InvalidInput, Kind, Memory, MemoryId, Scope, Source, Status, Strength, TenantId, Timestamp, UserId};
+use membank_core::{
+    ClockFrom, ForgettingState, InvalidInput, Kind, Memory, MemoryId, Scope, Source, Status, Strength, TenantId,
+    Timestamp, UserId,
+};
 use membank_store::NewMemory;
 
 use crate::ops::validate_text;
@@ -72,13 +75,45 @@ pub struct ImportRecord {
 
 impl ImportRecord {
     /// A turn record with no forgetting state of its own.
-    pub fn turn(key: String, path: String, user_text: String, assistant_text: Option<String>, occurred_at: Timestamp) -> Self {
-        Self { key, path, kind: Kind::Turn, source: Source::User, user_text: Some(user_text), assistant_text, text: None, occurred_at, derived_from: Vec::new(), metadata: BTreeMap::new(), strength: None, last_recalled_at: None }
+    pub fn turn(
+        key: String,
+        path: String,
+        user_text: String,
+        assistant_text: Option<String>,
+        occurred_at: Timestamp,
+    ) -> Self {
+        Self {
+            key,
+            path,
+            kind: Kind::Turn,
+            source: Source::User,
+            user_text: Some(user_text),
+            assistant_text,
+            text: None,
+            occurred_at,
+            derived_from: Vec::new(),
+            metadata: BTreeMap::new(),
+            strength: None,
+            last_recalled_at: None,
+        }
     }
 
     /// A record of another kind (note, summary, portrait).
     pub fn other(key: String, path: String, kind: Kind, source: Source, text: String, occurred_at: Timestamp) -> Self {
-        Self { key, path, kind, source, user_text: None, assistant_text: None, text: Some(text), occurred_at, derived_from: Vec::new(), metadata: BTreeMap::new(), strength: None, last_recalled_at: None }
+        Self {
+            key,
+            path,
+            kind,
+            source,
+            user_text: None,
+            assistant_text: None,
+            text: Some(text),
+            occurred_at,
+            derived_from: Vec::new(),
+            metadata: BTreeMap::new(),
+            strength: None,
+            last_recalled_at: None,
+        }
     }
 
     /// The text shown and embedded.
@@ -158,13 +193,18 @@ pub(crate) fn bad(path: &str, reason: impl std::fmt::Display) -> InvalidInput {
 /// Parses JSON, reporting a syntax error with its line and column.
 pub(crate) fn parse_json(bytes: &[u8]) -> Result<serde_json::Value, InvalidInput> {
     if bytes.len() as u64 > MAX_IMPORT_BYTES {
-        return Err(InvalidInput::new("import file", format!("is {} bytes; the limit is {MAX_IMPORT_BYTES}", bytes.len())));
+        return Err(InvalidInput::new(
+            "import file",
+            format!("is {} bytes; the limit is {MAX_IMPORT_BYTES}", bytes.len()),
+        ));
     }
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let line = bytes[..e.valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1;
         InvalidInput::new("import file", format!("line {line}: not valid UTF-8 (byte offset {})", e.valid_up_to()))
     })?;
-    serde_json::from_str(text).map_err(|e| InvalidInput::new("import file", format!("line {}, column {}: not valid JSON: {e}", e.line(), e.column())))
+    serde_json::from_str(text).map_err(|e| {
+        InvalidInput::new("import file", format!("line {}, column {}: not valid JSON: {e}", e.line(), e.column()))
+    })
 }
 
 /// A JSON path member for a key: `["key"]`, quoted so spaces and odd characters show.
@@ -205,7 +245,8 @@ impl Engine {
         let now = self.clock.now();
         validate_set(&request.set, now)?;
 
-        let mut report = ImportReport { users: request.set.users.len(), records: request.set.len(), ..Default::default() };
+        let mut report =
+            ImportReport { users: request.set.users.len(), records: request.set.len(), ..Default::default() };
         // Users named twice in a file (e.g. " Jason " and "Jason") are one user.
         let mut pending: Vec<(Scope, HashMap<String, MemoryId>, Vec<ImportRecord>)> = Vec::new();
         for user in request.set.users {
@@ -251,7 +292,11 @@ impl Engine {
                 let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
                 let embedded = self.embedder.embed(&refs)?;
                 if embedded.len() != refs.len() {
-                    return Err(EngineError::Storage(format!("the embedder returned {} vectors for {} texts", embedded.len(), refs.len())));
+                    return Err(EngineError::Storage(format!(
+                        "the embedder returned {} vectors for {} texts",
+                        embedded.len(),
+                        refs.len()
+                    )));
                 }
                 vectors.extend(embedded);
                 model.get_or_insert_with(|| self.model());
@@ -290,7 +335,8 @@ impl Engine {
                     derived_from,
                     metadata,
                 };
-                let model = model.clone().ok_or_else(|| EngineError::Storage("a vector was made before any model".into()))?;
+                let model =
+                    model.clone().ok_or_else(|| EngineError::Storage("a vector was made before any model".into()))?;
                 batch.push(NewMemory { memory, embedding: Some((model, vector)) });
             }
         }
@@ -313,7 +359,9 @@ fn validate_set(set: &ImportSet, now: Timestamp) -> Result<(), InvalidInput> {
         let keys: HashSet<&str> = user.records.iter().map(|r| r.key.as_str()).collect();
         for record in &user.records {
             let path = record.path.as_str();
-            let check = |field: &'static str, text: &str| validate_text(field, text).map_err(|e| bad(path, format!("{} {}", e.field, e.reason)));
+            let check = |field: &'static str, text: &str| {
+                validate_text(field, text).map_err(|e| bad(path, format!("{} {}", e.field, e.reason)))
+            };
             match record.kind {
                 Kind::Turn => {
                     check("user text", record.user_text.as_deref().unwrap_or(""))?;

@@ -16,7 +16,12 @@ const SECRET: &str = "zebrapin9931";
 /// carries the lines of its input that mention a secret or the cello.
 fn quoting_stub() -> StubServer {
     StubServer::with(|request: &Recorded| {
-        let quoted: Vec<String> = request.prompt_text().lines().filter(|l| l.contains("zebrapin") || l.contains("cello")).map(str::to_string).collect();
+        let quoted: Vec<String> = request
+            .prompt_text()
+            .lines()
+            .filter(|l| l.contains("zebrapin") || l.contains("cello"))
+            .map(str::to_string)
+            .collect();
         Reply::text(&format!("made from: {}", quoted.join(" | ")))
     })
 }
@@ -49,8 +54,13 @@ fn erasing_a_turn_erases_what_was_made_from_it_and_leaves_no_bytes() {
     // A second day makes new globals: the first ones become superseded copies of the secret.
     w.turn_at("alice", "The cello teacher is strict", None, at(2, 9));
     w.engine.summarize(SummarizeRequest { scope: scope("alice"), force: false }).unwrap();
-    let holding: Vec<_> = all_memories(w).into_iter().filter(|m| m.content.as_deref().is_some_and(|c| c.contains(SECRET))).collect();
-    assert!(holding.len() >= 5, "the turn, the day's summary and portrait, current and superseded globals: {}", holding.len());
+    let holding: Vec<_> =
+        all_memories(w).into_iter().filter(|m| m.content.as_deref().is_some_and(|c| c.contains(SECRET))).collect();
+    assert!(
+        holding.len() >= 5,
+        "the turn, the day's summary and portrait, current and superseded globals: {}",
+        holding.len()
+    );
     assert!(holding.iter().any(|m| m.status == Status::Superseded));
     // Checkpointed, so the secret sits in the main file (not only the WAL) before erasure.
     w.store.backup(&w._dir.path().join("before.db")).unwrap();
@@ -68,23 +78,40 @@ fn erasing_a_turn_erases_what_was_made_from_it_and_leaves_no_bytes() {
         assert!(now.content.is_none() && now.metadata.is_empty());
     }
     assert!(after.iter().all(|m| !m.content.as_deref().unwrap_or("").contains(SECRET)));
-    let audit = w.engine.recall(RecallRequest { include_archived: true, strengthen: Some(false), ..RecallRequest::new(scope("alice"), format!("PIN {SECRET}"), 20) }).unwrap();
+    let audit = w
+        .engine
+        .recall(RecallRequest {
+            include_archived: true,
+            strengthen: Some(false),
+            ..RecallRequest::new(scope("alice"), format!("PIN {SECRET}"), 20)
+        })
+        .unwrap();
     assert!(audit.results.iter().all(|h| !h.memory.content.as_deref().unwrap_or("").contains(SECRET)));
     // The day's other turn is untouched.
-    assert!(after.iter().any(|m| m.kind == Kind::Turn && m.status == Status::Active && m.content.as_deref().is_some_and(|c| c.contains("cello"))));
+    assert!(after.iter().any(|m| m.kind == Kind::Turn
+        && m.status == Status::Active
+        && m.content.as_deref().is_some_and(|c| c.contains("cello"))));
 
     // The log says what the erasure reached; the bytes are gone from every file.
-    let events = w.store.events(&scope("alice"), &EventQuery { memory_id: Some(secret.id), after_seq: None, limit: 100 }).unwrap();
+    let events = w
+        .store
+        .events(&scope("alice"), &EventQuery { memory_id: Some(secret.id), after_seq: None, limit: 100 })
+        .unwrap();
     let erased = events.iter().find(|e| e.kind.as_str() == "erased").unwrap();
     assert_eq!(erased.data["cascaded"].as_array().unwrap().len(), holding.len() - 1);
-    assert_eq!(file_bytes_contain(w._dir.path(), SECRET), Vec::<String>::new(), "the erased text is still in the database files");
+    assert_eq!(
+        file_bytes_contain(w._dir.path(), SECRET),
+        Vec::<String>::new(),
+        "the erased text is still in the database files"
+    );
     assert_eq!(w.store.integrity_check().unwrap(), Vec::<String>::new());
 
     // Due to be made again, and made again from what remains.
     assert!(w.store.maintenance_state(&scope("alice")).unwrap().resummarize_due);
     w.engine.summarize(SummarizeRequest { scope: scope("alice"), force: false }).unwrap();
     assert!(!w.store.maintenance_state(&scope("alice")).unwrap().resummarize_due);
-    let remade: Vec<_> = all_memories(w).into_iter().filter(|m| m.status == Status::Active && m.kind != Kind::Turn).collect();
+    let remade: Vec<_> =
+        all_memories(w).into_iter().filter(|m| m.status == Status::Active && m.kind != Kind::Turn).collect();
     assert!(remade.iter().any(|m| m.kind == Kind::DailySummary && m.day.to_string() == "2024-05-01"));
     assert!(remade.iter().any(|m| m.kind == Kind::GlobalSummary));
     assert!(remade.iter().all(|m| !m.content.as_deref().unwrap_or("").contains(SECRET)));
@@ -94,7 +121,16 @@ fn erasing_a_turn_erases_what_was_made_from_it_and_leaves_no_bytes() {
 fn erasing_an_edited_memory_erases_the_text_before_the_edit() {
     let w = crate::world();
     let original = w.turn("alice", &format!("the alarm code is {SECRET}"));
-    let edited = w.engine.edit(membank_engine::EditRequest { scope: scope("alice"), id: original.id, text: None, user_text: Some("the alarm code changed".into()), assistant_text: None }).unwrap();
+    let edited = w
+        .engine
+        .edit(membank_engine::EditRequest {
+            scope: scope("alice"),
+            id: original.id,
+            text: None,
+            user_text: Some("the alarm code changed".into()),
+            assistant_text: None,
+        })
+        .unwrap();
     w.engine.erase(&scope("alice"), edited.id).unwrap();
     let old = w.store.get(&scope("alice"), original.id).unwrap();
     assert_eq!(old.status, Status::Erased);

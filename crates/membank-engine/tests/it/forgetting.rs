@@ -11,7 +11,10 @@ use crate::{scope, world_with};
 
 /// These tests pin the curve's arithmetic in days: a one-day unit (the default is three).
 fn world() -> crate::World {
-    world_with(EngineConfig { forgetting: ForgettingPolicy { unit: Duration::days(1), ..ForgettingPolicy::default() }, ..EngineConfig::default() })
+    world_with(EngineConfig {
+        forgetting: ForgettingPolicy { unit: Duration::days(1), ..ForgettingPolicy::default() },
+        ..EngineConfig::default()
+    })
 }
 
 fn sweep(w: &crate::World, dry_run: bool) -> membank_engine::SweepReport {
@@ -40,7 +43,8 @@ fn recalled_memories_outlive_unrecalled_ones() {
     // Archived memories are not recalled, and the log says why they went.
     let hits = w.engine.recall(RecallRequest::new(scope("ana"), "weather grey", 5)).unwrap();
     assert!(hits.results.iter().all(|h| h.memory.id != ignored.id));
-    let events = w.store.events(&scope("ana"), &EventQuery { memory_id: Some(ignored.id), ..Default::default() }).unwrap();
+    let events =
+        w.store.events(&scope("ana"), &EventQuery { memory_id: Some(ignored.id), ..Default::default() }).unwrap();
     let archived_event = events.iter().find(|e| e.kind == EventKind::Archived).unwrap();
     assert_eq!(archived_event.data["mode"], "threshold");
     assert_eq!(archived_event.data["threshold"], 0.05);
@@ -68,7 +72,10 @@ fn the_per_pass_cap_holds_back_the_rest() {
         w.turn("ana", &format!("memory number {i}"));
     }
     w.advance_days(30);
-    let report = w.engine.sweep(SweepRequest { scope: scope("ana"), now: None, dry_run: false, max_archive_fraction: Some(0.3) }).unwrap();
+    let report = w
+        .engine
+        .sweep(SweepRequest { scope: scope("ana"), now: None, dry_run: false, max_archive_fraction: Some(0.3) })
+        .unwrap();
     assert_eq!(report.archived.len(), 3);
     assert_eq!(report.deferred, 7);
     assert_eq!(report.kept, 7);
@@ -133,7 +140,10 @@ fn erase_removes_content_everywhere_and_leaves_a_tombstone() {
     let events = w.store.events(&scope("ana"), &EventQuery::default()).unwrap();
     assert!(events.iter().any(|e| e.kind == EventKind::Erased && e.memory_id == Some(secret.id)));
     let log = format!("{events:?}");
-    assert!(!log.contains("zebra") && !log.contains("quokka") && !log.contains("PIN"), "the event log holds erased content");
+    assert!(
+        !log.contains("zebra") && !log.contains("quokka") && !log.contains("PIN"),
+        "the event log holds erased content"
+    );
     assert!(w.store.integrity_check().unwrap().is_empty());
     // Erasing twice is harmless; restoring an erased memory is refused.
     w.engine.erase(&scope("ana"), secret.id).unwrap();

@@ -11,7 +11,9 @@ use membank_engine::import;
 use membank_engine::temporal;
 
 fn memorybank_error(file: &str) -> String {
-    import::memorybank::parse(file.as_bytes()).map(|set| format!("parsed {} records", set.len())).unwrap_or_else(|e: InvalidInput| e.to_string())
+    import::memorybank::parse(file.as_bytes())
+        .map(|set| format!("parsed {} records", set.len()))
+        .unwrap_or_else(|e: InvalidInput| e.to_string())
 }
 
 /// A MemoryBank file of one user with `turns` turns on `date`.
@@ -45,16 +47,24 @@ fn turns_past_the_end_of_the_calendar_are_an_error_with_their_path() {
     // Summaries and global summaries sit 11 hours after noon: also past the end on the last day.
     let first = NaiveDate::MIN.format("%Y-%m-%d").to_string();
     for date in [&last, &first] {
-        let file = format!(r#"{{"ann": {{"history": {{"{date}": [{{"query": "hi"}}]}}, "summary": {{"{date}": "s"}}, "overall_history": "o", "meta_information": {{"a": "b"}}}}}}"#);
+        let file = format!(
+            r#"{{"ann": {{"history": {{"{date}": [{{"query": "hi"}}]}}, "summary": {{"{date}": "s"}}, "overall_history": "o", "meta_information": {{"a": "b"}}}}}}"#
+        );
         let _ = memorybank_error(&file);
     }
 }
 
 #[test]
 fn locomo_and_longmemeval_turns_past_the_end_of_the_calendar_are_errors() {
-    let turns: Vec<String> = (0..120).map(|i| format!(r#"{{"speaker": "A", "dia_id": "D1:{i}", "text": "t"}}"#)).collect();
-    let locomo = format!(r#"[{{"sample_id": "s", "conversation": {{"session_1": [{}], "session_1_date_time": "11:59 pm on 31 December, +262142"}}}}]"#, turns.join(","));
-    let err = import::locomo::parse(locomo.as_bytes()).map(|s| format!("parsed {}", s.len())).unwrap_or_else(|e| e.to_string());
+    let turns: Vec<String> =
+        (0..120).map(|i| format!(r#"{{"speaker": "A", "dia_id": "D1:{i}", "text": "t"}}"#)).collect();
+    let locomo = format!(
+        r#"[{{"sample_id": "s", "conversation": {{"session_1": [{}], "session_1_date_time": "11:59 pm on 31 December, +262142"}}}}]"#,
+        turns.join(",")
+    );
+    let err = import::locomo::parse(locomo.as_bytes())
+        .map(|s| format!("parsed {}", s.len()))
+        .unwrap_or_else(|e| e.to_string());
     assert!(err.contains("$[0].conversation[\"session_1\"]"), "{err}");
 
     let messages: Vec<String> = (0..120).map(|_| r#"{"role": "user", "content": "c"}"#.to_string()).collect();
@@ -62,18 +72,50 @@ fn locomo_and_longmemeval_turns_past_the_end_of_the_calendar_are_errors() {
         r#"[{{"question_id": "q", "haystack_session_ids": ["a"], "haystack_dates": ["+262142/12/31 (Fri) 23:59"], "haystack_sessions": [[{}]]}}]"#,
         messages.join(",")
     );
-    let err = import::longmemeval::parse(longmemeval.as_bytes()).map(|s| format!("parsed {}", s.len())).unwrap_or_else(|e| e.to_string());
+    let err = import::longmemeval::parse(longmemeval.as_bytes())
+        .map(|s| format!("parsed {}", s.len()))
+        .unwrap_or_else(|e| e.to_string());
     assert!(err.contains("$[0].haystack_sessions[0]"), "{err}");
 }
 
 #[test]
 fn the_temporal_parser_never_panics_at_the_ends_of_the_calendar() {
     let queries = [
-        "yesterday", "the day before yesterday", "today", "last week", "this week", "past week", "last weekend", "last month",
-        "this month", "last friday", "a few days ago", "a couple of days ago", "3 days ago", "400 months ago", "2 weeks ago",
-        "on May 4th", "4th of May", "December 31", "our first conversation", "2023-05-04",
-        "昨天", "前天", "大前天", "今天", "前几天", "三天前", "四百天前", "上周", "上周三", "这周", "上个月", "5月4日", "十二月三十一日",
-        "2023年5月4日", "第一次聊天",
+        "yesterday",
+        "the day before yesterday",
+        "today",
+        "last week",
+        "this week",
+        "past week",
+        "last weekend",
+        "last month",
+        "this month",
+        "last friday",
+        "a few days ago",
+        "a couple of days ago",
+        "3 days ago",
+        "400 months ago",
+        "2 weeks ago",
+        "on May 4th",
+        "4th of May",
+        "December 31",
+        "our first conversation",
+        "2023-05-04",
+        "昨天",
+        "前天",
+        "大前天",
+        "今天",
+        "前几天",
+        "三天前",
+        "四百天前",
+        "上周",
+        "上周三",
+        "这周",
+        "上个月",
+        "5月4日",
+        "十二月三十一日",
+        "2023年5月4日",
+        "第一次聊天",
     ];
     let near_min = NaiveDate::MIN + chrono::Duration::days(3);
     let near_max = NaiveDate::MAX - chrono::Duration::days(3);

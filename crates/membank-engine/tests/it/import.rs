@@ -7,7 +7,7 @@ use membank_engine::import::{self, IMPORT_KEY};
 use membank_engine::{ImportRequest, ImportSet, RecallRequest};
 use membank_store::{ListQuery, Store};
 
-use crate::{scope, world, World};
+use crate::{World, scope, world};
 
 const TWO_USERS: &str = r#"{
   " Jason ": {
@@ -33,11 +33,21 @@ fn set(text: &str) -> ImportSet {
 }
 
 fn run(w: &World, set: ImportSet) -> membank_engine::ImportReport {
-    w.engine.import(ImportRequest { tenant: TenantId::default_tenant(), set, clock_from: membank_engine::core::ClockFrom::Event }, &|_, _| {}).unwrap()
+    w.engine
+        .import(
+            ImportRequest {
+                tenant: TenantId::default_tenant(),
+                set,
+                clock_from: membank_engine::core::ClockFrom::Event,
+            },
+            &|_, _| {},
+        )
+        .unwrap()
 }
 
 fn all(w: &World, user: &str) -> Vec<membank_engine::core::Memory> {
-    let mut memories = w.store.list(&scope(user), &ListQuery { limit: 1000, oldest_first: true, ..Default::default() }).unwrap();
+    let mut memories =
+        w.store.list(&scope(user), &ListQuery { limit: 1000, oldest_first: true, ..Default::default() }).unwrap();
     memories.sort_by_key(|m| m.metadata.get(IMPORT_KEY).cloned());
     memories
 }
@@ -105,9 +115,14 @@ fn malformed_files_name_the_first_bad_record() {
     assert!(error(b"", parse).contains("line 1"));
     assert!(error(b"[1, 2]", parse).contains("expected an object of users"));
     let bad_turn = TWO_USERS.replace(r#""query": "It was windy at the top""#, r#""query": 42"#);
-    assert_eq!(error(bad_turn.as_bytes(), parse), r#"invalid import file: $[" Jason "].history["2023-04-28"][1].query: expected a string, found a number"#);
+    assert_eq!(
+        error(bad_turn.as_bytes(), parse),
+        r#"invalid import file: $[" Jason "].history["2023-04-28"][1].query: expected a string, found a number"#
+    );
     let bad_date = TWO_USERS.replace("2023-05-01", "May first");
-    assert!(error(bad_date.as_bytes(), parse).contains(r#"$["Emily"].history["May first"]: "May first" is not a date"#));
+    assert!(
+        error(bad_date.as_bytes(), parse).contains(r#"$["Emily"].history["May first"]: "May first" is not a date"#)
+    );
     let missing = TWO_USERS.replace(r#""query": "I painted a lake today", "#, "");
     assert!(error(missing.as_bytes(), parse).contains(r#"$["Emily"].history["2023-05-01"][0]: missing field "query""#));
     let blank_user = TWO_USERS.replace(r#""Emily": {"#, r#""   ": {"#);
@@ -121,7 +136,17 @@ fn a_bad_record_anywhere_stores_nothing() {
     // Parsed fine, but the second user's text is over the limit: validation fails before any write.
     let long = "x".repeat(membank_engine::core::limits::MAX_TEXT_BYTES + 1);
     let file = TWO_USERS.replace("I painted a lake today", &long);
-    let err = w.engine.import(ImportRequest { tenant: TenantId::default_tenant(), set: set(&file), clock_from: membank_engine::core::ClockFrom::Event }, &|_, _| {}).unwrap_err();
+    let err = w
+        .engine
+        .import(
+            ImportRequest {
+                tenant: TenantId::default_tenant(),
+                set: set(&file),
+                clock_from: membank_engine::core::ClockFrom::Event,
+            },
+            &|_, _| {},
+        )
+        .unwrap_err();
     assert!(err.to_string().contains(r#"$["Emily"].history["2023-05-01"][0]"#), "{err}");
     assert!(err.to_string().contains("bytes"), "{err}");
     assert!(all(&w, "Jason").is_empty());
@@ -145,7 +170,16 @@ fn hostile_files_are_refused_without_panics() {
     ] {
         let file = TWO_USERS.replace(from, to);
         let outcome = parse(file.as_bytes()).map_err(|e| e.to_string()).and_then(|set| {
-            w.engine.import(ImportRequest { tenant: TenantId::default_tenant(), set, clock_from: membank_engine::core::ClockFrom::Event }, &|_, _| {}).map_err(|e| e.to_string())
+            w.engine
+                .import(
+                    ImportRequest {
+                        tenant: TenantId::default_tenant(),
+                        set,
+                        clock_from: membank_engine::core::ClockFrom::Event,
+                    },
+                    &|_, _| {},
+                )
+                .map_err(|e| e.to_string())
         });
         let err = outcome.expect_err(expect);
         assert!(err.contains(expect), "{expect}: {err}");
@@ -180,7 +214,8 @@ fn locomo_and_longmemeval_shapes_keep_their_ids() {
         "answer_session_ids": ["answer_1"]}]"#;
     run(&w, import::longmemeval::parse(lme.as_bytes()).unwrap());
     let turns = all(&w, "q1");
-    let ids: Vec<(&str, &str)> = turns.iter().map(|m| (m.metadata["turn_id"].as_str(), m.metadata["has_answer"].as_str())).collect();
+    let ids: Vec<(&str, &str)> =
+        turns.iter().map(|m| (m.metadata["turn_id"].as_str(), m.metadata["has_answer"].as_str())).collect();
     assert_eq!(ids, [("answer_1_1", "true"), ("filler_1", "false")]);
     let bad = lme.replace(r#"["answer_1", "filler"]"#, r#"["answer_1"]"#);
     assert!(error(bad.as_bytes(), import::longmemeval::parse).contains("$[0]: 1 session ids, 2 dates and 2 sessions"));

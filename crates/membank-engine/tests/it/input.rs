@@ -7,7 +7,15 @@ use membank_store::{EventQuery, Store};
 use crate::{scope, world};
 
 fn turn(user_text: &str, assistant: Option<&str>) -> RememberTurn {
-    RememberTurn { scope: scope("ana"), user_text: user_text.into(), assistant_text: assistant.map(Into::into), occurred_at: None, metadata: Default::default(), importance: None, clock_from: membank_engine::core::ClockFrom::Event }
+    RememberTurn {
+        scope: scope("ana"),
+        user_text: user_text.into(),
+        assistant_text: assistant.map(Into::into),
+        occurred_at: None,
+        metadata: Default::default(),
+        importance: None,
+        clock_from: membank_engine::core::ClockFrom::Event,
+    }
 }
 
 #[test]
@@ -70,9 +78,21 @@ fn a_store_of_another_model_is_refused() {
     let path = dir.path().join("m.db");
     let clock = std::sync::Arc::new(membank_engine::core::ManualClock::new(crate::t0()));
     let store = std::sync::Arc::new(membank_store::SqliteStore::open(&path).unwrap());
-    let a = membank_engine::Engine::new(store.clone(), std::sync::Arc::new(membank_embed::HashEmbedder::new(64)), clock.clone(), Default::default()).unwrap();
+    let a = membank_engine::Engine::new(
+        store.clone(),
+        std::sync::Arc::new(membank_embed::HashEmbedder::new(64)),
+        clock.clone(),
+        Default::default(),
+    )
+    .unwrap();
     a.remember_turn(turn("hello", None)).unwrap();
-    let b = membank_engine::Engine::new(store, std::sync::Arc::new(membank_embed::HashEmbedder::new(32)), clock, Default::default()).unwrap();
+    let b = membank_engine::Engine::new(
+        store,
+        std::sync::Arc::new(membank_embed::HashEmbedder::new(32)),
+        clock,
+        Default::default(),
+    )
+    .unwrap();
     let err = b.remember_turn(turn("again", None)).unwrap_err();
     assert_eq!(err.code(), "incompatible", "{err}");
     let err = b.recall(RecallRequest::new(scope("ana"), "hello", 5)).unwrap_err();

@@ -45,13 +45,29 @@ pub fn at(day: u32, hour: u32) -> Timestamp {
 impl World {
     pub fn turn_at(&self, user: &str, text: &str, reply: Option<&str>, when: Timestamp) -> Memory {
         self.engine
-            .remember_turn(RememberTurn { scope: scope(user), user_text: text.into(), assistant_text: reply.map(Into::into), occurred_at: Some(when), metadata: Default::default(), importance: None, clock_from: membank_engine::core::ClockFrom::Event })
+            .remember_turn(RememberTurn {
+                scope: scope(user),
+                user_text: text.into(),
+                assistant_text: reply.map(Into::into),
+                occurred_at: Some(when),
+                metadata: Default::default(),
+                importance: None,
+                clock_from: membank_engine::core::ClockFrom::Event,
+            })
             .unwrap()
     }
 
     pub fn note_at(&self, user: &str, text: &str, when: Timestamp) -> Memory {
         self.engine
-            .remember_note(RememberNote { scope: scope(user), text: text.into(), source: membank_engine::core::Source::User, occurred_at: Some(when), metadata: Default::default(), importance: None, clock_from: membank_engine::core::ClockFrom::Event })
+            .remember_note(RememberNote {
+                scope: scope(user),
+                text: text.into(),
+                source: membank_engine::core::Source::User,
+                occurred_at: Some(when),
+                metadata: Default::default(),
+                importance: None,
+                clock_from: membank_engine::core::ClockFrom::Event,
+            })
             .unwrap()
     }
 }

@@ -55,7 +55,15 @@ pub fn scope(user: &str) -> Scope {
 impl World {
     pub fn turn(&self, user: &str, text: &str) -> membank_engine::core::Memory {
         self.engine
-            .remember_turn(RememberTurn { scope: scope(user), user_text: text.into(), assistant_text: None, occurred_at: None, metadata: Default::default(), importance: None, clock_from: membank_engine::core::ClockFrom::Event })
+            .remember_turn(RememberTurn {
+                scope: scope(user),
+                user_text: text.into(),
+                assistant_text: None,
+                occurred_at: None,
+                metadata: Default::default(),
+                importance: None,
+                clock_from: membank_engine::core::ClockFrom::Event,
+            })
             .unwrap()
     }
 

@@ -5,7 +5,9 @@
 
 use chrono::Duration;
 use membank_engine::core::forgetting::PolicyKind;
-use membank_engine::core::{EventKind, FadeMemParams, ForgettingPolicy, Kind, Layer, Memory, MemoryId, Status, Timestamp};
+use membank_engine::core::{
+    EventKind, FadeMemParams, ForgettingPolicy, Kind, Layer, Memory, MemoryId, Status, Timestamp,
+};
 use membank_engine::{EngineConfig, MaintainRequest, RecallRequest, RememberNote};
 use membank_llm::stub::{Recorded, Reply, StubServer};
 use membank_store::{EventQuery, Store};
@@ -14,7 +16,10 @@ use crate::llm_world::{LlmWorld, llm_world};
 use crate::{World, scope, t0, world_with};
 
 fn fademem() -> EngineConfig {
-    EngineConfig { forgetting: ForgettingPolicy { kind: PolicyKind::FadeMem, ..ForgettingPolicy::default() }, ..EngineConfig::default() }
+    EngineConfig {
+        forgetting: ForgettingPolicy { kind: PolicyKind::FadeMem, ..ForgettingPolicy::default() },
+        ..EngineConfig::default()
+    }
 }
 
 /// Stores a note at `when`, moving the clock there first if it is later.
@@ -23,7 +28,15 @@ fn note(w: &World, user: &str, text: &str, when: Timestamp, importance: f64) -> 
         w.clock.set(when);
     }
     w.engine
-        .remember_note(RememberNote { scope: scope(user), text: text.into(), source: membank_engine::core::Source::User, occurred_at: Some(when), metadata: Default::default(), importance: Some(importance), clock_from: membank_engine::core::ClockFrom::Event })
+        .remember_note(RememberNote {
+            scope: scope(user),
+            text: text.into(),
+            source: membank_engine::core::Source::User,
+            occurred_at: Some(when),
+            metadata: Default::default(),
+            importance: Some(importance),
+            clock_from: membank_engine::core::ClockFrom::Event,
+        })
         .unwrap()
 }
 
@@ -40,7 +53,12 @@ fn status(w: &World, user: &str, id: MemoryId) -> Memory {
 }
 
 fn events_of(w: &World, user: &str, id: MemoryId) -> Vec<(EventKind, serde_json::Value)> {
-    w.engine.events(&scope(user), &EventQuery { memory_id: Some(id), ..Default::default() }).unwrap().into_iter().map(|e| (e.kind, e.data)).collect()
+    w.engine
+        .events(&scope(user), &EventQuery { memory_id: Some(id), ..Default::default() })
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.kind, e.data))
+        .collect()
 }
 
 #[test]
@@ -78,9 +96,19 @@ fn near_duplicates_merge_into_the_newest_without_an_llm() {
     let merged = events_of(&w, "ana", new.id).into_iter().find(|(k, _)| *k == EventKind::Merged).unwrap().1;
     assert_eq!(merged["absorbed"][0]["id"], old.id.to_string());
     // Recall no longer returns the superseded copy unless archived ones are asked for.
-    let hits = w.engine.recall(RecallRequest { strengthen: Some(false), ..RecallRequest::new(scope("ana"), "Lena Porto nurse", 5) }).unwrap();
+    let hits = w
+        .engine
+        .recall(RecallRequest { strengthen: Some(false), ..RecallRequest::new(scope("ana"), "Lena Porto nurse", 5) })
+        .unwrap();
     assert!(hits.results.iter().all(|h| h.memory.id != old.id));
-    let audit = w.engine.recall(RecallRequest { strengthen: Some(false), include_archived: true, ..RecallRequest::new(scope("ana"), "Lena Porto nurse", 5) }).unwrap();
+    let audit = w
+        .engine
+        .recall(RecallRequest {
+            strengthen: Some(false),
+            include_archived: true,
+            ..RecallRequest::new(scope("ana"), "Lena Porto nurse", 5)
+        })
+        .unwrap();
     assert!(audit.results.iter().any(|h| h.memory.id == old.id));
     // It is restorable.
     assert_eq!(w.engine.restore(&scope("ana"), old.id).unwrap().status, Status::Active);
@@ -106,7 +134,10 @@ fn a_dry_run_changes_nothing() {
     let a = note(&w, "ana", "We talked about the weather", t0(), 0.1);
     note(&w, "ana", "We talked about the weather", t0() + Duration::hours(1), 0.1);
     let before = w.engine.events(&scope("ana"), &EventQuery::default()).unwrap().len();
-    let report = w.engine.maintain(MaintainRequest { scope: scope("ana"), now: Some(t0() + Duration::days(200)), dry_run: true }).unwrap();
+    let report = w
+        .engine
+        .maintain(MaintainRequest { scope: scope("ana"), now: Some(t0() + Duration::days(200)), dry_run: true })
+        .unwrap();
     assert!(report.dry_run);
     assert_eq!(report.archived.len() + report.merged.len(), 2, "{report:?}");
     assert_eq!(w.engine.events(&scope("ana"), &EventQuery::default()).unwrap().len(), before);
@@ -152,7 +183,10 @@ fn fademem_promotes_what_is_used_and_archives_what_fades() {
 #[test]
 fn a_weekly_recall_keeps_a_memory_ten_times_longer_under_both_policies() {
     for kind in [PolicyKind::MemoryBank, PolicyKind::FadeMem] {
-        let config = EngineConfig { forgetting: ForgettingPolicy { kind, ..ForgettingPolicy::default() }, ..EngineConfig::default() };
+        let config = EngineConfig {
+            forgetting: ForgettingPolicy { kind, ..ForgettingPolicy::default() },
+            ..EngineConfig::default()
+        };
         let w = world_with(config);
         let weekly = note(&w, "ana", "Ana's passport expires in March 2027", t0(), 0.5);
         let never = note(&w, "ana", "Leo brought olives to the picnic", t0(), 0.5);
@@ -176,8 +210,16 @@ fn a_weekly_recall_keeps_a_memory_ten_times_longer_under_both_policies() {
         }
         let never_days = never_gone.unwrap_or(365) as f64;
         let weekly_days = weekly_gone.unwrap_or(365) as f64;
-        eprintln!("{}: never recalled archived on day {never_days}, weekly recalled {}", kind.as_str(), weekly_gone.map_or("survived the year".to_string(), |d| format!("archived on day {d}")));
-        assert!(weekly_days >= 10.0 * never_days, "{}: weekly {weekly_days} days, never {never_days} days", kind.as_str());
+        eprintln!(
+            "{}: never recalled archived on day {never_days}, weekly recalled {}",
+            kind.as_str(),
+            weekly_gone.map_or("survived the year".to_string(), |d| format!("archived on day {d}"))
+        );
+        assert!(
+            weekly_days >= 10.0 * never_days,
+            "{}: weekly {weekly_days} days, never {never_days} days",
+            kind.as_str()
+        );
     }
 }
 
@@ -227,7 +269,8 @@ fn fusion_config() -> EngineConfig {
 
 #[test]
 fn fusion_writes_one_fused_memory_from_a_fading_cluster() {
-    let LlmWorld { world: w, stub } = llm_world(stub("Ana drinks green tea with honey every morning and evening.", "{}"), fusion_config());
+    let LlmWorld { world: w, stub } =
+        llm_world(stub("Ana drinks green tea with honey every morning and evening.", "{}"), fusion_config());
     let a = note(&w, "ana", "Ana drinks green tea with honey in the morning", t0(), 0.2);
     let b = note(&w, "ana", "Ana drinks green tea with honey in the evening too", t0() + Duration::days(1), 0.2);
     maintain(&w, "ana", t0() + Duration::days(1) + Duration::hours(1));
@@ -262,7 +305,10 @@ fn fusion_writes_one_fused_memory_from_a_fading_cluster() {
         assert_eq!(source.superseded_by, Some(fused.id));
     }
     // It has its own vector: a recall finds it.
-    let hits = w.engine.recall(RecallRequest { strengthen: Some(false), ..RecallRequest::new(scope("ana"), "green tea honey", 1) }).unwrap();
+    let hits = w
+        .engine
+        .recall(RecallRequest { strengthen: Some(false), ..RecallRequest::new(scope("ana"), "green tea honey", 1) })
+        .unwrap();
     assert_eq!(hits.results[0].memory.id, fused.id);
     // The prompt quoted both sources.
     let prompts: Vec<String> = stub.requests().iter().map(|r| r.prompt_text()).collect();
@@ -279,7 +325,8 @@ fn conflict_pair(w: &World) -> (Memory, Memory) {
 
 #[test]
 fn a_conflict_supersedes_the_loser_and_logs_the_reason() {
-    let reply = r#"{"relation": "contradictory", "current": "B", "merged": "", "reason": "the newer memory renames the cat"}"#;
+    let reply =
+        r#"{"relation": "contradictory", "current": "B", "merged": "", "reason": "the newer memory renames the cat"}"#;
     let LlmWorld { world: w, stub: _stub } = llm_world(stub("unused", reply), fademem());
     let (old, new) = conflict_pair(&w);
     let report = maintain(&w, "ana", t0() + Duration::days(3) + Duration::hours(1));
@@ -287,7 +334,11 @@ fn a_conflict_supersedes_the_loser_and_logs_the_reason() {
     let loser = status(&w, "ana", old.id);
     assert_eq!(loser.status, Status::Superseded);
     assert_eq!(loser.superseded_by, Some(new.id));
-    assert_eq!(loser.forgetting.decay_factor, FadeMemParams::default().conflict_decay_factor, "the loser decays faster");
+    assert_eq!(
+        loser.forgetting.decay_factor,
+        FadeMemParams::default().conflict_decay_factor,
+        "the loser decays faster"
+    );
     assert_eq!(status(&w, "ana", new.id).status, Status::Active);
     let decision = events_of(&w, "ana", new.id).into_iter().find(|(k, _)| *k == EventKind::Conflict).unwrap().1;
     assert_eq!(decision["relation"], "contradictory");
@@ -298,7 +349,11 @@ fn a_conflict_supersedes_the_loser_and_logs_the_reason() {
 
 #[test]
 fn a_malformed_answer_changes_nothing_and_is_reported() {
-    for reply in ["sure, B is newer", r#"{"relation": "contradictory", "current": "both", "merged": "", "reason": "x"}"#, r#"{"relation": "maybe"}"#] {
+    for reply in [
+        "sure, B is newer",
+        r#"{"relation": "contradictory", "current": "both", "merged": "", "reason": "x"}"#,
+        r#"{"relation": "maybe"}"#,
+    ] {
         let LlmWorld { world: w, stub: _stub } = llm_world(stub("unused", reply), fademem());
         let (old, new) = conflict_pair(&w);
         let report = maintain(&w, "ana", t0() + Duration::days(3) + Duration::hours(1));
@@ -315,7 +370,8 @@ fn a_malformed_answer_changes_nothing_and_is_reported() {
 
 #[test]
 fn an_llm_that_fails_mid_cycle_leaves_its_memories_unchanged() {
-    let LlmWorld { world: w, stub: _stub } = llm_world(StubServer::with(|_| Reply::error(500, "down")), fusion_config());
+    let LlmWorld { world: w, stub: _stub } =
+        llm_world(StubServer::with(|_| Reply::error(500, "down")), fusion_config());
     let (old, new) = conflict_pair(&w);
     let report = maintain(&w, "ana", t0() + Duration::days(3) + Duration::hours(1));
     assert!(report.skipped.iter().any(|s| s.contains("conflict between")), "{:?}", report.skipped);
@@ -323,14 +379,19 @@ fn an_llm_that_fails_mid_cycle_leaves_its_memories_unchanged() {
         assert_eq!(status(&w, "ana", id).status, Status::Active);
     }
     // The cycle itself completed and was logged.
-    assert!(w.engine.events(&scope("ana"), &EventQuery::default()).unwrap().iter().any(|e| e.kind == EventKind::Maintained));
+    assert!(
+        w.engine.events(&scope("ana"), &EventQuery::default()).unwrap().iter().any(|e| e.kind == EventKind::Maintained)
+    );
 }
 
 #[test]
 fn a_dry_run_makes_no_llm_calls() {
     let LlmWorld { world: w, stub } = llm_world(stub("x", "{}"), fademem());
     conflict_pair(&w);
-    let report = w.engine.maintain(MaintainRequest { scope: scope("ana"), now: Some(t0() + Duration::days(4)), dry_run: true }).unwrap();
+    let report = w
+        .engine
+        .maintain(MaintainRequest { scope: scope("ana"), now: Some(t0() + Duration::days(4)), dry_run: true })
+        .unwrap();
     assert!(report.skipped.iter().any(|s| s.contains("dry run")), "{:?}", report.skipped);
     assert!(stub.requests().is_empty());
 }

@@ -1,7 +1,7 @@
 //! Recall: immediate visibility, scores of their own, strengthening, lexical CJK.
 
-use membank_engine::core::{EventKind, Kind};
 use membank_engine::RecallRequest;
+use membank_engine::core::{EventKind, Kind};
 use membank_store::{EventQuery, Store};
 
 use crate::{scope, world};
@@ -117,7 +117,15 @@ fn the_day_follows_the_users_time_zone() {
 fn note_by(w: &crate::World, user: &str, speaker: &str, text: &str) -> membank_engine::core::Memory {
     let metadata = [("speaker".to_string(), speaker.to_string())].into_iter().collect();
     w.engine
-        .remember_note(membank_engine::RememberNote { scope: scope(user), text: text.into(), source: membank_engine::core::Source::User, occurred_at: None, metadata, importance: None, clock_from: membank_engine::core::ClockFrom::Event })
+        .remember_note(membank_engine::RememberNote {
+            scope: scope(user),
+            text: text.into(),
+            source: membank_engine::core::Source::User,
+            occurred_at: None,
+            metadata,
+            importance: None,
+            clock_from: membank_engine::core::ClockFrom::Event,
+        })
         .unwrap()
 }
 
@@ -159,7 +167,15 @@ fn a_whole_exchange_lends_only_to_the_next_one() {
     let w = crate::world_with(config);
     let exchange = |text: &str| {
         w.engine
-            .remember_turn(membank_engine::RememberTurn { scope: scope("conv"), user_text: text.into(), assistant_text: Some("I see.".into()), occurred_at: None, metadata: Default::default(), importance: None, clock_from: membank_engine::core::ClockFrom::Event })
+            .remember_turn(membank_engine::RememberTurn {
+                scope: scope("conv"),
+                user_text: text.into(),
+                assistant_text: Some("I see.".into()),
+                occurred_at: None,
+                metadata: Default::default(),
+                importance: None,
+                clock_from: membank_engine::core::ClockFrom::Event,
+            })
             .unwrap()
     };
     let before = exchange("Morning! The weather is grey");
@@ -188,7 +204,10 @@ fn by_default_turns_lend_nothing_and_transcript_lines_lend_both_ways() {
     let lent: Vec<Option<f64>> = w.engine.recall(request).unwrap().results.iter().map(|h| h.neighbour).collect();
     assert!(lent.iter().all(Option::is_none), "{lent:?}");
 
-    let lines: Vec<_> = ["Good morning", "I planted tomatoes in the garden", "Nice weather today"].iter().map(|t| note_by(&w, "conv", "Ann", t)).collect();
+    let lines: Vec<_> = ["Good morning", "I planted tomatoes in the garden", "Nice weather today"]
+        .iter()
+        .map(|t| note_by(&w, "conv", "Ann", t))
+        .collect();
     let mut request = RecallRequest::new(scope("conv"), "tomatoes garden", 10);
     request.strengthen = Some(false);
     let response = w.engine.recall(request).unwrap();
@@ -239,7 +258,11 @@ fn retention_weighting_ranks_by_the_retention_before_the_recall() {
     let old = response.results.iter().find(|h| h.memory.content.as_deref().unwrap().contains("tyre")).unwrap();
     assert!(old.retention_before < 0.1 && old.retention == 1.0, "{} / {}", old.retention_before, old.retention);
     assert_eq!(old.parts.retention, old.retention_before, "the factor is the retention before the recall");
-    assert_eq!(response.results[0].memory.content.as_deref(), Some("User: my bicycle needs a new bell"), "the fading memory ranks lower");
+    assert_eq!(
+        response.results[0].memory.content.as_deref(),
+        Some("User: my bicycle needs a new bell"),
+        "the fading memory ranks lower"
+    );
 }
 
 /// `score = (dense + lexical + date + feedback + neighbour) × speaker × retention ×
@@ -267,7 +290,12 @@ fn the_parts_of_a_score_add_up_to_it() {
     note_by(&w, "conv", "Bo", "the tomatoes need water");
     w.clock.set(at("2024-05-09T09:00:00Z"));
     note_by(&w, "conv", "Bo", "the garden is full of weeds");
-    for (query, weight) in [("tomatoes garden", false), ("What did Ann plant on May 4th?", false), ("garden", true), ("weeds yesterday", true)] {
+    for (query, weight) in [
+        ("tomatoes garden", false),
+        ("What did Ann plant on May 4th?", false),
+        ("garden", true),
+        ("weeds yesterday", true),
+    ] {
         let mut request = RecallRequest::new(scope("conv"), query, 10);
         request.strengthen = Some(false);
         request.weight_by_retention = Some(weight);
@@ -330,11 +358,19 @@ fn a_date_without_a_year_is_the_latest_such_day_with_memories() {
     assert_eq!(w.engine.recall(audit).unwrap().date_filter.unwrap().from, Some(last_year.day));
 
     // Another user's memories never choose the year.
-    assert_eq!(w.engine.recall({
-        let mut r = RecallRequest::new(scope("ben"), "May 4th", 3);
-        r.strengthen = Some(false);
-        r
-    }).unwrap().date_filter.map(|d| d.from), None, "a user membank has not met has no time zone, hence no boost");
+    assert_eq!(
+        w.engine
+            .recall({
+                let mut r = RecallRequest::new(scope("ben"), "May 4th", 3);
+                r.strengthen = Some(false);
+                r
+            })
+            .unwrap()
+            .date_filter
+            .map(|d| d.from),
+        None,
+        "a user membank has not met has no time zone, hence no boost"
+    );
     w.turn("ben", "nothing special");
     let mut request = RecallRequest::new(scope("ben"), "what did we do on May 4th?", 3);
     request.strengthen = Some(false);
@@ -403,7 +439,10 @@ fn a_question_about_a_day_gets_that_days_summary_first_then_its_turns() {
     let mut expect = vec![planted.id, watered.id];
     expect.sort_by_key(|id| id.to_string());
     assert_eq!(turns, expect, "then the day's turns");
-    assert!(response.results.iter().filter(|h| h.memory.id == other_day.id).all(|h| !h.parts.day_summary), "another day's summary is not put first");
+    assert!(
+        response.results.iter().filter(|h| h.memory.id == other_day.id).all(|h| !h.parts.day_summary),
+        "another day's summary is not put first"
+    );
     assert!(response.results.iter().skip(1).all(|h| !h.parts.day_summary));
     let scores: Vec<f64> = response.results.iter().map(|h| h.score).collect();
     assert!(scores.windows(2).all(|p| p[0] >= p[1]), "{scores:?}");
@@ -434,7 +473,10 @@ fn a_question_about_a_day_gets_that_days_summary_first_then_its_turns() {
 
 #[test]
 fn day_summaries_can_be_turned_off() {
-    let w = crate::world_with(membank_engine::EngineConfig { recall: membank_engine::RecallConfig { day_summaries: false, ..Default::default() }, ..Default::default() });
+    let w = crate::world_with(membank_engine::EngineConfig {
+        recall: membank_engine::RecallConfig { day_summaries: false, ..Default::default() },
+        ..Default::default()
+    });
     w.clock.set(at("2024-05-04T10:00:00Z"));
     let planted = w.turn("ana", "I planted tomatoes in the garden");
     let summary = summary_of(&w, &planted, "Ana planted tomatoes.");
@@ -460,7 +502,14 @@ fn feedback_and_day_diversity_keep_the_parts_adding_up() {
     // The other day's only line is not left behind three lines of May 4th.
     let ids: Vec<_> = response.results.iter().map(|h| h.memory.id).collect();
     assert!(ids.iter().position(|id| *id == b1.id).unwrap() <= 2, "{ids:?}");
-    assert!(response.results.iter().filter(|h| [a1.id, a2.id, a3.id].contains(&h.memory.id)).skip(1).all(|h| h.parts.diversity < 1.0));
+    assert!(
+        response
+            .results
+            .iter()
+            .filter(|h| [a1.id, a2.id, a3.id].contains(&h.memory.id))
+            .skip(1)
+            .all(|h| h.parts.diversity < 1.0)
+    );
     let scores: Vec<f64> = response.results.iter().map(|h| h.score).collect();
     assert!(scores.windows(2).all(|p| p[0] >= p[1]), "{scores:?}");
 }
@@ -468,7 +517,10 @@ fn feedback_and_day_diversity_keep_the_parts_adding_up() {
 #[test]
 fn a_named_participant_is_boosted_not_searched_for() {
     for speaker_query in [true, false] {
-        let w = crate::world_with(membank_engine::EngineConfig { recall: membank_engine::RecallConfig { speaker_query, ..Default::default() }, ..Default::default() });
+        let w = crate::world_with(membank_engine::EngineConfig {
+            recall: membank_engine::RecallConfig { speaker_query, ..Default::default() },
+            ..Default::default()
+        });
         let greeting = note_by(&w, "conv", "Melanie", "Hey Caroline! Missed you, Caroline.");
         let said = note_by(&w, "conv", "Caroline", "I called the adoption agencies today");
         let response = inspect(&w, "conv", "Which agencies did Caroline call?", 5);

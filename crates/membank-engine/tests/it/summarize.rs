@@ -54,7 +54,8 @@ fn kinds_of(requests: &[Recorded]) -> Vec<String> {
 }
 
 fn active(w: &crate::World, user: &str, kind: Kind) -> Vec<membank_engine::core::Memory> {
-    let query = ListQuery { kinds: vec![kind], statuses: vec![Status::Active], oldest_first: true, ..ListQuery::default() };
+    let query =
+        ListQuery { kinds: vec![kind], statuses: vec![Status::Active], oldest_first: true, ..ListQuery::default() };
     w.engine.list(ListRequest { scope: scope(user), query }).unwrap().memories.into_iter().map(|(m, _)| m).collect()
 }
 
@@ -76,13 +77,24 @@ fn incremental_summarisation_makes_exactly_the_expected_calls() {
     let first = run(w);
     assert_eq!(first.llm_calls, 6);
     assert_eq!(lw.stub.count(), 6);
-    assert_eq!(kinds_of(&lw.stub.requests()), ["daily_summary", "daily_portrait", "daily_summary", "daily_portrait", "global_summary", "global_portrait"]);
+    assert_eq!(
+        kinds_of(&lw.stub.requests()),
+        ["daily_summary", "daily_portrait", "daily_summary", "daily_portrait", "global_summary", "global_portrait"]
+    );
     let day1 = &lw.stub.requests()[0];
     let text = day1.prompt_text();
-    assert!(text.contains("I adopted a grey cat named Miso") && text.contains("Miso sleeps on my keyboard") && text.contains("What a lovely name!"), "{text}");
+    assert!(
+        text.contains("I adopted a grey cat named Miso")
+            && text.contains("Miso sleeps on my keyboard")
+            && text.contains("What a lovely name!"),
+        "{text}"
+    );
     assert!(text.contains("2024-05-01"), "the day is named: {text}");
     assert!(!text.contains("cello") && !text.contains("Pixel"), "only that day's and that user's turns: {text}");
-    assert!(lw.stub.requests()[4].prompt_text().contains("[2024-05-02] daily summary written by the stub"), "globals are made from the dailies, dated");
+    assert!(
+        lw.stub.requests()[4].prompt_text().contains("[2024-05-02] daily summary written by the stub"),
+        "globals are made from the dailies, dated"
+    );
 
     let summaries = active(w, "alice", Kind::DailySummary);
     assert_eq!(summaries.len(), 2);
@@ -110,16 +122,23 @@ fn incremental_summarisation_makes_exactly_the_expected_calls() {
     let again = run(w);
     assert_eq!(again.llm_calls, 0);
     assert_eq!(lw.stub.count(), 6);
-    assert!(again.days.iter().all(|d| matches!(d.summary, DerivedOutcome::Unchanged(_)) && matches!(d.portrait, DerivedOutcome::Unchanged(_))));
+    assert!(again.days.iter().all(
+        |d| matches!(d.summary, DerivedOutcome::Unchanged(_)) && matches!(d.portrait, DerivedOutcome::Unchanged(_))
+    ));
     assert!(matches!(again.global_summary, DerivedOutcome::Unchanged(_)));
 
     // A new turn on day 2: day 2 and the globals are redone, day 1 is not.
     w.turn_at("alice", "My cello teacher is called Ines", None, at(2, 20));
     let third = run(w);
     assert_eq!(third.llm_calls, 4);
-    assert_eq!(kinds_of(&lw.stub.requests()[6..]), ["daily_summary", "daily_portrait", "global_summary", "global_portrait"]);
+    assert_eq!(
+        kinds_of(&lw.stub.requests()[6..]),
+        ["daily_summary", "daily_portrait", "global_summary", "global_portrait"]
+    );
     assert!(lw.stub.requests()[6].prompt_text().contains("Ines"));
-    let DerivedOutcome::Made { id: new_day2, replaced: Some(old_day2) } = third.days[1].summary else { panic!("{:?}", third.days[1]) };
+    let DerivedOutcome::Made { id: new_day2, replaced: Some(old_day2) } = third.days[1].summary else {
+        panic!("{:?}", third.days[1])
+    };
     // The old summary is superseded by the new one, not deleted.
     let old = w.engine.show(&scope("alice"), old_day2).unwrap().0;
     assert_eq!(old.status, Status::Superseded);
@@ -134,7 +153,15 @@ fn incremental_summarisation_makes_exactly_the_expected_calls() {
     assert_eq!(run(w).llm_calls, 0);
 
     // A day whose turns are all gone loses its summary (archived, with the reason) and the globals are redone.
-    for m in w.engine.list(ListRequest { scope: scope("alice"), query: ListQuery { kinds: vec![Kind::Turn], ..ListQuery::default() } }).unwrap().memories {
+    for m in w
+        .engine
+        .list(ListRequest {
+            scope: scope("alice"),
+            query: ListQuery { kinds: vec![Kind::Turn], ..ListQuery::default() },
+        })
+        .unwrap()
+        .memories
+    {
         if m.0.day.to_string() == "2024-05-02" {
             w.engine.forget(&scope("alice"), m.0.id, None).unwrap();
         }
@@ -147,7 +174,14 @@ fn incremental_summarisation_makes_exactly_the_expected_calls() {
 
     // A sweep that archives summaries does not make the next run pay for them again.
     w.clock.set(at(30, 0));
-    w.engine.sweep(membank_engine::SweepRequest { scope: scope("alice"), now: None, dry_run: false, max_archive_fraction: None }).unwrap();
+    w.engine
+        .sweep(membank_engine::SweepRequest {
+            scope: scope("alice"),
+            now: None,
+            dry_run: false,
+            max_archive_fraction: None,
+        })
+        .unwrap();
     assert_eq!(run(w).llm_calls, 0);
 
     // The profile shows the globals and the days they were made from.
@@ -165,11 +199,17 @@ fn a_long_day_is_chunked_and_merged_never_truncated() {
     let w = &lw.world;
     w.clock.set(at(10, 9));
     for i in 0..40 {
-        w.turn_at("alice", &format!("Today I visited place marker{i:02} and it was a long story about trains, rivers and old friends"), None, at(3, 8));
+        w.turn_at(
+            "alice",
+            &format!("Today I visited place marker{i:02} and it was a long story about trains, rivers and old friends"),
+            None,
+            at(3, 8),
+        );
     }
     let response = run(w);
     let requests = lw.stub.requests();
-    let daily_summary_calls: Vec<&Recorded> = requests.iter().filter(|r| r.system().starts_with("You summarise one day")).collect();
+    let daily_summary_calls: Vec<&Recorded> =
+        requests.iter().filter(|r| r.system().starts_with("You summarise one day")).collect();
     assert!(daily_summary_calls.len() > 1, "the day is cut into chunks");
     for i in 0..40 {
         let marker = format!("marker{i:02}");
@@ -182,7 +222,13 @@ fn a_long_day_is_chunked_and_merged_never_truncated() {
     assert_eq!(summary.derived_from.len(), 40);
     assert_eq!(response.llm_calls, requests.len());
     for r in &requests {
-        assert!(membank_llm::estimate_messages(&r.messages().into_iter().map(|(_, c)| membank_llm::Message::user(c)).collect::<Vec<_>>()) + 100 <= 1200, "every call fits the window");
+        assert!(
+            membank_llm::estimate_messages(
+                &r.messages().into_iter().map(|(_, c)| membank_llm::Message::user(c)).collect::<Vec<_>>()
+            ) + 100
+                <= 1200,
+            "every call fits the window"
+        );
     }
 }
 
@@ -221,6 +267,10 @@ fn summarising_an_unknown_user_is_not_found_and_creates_nobody() {
     let lw = llm_world(echo_stub(), EngineConfig::default());
     let err = lw.world.engine.summarize(SummarizeRequest { scope: scope("nobody"), force: false }).unwrap_err();
     assert!(matches!(err, EngineError::NotFound(_)), "{err:?}");
-    assert!(membank_store::Store::list_users(lw.world.store.as_ref(), &membank_engine::core::TenantId::default_tenant()).unwrap().is_empty());
+    assert!(
+        membank_store::Store::list_users(lw.world.store.as_ref(), &membank_engine::core::TenantId::default_tenant())
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(lw.stub.count(), 0);
 }

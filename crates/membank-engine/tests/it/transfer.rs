@@ -5,7 +5,9 @@
 use chrono::Duration;
 use membank_engine::core::{Status, TenantId, UserId};
 use membank_engine::export::{self, ExportRequest};
-use membank_engine::{EngineConfig, EngineError, MaintainRequest, RecallRequest, Remember, RememberTurn, SummarizeRequest, SweepRequest};
+use membank_engine::{
+    EngineConfig, EngineError, MaintainRequest, RecallRequest, Remember, RememberTurn, SummarizeRequest, SweepRequest,
+};
 use membank_llm::stub::{Reply, StubServer};
 use membank_store::{Insertion, ListQuery, RecallRecord, Store};
 
@@ -13,7 +15,15 @@ use crate::llm_world::{at, llm_world};
 use crate::{scope, world};
 
 fn turn(user: &str, text: &str, when: Option<membank_engine::core::Timestamp>) -> Remember {
-    Remember::Turn(RememberTurn { scope: scope(user), user_text: text.into(), assistant_text: None, occurred_at: when, metadata: Default::default(), importance: None, clock_from: membank_engine::core::ClockFrom::Event })
+    Remember::Turn(RememberTurn {
+        scope: scope(user),
+        user_text: text.into(),
+        assistant_text: None,
+        occurred_at: when,
+        metadata: Default::default(),
+        importance: None,
+        clock_from: membank_engine::core::ClockFrom::Event,
+    })
 }
 
 fn count(w: &crate::World, user: &str) -> usize {
@@ -25,7 +35,11 @@ fn count(w: &crate::World, user: &str) -> usize {
 fn a_batch_with_one_bad_turn_stores_none_of_it() {
     let w = world();
     let now = w.engine.now();
-    let batch = vec![turn("ana", "first", None), turn("ana", "second", None), turn("ana", "third, from the future", Some(now + Duration::days(3)))];
+    let batch = vec![
+        turn("ana", "first", None),
+        turn("ana", "second", None),
+        turn("ana", "third, from the future", Some(now + Duration::days(3))),
+    ];
     let err = w.engine.remember_all(batch, None).unwrap_err();
     assert!(matches!(err, EngineError::Invalid(_)), "{err}");
     assert!(err.to_string().contains("entry 2"), "{err}");
@@ -38,10 +52,11 @@ fn a_batch_with_one_bad_turn_stores_none_of_it() {
 fn a_retried_request_with_its_key_stores_nothing_new() {
     let w = world();
     let claim = w.engine.idempotency_claim("key-1", "digest-a");
-    let first = match w.engine.remember_all(vec![turn("ana", "one", None), turn("ana", "two", None)], Some(&claim)).unwrap() {
-        Insertion::Stored(memories) => memories.iter().map(|m| m.id).collect::<Vec<_>>(),
-        other => panic!("{other:?}"),
-    };
+    let first =
+        match w.engine.remember_all(vec![turn("ana", "one", None), turn("ana", "two", None)], Some(&claim)).unwrap() {
+            Insertion::Stored(memories) => memories.iter().map(|m| m.id).collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
     let again = w.engine.remember_all(vec![turn("ana", "one", None), turn("ana", "two", None)], Some(&claim)).unwrap();
     match again {
         Insertion::Replayed(record) => assert_eq!(record.memory_ids, first),
@@ -50,13 +65,22 @@ fn a_retried_request_with_its_key_stores_nothing_new() {
     assert_eq!(count(&w, "ana"), 2);
     // The same key with another request is refused; another user's key space is its own.
     let other = w.engine.idempotency_claim("key-1", "digest-b");
-    assert!(matches!(w.engine.remember_all(vec![turn("ana", "three", None)], Some(&other)), Err(EngineError::Invalid(_))));
-    assert!(matches!(w.engine.remember_all(vec![turn("bob", "three", None)], Some(&other)).unwrap(), Insertion::Stored(_)));
+    assert!(matches!(
+        w.engine.remember_all(vec![turn("ana", "three", None)], Some(&other)),
+        Err(EngineError::Invalid(_))
+    ));
+    assert!(matches!(
+        w.engine.remember_all(vec![turn("bob", "three", None)], Some(&other)).unwrap(),
+        Insertion::Stored(_)
+    ));
     // After the retention the key is free again.
     w.clock.advance(Duration::hours(25));
     assert_eq!(w.engine.idempotency_record(&scope("ana"), "key-1").unwrap(), None);
     let late = w.engine.idempotency_claim("key-1", "digest-c");
-    assert!(matches!(w.engine.remember_all(vec![turn("ana", "four", None)], Some(&late)).unwrap(), Insertion::Stored(_)));
+    assert!(matches!(
+        w.engine.remember_all(vec![turn("ana", "four", None)], Some(&late)).unwrap(),
+        Insertion::Stored(_)
+    ));
 }
 
 #[test]
@@ -64,20 +88,48 @@ fn a_writing_operation_may_not_run_in_the_future() {
     let w = world();
     w.turn("ana", "I keep bees");
     let far = w.engine.now() + Duration::days(400);
-    let recall = |strengthen: Option<bool>| w.engine.recall(RecallRequest { now: Some(far), strengthen, ..RecallRequest::new(scope("ana"), "bees", 5) });
+    let recall = |strengthen: Option<bool>| {
+        w.engine.recall(RecallRequest { now: Some(far), strengthen, ..RecallRequest::new(scope("ana"), "bees", 5) })
+    };
     assert!(matches!(recall(None), Err(EngineError::Invalid(ref e)) if e.to_string().contains("now")));
     assert!(recall(Some(false)).is_ok(), "an inspection recall writes nothing and may look ahead");
-    let sweep = |dry_run| w.engine.sweep(SweepRequest { scope: scope("ana"), now: Some(far), dry_run, max_archive_fraction: None });
+    let sweep = |dry_run| {
+        w.engine.sweep(SweepRequest { scope: scope("ana"), now: Some(far), dry_run, max_archive_fraction: None })
+    };
     assert!(matches!(sweep(false), Err(EngineError::Invalid(_))));
     assert!(sweep(true).is_ok());
-    assert!(matches!(w.engine.maintain(MaintainRequest { scope: scope("ana"), now: Some(far), dry_run: false }), Err(EngineError::Invalid(_))));
+    assert!(matches!(
+        w.engine.maintain(MaintainRequest { scope: scope("ana"), now: Some(far), dry_run: false }),
+        Err(EngineError::Invalid(_))
+    ));
     // Within the skew, and any time in the past, is fine; so are the calendar's ends.
-    assert!(w.engine.recall(RecallRequest { now: Some(w.engine.now() + Duration::hours(23)), ..RecallRequest::new(scope("ana"), "bees", 5) }).is_ok());
+    assert!(
+        w.engine
+            .recall(RecallRequest {
+                now: Some(w.engine.now() + Duration::hours(23)),
+                ..RecallRequest::new(scope("ana"), "bees", 5)
+            })
+            .is_ok()
+    );
     for extreme in [chrono::DateTime::<chrono::Utc>::MIN_UTC, chrono::DateTime::<chrono::Utc>::MAX_UTC] {
-        let _ = w.engine.recall(RecallRequest { now: Some(extreme), strengthen: Some(false), ..RecallRequest::new(scope("ana"), "bees last week", 5) });
-        let _ = w.engine.sweep(SweepRequest { scope: scope("ana"), now: Some(extreme), dry_run: true, max_archive_fraction: None });
+        let _ = w.engine.recall(RecallRequest {
+            now: Some(extreme),
+            strengthen: Some(false),
+            ..RecallRequest::new(scope("ana"), "bees last week", 5)
+        });
+        let _ = w.engine.sweep(SweepRequest {
+            scope: scope("ana"),
+            now: Some(extreme),
+            dry_run: true,
+            max_archive_fraction: None,
+        });
     }
-    let memory = &w.engine.list(membank_engine::ListRequest { scope: scope("ana"), query: ListQuery::default() }).unwrap().memories[0].0;
+    let memory = &w
+        .engine
+        .list(membank_engine::ListRequest { scope: scope("ana"), query: ListQuery::default() })
+        .unwrap()
+        .memories[0]
+        .0;
     assert!(memory.forgetting.last_recalled_at <= w.engine.now() + Duration::hours(24));
 }
 
@@ -89,7 +141,13 @@ fn a_recall_never_returns_or_strengthens_what_was_erased_while_it_ran() {
     // The searches found both; then one was erased and one archived before the recall's write.
     w.engine.erase(&scope("ana"), bees.id).unwrap();
     w.engine.forget(&scope("ana"), hives.id, None).unwrap();
-    let record = RecallRecord { query_id: "q".into(), now: w.engine.now(), results: vec![(bees.id, 0.9), (hives.id, 0.8)], query_vector: None, include_archived: false };
+    let record = RecallRecord {
+        query_id: "q".into(),
+        now: w.engine.now(),
+        results: vec![(bees.id, 0.9), (hives.id, 0.8)],
+        query_vector: None,
+        include_archived: false,
+    };
     let policy = EngineConfig::default().forgetting;
     assert!(w.store.record_recall(&scope("ana"), &record, Some(&policy)).unwrap().is_empty());
     let audit = RecallRecord { include_archived: true, ..record };
@@ -124,7 +182,9 @@ fn export_then_import_then_export_gives_the_same_bytes() {
     w.engine.set_pinned(&scope("ana"), bees.id, true).unwrap();
     w.engine.erase(&scope("ana"), gone.id).unwrap();
     w.clock.set(at(28, 9));
-    w.engine.sweep(SweepRequest { scope: scope("ana"), now: None, dry_run: false, max_archive_fraction: None }).unwrap();
+    w.engine
+        .sweep(SweepRequest { scope: scope("ana"), now: None, dry_run: false, max_archive_fraction: None })
+        .unwrap();
     w.engine.maintain(MaintainRequest { scope: scope("ana"), now: None, dry_run: false }).unwrap();
 
     for vectors in [false, true] {
@@ -139,7 +199,10 @@ fn export_then_import_then_export_gives_the_same_bytes() {
         let second = export_all(copy.store.as_ref(), vectors);
         assert_eq!(String::from_utf8(second).unwrap(), text, "vectors: {vectors}");
         // The copy works: recall finds what the original would.
-        let found = copy.engine.recall(RecallRequest { strengthen: Some(false), ..RecallRequest::new(scope("ana"), "bees roof", 3) }).unwrap();
+        let found = copy
+            .engine
+            .recall(RecallRequest { strengthen: Some(false), ..RecallRequest::new(scope("ana"), "bees roof", 3) })
+            .unwrap();
         assert_eq!(found.results[0].memory.id, bees.id);
         // Importing again is refused without merge, and adds nothing with it.
         assert!(matches!(copy.engine.import_export(&first, false), Err(EngineError::Conflict(_))));
@@ -174,7 +237,10 @@ fn a_damaged_export_is_refused_whole_with_its_line() {
         let err = copy.engine.import_export(file.as_bytes(), false).unwrap_err();
         assert!(matches!(err, EngineError::Invalid(_)), "{expected}: {err}");
         assert!(err.to_string().contains(expected), "{expected}: {err}");
-        assert!(copy.store.find_user(&TenantId::default_tenant(), &UserId::new("ana").unwrap()).unwrap().is_none(), "nothing stored: {expected}");
+        assert!(
+            copy.store.find_user(&TenantId::default_tenant(), &UserId::new("ana").unwrap()).unwrap().is_none(),
+            "nothing stored: {expected}"
+        );
     }
     // An event about a memory the file does not hold for that user.
     let event = lines.iter().find(|l| l.contains("\"type\":\"event\"")).unwrap();
@@ -203,7 +269,8 @@ fn a_summary_longer_than_a_caller_may_store_survives_export_and_import() {
     copy.engine.import_export(&file, false).unwrap();
     assert!(export_all(copy.store.as_ref(), false) == file);
     // Past the import's own limit, a text is refused with its line.
-    let huge = String::from_utf8(file).unwrap().replace(&long, &"x".repeat(membank_engine::export::MAX_EXPORT_TEXT_BYTES + 1));
+    let huge =
+        String::from_utf8(file).unwrap().replace(&long, &"x".repeat(membank_engine::export::MAX_EXPORT_TEXT_BYTES + 1));
     let err = crate::world().engine.import_export(huge.as_bytes(), false).unwrap_err();
     assert!(err.to_string().contains("content") && err.to_string().contains("limit"), "{err}");
 }

@@ -95,7 +95,9 @@ fn memorybank_scores_hit_all_and_mrr_exactly() {
     assert_eq!(bo.user, "Bo");
     // The JSON shape acceptance relies on.
     let json = serde_json::to_value(&report).unwrap();
-    assert!(json["metrics"]["hit@4"].is_number() && json["by_kind"]["fact"].is_object() && json["questions"].is_array());
+    assert!(
+        json["metrics"]["hit@4"].is_number() && json["by_kind"]["fact"].is_object() && json["questions"].is_array()
+    );
 
     // A second run reuses the imported bank.
     let again = memorybank::run(&f.engine, &run, &quiet).unwrap();
@@ -172,9 +174,25 @@ fn longmemeval_follows_the_official_protocol() {
     let f = fixture();
     let data = serde_json::json!([
         // Gold session ranked first.
-        lme_question("q1", &[("answer_a", "zebra violin harbor", true), ("f1", "quartz meadow lantern", false), ("f2", "copper tulip glacier", false)], "zebra violin harbor?"),
+        lme_question(
+            "q1",
+            &[
+                ("answer_a", "zebra violin harbor", true),
+                ("f1", "quartz meadow lantern", false),
+                ("f2", "copper tulip glacier", false)
+            ],
+            "zebra violin harbor?"
+        ),
         // Two gold sessions; the question finds one of them.
-        lme_question("q2", &[("answer_b", "marble falcon prism", true), ("answer_c", "velvet canyon drum", true), ("f3", "saffron kettle orbit", false)], "marble falcon prism?"),
+        lme_question(
+            "q2",
+            &[
+                ("answer_b", "marble falcon prism", true),
+                ("answer_c", "velvet canyon drum", true),
+                ("f3", "saffron kettle orbit", false)
+            ],
+            "marble falcon prism?"
+        ),
         // Abstention: skipped.
         lme_question("q3_abs", &[("answer_d", "zebra", true)], "zebra?"),
         // No user-side gold turn: skipped.
@@ -192,13 +210,19 @@ fn longmemeval_follows_the_official_protocol() {
     close(&report.by_type["multi-session"].session, "n", 2.0);
     assert_eq!(report.questions[0].top_sessions[0], "answer_a");
     let json = serde_json::to_value(&report).unwrap();
-    assert!(json["metrics"]["session"]["recall_all@5"].is_number() && json["metrics"]["turn"]["ndcg_any@5"].is_number());
+    assert!(
+        json["metrics"]["session"]["recall_all@5"].is_number() && json["metrics"]["turn"]["ndcg_any@5"].is_number()
+    );
 }
 
 #[test]
 fn missing_files_are_named() {
     let f = fixture();
-    let run = locomo::LocomoRun { data: Path::new("/nonexistent/locomo.json").to_path_buf(), ks: vec![5], conversations: None };
+    let run = locomo::LocomoRun {
+        data: Path::new("/nonexistent/locomo.json").to_path_buf(),
+        ks: vec![5],
+        conversations: None,
+    };
     let err = locomo::run(&f.engine, &run, &quiet).unwrap_err().to_string();
     assert!(err.contains("/nonexistent/locomo.json"), "{err}");
 }
@@ -210,12 +234,27 @@ fn locomo_scores_only_the_chosen_conversations_and_imports_them_all() {
     let first: serde_json::Value = serde_json::from_str(LOCOMO).unwrap();
     let mut second = first[0].clone();
     second["sample_id"] = "conv-2".into();
-    second["qa"] = serde_json::json!([{"question": "copper tulip glacier?", "answer": "x", "evidence": ["D2:1"], "category": 2}]);
+    second["qa"] =
+        serde_json::json!([{"question": "copper tulip glacier?", "answer": "x", "evidence": ["D2:1"], "category": 2}]);
     let data = f.write("locomo.json", &serde_json::json!([first[0], second]).to_string());
-    let run = |conversations: Option<&str>| locomo::run(&f.engine, &locomo::LocomoRun { data: data.clone(), ks: vec![1], conversations: conversations.map(|c| c.parse().unwrap()) }, &quiet);
+    let run = |conversations: Option<&str>| {
+        locomo::run(
+            &f.engine,
+            &locomo::LocomoRun {
+                data: data.clone(),
+                ks: vec![1],
+                conversations: conversations.map(|c| c.parse().unwrap()),
+            },
+            &quiet,
+        )
+    };
 
     let held = run(Some("1")).unwrap();
-    assert_eq!((held.n, held.import.users, held.conversations), (1, 2, Some([1, 1])), "both conversations imported, one scored");
+    assert_eq!(
+        (held.n, held.import.users, held.conversations),
+        (1, 2, Some([1, 1])),
+        "both conversations imported, one scored"
+    );
     assert!(held.questions.iter().all(|q| q.sample_id == "conv-2"));
     assert_eq!(held.by_category.keys().collect::<Vec<_>>(), ["2"]);
     let tune = run(Some("0-0")).unwrap();
@@ -227,7 +266,9 @@ fn locomo_scores_only_the_chosen_conversations_and_imports_them_all() {
 
     for beyond in ["2", "1-5"] {
         match run(Some(beyond)) {
-            Err(membank_eval::EvalError::Selection(reason)) => assert!(reason.contains("it has 2, positions 0-1"), "{reason}"),
+            Err(membank_eval::EvalError::Selection(reason)) => {
+                assert!(reason.contains("it has 2, positions 0-1"), "{reason}")
+            }
             other => panic!("{beyond}: expected a selection error, got {other:?}"),
         }
     }
@@ -237,12 +278,26 @@ fn locomo_scores_only_the_chosen_conversations_and_imports_them_all() {
 fn longmemeval_halves_split_the_questions_by_position() {
     let f = fixture();
     let data = serde_json::json!([
-        lme_question("q1", &[("answer_a", "zebra violin harbor", true), ("f1", "quartz meadow lantern", false)], "zebra violin harbor?"),
-        lme_question("q2", &[("answer_b", "marble falcon prism", true), ("f2", "saffron kettle orbit", false)], "marble falcon prism?"),
+        lme_question(
+            "q1",
+            &[("answer_a", "zebra violin harbor", true), ("f1", "quartz meadow lantern", false)],
+            "zebra violin harbor?"
+        ),
+        lme_question(
+            "q2",
+            &[("answer_b", "marble falcon prism", true), ("f2", "saffron kettle orbit", false)],
+            "marble falcon prism?"
+        ),
         lme_question("q3_abs", &[("answer_d", "zebra", true)], "zebra?"),
     ]);
     let path = f.write("lme.json", &data.to_string());
-    let run = |limit: Option<usize>, half: Option<&str>| longmemeval::run(&f.engine, &longmemeval::LongMemEvalRun { data: path.clone(), limit, half: half.map(|h| h.parse().unwrap()) }, &quiet);
+    let run = |limit: Option<usize>, half: Option<&str>| {
+        longmemeval::run(
+            &f.engine,
+            &longmemeval::LongMemEvalRun { data: path.clone(), limit, half: half.map(|h| h.parse().unwrap()) },
+            &quiet,
+        )
+    };
     // Three questions: the first half is q1 and q2, the second q3 (an abstention, skipped).
     let first = run(None, Some("1")).unwrap();
     assert_eq!((first.n, first.skipped, first.half), (2, 0, Some(1)));
@@ -252,7 +307,9 @@ fn longmemeval_halves_split_the_questions_by_position() {
     let limited = run(Some(2), Some("2")).unwrap();
     assert_eq!(limited.questions.iter().map(|q| q.question_id.as_str()).collect::<Vec<_>>(), ["q2"]);
     match run(Some(1), Some("2")) {
-        Err(membank_eval::EvalError::Selection(reason)) => assert!(reason.contains("half 2") && reason.contains("there are 1 within the limit"), "{reason}"),
+        Err(membank_eval::EvalError::Selection(reason)) => {
+            assert!(reason.contains("half 2") && reason.contains("there are 1 within the limit"), "{reason}")
+        }
         other => panic!("expected a selection error, got {other:?}"),
     }
     assert_eq!(run(None, None).unwrap().half, None);

@@ -81,7 +81,12 @@ impl Data {
 
     fn memorybank(&self, policy: SimPolicy, threshold: Option<f64>, gap_days: u32) -> SimulateRun {
         SimulateRun {
-            benchmark: Benchmark::MemoryBank { bank: self.path("memory_bank_en.json"), questions: self.path("probing_questions_en.jsonl"), gold: Some(self.path("gold.jsonl")), lang: Lang::En },
+            benchmark: Benchmark::MemoryBank {
+                bank: self.path("memory_bank_en.json"),
+                questions: self.path("probing_questions_en.jsonl"),
+                gold: Some(self.path("gold.jsonl")),
+                lang: Lang::En,
+            },
             policy,
             base: base(),
             threshold,
@@ -113,7 +118,10 @@ fn error(run: &SimulateRun) -> String {
 fn policy_none_keeps_everything_and_equals_no_forgetting() {
     let data = Data::new();
     let report = run(&data.memorybank(SimPolicy::None, None, 0));
-    assert_eq!((report.storage.stored, report.storage.active, report.storage.archived, report.storage.superseded), (13, 13, 0, 0));
+    assert_eq!(
+        (report.storage.stored, report.storage.active, report.storage.archived, report.storage.superseded),
+        (13, 13, 0, 0)
+    );
     assert_eq!(report.storage.reduction, 0.0);
     assert_eq!(report.no_forgetting_active, 13);
     assert_eq!(report.questions.scored, 5);
@@ -170,7 +178,10 @@ fn a_merged_near_duplicate_is_found_through_its_survivor() {
     let data = Data::new();
     // θ = 0.001 archives nothing within five days: only the merge changes anything.
     let report = run(&data.memorybank(SimPolicy::MemoryBank, Some(0.001), 0));
-    assert_eq!((report.storage.stored, report.storage.archived, report.storage.superseded, report.storage.active), (13, 0, 1, 12));
+    assert_eq!(
+        (report.storage.stored, report.storage.archived, report.storage.superseded, report.storage.active),
+        (13, 0, 1, 12)
+    );
     // Ann-0's gold turn (04-27) was merged into its 04-30 copy: still held, still found.
     let breakdown = &report.breakdown["forgetting"];
     assert_eq!((breakdown.evidence, breakdown.evidence_held), (5, 5));
@@ -192,7 +203,10 @@ fn the_report_has_every_key_of_the_contract() {
         assert!(json["storage"][key].is_number(), "storage.{key} in {json}");
     }
     for key in ["forgetting", "no_forgetting", "fifo", "lru"] {
-        assert!(json["quality"][key]["hit@5"].is_number() && json["quality"][key]["all@1"].is_number(), "quality.{key} in {json}");
+        assert!(
+            json["quality"][key]["hit@5"].is_number() && json["quality"][key]["all@1"].is_number(),
+            "quality.{key} in {json}"
+        );
     }
     let timeline = json["timeline"].as_array().unwrap();
     assert_eq!(timeline.len(), 7);
@@ -244,7 +258,10 @@ fn a_plot_is_written_as_svg() {
     assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{}", &svg[..svg.len().min(200)]);
     assert!(svg.trim_end().ends_with("</svg>"));
     // Drawn, not empty: the lines of both runs and the axis and bar labels.
-    assert!(svg.contains("<polyline") && svg.contains("<text") && svg.contains("no forgetting") && svg.contains("lru"), "{svg}");
+    assert!(
+        svg.contains("<polyline") && svg.contains("<text") && svg.contains("no forgetting") && svg.contains("lru"),
+        "{svg}"
+    );
 
     // A path that cannot be written is a clear error naming it.
     let blocked = data.write("file", "x").join("sim.svg");
@@ -268,7 +285,9 @@ fn without_gold_nothing_is_scored_and_the_report_says_so() {
 
 fn assert_invalid(result: Result<SimulateReport, EvalError>, needle: &str) {
     match result {
-        Err(err @ EvalError::Engine(membank_engine::EngineError::Invalid(_))) => assert!(err.to_string().contains(needle), "{err}"),
+        Err(err @ EvalError::Engine(membank_engine::EngineError::Invalid(_))) => {
+            assert!(err.to_string().contains(needle), "{err}")
+        }
         Err(other) => panic!("expected invalid input about {needle}, got {other}"),
         Ok(_) => panic!("expected invalid input about {needle}"),
     }
@@ -285,7 +304,10 @@ fn bad_input_is_refused_with_a_reason() {
     let mut no_ks = data.memorybank(SimPolicy::MemoryBank, None, 0);
     no_ks.ks.clear();
     assert_invalid(go(&no_ks), "cut-offs");
-    assert_eq!("forget-all".parse::<SimPolicy>().unwrap_err().reason, "\"forget-all\" is not one of: memorybank, fademem, none");
+    assert_eq!(
+        "forget-all".parse::<SimPolicy>().unwrap_err().reason,
+        "\"forget-all\" is not one of: memorybank, fademem, none"
+    );
 
     // Files: missing, malformed, or a gold file for another bank; each error names the file.
     let mut sim = data.memorybank(SimPolicy::MemoryBank, None, 0);
@@ -308,7 +330,10 @@ fn bad_input_is_refused_with_a_reason() {
 
     let mut sim = data.memorybank(SimPolicy::MemoryBank, None, 0);
     let Benchmark::MemoryBank { gold: g, .. } = &mut sim.benchmark else { unreachable!() };
-    *g = Some(data.write("far_gold.jsonl", "{\"user\": \"Bo\", \"qid\": \"en-Bo-0\", \"evidence\": [{\"date\": \"2023-06-01\", \"turn\": 0}]}\n"));
+    *g = Some(data.write(
+        "far_gold.jsonl",
+        "{\"user\": \"Bo\", \"qid\": \"en-Bo-0\", \"evidence\": [{\"date\": \"2023-06-01\", \"turn\": 0}]}\n",
+    ));
     let err = error(&sim);
     assert!(err.contains("far_gold.jsonl:1") && err.contains("2023-06-01#0"), "{err}");
 

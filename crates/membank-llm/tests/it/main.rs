@@ -39,7 +39,10 @@ fn a_call_sends_model_messages_budget_and_key_and_returns_the_reply() {
     assert_eq!(seen[0].authorization.as_deref(), Some("Bearer sk-test"));
     assert_eq!(seen[0].body["model"], "tiny-model");
     assert_eq!(seen[0].body["max_tokens"], 128);
-    assert_eq!(seen[0].messages(), vec![("system".to_owned(), "You are terse.".to_owned()), ("user".to_owned(), "Say hi".to_owned())]);
+    assert_eq!(
+        seen[0].messages(),
+        vec![("system".to_owned(), "You are terse.".to_owned()), ("user".to_owned(), "Say hi".to_owned())]
+    );
 }
 
 #[test]
@@ -106,7 +109,12 @@ fn nothing_listening_is_unreachable_at_once() {
 
 #[test]
 fn malformed_answers_are_named() {
-    for body in ["this is not json", r#"{"choices": []}"#, r#"{"choices": [{"message": {"role": "assistant"}}]}"#, r#"{"object": "list"}"#] {
+    for body in [
+        "this is not json",
+        r#"{"choices": []}"#,
+        r#"{"choices": [{"message": {"role": "assistant"}}]}"#,
+        r#"{"object": "list"}"#,
+    ] {
         let stub = StubServer::scripted(vec![Reply::raw(200, body)]);
         let err = client(stub.base_url()).complete(&hello()).unwrap_err();
         assert!(matches!(err, LlmError::Malformed { .. }), "{body}: {err:?}");
@@ -123,7 +131,8 @@ fn a_base_url_without_scheme_is_refused() {
 fn a_streamed_call_hands_over_each_piece_as_it_arrives_and_returns_the_whole_reply() {
     let stub = StubServer::scripted(vec![Reply::stream(&["You ", "mentioned ", "Paris [M1]."])]);
     let mut pieces = Vec::new();
-    let completion = client(stub.base_url()).complete_streaming(&hello(), &mut |piece| pieces.push(piece.to_owned())).unwrap();
+    let completion =
+        client(stub.base_url()).complete_streaming(&hello(), &mut |piece| pieces.push(piece.to_owned())).unwrap();
     assert_eq!(pieces, vec!["You ", "mentioned ", "Paris [M1]."]);
     assert_eq!(completion.content, "You mentioned Paris [M1].");
     assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
@@ -134,7 +143,8 @@ fn a_streamed_call_hands_over_each_piece_as_it_arrives_and_returns_the_whole_rep
 fn a_server_that_ignores_stream_gives_one_piece() {
     let stub = StubServer::scripted(vec![Reply::text("all at once")]);
     let mut pieces = Vec::new();
-    let completion = client(stub.base_url()).complete_streaming(&hello(), &mut |piece| pieces.push(piece.to_owned())).unwrap();
+    let completion =
+        client(stub.base_url()).complete_streaming(&hello(), &mut |piece| pieces.push(piece.to_owned())).unwrap();
     assert_eq!((pieces, completion.content), (vec!["all at once".to_owned()], "all at once".to_owned()));
 }
 
@@ -144,7 +154,9 @@ fn a_streamed_call_is_retried_before_its_first_piece_and_fails_clearly_on_garbag
     let completion = client(stub.base_url()).complete_streaming(&hello(), &mut |_| {}).unwrap();
     assert_eq!((completion.content.as_str(), stub.count()), ("ok", 2));
 
-    let garbage = StubServer::scripted(vec![Reply::raw(200, "data: {not json\n\n").with_header("Content-Type", "text/event-stream")]);
+    let garbage = StubServer::scripted(vec![
+        Reply::raw(200, "data: {not json\n\n").with_header("Content-Type", "text/event-stream"),
+    ]);
     let err = client(garbage.base_url()).complete_streaming(&hello(), &mut |_| {}).unwrap_err();
     assert!(matches!(err, LlmError::Malformed { .. }), "{err:?}");
     assert!(err.to_string().contains("chunk"), "{err}");

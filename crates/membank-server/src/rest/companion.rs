@@ -47,7 +47,13 @@ pub struct SummarizeIn {
     params(UserPath, ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Makes a retry safe: the same key and body within 24 h returns the first answer, stores no second exchange and asks the model nothing")),
     request_body = ChatIn,
     responses((status = 200, description = "The reply and the memories it drew on", body = ChatOut), ErrorResponses))]
-pub async fn chat(State(state): State<AppState>, caller: Caller, headers: HeaderMap, ApiPath(user): ApiPath<String>, DigestedJsonBody(body, digest): DigestedJsonBody<ChatIn>) -> Result<Response, ApiError> {
+pub async fn chat(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    ApiPath(user): ApiPath<String>,
+    DigestedJsonBody(body, digest): DigestedJsonBody<ChatIn>,
+) -> Result<Response, ApiError> {
     let scope = caller.scope(&user)?;
     let mut request = chat_request(&state, &caller, &user, body)?;
     let digest = format!("chat:{digest}");
@@ -56,7 +62,10 @@ pub async fn chat(State(state): State<AppState>, caller: Caller, headers: Header
         return match record.response {
             Some(body) => Ok(super::memories::answer(StatusCode::OK, body, true)),
             // The reply cannot be rebuilt from the stored exchange alone.
-            None => Err(ApiError::Conflict(format!("the first request with this Idempotency-Key stored its exchange as memory {} but its answer was not kept; read it there", record.memory_ids.first().map(ToString::to_string).unwrap_or_default()))),
+            None => Err(ApiError::Conflict(format!(
+                "the first request with this Idempotency-Key stored its exchange as memory {} but its answer was not kept; read it there",
+                record.memory_ids.first().map(ToString::to_string).unwrap_or_default()
+            ))),
         };
     }
     let claim_key = key.clone();
@@ -140,7 +149,12 @@ impl membank_engine::ChatObserver for Forward {
     params(UserPath),
     request_body = ChatIn,
     responses((status = 200, description = "Server-sent events: `recalled`, then `delta` (many), then `done` (a ChatOut) or `error`", content_type = "text/event-stream", body = String), ErrorResponses))]
-pub async fn chat_stream(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(body): JsonBody<ChatIn>) -> Result<Response, ApiError> {
+pub async fn chat_stream(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(user): ApiPath<String>,
+    JsonBody(body): JsonBody<ChatIn>,
+) -> Result<Response, ApiError> {
     // Everything the engine would refuse is refused here, before the stream starts.
     let request = chat_request(&state, &caller, &user, body)?;
     // A missing model is an answer, not a stream that fails.
@@ -179,7 +193,12 @@ pub async fn chat_stream(State(state): State<AppState>, caller: Caller, ApiPath(
     params(UserPath),
     request_body(content = SummarizeIn, description = "Optional; `{}` by default"),
     responses((status = 200, description = "What was made, kept or archived", body = SummarizeOut), ErrorResponses))]
-pub async fn summarize(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(body): JsonBody<SummarizeIn>) -> Result<Json<SummarizeOut>, ApiError> {
+pub async fn summarize(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(user): ApiPath<String>,
+    JsonBody(body): JsonBody<SummarizeIn>,
+) -> Result<Json<SummarizeOut>, ApiError> {
     let request = SummarizeRequest { scope: caller.scope_with(&user, None, None)?, force: body.force.unwrap_or(false) };
     let response = state.run(move |engine| Ok(engine.summarize(request)?)).await?;
     Ok(Json((&response).into()))
@@ -189,7 +208,11 @@ pub async fn summarize(State(state): State<AppState>, caller: Caller, ApiPath(us
 #[utoipa::path(get, path = "/v1/users/{user}/profile", tag = "companion",
     params(UserPath),
     responses((status = 200, description = "Portrait and summary (empty until summarised)", body = ProfileOut), ErrorResponses))]
-pub async fn profile(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>) -> Result<Json<ProfileOut>, ApiError> {
+pub async fn profile(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(user): ApiPath<String>,
+) -> Result<Json<ProfileOut>, ApiError> {
     let request = ProfileRequest { scope: caller.scope_with(&user, None, None)? };
     let response = state.run(move |engine| Ok(engine.profile(request)?)).await?;
     Ok(Json((&response).into()))

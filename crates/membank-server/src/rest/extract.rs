@@ -38,7 +38,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 
 /// A JSON object as the body type, or 422 saying why not.
 fn typed<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
-    serde_json::from_value(value).map_err(|e| ApiError::Invalid(format!("Failed to deserialize the JSON body into the target type: {e}")))
+    serde_json::from_value(value)
+        .map_err(|e| ApiError::Invalid(format!("Failed to deserialize the JSON body into the target type: {e}")))
 }
 
 /// A JSON body with a digest (SHA-256, hex) of its parsed value, so a retried request can
@@ -64,8 +65,12 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
     match rejection {
         JsonRejection::JsonDataError(e) => ApiError::Invalid(e.body_text()),
         JsonRejection::JsonSyntaxError(e) => ApiError::BadRequest(e.body_text()),
-        JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType("expected a body with Content-Type: application/json".into()),
-        other if other.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge("the request body is larger than this server accepts".into()),
+        JsonRejection::MissingJsonContentType(_) => {
+            ApiError::UnsupportedMediaType("expected a body with Content-Type: application/json".into())
+        }
+        other if other.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::PayloadTooLarge("the request body is larger than this server accepts".into())
+        }
         other => ApiError::BadRequest(other.body_text()),
     }
 }
@@ -92,7 +97,8 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJ
         if bytes.is_empty() {
             return Ok(OptionalJsonBody(T::default()));
         }
-        let JsonBody(value) = JsonBody::from_request(Request::from_parts(parts, axum::body::Body::from(bytes)), state).await?;
+        let JsonBody(value) =
+            JsonBody::from_request(Request::from_parts(parts, axum::body::Body::from(bytes)), state).await?;
         Ok(OptionalJsonBody(value))
     }
 }
@@ -196,7 +202,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
         })?;
         let header = match parts.headers.get(TENANT_HEADER) {
             None => None,
-            Some(value) => Some(value.to_str().map_err(|_| ApiError::BadRequest("X-Membank-Tenant is not visible ASCII".into()))?),
+            Some(value) => {
+                Some(value.to_str().map_err(|_| ApiError::BadRequest("X-Membank-Tenant is not visible ASCII".into()))?)
+            }
         };
         Caller::resolve(principal, header)
     }

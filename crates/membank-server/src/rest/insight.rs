@@ -57,7 +57,12 @@ pub async fn about(State(state): State<AppState>, caller: Caller) -> Result<Json
         role,
         llm: engine.llm().ok().map(|llm| LlmOut { model: llm.model().to_string() }),
         llm_hint: LLM_HINT,
-        forgetting: PolicyOut { policy: policy.kind.as_str(), archive_below: policy.archive_below(), unit_seconds: policy.unit.num_seconds(), mode },
+        forgetting: PolicyOut {
+            policy: policy.kind.as_str(),
+            archive_below: policy.archive_below(),
+            unit_seconds: policy.unit.num_seconds(),
+            mode,
+        },
         embedding_model: engine.embedder().model_id().to_string(),
     }))
 }
@@ -69,7 +74,12 @@ pub async fn about(State(state): State<AppState>, caller: Caller) -> Result<Json
 #[utoipa::path(get, path = "/v1/users/{user}/memories/{id}/curve", tag = "forgetting",
     params(MemoryPath, CurveParams),
     responses((status = 200, description = "The curve, its events and the projection", body = CurveOut), ErrorResponses))]
-pub async fn curve(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>, ApiQuery(params): ApiQuery<CurveParams>) -> Result<Json<CurveOut>, ApiError> {
+pub async fn curve(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((user, id)): ApiPath<(String, String)>,
+    ApiQuery(params): ApiQuery<CurveParams>,
+) -> Result<Json<CurveOut>, ApiError> {
     let scope = caller.scope(&user)?;
     let id = super::memories::memory_id(&id)?;
     let response = state.run(move |engine| Ok(engine.curve(&scope, id, params.days_ahead)?)).await?;
@@ -82,7 +92,11 @@ pub async fn curve(State(state): State<AppState>, caller: Caller, ApiPath((user,
 #[utoipa::path(get, path = "/v1/users/{user}/overview", tag = "events",
     params(UserPath),
     responses((status = 200, description = "Counts over time", body = OverviewOut), ErrorResponses))]
-pub async fn overview(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>) -> Result<Json<OverviewOut>, ApiError> {
+pub async fn overview(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(user): ApiPath<String>,
+) -> Result<Json<OverviewOut>, ApiError> {
     let scope = caller.scope(&user)?;
     let response = state.run(move |engine| Ok(engine.overview(&scope)?)).await?;
     Ok(Json((&response).into()))

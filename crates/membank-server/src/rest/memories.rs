@@ -3,15 +3,16 @@
 //! to wire types. No rule lives here that the engine also enforces, except the server's
 //! own (possibly tighter) limits.
 
-
+use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use chrono::NaiveDate;
 use membank_engine::core::time::parse_instant;
 use membank_engine::core::{ClockFrom, InvalidInput, Kind, MemoryId, Scope, Source, Status, Timestamp};
-use membank_engine::{EditRequest, Engine, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest};
+use membank_engine::{
+    EditRequest, Engine, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest,
+};
 use membank_store::{EventQuery, IdempotencyRecord, Insertion, ListQuery};
 
 use super::extract::{ApiPath, ApiQuery, Caller, DigestedJsonBody, JsonBody, OptionalJsonBody};
@@ -32,17 +33,27 @@ pub(super) fn instant(field: &'static str, value: Option<&str>) -> Result<Option
 
 fn day(field: &'static str, value: Option<&str>) -> Result<Option<NaiveDate>, ApiError> {
     value
-        .map(|v| NaiveDate::parse_from_str(v.trim(), "%Y-%m-%d").map_err(|_| ApiError::Invalid(format!("{field}: {v:?} is not a date such as 2024-05-04"))))
+        .map(|v| {
+            NaiveDate::parse_from_str(v.trim(), "%Y-%m-%d")
+                .map_err(|_| ApiError::Invalid(format!("{field}: {v:?} is not a date such as 2024-05-04")))
+        })
         .transpose()
 }
 
-fn parse_list<T: std::str::FromStr<Err = InvalidInput>>(values: impl IntoIterator<Item = impl AsRef<str>>) -> Result<Vec<T>, ApiError> {
-    values.into_iter().filter(|v| !v.as_ref().trim().is_empty()).map(|v| v.as_ref().trim().parse::<T>().map_err(invalid)).collect()
+fn parse_list<T: std::str::FromStr<Err = InvalidInput>>(
+    values: impl IntoIterator<Item = impl AsRef<str>>,
+) -> Result<Vec<T>, ApiError> {
+    values
+        .into_iter()
+        .filter(|v| !v.as_ref().trim().is_empty())
+        .map(|v| v.as_ref().trim().parse::<T>().map_err(invalid))
+        .collect()
 }
 
 /// A path id that does not parse cannot exist: answered like any unknown id.
 pub(super) fn memory_id(raw: &str) -> Result<MemoryId, ApiError> {
-    raw.parse().map_err(|_| ApiError::NotFound(format!("memory {} not found", raw.chars().take(64).collect::<String>())))
+    raw.parse()
+        .map_err(|_| ApiError::NotFound(format!("memory {} not found", raw.chars().take(64).collect::<String>())))
 }
 
 /// Longest `reason` of a forget, in characters (the `ForgetParams` schema says the same).
@@ -83,7 +94,9 @@ fn turn_request(state: &AppState, caller: &Caller, user: &str, turn: TurnIn) -> 
     })
 }
 
-fn checked_metadata(metadata: Option<std::collections::BTreeMap<String, String>>) -> Result<std::collections::BTreeMap<String, String>, ApiError> {
+fn checked_metadata(
+    metadata: Option<std::collections::BTreeMap<String, String>>,
+) -> Result<std::collections::BTreeMap<String, String>, ApiError> {
     let metadata = metadata.unwrap_or_default();
     if metadata.len() > 64 {
         return Err(ApiError::Invalid("metadata: at most 64 entries".into()));
@@ -143,12 +156,19 @@ async fn create<T: serde::Serialize + Send + 'static>(
 
 /// The request's `Idempotency-Key`, and what it was used for before if it was (within the
 /// retention); the key used before with another request is refused (422).
-pub(super) async fn prior_use(state: &AppState, scope: &Scope, headers: &HeaderMap, digest: &str) -> Result<(Option<String>, Option<IdempotencyRecord>), ApiError> {
+pub(super) async fn prior_use(
+    state: &AppState,
+    scope: &Scope,
+    headers: &HeaderMap,
+    digest: &str,
+) -> Result<(Option<String>, Option<IdempotencyRecord>), ApiError> {
     let Some(key) = idempotency_key(headers)? else { return Ok((None, None)) };
     let (lookup_scope, lookup_key) = (scope.clone(), key.clone());
     let record = state.run(move |engine| Ok(engine.idempotency_record(&lookup_scope, &lookup_key)?)).await?;
     if record.as_ref().is_some_and(|r| r.request_hash != digest) {
-        return Err(ApiError::Invalid("Idempotency-Key: was already used with a different request; use a new key for a new request".into()));
+        return Err(ApiError::Invalid(
+            "Idempotency-Key: was already used with a different request; use a new key for a new request".into(),
+        ));
     }
     Ok((Some(key), record))
 }
@@ -159,12 +179,19 @@ pub(super) async fn prior_use(state: &AppState, scope: &Scope, headers: &HeaderM
 pub(super) async fn keep_answer(state: &AppState, scope: Scope, key: Option<String>, body: &str) {
     let Some(key) = key else { return };
     let answer = body.to_string();
-    if let Err(err) = state.run(move |engine| Ok(engine.store().record_idempotent_response(&scope, &key, &answer)?)).await {
+    if let Err(err) =
+        state.run(move |engine| Ok(engine.store().record_idempotent_response(&scope, &key, &answer)?)).await
+    {
         tracing::warn!(error = ?err, "could not record an idempotent answer");
     }
 }
 
-async fn replay<T: serde::Serialize + Send + 'static>(state: &AppState, scope: Scope, record: IdempotencyRecord, render: fn(&[membank_engine::core::Memory]) -> Result<T, ApiError>) -> Result<Response, ApiError> {
+async fn replay<T: serde::Serialize + Send + 'static>(
+    state: &AppState,
+    scope: Scope,
+    record: IdempotencyRecord,
+    render: fn(&[membank_engine::core::Memory]) -> Result<T, ApiError>,
+) -> Result<Response, ApiError> {
     if let Some(body) = record.response {
         return Ok(created(body, true));
     }
@@ -201,10 +228,24 @@ fn batch_out(memories: &[membank_engine::core::Memory]) -> Result<BatchOut, ApiE
     params(UserPath, ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Makes a retry safe: the same key and body within 24 h returns the first answer and stores nothing")),
     request_body = TurnIn,
     responses((status = 201, description = "Stored; recallable at once", body = MemoryOut), ErrorResponses))]
-pub async fn remember_turn(State(state): State<AppState>, caller: Caller, headers: HeaderMap, ApiPath(user): ApiPath<String>, DigestedJsonBody(turn, digest): DigestedJsonBody<TurnIn>) -> Result<Response, ApiError> {
+pub async fn remember_turn(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    ApiPath(user): ApiPath<String>,
+    DigestedJsonBody(turn, digest): DigestedJsonBody<TurnIn>,
+) -> Result<Response, ApiError> {
     let scope = caller.scope(&user)?;
     let request = turn_request(&state, &caller, &user, turn)?;
-    create(&state, scope, &headers, format!("turns:{digest}"), vec![membank_engine::Remember::Turn(request)], one_memory).await
+    create(
+        &state,
+        scope,
+        &headers,
+        format!("turns:{digest}"),
+        vec![membank_engine::Remember::Turn(request)],
+        one_memory,
+    )
+    .await
 }
 
 /// Store several exchanges, in order: all are validated before any is stored, and all
@@ -215,13 +256,20 @@ pub async fn remember_turn(State(state): State<AppState>, caller: Caller, header
     params(UserPath, ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Makes a retry safe: the same key and body within 24 h returns the first answer and stores nothing")),
     request_body = TurnBatchIn,
     responses((status = 201, description = "Stored, in input order", body = BatchOut), ErrorResponses))]
-pub async fn remember_turns(State(state): State<AppState>, caller: Caller, headers: HeaderMap, ApiPath(user): ApiPath<String>, DigestedJsonBody(batch, digest): DigestedJsonBody<TurnBatchIn>) -> Result<Response, ApiError> {
+pub async fn remember_turns(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    ApiPath(user): ApiPath<String>,
+    DigestedJsonBody(batch, digest): DigestedJsonBody<TurnBatchIn>,
+) -> Result<Response, ApiError> {
     let limit = state.config().limits.batch;
     if batch.turns.is_empty() || batch.turns.len() > limit {
         return Err(ApiError::Invalid(format!("turns: give between 1 and {limit} turns")));
     }
     let scope = caller.scope(&user)?;
-    let requests = batch.turns.into_iter().map(|t| turn_request(&state, &caller, &user, t)).collect::<Result<Vec<_>, _>>()?;
+    let requests =
+        batch.turns.into_iter().map(|t| turn_request(&state, &caller, &user, t)).collect::<Result<Vec<_>, _>>()?;
     let entries = requests.into_iter().map(membank_engine::Remember::Turn).collect();
     create(&state, scope, &headers, format!("batch:{digest}"), entries, batch_out).await
 }
@@ -233,7 +281,13 @@ pub async fn remember_turns(State(state): State<AppState>, caller: Caller, heade
     params(UserPath, ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$", description = "Makes a retry safe: the same key and body within 24 h returns the first answer and stores nothing")),
     request_body = NoteIn,
     responses((status = 201, description = "Stored; recallable at once", body = MemoryOut), ErrorResponses))]
-pub async fn remember_note(State(state): State<AppState>, caller: Caller, headers: HeaderMap, ApiPath(user): ApiPath<String>, DigestedJsonBody(note, digest): DigestedJsonBody<NoteIn>) -> Result<Response, ApiError> {
+pub async fn remember_note(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    ApiPath(user): ApiPath<String>,
+    DigestedJsonBody(note, digest): DigestedJsonBody<NoteIn>,
+) -> Result<Response, ApiError> {
     check_text(&state, "text", &note.text)?;
     let scope = caller.scope(&user)?;
     let request = RememberNote {
@@ -245,7 +299,15 @@ pub async fn remember_note(State(state): State<AppState>, caller: Caller, header
         importance: importance(note.importance)?,
         clock_from: clock_from(note.clock_from.as_deref())?,
     };
-    create(&state, scope, &headers, format!("notes:{digest}"), vec![membank_engine::Remember::Note(request)], one_memory).await
+    create(
+        &state,
+        scope,
+        &headers,
+        format!("notes:{digest}"),
+        vec![membank_engine::Remember::Note(request)],
+        one_memory,
+    )
+    .await
 }
 
 /// Find the memories most relevant to a query; strengthens what it returns (per policy).
@@ -264,14 +326,20 @@ pub async fn remember_note(State(state): State<AppState>, caller: Caller, header
     params(UserPath),
     request_body = RecallIn,
     responses((status = 200, description = "Best first; each score is that memory's own", body = RecallOut), ErrorResponses))]
-pub async fn recall(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(body): JsonBody<RecallIn>) -> Result<Json<RecallOut>, ApiError> {
+pub async fn recall(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(user): ApiPath<String>,
+    JsonBody(body): JsonBody<RecallIn>,
+) -> Result<Json<RecallOut>, ApiError> {
     check_text(&state, "query", &body.query)?;
     let k = body.k.unwrap_or(5) as usize;
     let max_k = state.config().limits.k;
     if k == 0 || k > max_k {
         return Err(ApiError::Invalid(format!("k: must be between 1 and {max_k}")));
     }
-    let mut request = RecallRequest::new(caller.scope_with(&user, body.agent.as_deref(), body.session.as_deref())?, body.query, k);
+    let mut request =
+        RecallRequest::new(caller.scope_with(&user, body.agent.as_deref(), body.session.as_deref())?, body.query, k);
     request.now = instant("now", body.now.as_deref())?;
     request.kinds = parse_list::<Kind>(body.kinds.unwrap_or_default())?;
     request.day_from = day("from", body.from.as_deref())?;
@@ -291,7 +359,12 @@ pub async fn recall(State(state): State<AppState>, caller: Caller, ApiPath(user)
 #[utoipa::path(get, path = "/v1/users/{user}/memories", tag = "memories",
     params(UserPath, ListParams),
     responses((status = 200, description = "A page, newest first unless asked otherwise", body = ListOut), ErrorResponses))]
-pub async fn list(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, ApiQuery(params): ApiQuery<ListParams>) -> Result<Json<ListOut>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(user): ApiPath<String>,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> Result<Json<ListOut>, ApiError> {
     let limit = params.limit.unwrap_or(50) as usize;
     let max = state.config().limits.page_size;
     if limit == 0 || limit > max {
@@ -320,10 +393,15 @@ pub async fn list(State(state): State<AppState>, caller: Caller, ApiPath(user): 
 #[utoipa::path(get, path = "/v1/users/{user}/memories/{id}", tag = "memories",
     params(MemoryPath),
     responses((status = 200, description = "The memory", body = MemoryWithRetention), ErrorResponses))]
-pub async fn show(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>) -> Result<Json<MemoryWithRetention>, ApiError> {
+pub async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((user, id)): ApiPath<(String, String)>,
+) -> Result<Json<MemoryWithRetention>, ApiError> {
     let scope = caller.scope(&user)?;
     let id = memory_id(&id)?;
-    let (memory, retention, archive_below) = state.run(move |engine| Ok(engine.show(&scope, id).map(|(m, r)| (m, r, engine.archive_below()))?)).await?;
+    let (memory, retention, archive_below) =
+        state.run(move |engine| Ok(engine.show(&scope, id).map(|(m, r)| (m, r, engine.archive_below()))?)).await?;
     Ok(Json(MemoryWithRetention::new(&memory, retention, archive_below)))
 }
 
@@ -333,21 +411,37 @@ pub async fn show(State(state): State<AppState>, caller: Caller, ApiPath((user, 
     params(MemoryPath),
     request_body = EditIn,
     responses((status = 200, description = "The new version; `derived_from` names the old one", body = MemoryOut), ErrorResponses))]
-pub async fn edit(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>, JsonBody(body): JsonBody<EditIn>) -> Result<Json<MemoryOut>, ApiError> {
-    for (field, value) in [("text", &body.text), ("user_text", &body.user_text), ("assistant_text", &body.assistant_text)] {
+pub async fn edit(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((user, id)): ApiPath<(String, String)>,
+    JsonBody(body): JsonBody<EditIn>,
+) -> Result<Json<MemoryOut>, ApiError> {
+    for (field, value) in
+        [("text", &body.text), ("user_text", &body.user_text), ("assistant_text", &body.assistant_text)]
+    {
         if let Some(value) = value {
             check_text(&state, field, value)?;
         }
     }
     let scope = caller.scope(&user)?;
     let id = memory_id(&id)?;
-    let request = EditRequest { scope, id, text: body.text, user_text: body.user_text, assistant_text: body.assistant_text };
+    let request =
+        EditRequest { scope, id, text: body.text, user_text: body.user_text, assistant_text: body.assistant_text };
     let memory = state.run(move |engine| Ok(engine.edit(request)?)).await?;
     Metrics::add(&state.metrics().memories_created, 1);
     Ok(Json((&memory).into()))
 }
 
-async fn change(state: AppState, caller: Caller, user: String, id: String, op: impl FnOnce(&Engine, &Scope, MemoryId) -> Result<membank_engine::core::Memory, membank_engine::EngineError> + Send + 'static) -> Result<Json<MemoryOut>, ApiError> {
+async fn change(
+    state: AppState,
+    caller: Caller,
+    user: String,
+    id: String,
+    op: impl FnOnce(&Engine, &Scope, MemoryId) -> Result<membank_engine::core::Memory, membank_engine::EngineError>
+    + Send
+    + 'static,
+) -> Result<Json<MemoryOut>, ApiError> {
     let scope = caller.scope(&user)?;
     let id = memory_id(&id)?;
     let memory = state.run(move |engine| Ok(op(engine, &scope, id)?)).await?;
@@ -358,7 +452,11 @@ async fn change(state: AppState, caller: Caller, user: String, id: String, op: i
 #[utoipa::path(post, path = "/v1/users/{user}/memories/{id}/pin", tag = "memories",
     params(MemoryPath),
     responses((status = 200, description = "The pinned memory", body = MemoryOut), ErrorResponses))]
-pub async fn pin(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>) -> Result<Json<MemoryOut>, ApiError> {
+pub async fn pin(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((user, id)): ApiPath<(String, String)>,
+) -> Result<Json<MemoryOut>, ApiError> {
     change(state, caller, user, id, |e, s, id| e.set_pinned(s, id, true)).await
 }
 
@@ -366,7 +464,11 @@ pub async fn pin(State(state): State<AppState>, caller: Caller, ApiPath((user, i
 #[utoipa::path(post, path = "/v1/users/{user}/memories/{id}/unpin", tag = "memories",
     params(MemoryPath),
     responses((status = 200, description = "The unpinned memory", body = MemoryOut), ErrorResponses))]
-pub async fn unpin(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>) -> Result<Json<MemoryOut>, ApiError> {
+pub async fn unpin(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((user, id)): ApiPath<(String, String)>,
+) -> Result<Json<MemoryOut>, ApiError> {
     change(state, caller, user, id, |e, s, id| e.set_pinned(s, id, false)).await
 }
 
@@ -374,7 +476,12 @@ pub async fn unpin(State(state): State<AppState>, caller: Caller, ApiPath((user,
 #[utoipa::path(post, path = "/v1/users/{user}/memories/{id}/forget", tag = "memories",
     params(MemoryPath, ForgetParams),
     responses((status = 200, description = "The archived memory", body = MemoryOut), ErrorResponses))]
-pub async fn forget(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>, ApiQuery(params): ApiQuery<ForgetParams>) -> Result<Json<MemoryOut>, ApiError> {
+pub async fn forget(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((user, id)): ApiPath<(String, String)>,
+    ApiQuery(params): ApiQuery<ForgetParams>,
+) -> Result<Json<MemoryOut>, ApiError> {
     if let Some(reason) = &params.reason {
         check_text(&state, "reason", reason)?;
         // As the OpenAPI document says (`maxLength` counts characters).
@@ -392,7 +499,11 @@ pub async fn forget(State(state): State<AppState>, caller: Caller, ApiPath((user
 #[utoipa::path(post, path = "/v1/users/{user}/memories/{id}/restore", tag = "memories",
     params(MemoryPath),
     responses((status = 200, description = "The restored memory", body = MemoryOut), ErrorResponses))]
-pub async fn restore(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>) -> Result<Json<MemoryOut>, ApiError> {
+pub async fn restore(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((user, id)): ApiPath<(String, String)>,
+) -> Result<Json<MemoryOut>, ApiError> {
     change(state, caller, user, id, |e, s, id| e.restore(s, id)).await
 }
 
@@ -400,7 +511,11 @@ pub async fn restore(State(state): State<AppState>, caller: Caller, ApiPath((use
 #[utoipa::path(delete, path = "/v1/users/{user}/memories/{id}", tag = "memories",
     params(MemoryPath),
     responses((status = 200, description = "The tombstone", body = MemoryOut), ErrorResponses))]
-pub async fn erase(State(state): State<AppState>, caller: Caller, ApiPath((user, id)): ApiPath<(String, String)>) -> Result<Json<MemoryOut>, ApiError> {
+pub async fn erase(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((user, id)): ApiPath<(String, String)>,
+) -> Result<Json<MemoryOut>, ApiError> {
     change(state, caller, user, id, |e, s, id| e.erase(s, id)).await
 }
 
@@ -409,7 +524,12 @@ pub async fn erase(State(state): State<AppState>, caller: Caller, ApiPath((user,
     params(UserPath),
     request_body = UsedIn,
     responses((status = 200, description = "The strengthened memories", body = BatchOut), ErrorResponses))]
-pub async fn used(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(body): JsonBody<UsedIn>) -> Result<Json<BatchOut>, ApiError> {
+pub async fn used(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(user): ApiPath<String>,
+    JsonBody(body): JsonBody<UsedIn>,
+) -> Result<Json<BatchOut>, ApiError> {
     let limit = state.config().limits.batch;
     if body.ids.is_empty() || body.ids.len() > limit {
         return Err(ApiError::Invalid(format!("ids: give between 1 and {limit} ids")));
@@ -429,8 +549,18 @@ pub async fn used(State(state): State<AppState>, caller: Caller, ApiPath(user): 
     params(UserPath),
     request_body = SweepIn,
     responses((status = 200, description = "What was examined and archived, with the numbers", body = SweepOut), ErrorResponses))]
-pub async fn sweep(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, JsonBody(body): JsonBody<SweepIn>) -> Result<Json<SweepOut>, ApiError> {
-    let request = SweepRequest { scope: caller.scope(&user)?, now: instant("now", body.now.as_deref())?, dry_run: body.dry_run.unwrap_or(false), max_archive_fraction: body.max_archive_fraction };
+pub async fn sweep(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(user): ApiPath<String>,
+    JsonBody(body): JsonBody<SweepIn>,
+) -> Result<Json<SweepOut>, ApiError> {
+    let request = SweepRequest {
+        scope: caller.scope(&user)?,
+        now: instant("now", body.now.as_deref())?,
+        dry_run: body.dry_run.unwrap_or(false),
+        max_archive_fraction: body.max_archive_fraction,
+    };
     let dry_run = request.dry_run;
     let report = state.run(move |engine| Ok(engine.sweep(request)?)).await?;
     Metrics::add(&state.metrics().sweeps, 1);
@@ -447,8 +577,17 @@ pub async fn sweep(State(state): State<AppState>, caller: Caller, ApiPath(user):
     params(UserPath),
     request_body = Option<MaintainIn>,
     responses((status = 200, description = "What the cycle examined and did (or would do, on a dry run)", body = MaintainOut), ErrorResponses))]
-pub async fn maintain(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, OptionalJsonBody(body): OptionalJsonBody<MaintainIn>) -> Result<Json<MaintainOut>, ApiError> {
-    let request = MaintainRequest { scope: caller.scope(&user)?, now: instant("now", body.now.as_deref())?, dry_run: body.dry_run.unwrap_or(false) };
+pub async fn maintain(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(user): ApiPath<String>,
+    OptionalJsonBody(body): OptionalJsonBody<MaintainIn>,
+) -> Result<Json<MaintainOut>, ApiError> {
+    let request = MaintainRequest {
+        scope: caller.scope(&user)?,
+        now: instant("now", body.now.as_deref())?,
+        dry_run: body.dry_run.unwrap_or(false),
+    };
     match crate::maintenance::run_cycle(&state, request, Trigger::Request).await {
         Ok(report) => Ok(Json((&report).into())),
         Err(CycleError::Engine(err)) => Err(err.into()),
@@ -469,7 +608,12 @@ pub async fn maintain(State(state): State<AppState>, caller: Caller, ApiPath(use
 #[utoipa::path(get, path = "/v1/users/{user}/events", tag = "events",
     params(UserPath, EventParams),
     responses((status = 200, description = "A page of events", body = EventsOut), ErrorResponses))]
-pub async fn events(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, ApiQuery(params): ApiQuery<EventParams>) -> Result<Json<EventsOut>, ApiError> {
+pub async fn events(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(user): ApiPath<String>,
+    ApiQuery(params): ApiQuery<EventParams>,
+) -> Result<Json<EventsOut>, ApiError> {
     let limit = params.limit.unwrap_or(1000) as usize;
     if limit == 0 || limit > 10_000 {
         return Err(ApiError::Invalid("limit: must be between 1 and 10000".into()));
@@ -489,9 +633,18 @@ pub async fn events(State(state): State<AppState>, caller: Caller, ApiPath(user)
 #[utoipa::path(get, path = "/v1/users/{user}/export", tag = "memories",
     params(UserPath, ExportParams),
     responses((status = 200, description = "The export, JSON Lines", body = String, content_type = "application/x-ndjson"), ErrorResponses))]
-pub async fn export(State(state): State<AppState>, caller: Caller, ApiPath(user): ApiPath<String>, ApiQuery(params): ApiQuery<ExportParams>) -> Result<Response, ApiError> {
+pub async fn export(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(user): ApiPath<String>,
+    ApiQuery(params): ApiQuery<ExportParams>,
+) -> Result<Response, ApiError> {
     let scope = caller.scope(&user)?;
-    let request = membank_engine::export::ExportRequest { users: vec![scope], vectors: params.vectors.unwrap_or(false), skip_missing: true };
+    let request = membank_engine::export::ExportRequest {
+        users: vec![scope],
+        vectors: params.vectors.unwrap_or(false),
+        skip_missing: true,
+    };
     let (sender, receiver) = tokio::sync::mpsc::channel::<Result<axum::body::Bytes, std::io::Error>>(8);
     let engine = state.engine().clone();
     tokio::task::spawn_blocking(move || {
@@ -504,8 +657,11 @@ pub async fn export(State(state): State<AppState>, caller: Caller, ApiPath(user)
             let _ = sender.blocking_send(Err(std::io::Error::other("export failed")));
         }
     });
-    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move { receiver.recv().await.map(|chunk| (chunk, receiver)) });
-    Ok(([(axum::http::header::CONTENT_TYPE, "application/x-ndjson")], axum::body::Body::from_stream(stream)).into_response())
+    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|chunk| (chunk, receiver))
+    });
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/x-ndjson")], axum::body::Body::from_stream(stream))
+        .into_response())
 }
 
 /// Bytes per streamed chunk of an export.
@@ -532,7 +688,9 @@ impl std::io::Write for ChannelWriter {
             return Ok(());
         }
         let chunk = axum::body::Bytes::from(std::mem::replace(&mut self.buffer, Vec::with_capacity(CHUNK)));
-        self.sender.blocking_send(Ok(chunk)).map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))
+        self.sender
+            .blocking_send(Ok(chunk))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))
     }
 }
 

@@ -49,7 +49,10 @@ impl utoipa::Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
         let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme("bearer", SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()));
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
     }
 }
 
@@ -123,7 +126,12 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", axum::routing::get(metrics))
         .route("/", axum::routing::get(crate::web::index))
         .route("/assets/{*path}", axum::routing::get(crate::web::file))
-        .route("/openapi.json", axum::routing::get(move || std::future::ready(([(header::CONTENT_TYPE, "application/json")], doc_json.clone()))))
+        .route(
+            "/openapi.json",
+            axum::routing::get(move || {
+                std::future::ready(([(header::CONTENT_TYPE, "application/json")], doc_json.clone()))
+            }),
+        )
         .merge(authenticated)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -138,7 +146,12 @@ async fn not_found() -> ApiError {
 }
 
 async fn method_not_allowed() -> Response {
-    let body = crate::error::ErrorBody { error: crate::error::ErrorDetail { code: "method_not_allowed".into(), message: "this endpoint does not take that method; see /openapi.json".into() } };
+    let body = crate::error::ErrorBody {
+        error: crate::error::ErrorDetail {
+            code: "method_not_allowed".into(),
+            message: "this endpoint does not take that method; see /openapi.json".into(),
+        },
+    };
     (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
 }
 
@@ -174,20 +187,31 @@ async fn loopback_guard(State(state): State<AppState>, request: Request, next: N
 
 fn check_loopback_request(request: &Request) -> Result<(), ApiError> {
     let host = match request.headers().get(header::HOST) {
-        Some(value) => Some(value.to_str().map_err(|_| ApiError::Forbidden("the Host header is not visible ASCII".into()))?.to_string()),
+        Some(value) => Some(
+            value.to_str().map_err(|_| ApiError::Forbidden("the Host header is not visible ASCII".into()))?.to_string(),
+        ),
         None => request.uri().authority().map(|a| a.as_str().to_string()),
     };
     let Some(host) = host else { return Ok(()) };
-    let authority: axum::http::uri::Authority = host.parse().map_err(|_| ApiError::Forbidden("the Host header is not a host name".into()))?;
+    let authority: axum::http::uri::Authority =
+        host.parse().map_err(|_| ApiError::Forbidden("the Host header is not a host name".into()))?;
     let name = authority.host().trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
     if !matches!(name.as_str(), "localhost" | "127.0.0.1" | "::1") || authority.as_str().contains('@') {
-        return Err(ApiError::Forbidden("this server runs without API keys and answers only requests to localhost, 127.0.0.1 or [::1]".into()));
+        return Err(ApiError::Forbidden(
+            "this server runs without API keys and answers only requests to localhost, 127.0.0.1 or [::1]".into(),
+        ));
     }
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         // The server's own origin is plain http at the very host and port the request names.
-        let own = origin.to_str().ok().and_then(|o| o.strip_prefix("http://")).is_some_and(|o| o.eq_ignore_ascii_case(authority.as_str()));
+        let own = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.strip_prefix("http://"))
+            .is_some_and(|o| o.eq_ignore_ascii_case(authority.as_str()));
         if !own {
-            return Err(ApiError::Forbidden("this server runs without API keys and answers no requests from other web origins".into()));
+            return Err(ApiError::Forbidden(
+                "this server runs without API keys and answers no requests from other web origins".into(),
+            ));
         }
     }
     Ok(())
@@ -210,7 +234,8 @@ async fn auth(State(state): State<AppState>, mut request: Request, next: Next) -
             let client = client_addr(&request);
             let failures = &state.inner.auth_failures;
             if let Err(wait) = failures.check(client, Instant::now()) {
-                return ApiError::RateLimited { retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64 }.into_response();
+                return ApiError::RateLimited { retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64 }
+                    .into_response();
             }
             let looked_up = match bearer(&request) {
                 Ok(presented) => {
@@ -242,9 +267,16 @@ async fn auth(State(state): State<AppState>, mut request: Request, next: Next) -
 }
 
 fn bearer(request: &Request) -> Result<String, ApiError> {
-    let value = request.headers().get(header::AUTHORIZATION).ok_or_else(|| ApiError::Unauthorized("send an API key: Authorization: Bearer KEY".into()))?;
-    let value = value.to_str().map_err(|_| ApiError::Unauthorized("the Authorization header is not visible ASCII".into()))?;
-    let key = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")).ok_or_else(|| ApiError::Unauthorized("use Authorization: Bearer KEY".into()))?;
+    let value = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .ok_or_else(|| ApiError::Unauthorized("send an API key: Authorization: Bearer KEY".into()))?;
+    let value =
+        value.to_str().map_err(|_| ApiError::Unauthorized("the Authorization header is not visible ASCII".into()))?;
+    let key = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+        .ok_or_else(|| ApiError::Unauthorized("use Authorization: Bearer KEY".into()))?;
     Ok(key.trim().to_string())
 }
 
@@ -273,7 +305,9 @@ async fn metrics(State(state): State<AppState>) -> Response {
     let mut text = state.metrics().render();
     crate::metrics::render_cache(&mut text, &state.store().cache_stats());
     let mut response = text.into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
     response
 }
 

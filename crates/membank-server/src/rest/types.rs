@@ -26,11 +26,19 @@ pub struct TurnIn {
     pub occurred_at: Option<String>,
     /// Agent label.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub agent: Option<String>,
     /// Session label.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub session: Option<String>,
     /// Free-form string metadata.
     #[serde(default)]
@@ -83,11 +91,19 @@ pub struct NoteIn {
     pub occurred_at: Option<String>,
     /// Agent label.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub agent: Option<String>,
     /// Session label.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub session: Option<String>,
     /// Free-form string metadata.
     #[serde(default)]
@@ -144,11 +160,19 @@ pub struct RecallIn {
     pub weight_by_retention: Option<bool>,
     /// Narrow to an agent label.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub agent: Option<String>,
     /// Narrow to a session label.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*\S[^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub session: Option<String>,
 }
 
@@ -331,7 +355,11 @@ pub enum KindName {
 #[into_params(parameter_in = Path)]
 pub struct UserPath {
     /// The person the memories are about (trimmed; no control characters).
-    #[param(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f/]*\S[^\u0000-\u001f\u007f-\u009f/]*$")]
+    #[param(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f/]*\S[^\u0000-\u001f\u007f-\u009f/]*$"
+    )]
     pub user: String,
 }
 
@@ -340,7 +368,11 @@ pub struct UserPath {
 #[into_params(parameter_in = Path)]
 pub struct MemoryPath {
     /// The person the memory is about.
-    #[param(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f/]*\S[^\u0000-\u001f\u007f-\u009f/]*$")]
+    #[param(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f/]*\S[^\u0000-\u001f\u007f-\u009f/]*$"
+    )]
     pub user: String,
     /// The memory id.
     #[param(pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]

@@ -32,9 +32,21 @@ async fn two_hundred_clients_lose_no_strength_increment() {
         tasks.push(tokio::spawn(async move {
             for round in 0..2 {
                 let topic = topics[(client + round) % topics.len()];
-                let r = http.post(format!("{base}/turns")).bearer_auth(&key).json(&json!({ "user_text": format!("I love {topic} (client {client} round {round})") })).send().await.unwrap();
+                let r = http
+                    .post(format!("{base}/turns"))
+                    .bearer_auth(&key)
+                    .json(&json!({ "user_text": format!("I love {topic} (client {client} round {round})") }))
+                    .send()
+                    .await
+                    .unwrap();
                 assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-                let r = http.post(format!("{base}/recall")).bearer_auth(&key).json(&json!({ "query": format!("love {topic}"), "k": 5 })).send().await.unwrap();
+                let r = http
+                    .post(format!("{base}/recall"))
+                    .bearer_auth(&key)
+                    .json(&json!({ "query": format!("love {topic}"), "k": 5 }))
+                    .send()
+                    .await
+                    .unwrap();
                 assert_eq!(r.status(), 200);
                 let body: Value = r.json().await.unwrap();
                 if body["strengthened"] == true {
@@ -52,7 +64,12 @@ async fn two_hundred_clients_lose_no_strength_increment() {
     let counts = strengthened.lock().unwrap().clone();
     let mut checked = 0;
     for user in 0..10 {
-        let r = http.get(format!("http://{addr}/v1/users/user{user}/memories?limit=1000")).bearer_auth(&key).send().await.unwrap();
+        let r = http
+            .get(format!("http://{addr}/v1/users/user{user}/memories?limit=1000"))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
         let body: Value = r.json().await.unwrap();
         for memory in body["memories"].as_array().unwrap() {
             let n = counts.get(memory["id"].as_str().unwrap()).copied().unwrap_or(0);
@@ -79,7 +96,10 @@ async fn graceful_shutdown_finishes_the_request_in_flight() {
     }));
     let body = json!({ "user_text": "said just before shutdown" }).to_string();
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let head = format!("POST /v1/users/alice/turns HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len());
+    let head = format!(
+        "POST /v1/users/alice/turns HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
     stream.write_all(head.as_bytes()).await.unwrap();
     stream.write_all(&body.as_bytes()[..5]).await.unwrap();
     // Let the server start reading this request, then ask it to stop.
@@ -94,6 +114,14 @@ async fn graceful_shutdown_finishes_the_request_in_flight() {
     handle.await.unwrap().unwrap();
     // The acknowledged write is there after the server is gone.
     drop(server.state);
-    let list = membank_engine::Store::list(server.store.as_ref(), &membank_engine::core::Scope::user(membank_engine::core::TenantId::new("default").unwrap(), membank_engine::core::UserId::new("alice").unwrap()), &Default::default()).unwrap();
+    let list = membank_engine::Store::list(
+        server.store.as_ref(),
+        &membank_engine::core::Scope::user(
+            membank_engine::core::TenantId::new("default").unwrap(),
+            membank_engine::core::UserId::new("alice").unwrap(),
+        ),
+        &Default::default(),
+    )
+    .unwrap();
     assert_eq!(list.len(), 1);
 }

@@ -118,7 +118,11 @@ impl World {
     async fn list_all(&mut self, owner: Owner, key: &str, extra: &[(&str, &str)]) -> Vec<Value> {
         let mut all = Vec::new();
         loop {
-            let path = format!("/v1/users/{}/memories?status=active,archived,superseded,erased&limit=1000&offset={}", USERS[owner.1], all.len());
+            let path = format!(
+                "/v1/users/{}/memories?status=active,archived,superseded,erased&limit=1000&offset={}",
+                USERS[owner.1],
+                all.len()
+            );
             self.rest_ops += 1;
             let (status, body) = self.transport.call("GET", &path, Some(key), extra, None).await;
             assert_eq!(status, StatusCode::OK, "{body}");
@@ -136,7 +140,8 @@ impl World {
         let mut all: Vec<Value> = Vec::new();
         loop {
             let after = all.last().map(|e| format!("&after={}", e["seq"])).unwrap_or_default();
-            let (status, body) = self.rest("GET", &format!("/v1/users/{}/events?limit=10000{after}", USERS[owner.1]), &key, None).await;
+            let (status, body) =
+                self.rest("GET", &format!("/v1/users/{}/events?limit=10000{after}", USERS[owner.1]), &key, None).await;
             assert_eq!(status, StatusCode::OK, "{body}");
             let page = body["events"].as_array().unwrap().clone();
             let done = page.len() < 10_000;
@@ -150,7 +155,8 @@ impl World {
     /// A memory as its owner sees it, without what time alone changes.
     async fn snapshot(&mut self, owner: Owner, id: &str) -> Value {
         let key = self.keys[owner.0].clone();
-        let (status, mut body) = self.rest("GET", &format!("/v1/users/{}/memories/{id}", USERS[owner.1]), &key, None).await;
+        let (status, mut body) =
+            self.rest("GET", &format!("/v1/users/{}/memories/{id}", USERS[owner.1]), &key, None).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         body.as_object_mut().unwrap().remove("retention");
         body.as_object_mut().unwrap().remove("past_threshold");
@@ -199,19 +205,35 @@ impl World {
         if export["tenant"] != TENANTS[owner.0] || export["user"] != user {
             self.violation(format!("export of {owner:?} says it is {}/{}", export["tenant"], export["user"]));
         }
-        let exported: HashSet<String> = export["memories"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap().to_string()).collect();
+        let exported: HashSet<String> =
+            export["memories"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap().to_string()).collect();
         if exported != mine {
-            self.violation(format!("export of {owner:?}: {} foreign ids, {} of its own missing", exported.difference(&mine).count(), mine.difference(&exported).count()));
+            self.violation(format!(
+                "export of {owner:?}: {} foreign ids, {} of its own missing",
+                exported.difference(&mine).count(),
+                mine.difference(&exported).count()
+            ));
         }
         self.no_foreign_marker(owner, "export", &export["memories"].to_string());
-        let event_ids: Vec<String> = export["events"].as_array().unwrap().iter().filter_map(|e| e["memory_id"].as_str().map(str::to_string)).collect();
+        let event_ids: Vec<String> = export["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["memory_id"].as_str().map(str::to_string))
+            .collect();
         self.only_own(owner, "exported events", event_ids);
-        let listed: HashSet<String> = self.list_all(owner, &key, &[]).await.iter().map(|m| m["id"].as_str().unwrap().to_string()).collect();
+        let listed: HashSet<String> =
+            self.list_all(owner, &key, &[]).await.iter().map(|m| m["id"].as_str().unwrap().to_string()).collect();
         if listed != mine {
-            self.violation(format!("list of {owner:?}: {} foreign ids, {} of its own missing", listed.difference(&mine).count(), mine.difference(&listed).count()));
+            self.violation(format!(
+                "list of {owner:?}: {} foreign ids, {} of its own missing",
+                listed.difference(&mine).count(),
+                mine.difference(&listed).count()
+            ));
         }
         let events = self.events_all(owner).await;
-        let event_ids: Vec<String> = events.iter().filter_map(|e| e["memory_id"].as_str().map(str::to_string)).collect();
+        let event_ids: Vec<String> =
+            events.iter().filter_map(|e| e["memory_id"].as_str().map(str::to_string)).collect();
         let with_events: HashSet<String> = event_ids.iter().cloned().collect();
         self.only_own(owner, "events", event_ids);
         for id in mine.difference(&with_events) {
@@ -255,7 +277,20 @@ async fn random_operations_never_cross_users_or_tenants() {
     for key in &bound_keys {
         bound_mcp.push(TransportMcp::open(&transport, Some(key), None).await);
     }
-    let mut w = World { transport, keys, bound_keys, admin_key, owned: HashMap::new(), owner_of: HashMap::new(), ids: Vec::new(), mcp, bound_mcp, violations: Vec::new(), rest_ops: 0, mcp_ops: 0 };
+    let mut w = World {
+        transport,
+        keys,
+        bound_keys,
+        admin_key,
+        owned: HashMap::new(),
+        owner_of: HashMap::new(),
+        ids: Vec::new(),
+        mcp,
+        bound_mcp,
+        violations: Vec::new(),
+        rest_ops: 0,
+        mcp_ops: 0,
+    };
     let mut rng = Rng(seed);
     let started = Instant::now();
     for step in 0..ops {
@@ -268,18 +303,29 @@ async fn random_operations_never_cross_users_or_tenants() {
         match rng.below(20) {
             // Writes: a turn, a note, a batch, MCP remember, MCP remember through a bound key.
             0 | 1 => {
-                let (status, body) = w.rest("POST", &format!("/v1/users/{user}/turns"), &key, Some(json!({ "user_text": text, "assistant_text": "noted" }))).await;
+                let (status, body) = w
+                    .rest(
+                        "POST",
+                        &format!("/v1/users/{user}/turns"),
+                        &key,
+                        Some(json!({ "user_text": text, "assistant_text": "noted" })),
+                    )
+                    .await;
                 assert_eq!(status, StatusCode::CREATED, "{body}");
                 w.own(owner, body["id"].as_str().unwrap().to_string());
             }
             2 => {
-                let (status, body) = w.rest("POST", &format!("/v1/users/{user}/notes"), &key, Some(json!({ "text": text }))).await;
+                let (status, body) =
+                    w.rest("POST", &format!("/v1/users/{user}/notes"), &key, Some(json!({ "text": text }))).await;
                 assert_eq!(status, StatusCode::CREATED, "{body}");
                 w.own(owner, body["id"].as_str().unwrap().to_string());
             }
             3 => {
-                let turns: Vec<Value> = (0..1 + rng.below(4)).map(|i| json!({ "user_text": format!("{text} part {i}") })).collect();
-                let (status, body) = w.rest("POST", &format!("/v1/users/{user}/turns/batch"), &key, Some(json!({ "turns": turns }))).await;
+                let turns: Vec<Value> =
+                    (0..1 + rng.below(4)).map(|i| json!({ "user_text": format!("{text} part {i}") })).collect();
+                let (status, body) = w
+                    .rest("POST", &format!("/v1/users/{user}/turns/batch"), &key, Some(json!({ "turns": turns })))
+                    .await;
                 assert_eq!(status, StatusCode::CREATED, "{body}");
                 for m in body["memories"].as_array().unwrap() {
                     w.own(owner, m["id"].as_str().unwrap().to_string());
@@ -306,7 +352,8 @@ async fn random_operations_never_cross_users_or_tenants() {
                 let strengthen = !include_archived && rng.below(2) == 0;
                 let (status, body) = w.rest("POST", &format!("/v1/users/{user}/recall"), &key, Some(json!({ "query": format!("likes {word}"), "k": 20, "strengthen": strengthen, "include_archived": include_archived }))).await;
                 assert_eq!(status, StatusCode::OK, "{body}");
-                let ids: Vec<String> = body["results"].as_array().unwrap().iter().map(|h| h["id"].as_str().unwrap().to_string()).collect();
+                let ids: Vec<String> =
+                    body["results"].as_array().unwrap().iter().map(|h| h["id"].as_str().unwrap().to_string()).collect();
                 w.only_own(owner, "REST recall", ids);
                 w.no_foreign_marker(owner, "REST recall", &body.to_string());
             }
@@ -317,27 +364,45 @@ async fn random_operations_never_cross_users_or_tenants() {
                 w.no_foreign_marker(owner, "MCP recall", &out);
             }
             9 => {
-                let listed: HashSet<String> = w.list_all(owner, &key, &[]).await.iter().map(|m| m["id"].as_str().unwrap().to_string()).collect();
+                let listed: HashSet<String> =
+                    w.list_all(owner, &key, &[]).await.iter().map(|m| m["id"].as_str().unwrap().to_string()).collect();
                 let mine = w.owned.get(&owner).cloned().unwrap_or_default();
                 if listed != mine {
-                    w.violation(format!("list of {owner:?} at step {step}: {} foreign, {} missing", listed.difference(&mine).count(), mine.difference(&listed).count()));
+                    w.violation(format!(
+                        "list of {owner:?} at step {step}: {} foreign, {} missing",
+                        listed.difference(&mine).count(),
+                        mine.difference(&listed).count()
+                    ));
                 }
                 let offset = rng.below(3) * 100;
-                let (_, out) = w.tool(owner, "list_memories", json!({ "limit": 100, "offset": offset, "include_forgotten": true })).await;
+                let (_, out) = w
+                    .tool(owner, "list_memories", json!({ "limit": 100, "offset": offset, "include_forgotten": true }))
+                    .await;
                 w.only_own(owner, "MCP list", mcp_ids(&out));
                 w.no_foreign_marker(owner, "MCP list", &out);
             }
             10 => {
                 let events = w.events_all(owner).await;
-                let ids: Vec<String> = events.iter().filter_map(|e| e["memory_id"].as_str().map(str::to_string)).collect();
+                let ids: Vec<String> =
+                    events.iter().filter_map(|e| e["memory_id"].as_str().map(str::to_string)).collect();
                 w.only_own(owner, "events", ids);
             }
             11 => {
                 let (status, export) = w.rest("GET", &format!("/v1/users/{user}/export"), &key, None).await;
                 assert_eq!(status, StatusCode::OK);
-                let ids: Vec<String> = export["memories"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap().to_string()).collect();
+                let ids: Vec<String> = export["memories"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m["id"].as_str().unwrap().to_string())
+                    .collect();
                 w.only_own(owner, "export", ids);
-                let event_ids: Vec<String> = export["events"].as_array().unwrap().iter().filter_map(|e| e["memory_id"].as_str().map(str::to_string)).collect();
+                let event_ids: Vec<String> = export["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|e| e["memory_id"].as_str().map(str::to_string))
+                    .collect();
                 w.only_own(owner, "exported events", event_ids);
                 w.no_foreign_marker(owner, "export", &export["memories"].to_string());
             }
@@ -350,15 +415,56 @@ async fn random_operations_never_cross_users_or_tenants() {
                 let op = rng.below(11);
                 let path = format!("/v1/users/{user}/memories/{id}");
                 let (status, body, via) = match op {
-                    0 => { let (s, b) = w.rest("GET", &path, &key, None).await; (s, b, "show") }
-                    1 => { let (s, b) = w.rest("POST", &format!("{path}/pin"), &key, None).await; (s, b, "pin") }
-                    2 => { let (s, b) = w.rest("POST", &format!("{path}/unpin"), &key, None).await; (s, b, "unpin") }
-                    3 => { let (s, b) = w.rest("POST", &format!("{path}/forget?reason=test"), &key, None).await; (s, b, "forget") }
-                    4 => { let (s, b) = w.rest("POST", &format!("{path}/restore"), &key, None).await; (s, b, "restore") }
-                    5 => { let (s, b) = w.rest("PATCH", &path, &key, Some(json!({ "text": format!("{} edited at {step}", marker(owner)) }))).await; (s, b, "edit") }
-                    6 if rng.below(3) == 0 => { let (s, b) = w.rest("DELETE", &path, &key, None).await; (s, b, "erase") }
-                    7 => { let (s, b) = w.rest("GET", &format!("/v1/users/{user}/events?memory={id}"), &key, None).await; (s, b, "events of") }
-                    8 => { let (s, b) = w.rest("POST", &format!("/v1/users/{user}/memories/used"), &key, Some(json!({ "ids": [id] }))).await; (s, b, "used") }
+                    0 => {
+                        let (s, b) = w.rest("GET", &path, &key, None).await;
+                        (s, b, "show")
+                    }
+                    1 => {
+                        let (s, b) = w.rest("POST", &format!("{path}/pin"), &key, None).await;
+                        (s, b, "pin")
+                    }
+                    2 => {
+                        let (s, b) = w.rest("POST", &format!("{path}/unpin"), &key, None).await;
+                        (s, b, "unpin")
+                    }
+                    3 => {
+                        let (s, b) = w.rest("POST", &format!("{path}/forget?reason=test"), &key, None).await;
+                        (s, b, "forget")
+                    }
+                    4 => {
+                        let (s, b) = w.rest("POST", &format!("{path}/restore"), &key, None).await;
+                        (s, b, "restore")
+                    }
+                    5 => {
+                        let (s, b) = w
+                            .rest(
+                                "PATCH",
+                                &path,
+                                &key,
+                                Some(json!({ "text": format!("{} edited at {step}", marker(owner)) })),
+                            )
+                            .await;
+                        (s, b, "edit")
+                    }
+                    6 if rng.below(3) == 0 => {
+                        let (s, b) = w.rest("DELETE", &path, &key, None).await;
+                        (s, b, "erase")
+                    }
+                    7 => {
+                        let (s, b) = w.rest("GET", &format!("/v1/users/{user}/events?memory={id}"), &key, None).await;
+                        (s, b, "events of")
+                    }
+                    8 => {
+                        let (s, b) = w
+                            .rest(
+                                "POST",
+                                &format!("/v1/users/{user}/memories/used"),
+                                &key,
+                                Some(json!({ "ids": [id] })),
+                            )
+                            .await;
+                        (s, b, "used")
+                    }
                     _ => {
                         let tool = if rng.below(2) == 0 { "pin" } else { "forget" };
                         let (err, out) = w.tool(owner, tool, json!({ "id": id })).await;
@@ -371,9 +477,17 @@ async fn random_operations_never_cross_users_or_tenants() {
                 };
                 if via == "events of" && status == StatusCode::OK {
                     // Another user's id answers an empty page, never that memory's events.
-                    let ids: Vec<String> = body["events"].as_array().unwrap().iter().filter_map(|e| e["memory_id"].as_str().map(str::to_string)).collect();
+                    let ids: Vec<String> = body["events"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter_map(|e| e["memory_id"].as_str().map(str::to_string))
+                        .collect();
                     if !mine && !ids.is_empty() {
-                        w.violation(format!("events?memory={id} by {owner:?} showed {} events of {target:?}'s memory", ids.len()));
+                        w.violation(format!(
+                            "events?memory={id} by {owner:?} showed {} events of {target:?}'s memory",
+                            ids.len()
+                        ));
                     }
                 } else if !mine && via != "mcp" && status != StatusCode::NOT_FOUND {
                     w.violation(format!("{via} by {owner:?} of {id} ({target:?}'s) answered {status}: {body}"));
@@ -387,7 +501,12 @@ async fn random_operations_never_cross_users_or_tenants() {
                         w.violation(format!("{via} by {owner:?} changed {id} of {target:?}: {before} -> {after}"));
                     }
                 } else {
-                    assert!(status.is_success() || status == StatusCode::CONFLICT || status == StatusCode::UNPROCESSABLE_ENTITY, "{via} of own {id}: {status} {body}");
+                    assert!(
+                        status.is_success()
+                            || status == StatusCode::CONFLICT
+                            || status == StatusCode::UNPROCESSABLE_ENTITY,
+                        "{via} of own {id}: {status} {body}"
+                    );
                     if via == "edit" && status.is_success() {
                         w.own(owner, body["id"].as_str().unwrap().to_string());
                     }
@@ -399,9 +518,21 @@ async fn random_operations_never_cross_users_or_tenants() {
                 let before = w.fingerprint(other).await;
                 if rng.below(2) == 0 {
                     clock.advance(chrono::Duration::days(20));
-                    let (status, body) = w.rest("POST", &format!("/v1/users/{user}/sweep"), &key, Some(json!({ "max_archive_fraction": 0.2 }))).await;
+                    let (status, body) = w
+                        .rest(
+                            "POST",
+                            &format!("/v1/users/{user}/sweep"),
+                            &key,
+                            Some(json!({ "max_archive_fraction": 0.2 })),
+                        )
+                        .await;
                     assert_eq!(status, StatusCode::OK, "{body}");
-                    let ids: Vec<String> = body["archived"].as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap().to_string()).collect();
+                    let ids: Vec<String> = body["archived"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|a| a["id"].as_str().unwrap().to_string())
+                        .collect();
                     w.only_own(owner, "sweep", ids);
                 } else {
                     let (status, body) = w.rest("POST", &format!("/v1/users/{user}/maintain"), &key, None).await;
@@ -416,7 +547,16 @@ async fn random_operations_never_cross_users_or_tenants() {
             // Keys: another tenant by header; a bound key for another user; the admin key.
             17 => {
                 let other = TENANTS[(t + 1) % TENANTS.len()];
-                let (status, _) = w.transport.call("GET", &format!("/v1/users/{user}/memories"), Some(&key), &[("x-membank-tenant", other)], None).await;
+                let (status, _) = w
+                    .transport
+                    .call(
+                        "GET",
+                        &format!("/v1/users/{user}/memories"),
+                        Some(&key),
+                        &[("x-membank-tenant", other)],
+                        None,
+                    )
+                    .await;
                 w.rest_ops += 1;
                 if status != StatusCode::FORBIDDEN {
                     w.violation(format!("tenant key of {t} read tenant {other} by header: {status}"));
@@ -436,7 +576,12 @@ async fn random_operations_never_cross_users_or_tenants() {
                         w.violation(format!("MCP with a key bound to {} of {t} acted for {user}: {out}", USERS[BOUND]));
                     }
                 } else {
-                    let listed: HashSet<String> = w.list_all(owner, &bound, &[]).await.iter().map(|m| m["id"].as_str().unwrap().to_string()).collect();
+                    let listed: HashSet<String> = w
+                        .list_all(owner, &bound, &[])
+                        .await
+                        .iter()
+                        .map(|m| m["id"].as_str().unwrap().to_string())
+                        .collect();
                     let mine = w.owned.get(&owner).cloned().unwrap_or_default();
                     if listed != mine {
                         w.violation(format!("bound key's list of {owner:?} differs from the model"));
@@ -446,7 +591,12 @@ async fn random_operations_never_cross_users_or_tenants() {
             _ => {
                 // The admin key names the tenant by header and sees exactly that user.
                 let admin = w.admin_key.clone();
-                let listed: HashSet<String> = w.list_all(owner, &admin, &[("x-membank-tenant", TENANTS[t])]).await.iter().map(|m| m["id"].as_str().unwrap().to_string()).collect();
+                let listed: HashSet<String> = w
+                    .list_all(owner, &admin, &[("x-membank-tenant", TENANTS[t])])
+                    .await
+                    .iter()
+                    .map(|m| m["id"].as_str().unwrap().to_string())
+                    .collect();
                 let mine = w.owned.get(&owner).cloned().unwrap_or_default();
                 if listed != mine {
                     w.violation(format!("admin list of {owner:?} (by header) differs from the model"));
@@ -471,7 +621,12 @@ async fn random_operations_never_cross_users_or_tenants() {
         if socket { "127.0.0.1 socket" } else { "in-process router" },
         w.violations.len()
     );
-    assert!(w.violations.is_empty(), "{} isolation violations, first: {:?}", w.violations.len(), &w.violations[..w.violations.len().min(5)]);
+    assert!(
+        w.violations.is_empty(),
+        "{} isolation violations, first: {:?}",
+        w.violations.len(),
+        &w.violations[..w.violations.len().min(5)]
+    );
     assert!(memories > ops / 10, "{memories} memories after {ops} operations");
     if let Some((tx, handle)) = stop {
         let _ = tx.send(());

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use membank_embed::HashEmbedder;
-use membank_engine::core::{Scope, SystemClock, TenantId, UserId};
 use membank_engine::Engine;
+use membank_engine::core::{Scope, SystemClock, TenantId, UserId};
 use membank_server::AuthMode;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
@@ -34,11 +34,24 @@ async fn exercise(client: &RunningService<RoleClient, ()>) {
     names.sort();
     assert_eq!(names, ["forget", "list_memories", "pin", "profile", "recall", "remember"]);
     for tool in &tools {
-        assert!(tool.description.as_deref().unwrap_or("").len() > 80, "{} needs a description written for a model", tool.name);
+        assert!(
+            tool.description.as_deref().unwrap_or("").len() > 80,
+            "{} needs a description written for a model",
+            tool.name
+        );
         let schema = serde_json::to_string(&tool.input_schema).unwrap();
-        assert!(!schema.contains("\"user\"") && !schema.contains("tenant"), "{} must not take a user or tenant: {schema}", tool.name);
+        assert!(
+            !schema.contains("\"user\"") && !schema.contains("tenant"),
+            "{} must not take a user or tenant: {schema}",
+            tool.name
+        );
     }
-    let saved = call(client, "remember", json!({ "text": "Alice adopted a grey cat named Miso", "occurred_at": "2024-05-04T10:00:00Z" })).await;
+    let saved = call(
+        client,
+        "remember",
+        json!({ "text": "Alice adopted a grey cat named Miso", "occurred_at": "2024-05-04T10:00:00Z" }),
+    )
+    .await;
     assert_ne!(saved.is_error, Some(true), "{}", text(&saved));
     assert!(text(&saved).contains("2024-05-04"));
     let id = text(&saved).rsplit("(id ").next().unwrap().trim_end_matches(')').to_string();
@@ -70,15 +83,19 @@ async fn rmcp_client_over_streamable_http_with_a_key() {
         let _ = stopped.await;
     }));
     let mut headers = HashMap::new();
-    headers.insert(axum::http::HeaderName::from_static("x-membank-user"), axum::http::HeaderValue::from_static("alice"));
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")).auth_header(key.clone()).custom_headers(headers);
+    headers
+        .insert(axum::http::HeaderName::from_static("x-membank-user"), axum::http::HeaderValue::from_static("alice"));
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp"))
+        .auth_header(key.clone())
+        .custom_headers(headers);
     let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
     let client = ().serve(transport).await.unwrap();
     exercise(&client).await;
     client.cancel().await.unwrap();
     // What the tools did is alice's, in tenant acme, visible over REST.
     let app = server.router();
-    let (_, body) = crate::support::call(&app, "GET", "/v1/users/alice/memories?status=archived", Some(&key), None).await;
+    let (_, body) =
+        crate::support::call(&app, "GET", "/v1/users/alice/memories?status=archived", Some(&key), None).await;
     assert_eq!(body["memories"].as_array().unwrap().len(), 1);
     let _ = stop.send(());
     handle.await.unwrap().unwrap();
@@ -88,7 +105,9 @@ async fn rmcp_client_over_streamable_http_with_a_key() {
 async fn rmcp_client_over_a_byte_stream_as_stdio_uses() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(membank_store::SqliteStore::open(dir.path().join("m.db")).unwrap());
-    let engine = Arc::new(Engine::new(store, Arc::new(HashEmbedder::new(64)), Arc::new(SystemClock), Default::default()).unwrap());
+    let engine = Arc::new(
+        Engine::new(store, Arc::new(HashEmbedder::new(64)), Arc::new(SystemClock), Default::default()).unwrap(),
+    );
     let scope = Scope::user(TenantId::default_tenant(), UserId::new("alice").unwrap());
     let (client_io, server_io) = tokio::io::duplex(1 << 16);
     let server = tokio::spawn(async move {
@@ -134,7 +153,10 @@ fn entries(text: &str, numbered: bool) -> usize {
         }
         count += 1;
         if numbered {
-            assert!(line.starts_with(&format!("{count}. [")), "line {line:?} is neither entry {count} nor quoted:\n{text}");
+            assert!(
+                line.starts_with(&format!("{count}. [")),
+                "line {line:?} is neither entry {count} nor quoted:\n{text}"
+            );
         } else {
             assert!(line.starts_with('['), "line {line:?} is neither an entry nor quoted:\n{text}");
         }
@@ -152,11 +174,17 @@ async fn memory_text_is_quoted_line_by_line_and_given_as_structured_content() {
     assert!(!err, "{saved}");
     let lines: Vec<&str> = saved.lines().collect();
     assert!(lines[1..lines.len() - 1].iter().all(|l| l.starts_with("  | ")), "{saved}");
-    assert!(lines[lines.len() - 1].starts_with("(id ") && !lines[lines.len() - 1].contains("0190f5b2-0000"), "the id is ours, last: {saved}");
-    let (err, _) = s.tool("remember", json!({ "text": "Alice plays the cello", "occurred_at": "2024-05-03T10:00:00Z" })).await;
+    assert!(
+        lines[lines.len() - 1].starts_with("(id ") && !lines[lines.len() - 1].contains("0190f5b2-0000"),
+        "the id is ours, last: {saved}"
+    );
+    let (err, _) =
+        s.tool("remember", json!({ "text": "Alice plays the cello", "occurred_at": "2024-05-03T10:00:00Z" })).await;
     assert!(!err);
 
-    let answer = s.rpc("tools/call", json!({ "name": "recall", "arguments": { "query": "what is the cat called?", "k": 5 } })).await;
+    let answer = s
+        .rpc("tools/call", json!({ "name": "recall", "arguments": { "query": "what is the cat called?", "k": 5 } }))
+        .await;
     let result = &answer["result"];
     let recalled = result["content"][0]["text"].as_str().unwrap();
     assert_eq!(entries(recalled, true), 2, "two memories, two entries:\n{recalled}");
@@ -172,7 +200,15 @@ async fn memory_text_is_quoted_line_by_line_and_given_as_structured_content() {
     assert_eq!(entries(listed, false), 2, "{listed}");
     assert_eq!(answer["result"]["structuredContent"]["memories"].as_array().unwrap().len(), 2, "{answer}");
 
-    let id = answer["result"]["structuredContent"]["memories"].as_array().unwrap().iter().find(|m| m["content"] == hostile).unwrap()["id"].as_str().unwrap().to_string();
+    let id = answer["result"]["structuredContent"]["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["content"] == hostile)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     for (tool, args) in [("pin", json!({ "id": id })), ("forget", json!({ "id": id }))] {
         let answer = s.rpc("tools/call", json!({ "name": tool, "arguments": args })).await;
         let out = answer["result"]["content"][0]["text"].as_str().unwrap();

@@ -45,12 +45,40 @@ async fn no_auth_rest_answers_only_loopback_host_names_and_its_own_origin() {
     }
 
     // A browser's Origin must be the server's own (same scheme, host and port as Host).
-    let own = send(&app, with_headers("POST", "/v1/users/alice/notes", &[("host", "localhost:8787"), ("origin", "http://localhost:8787")], Some(&note))).await;
+    let own = send(
+        &app,
+        with_headers(
+            "POST",
+            "/v1/users/alice/notes",
+            &[("host", "localhost:8787"), ("origin", "http://localhost:8787")],
+            Some(&note),
+        ),
+    )
+    .await;
     assert_eq!(own.0, StatusCode::CREATED, "{}", own.1);
-    for origin in ["http://attacker.example:8787", "http://localhost:3000", "https://localhost:8787", "null", "http://127.0.0.1:8787"] {
-        let refused = send(&app, with_headers("POST", "/v1/users/alice/notes", &[("host", "localhost:8787"), ("origin", origin)], Some(&note))).await;
+    for origin in [
+        "http://attacker.example:8787",
+        "http://localhost:3000",
+        "https://localhost:8787",
+        "null",
+        "http://127.0.0.1:8787",
+    ] {
+        let refused = send(
+            &app,
+            with_headers(
+                "POST",
+                "/v1/users/alice/notes",
+                &[("host", "localhost:8787"), ("origin", origin)],
+                Some(&note),
+            ),
+        )
+        .await;
         assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
-        let export = send(&app, with_headers("GET", "/v1/users/alice/export", &[("host", "localhost:8787"), ("origin", origin)], None)).await;
+        let export = send(
+            &app,
+            with_headers("GET", "/v1/users/alice/export", &[("host", "localhost:8787"), ("origin", origin)], None),
+        )
+        .await;
         assert_error(&export, StatusCode::FORBIDDEN, "forbidden");
     }
 
@@ -82,20 +110,38 @@ async fn metrics_labels_come_from_fixed_sets_whatever_clients_send() {
         for i in 0..300 {
             let method = format!("X{i}{padding}");
             let paths = [format!("/v1/users/u{i}/notes"), format!("/no/such/route/{i}"), "/healthz".to_string()];
-            let req = Request::builder().method(method.as_str()).uri(paths[i % 3].as_str()).header("host", "127.0.0.1").body(Body::empty()).unwrap();
+            let req = Request::builder()
+                .method(method.as_str())
+                .uri(paths[i % 3].as_str())
+                .header("host", "127.0.0.1")
+                .body(Body::empty())
+                .unwrap();
             let response = send(&app, req).await;
             assert!(response.0.is_client_error(), "{}", response.0);
         }
         let after = send_text(&app, request("GET", "/metrics", None, None)).await;
         let methods = label_values(&after, "membank_http_requests_total", "method");
-        let known: std::collections::BTreeSet<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE", "other"].iter().map(|s| s.to_string()).collect();
-        assert!(methods.is_subset(&known), "{auth:?}: {} method labels outside the fixed set", methods.difference(&known).count());
+        let known: std::collections::BTreeSet<String> =
+            ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE", "other"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        assert!(
+            methods.is_subset(&known),
+            "{auth:?}: {} method labels outside the fixed set",
+            methods.difference(&known).count()
+        );
         assert!(methods.contains("other"));
         let routes = label_values(&after, "membank_http_requests_total", "route");
         assert!(routes.iter().all(|r| r.starts_with('/') || r == "unmatched"), "{routes:?}");
         assert!(!routes.iter().any(|r| r.contains("/no/such")), "{routes:?}");
         // 300 made-up requests add a handful of series, not 300.
-        assert!(after.len() < before.len() + 16 * 1024, "{auth:?}: /metrics grew from {} to {} bytes", before.len(), after.len());
+        assert!(
+            after.len() < before.len() + 16 * 1024,
+            "{auth:?}: /metrics grew from {} to {} bytes",
+            before.len(),
+            after.len()
+        );
     }
 }
 
@@ -121,7 +167,14 @@ async fn failed_authentication_is_limited_per_client_address_before_the_database
     for i in 0..300 {
         // A fresh source port per request, as a new connection has: the address is the IP.
         let port = 40000 + i;
-        let response = send(&app, from(&format!("203.0.113.7:{port}"), request("GET", "/v1/users/a/memories", Some(&format!("mbk_{i:016x}_guess")), None))).await;
+        let response = send(
+            &app,
+            from(
+                &format!("203.0.113.7:{port}"),
+                request("GET", "/v1/users/a/memories", Some(&format!("mbk_{i:016x}_guess")), None),
+            ),
+        )
+        .await;
         match response.0 {
             StatusCode::UNAUTHORIZED => unauthorized += 1,
             StatusCode::TOO_MANY_REQUESTS => {
@@ -136,7 +189,10 @@ async fn failed_authentication_is_limited_per_client_address_before_the_database
     // The 429 says when to come back.
     let response = {
         use tower::ServiceExt;
-        app.clone().oneshot(from(attacker, request("GET", "/v1/users/a/memories", Some("mbk_0_x"), None))).await.unwrap()
+        app.clone()
+            .oneshot(from(attacker, request("GET", "/v1/users/a/memories", Some("mbk_0_x"), None)))
+            .await
+            .unwrap()
     };
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     let retry_after: u64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
@@ -145,13 +201,19 @@ async fn failed_authentication_is_limited_per_client_address_before_the_database
     let blocked = send(&app, from(attacker, request("GET", "/v1/users/a/memories", Some(&key), None))).await;
     assert_error(&blocked, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
     // Other addresses are not affected.
-    let (status, body) = send(&app, from("198.51.100.1:5000", request("GET", "/v1/users/a/memories", Some(&key), None))).await;
+    let (status, body) =
+        send(&app, from("198.51.100.1:5000", request("GET", "/v1/users/a/memories", Some(&key), None))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_error(&send(&app, from("198.51.100.2:5000", request("GET", "/v1/users/a/memories", Some("mbk_0_wrong"), None))).await, StatusCode::UNAUTHORIZED, "unauthorized");
+    assert_error(
+        &send(&app, from("198.51.100.2:5000", request("GET", "/v1/users/a/memories", Some("mbk_0_wrong"), None))).await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
     // In-process callers without a socket address share one bucket, so they are limited too.
     let mut refused = false;
     for _ in 0..100 {
-        if call(&app, "GET", "/v1/users/a/memories", Some("mbk_0_wrong"), None).await.0 == StatusCode::TOO_MANY_REQUESTS {
+        if call(&app, "GET", "/v1/users/a/memories", Some("mbk_0_wrong"), None).await.0 == StatusCode::TOO_MANY_REQUESTS
+        {
             refused = true;
             break;
         }

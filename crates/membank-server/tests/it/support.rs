@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
+use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use axum::Router;
 use membank_embed::HashEmbedder;
-use membank_engine::core::{Clock, SystemClock, TenantId};
 use membank_engine::Engine;
+use membank_engine::core::{Clock, SystemClock, TenantId};
 use membank_server::{AppState, AuthMode, RateLimit, ServerConfig};
 use membank_store::SqliteStore;
 use serde_json::Value;
@@ -36,7 +36,8 @@ impl TestServer {
         let shm = std::path::Path::new("/dev/shm");
         let dir = if shm.is_dir() { tempfile::tempdir_in(shm).unwrap() } else { tempfile::tempdir().unwrap() };
         let store = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
-        let engine = Arc::new(Engine::new(store.clone(), Arc::new(HashEmbedder::new(64)), clock, Default::default()).unwrap());
+        let engine =
+            Arc::new(Engine::new(store.clone(), Arc::new(HashEmbedder::new(64)), clock, Default::default()).unwrap());
         let mut config = ServerConfig::new(TenantId::new("default").unwrap(), auth);
         config.rate_limit = RateLimit { per_second: 0.0, burst: 1.0 };
         adjust(&mut config);
@@ -50,7 +51,16 @@ impl TestServer {
     /// Creates a key; returns the secret.
     pub fn key(&self, tenant: &str, user: Option<&str>, admin: bool) -> String {
         let user = user.map(|u| membank_engine::core::UserId::new(u).unwrap());
-        membank_server::keys::create_key(self.store.as_ref(), TenantId::new(tenant).unwrap(), user, admin, None, chrono::Utc::now()).unwrap().key
+        membank_server::keys::create_key(
+            self.store.as_ref(),
+            TenantId::new(tenant).unwrap(),
+            user,
+            admin,
+            None,
+            chrono::Utc::now(),
+        )
+        .unwrap()
+        .key
     }
 }
 
@@ -82,7 +92,8 @@ pub fn decode(bytes: &[u8]) -> Value {
         return value;
     }
     let Ok(text) = std::str::from_utf8(bytes) else { return Value::Null };
-    let lines: Result<Vec<Value>, _> = text.lines().filter(|l| !l.is_empty()).map(serde_json::from_str::<Value>).collect();
+    let lines: Result<Vec<Value>, _> =
+        text.lines().filter(|l| !l.is_empty()).map(serde_json::from_str::<Value>).collect();
     let Ok(lines) = lines else { return Value::Null };
     if lines.first().is_none_or(|h| h["format"] != "membank-export") {
         return Value::Null;
@@ -98,7 +109,13 @@ pub fn decode(bytes: &[u8]) -> Value {
     })
 }
 
-pub async fn call(app: &Router, method: &str, path: &str, key: Option<&str>, body: Option<Value>) -> (StatusCode, Value) {
+pub async fn call(
+    app: &Router,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
     send(app, request(method, path, key, body.as_ref())).await
 }
 
@@ -124,7 +141,13 @@ pub struct McpSession {
 
 impl McpSession {
     pub async fn open(app: &Router, key: Option<&str>, user: Option<&str>) -> Self {
-        let mut s = Self { app: app.clone(), key: key.map(str::to_string), user: user.map(str::to_string), session: None, next_id: 1 };
+        let mut s = Self {
+            app: app.clone(),
+            key: key.map(str::to_string),
+            user: user.map(str::to_string),
+            session: None,
+            next_id: 1,
+        };
         let init = s
             .rpc("initialize", serde_json::json!({ "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": { "name": "membank-test", "version": "0" } }))
             .await;
@@ -134,7 +157,12 @@ impl McpSession {
     }
 
     fn base(&self, body: String) -> Request<Body> {
-        let mut b = Request::builder().method("POST").uri("/mcp").header("content-type", "application/json").header("accept", "application/json, text/event-stream").header("host", "127.0.0.1");
+        let mut b = Request::builder()
+            .method("POST")
+            .uri("/mcp")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("host", "127.0.0.1");
         if let Some(key) = &self.key {
             b = b.header("authorization", format!("Bearer {key}"));
         }
@@ -192,7 +220,10 @@ impl McpSession {
         if result.is_null() {
             return (true, v["error"].to_string());
         }
-        let text = result["content"].as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")).unwrap_or_default();
+        let text = result["content"]
+            .as_array()
+            .map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default();
         (result["isError"] == true, text)
     }
 }
@@ -224,7 +255,13 @@ pub enum Transport {
 impl Transport {
     /// One request with the given headers; returns status, the `mcp-session-id` answered (if
     /// any) and the raw body.
-    pub async fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<String>) -> (StatusCode, Option<String>, Vec<u8>) {
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<String>,
+    ) -> (StatusCode, Option<String>, Vec<u8>) {
         match self {
             Transport::Router(app) => {
                 let mut builder = Request::builder().method(method).uri(path).header("host", "127.0.0.1");
@@ -255,7 +292,14 @@ impl Transport {
     }
 
     /// A REST call with an optional key and extra headers; returns status and JSON (or `Value::Null`).
-    pub async fn call(&self, method: &str, path: &str, key: Option<&str>, extra: &[(&str, &str)], body: Option<Value>) -> (StatusCode, Value) {
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        extra: &[(&str, &str)],
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
         let auth = key.map(|k| format!("Bearer {k}"));
         let mut headers: Vec<(&str, &str)> = extra.to_vec();
         if let Some(auth) = &auth {
@@ -281,12 +325,19 @@ pub struct TransportMcp {
 
 impl TransportMcp {
     pub async fn open(transport: &Transport, key: Option<&str>, user: Option<&str>) -> Self {
-        let mut s = Self { transport: transport.clone(), key: key.map(str::to_string), user: user.map(str::to_string), session: None, next_id: 1 };
+        let mut s = Self {
+            transport: transport.clone(),
+            key: key.map(str::to_string),
+            user: user.map(str::to_string),
+            session: None,
+            next_id: 1,
+        };
         let init = s
             .rpc("initialize", serde_json::json!({ "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": { "name": "membank-test", "version": "0" } }))
             .await;
         assert!(init.get("result").is_some(), "initialize failed: {init}");
-        let (status, _) = s.post(serde_json::json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string()).await;
+        let (status, _) =
+            s.post(serde_json::json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string()).await;
         assert!(status.is_success(), "notifications/initialized: {status}");
         s
     }
@@ -314,7 +365,9 @@ impl TransportMcp {
     pub async fn rpc(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
-        let (status, text) = self.post(serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()).await;
+        let (status, text) = self
+            .post(serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string())
+            .await;
         if !status.is_success() {
             return serde_json::json!({ "http_status": status.as_u16(), "body": text });
         }
@@ -342,7 +395,10 @@ impl TransportMcp {
         if result.is_null() {
             return (true, v["error"].to_string());
         }
-        let text = result["content"].as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")).unwrap_or_default();
+        let text = result["content"]
+            .as_array()
+            .map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default();
         (result["isError"] == true, text)
     }
 }

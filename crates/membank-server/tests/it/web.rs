@@ -41,12 +41,21 @@ async fn the_page_and_its_assets_are_served_with_csp_compression_and_caching_and
     assert_eq!(status, StatusCode::OK);
     assert!(header(&headers, "content-type").starts_with("text/html"));
     let csp = header(&headers, "content-security-policy");
-    assert!(csp.contains("script-src 'self'") && csp.contains("default-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("default-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
     assert_eq!(header(&headers, "x-content-type-options"), "nosniff");
     assert_eq!(header(&headers, "cache-control"), "no-cache");
     let page = String::from_utf8(body).unwrap();
     // The page loads its script by a hashed name.
-    let script = page.split("src=\"/assets/").skip(1).filter_map(|rest| rest.split('"').next()).find(|name| name.starts_with("app.")).expect("the app's script from /assets/").to_string();
+    let script = page
+        .split("src=\"/assets/")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .find(|name| name.starts_with("app."))
+        .expect("the app's script from /assets/")
+        .to_string();
     assert!(script.starts_with("app.") && script.matches('.').count() >= 2, "{script}");
 
     let (status, headers, gzipped) = raw(&app, &format!("/assets/{script}"), &[("accept-encoding", "gzip, br")]).await;
@@ -90,7 +99,10 @@ async fn about_says_who_the_caller_is_and_what_the_server_runs() {
     let open = TestServer::new(AuthMode::LoopbackOpen);
     let (status, about) = call(&open.router(), "GET", "/v1/about", None, None).await;
     assert_eq!(status, StatusCode::OK, "{about}");
-    assert_eq!((about["auth"].as_str(), about["role"].as_str(), about["user"].clone()), (Some("loopback"), Some("local"), Value::Null));
+    assert_eq!(
+        (about["auth"].as_str(), about["role"].as_str(), about["user"].clone()),
+        (Some("loopback"), Some("local"), Value::Null)
+    );
     assert!(about["llm"].is_null() && about["llm_hint"].as_str().unwrap().contains("MEMBANK_LLM_BASE_URL"));
     assert_eq!(about["forgetting"]["policy"], "memorybank");
     assert_eq!(about["forgetting"]["archive_below"], 0.05);
@@ -101,11 +113,18 @@ async fn about_says_who_the_caller_is_and_what_the_server_runs() {
     let alice = keyed.key("acme", Some("alice"), false);
     let (status, about) = call(&app, "GET", "/v1/about", Some(&alice), None).await;
     assert_eq!(status, StatusCode::OK, "{about}");
-    assert_eq!((about["auth"].as_str(), about["role"].as_str(), about["user"].as_str(), about["tenant"].as_str()), (Some("keys"), Some("user"), Some("alice"), Some("acme")));
+    assert_eq!(
+        (about["auth"].as_str(), about["role"].as_str(), about["user"].as_str(), about["tenant"].as_str()),
+        (Some("keys"), Some("user"), Some("alice"), Some("acme"))
+    );
     let tenant = keyed.key("acme", None, false);
     assert_eq!(call(&app, "GET", "/v1/about", Some(&tenant), None).await.1["role"], "tenant");
     assert_error(&call(&app, "GET", "/v1/about", None, None).await, StatusCode::UNAUTHORIZED, "unauthorized");
-    assert_error(&call(&app, "GET", "/v1/about", Some("mb_not_a_key"), None).await, StatusCode::UNAUTHORIZED, "unauthorized");
+    assert_error(
+        &call(&app, "GET", "/v1/about", Some("mb_not_a_key"), None).await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
 }
 
 fn t0() -> chrono::DateTime<Utc> {
@@ -118,20 +137,35 @@ async fn a_memorys_curve_jumps_at_each_recall_and_projects_the_sweeps_archive_da
     let server = TestServer::with_clock(AuthMode::Keys, clock.clone(), |_| {});
     let app = server.router();
     let alice = server.key("acme", Some("alice"), false);
-    let (status, turn) = call(&app, "POST", "/v1/users/alice/turns", Some(&alice), Some(json!({ "user_text": "my sister Lena lives in Porto", "clock_from": "event" }))).await;
+    let (status, turn) = call(
+        &app,
+        "POST",
+        "/v1/users/alice/turns",
+        Some(&alice),
+        Some(json!({ "user_text": "my sister Lena lives in Porto", "clock_from": "event" })),
+    )
+    .await;
     assert_eq!(status, StatusCode::CREATED, "{turn}");
     let id = turn["id"].as_str().unwrap().to_string();
     let mut recalls = Vec::new();
     for days in [2, 3] {
         clock.advance(Duration::days(days));
         recalls.push(clock.now());
-        let (status, hits) = call(&app, "POST", "/v1/users/alice/recall", Some(&alice), Some(json!({ "query": "where does Lena live?" }))).await;
+        let (status, hits) = call(
+            &app,
+            "POST",
+            "/v1/users/alice/recall",
+            Some(&alice),
+            Some(json!({ "query": "where does Lena live?" })),
+        )
+        .await;
         assert_eq!(status, StatusCode::OK, "{hits}");
         assert_eq!(hits["results"][0]["id"], id.as_str());
     }
     // A recall that does not strengthen is read-only: no event, no jump.
     clock.advance(Duration::hours(12));
-    call(&app, "POST", "/v1/users/alice/recall", Some(&alice), Some(json!({ "query": "Lena", "strengthen": false }))).await;
+    call(&app, "POST", "/v1/users/alice/recall", Some(&alice), Some(json!({ "query": "Lena", "strengthen": false })))
+        .await;
     clock.advance(Duration::hours(12));
 
     let (status, curve) = call(&app, "GET", &format!("/v1/users/alice/memories/{id}/curve"), Some(&alice), None).await;
@@ -143,23 +177,37 @@ async fn a_memorys_curve_jumps_at_each_recall_and_projects_the_sweeps_archive_da
     assert_eq!(points[0]["t"].as_f64().unwrap(), t0().timestamp() as f64);
     for (i, at) in recalls.iter().enumerate() {
         let t = at.timestamp() as f64;
-        let before = points.iter().find(|p| (p["t"].as_f64().unwrap() - (t - 0.001)).abs() < 1e-6).expect("a point just before the recall");
+        let before = points
+            .iter()
+            .find(|p| (p["t"].as_f64().unwrap() - (t - 0.001)).abs() < 1e-6)
+            .expect("a point just before the recall");
         let after = points.iter().find(|p| p["t"].as_f64().unwrap() == t).expect("a point at the recall");
         let (r0, r1) = (before["retention"].as_f64().unwrap(), after["retention"].as_f64().unwrap());
         assert!(r0 < 0.8 && (r1 - 1.0).abs() < 1e-9, "recall {i}: {r0} → {r1}");
         assert_eq!(after["strength"].as_f64().unwrap(), (i + 2) as f64);
     }
-    let jumps: Vec<&Value> = curve["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "strengthened").collect();
+    let jumps: Vec<&Value> =
+        curve["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "strengthened").collect();
     assert_eq!(jumps.len(), 2);
     assert!(jumps.iter().all(|e| e["retention_before"].as_f64().unwrap() < e["retention_after"].as_f64().unwrap()));
     let recalled = curve["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "recalled").count();
     assert_eq!(recalled, 2, "every strengthening recall is listed with its query");
-    assert!(curve["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "recalled").all(|e| e["retention_before"].is_null()));
+    assert!(
+        curve["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "recalled")
+            .all(|e| e["retention_before"].is_null())
+    );
     // S = 3 after two recalls: archived once exp(-t/3) < 0.05, t in units of three days.
     let expected = recalls[1] + Duration::milliseconds((3.0 * 20f64.ln() * 3.0 * 86_400_000.0) as i64);
     let projected = chrono::DateTime::parse_from_rfc3339(curve["projected_archive_at"].as_str().unwrap()).unwrap();
     assert!((projected.with_timezone(&Utc) - expected).num_seconds().abs() <= 1, "{projected} vs {expected}");
-    assert!(points.iter().any(|p| p["projected"] == true && p["t"].as_f64().unwrap() > projected.timestamp() as f64), "the projection runs past the archive date");
+    assert!(
+        points.iter().any(|p| p["projected"] == true && p["t"].as_f64().unwrap() > projected.timestamp() as f64),
+        "the projection runs past the archive date"
+    );
     assert_eq!(curve["archive_below"], 0.05);
     // The curve's value now is the memory's retention everywhere else.
     let now = clock.now().timestamp() as f64;
@@ -172,7 +220,8 @@ async fn a_memorys_curve_jumps_at_each_recall_and_projects_the_sweeps_archive_da
 
     // A pin flattens it and removes the archive date.
     call(&app, "POST", &format!("/v1/users/alice/memories/{id}/pin"), Some(&alice), None).await;
-    let (_, pinned) = call(&app, "GET", &format!("/v1/users/alice/memories/{id}/curve?days_ahead=10"), Some(&alice), None).await;
+    let (_, pinned) =
+        call(&app, "GET", &format!("/v1/users/alice/memories/{id}/curve?days_ahead=10"), Some(&alice), None).await;
     assert!(pinned["projected_archive_at"].is_null(), "{pinned}");
     assert!(pinned["note"].as_str().unwrap().starts_with("pinned"));
     let last = pinned["points"].as_array().unwrap().last().unwrap().clone();
@@ -181,8 +230,16 @@ async fn a_memorys_curve_jumps_at_each_recall_and_projects_the_sweeps_archive_da
 
     // Bad and hostile input, and another user's key.
     let bob = server.key("acme", Some("bob"), false);
-    assert_error(&call(&app, "GET", &format!("/v1/users/alice/memories/{id}/curve"), Some(&bob), None).await, StatusCode::FORBIDDEN, "forbidden");
-    assert_error(&call(&app, "GET", &format!("/v1/users/bob/memories/{id}/curve"), Some(&bob), None).await, StatusCode::NOT_FOUND, "not_found");
+    assert_error(
+        &call(&app, "GET", &format!("/v1/users/alice/memories/{id}/curve"), Some(&bob), None).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+    assert_error(
+        &call(&app, "GET", &format!("/v1/users/bob/memories/{id}/curve"), Some(&bob), None).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
     for bad in ["days_ahead=99999", "days_ahead=-1", "days_ahead=soon", "days_ahead=5&erase=1"] {
         let result = call(&app, "GET", &format!("/v1/users/alice/memories/{id}/curve?{bad}"), Some(&alice), None).await;
         assert!(result.0.is_client_error(), "{bad}: {result:?}");
@@ -200,7 +257,11 @@ async fn the_overview_counts_statuses_by_day_from_the_log_and_ends_at_the_stores
     let server = TestServer::with_clock(AuthMode::LoopbackOpen, clock.clone(), |_| {});
     let app = server.router();
     let mut ids = Vec::new();
-    for (day, text) in ["I started a pottery class", "the kiln cracked my vase", "I bought a new bike", "my bike got a flat tyre"].iter().enumerate() {
+    for (day, text) in
+        ["I started a pottery class", "the kiln cracked my vase", "I bought a new bike", "my bike got a flat tyre"]
+            .iter()
+            .enumerate()
+    {
         clock.set(t0() + Duration::days(day as i64));
         let (_, turn) = call(&app, "POST", "/v1/users/mia/turns", None, Some(json!({ "user_text": text }))).await;
         ids.push(turn["id"].as_str().unwrap().to_string());
@@ -208,7 +269,14 @@ async fn the_overview_counts_statuses_by_day_from_the_log_and_ends_at_the_stores
     clock.advance(Duration::days(1));
     let ok = |result: (StatusCode, Value)| assert!(result.0.is_success(), "{result:?}");
     ok(call(&app, "POST", &format!("/v1/users/mia/memories/{}/forget?reason=old", ids[0]), None, None).await);
-    ok(call(&app, "PATCH", &format!("/v1/users/mia/memories/{}", ids[1]), None, Some(json!({ "user_text": "the kiln cracked my blue vase" }))).await);
+    ok(call(
+        &app,
+        "PATCH",
+        &format!("/v1/users/mia/memories/{}", ids[1]),
+        None,
+        Some(json!({ "user_text": "the kiln cracked my blue vase" })),
+    )
+    .await);
     clock.advance(Duration::days(1));
     ok(call(&app, "DELETE", &format!("/v1/users/mia/memories/{}", ids[2]), None, None).await);
     ok(call(&app, "POST", &format!("/v1/users/mia/memories/{}/restore", ids[0]), None, None).await);
@@ -219,7 +287,15 @@ async fn the_overview_counts_statuses_by_day_from_the_log_and_ends_at_the_stores
     let days = overview["days"].as_array().unwrap();
     let summary: Vec<(String, u64, u64, u64, u64)> = days
         .iter()
-        .map(|d| (d["day"].as_str().unwrap().to_string(), d["active"].as_u64().unwrap(), d["archived"].as_u64().unwrap(), d["superseded"].as_u64().unwrap(), d["erased"].as_u64().unwrap()))
+        .map(|d| {
+            (
+                d["day"].as_str().unwrap().to_string(),
+                d["active"].as_u64().unwrap(),
+                d["archived"].as_u64().unwrap(),
+                d["superseded"].as_u64().unwrap(),
+                d["erased"].as_u64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         summary,
@@ -255,23 +331,52 @@ async fn a_backdated_sweep_over_imported_history_counts_from_when_the_memory_was
     let server = TestServer::with_clock(AuthMode::LoopbackOpen, clock.clone(), |_| {});
     let app = server.router();
     let occurred = (t0() - Duration::days(20)).to_rfc3339();
-    let (status, turn) = call(&app, "POST", "/v1/users/ivy/turns", None, Some(json!({ "user_text": "I moved to Lyon", "occurred_at": occurred, "clock_from": "event" }))).await;
+    let (status, turn) = call(
+        &app,
+        "POST",
+        "/v1/users/ivy/turns",
+        None,
+        Some(json!({ "user_text": "I moved to Lyon", "occurred_at": occurred, "clock_from": "event" })),
+    )
+    .await;
     assert_eq!(status, StatusCode::CREATED, "{turn}");
-    let (status, swept) = call(&app, "POST", "/v1/users/ivy/sweep", None, Some(json!({ "now": (t0() + Duration::days(5)).to_rfc3339() }))).await;
+    let (status, swept) = call(
+        &app,
+        "POST",
+        "/v1/users/ivy/sweep",
+        None,
+        Some(json!({ "now": (t0() + Duration::days(5)).to_rfc3339() })),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{swept}");
     assert_eq!(swept["archived"].as_array().map(Vec::len), Some(1), "{swept}");
     let (_, overview) = call(&app, "GET", "/v1/users/ivy/overview", None, None).await;
     let days = overview["days"].as_array().unwrap();
     assert_eq!(days.len(), 1, "{overview}");
-    assert_eq!((days[0]["day"].as_str(), days[0]["active"].as_u64(), days[0]["archived"].as_u64()), (Some("2026-03-12"), Some(0), Some(1)), "{overview}");
+    assert_eq!(
+        (days[0]["day"].as_str(), days[0]["active"].as_u64(), days[0]["archived"].as_u64()),
+        (Some("2026-03-12"), Some(0), Some(1)),
+        "{overview}"
+    );
     assert_eq!(overview["current"]["archived"], 1);
 }
 
 fn with_llm(stub: &StubServer) -> (TestServer, axum::Router) {
     let base = TestServer::new(AuthMode::LoopbackOpen);
     let llm = Arc::new(membank_llm::OpenAiChat::new(OpenAiChatConfig::new(stub.base_url(), "stub-model")).unwrap());
-    let engine = Engine::new(base.store.clone(), Arc::new(membank_embed::HashEmbedder::new(64)), Arc::new(SystemClock), Default::default()).unwrap().with_llm(llm);
-    let state = AppState::new(Arc::new(engine), base.store.clone(), ServerConfig::new(TenantId::new("default").unwrap(), AuthMode::LoopbackOpen));
+    let engine = Engine::new(
+        base.store.clone(),
+        Arc::new(membank_embed::HashEmbedder::new(64)),
+        Arc::new(SystemClock),
+        Default::default(),
+    )
+    .unwrap()
+    .with_llm(llm);
+    let state = AppState::new(
+        Arc::new(engine),
+        base.store.clone(),
+        ServerConfig::new(TenantId::new("default").unwrap(), AuthMode::LoopbackOpen),
+    );
     let app = membank_server::router(state);
     (base, app)
 }
@@ -282,17 +387,31 @@ fn events(body: &[u8]) -> Vec<(String, Value)> {
     text.split("\n\n")
         .filter_map(|block| {
             let name = block.lines().find_map(|l| l.strip_prefix("event:")).map(|n| n.trim().to_string())?;
-            let data: String = block.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect::<Vec<_>>().join("\n");
+            let data: String = block
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect::<Vec<_>>()
+                .join("\n");
             Some((name, serde_json::from_str(&data).unwrap_or(Value::Null)))
         })
         .collect()
 }
 
 async fn stream(app: &axum::Router, body: Value) -> (StatusCode, String, Vec<u8>) {
-    let req = Request::builder().method("POST").uri("/v1/users/alice/chat/stream").header("content-type", "application/json").body(Body::from(body.to_string())).unwrap();
+    let req = Request::builder()
+        .method("POST")
+        .uri("/v1/users/alice/chat/stream")
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
     let response = app.clone().oneshot(req).await.unwrap();
     let (parts, body) = response.into_parts();
-    (parts.status, header(&parts.headers, "content-type").to_string(), axum::body::to_bytes(body, 16 << 20).await.unwrap().to_vec())
+    (
+        parts.status,
+        header(&parts.headers, "content-type").to_string(),
+        axum::body::to_bytes(body, 16 << 20).await.unwrap().to_vec(),
+    )
 }
 
 #[tokio::test]
@@ -326,7 +445,12 @@ async fn a_streamed_chat_refuses_bad_input_before_streaming_and_reports_a_model_
     let (status, content_type, body) = stream(&open.router(), json!({ "message": "hello" })).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(content_type.starts_with("application/json"));
-    assert!(serde_json::from_slice::<Value>(&body).unwrap()["error"]["message"].as_str().unwrap().contains("no LLM is configured"));
+    assert!(
+        serde_json::from_slice::<Value>(&body).unwrap()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no LLM is configured")
+    );
 
     let stub = StubServer::scripted(vec![Reply::error(401, "invalid api key")]);
     let (_base, app) = with_llm(&stub);

@@ -64,7 +64,11 @@ fn is_summary(kind: Kind) -> bool {
 
 /// The root and every memory reached from it through `derived_from` or `superseded_by`,
 /// breadth first, each once, erased ones skipped.
-fn reached_from(tx: &mut Tx<'_>, uid: Uuid, root: (i64, MemoryId, Status, Kind)) -> Result<Vec<(i64, MemoryId, Status, Kind)>, StoreError> {
+fn reached_from(
+    tx: &mut Tx<'_>,
+    uid: Uuid,
+    root: (i64, MemoryId, Status, Kind),
+) -> Result<Vec<(i64, MemoryId, Status, Kind)>, StoreError> {
     let mut out = vec![root];
     let mut seen: BTreeSet<MemoryId> = BTreeSet::from([root.1]);
     let mut queue = VecDeque::from([root.1]);
@@ -78,7 +82,12 @@ fn reached_from(tx: &mut Tx<'_>, uid: Uuid, root: (i64, MemoryId, Status, Kind))
         for row in rows {
             let found = memory_id(col(&row, 1)?)?;
             if seen.insert(found) {
-                out.push((col(&row, 0)?, found, parse("status", &col::<String>(&row, 2)?)?, parse("kind", &col::<String>(&row, 3)?)?));
+                out.push((
+                    col(&row, 0)?,
+                    found,
+                    parse("status", &col::<String>(&row, 2)?)?,
+                    parse("kind", &col::<String>(&row, 3)?)?,
+                ));
                 queue.push_back(found);
             }
         }
@@ -93,9 +102,15 @@ fn erase_row(tx: &mut Tx<'_>, uid: Uuid, seq: i64, id: MemoryId) -> Result<(), S
     )?;
     tx.execute("DELETE FROM embeddings WHERE uid = $1 AND seq = $2", &[&uid, &seq])?;
     // Events are content-free but for reasons an LLM wrote (conflicts), which may quote it.
-    tx.execute("UPDATE events SET data = data - 'reason' WHERE uid = $1 AND memory_id = $2 AND data ? 'reason'", &[&uid, &id.as_uuid()])?;
+    tx.execute(
+        "UPDATE events SET data = data - 'reason' WHERE uid = $1 AND memory_id = $2 AND data ? 'reason'",
+        &[&uid, &id.as_uuid()],
+    )?;
     // A stored idempotent answer that quoted it: the ids stay (a retry still stores
     // nothing), the answer is rebuilt from the tombstones.
-    tx.execute("UPDATE idempotency_keys SET response = NULL WHERE uid = $1 AND response IS NOT NULL AND $2 = ANY(memory_ids)", &[&uid, &id.as_uuid()])?;
+    tx.execute(
+        "UPDATE idempotency_keys SET response = NULL WHERE uid = $1 AND response IS NOT NULL AND $2 = ANY(memory_ids)",
+        &[&uid, &id.as_uuid()],
+    )?;
     Ok(())
 }

@@ -18,7 +18,11 @@ use crate::types::{IdempotencyClaim, IdempotencyRecord, Insertion, NewMemory};
 /// Longest key accepted, in bytes (as in the SQLite store).
 const MAX_KEY_BYTES: usize = 255;
 
-pub(super) fn insert_all(store: &PgStore, batch: Vec<NewMemory>, claim: Option<&IdempotencyClaim>) -> Result<Insertion, StoreError> {
+pub(super) fn insert_all(
+    store: &PgStore,
+    batch: Vec<NewMemory>,
+    claim: Option<&IdempotencyClaim>,
+) -> Result<Insertion, StoreError> {
     let Some(first) = batch.first() else { return Ok(Insertion::Stored(Vec::new())) };
     let scope = first.memory.scope.clone();
     if batch.iter().any(|n| n.memory.scope.tenant != scope.tenant || n.memory.scope.user != scope.user) {
@@ -56,7 +60,12 @@ pub(super) fn insert_all(store: &PgStore, batch: Vec<NewMemory>, claim: Option<&
     })
 }
 
-pub(super) fn record(store: &PgStore, scope: &Scope, key: &str, expire_before: Timestamp) -> Result<Option<IdempotencyRecord>, StoreError> {
+pub(super) fn record(
+    store: &PgStore,
+    scope: &Scope,
+    key: &str,
+    expire_before: Timestamp,
+) -> Result<Option<IdempotencyRecord>, StoreError> {
     check_key(key)?;
     let uid = scope_uid(scope);
     store.pool.read(|tx| Ok(lookup(tx, uid, key)?.filter(|r| r.created_at >= millis(expire_before))))
@@ -67,27 +76,45 @@ pub(super) fn respond(store: &PgStore, scope: &Scope, key: &str, response: &str)
     let uid = scope_uid(scope);
     store.pool.write(|tx| {
         // Only if none is recorded yet: the first answer is the one every retry gets.
-        tx.execute("UPDATE idempotency_keys SET response = $3 WHERE uid = $1 AND key = $2 AND response IS NULL", &[&uid, &key, &response])?;
+        tx.execute(
+            "UPDATE idempotency_keys SET response = $3 WHERE uid = $1 AND key = $2 AND response IS NULL",
+            &[&uid, &key, &response],
+        )?;
         Ok(())
     })
 }
 
 fn lookup(tx: &mut Tx<'_>, uid: Uuid, key: &str) -> Result<Option<IdempotencyRecord>, StoreError> {
-    let Some(row) = tx.query_opt("SELECT request_hash, created_at, memory_ids, response FROM idempotency_keys WHERE uid = $1 AND key = $2", &[&uid, &key])? else {
+    let Some(row) = tx.query_opt(
+        "SELECT request_hash, created_at, memory_ids, response FROM idempotency_keys WHERE uid = $1 AND key = $2",
+        &[&uid, &key],
+    )?
+    else {
         return Ok(None);
     };
     let ids: Vec<Uuid> = col(&row, 2)?;
     let memory_ids = ids.into_iter().map(memory_id).collect::<Result<Vec<MemoryId>, _>>()?;
-    Ok(Some(IdempotencyRecord { request_hash: col(&row, 0)?, created_at: col(&row, 1)?, memory_ids, response: col(&row, 3)? }))
+    Ok(Some(IdempotencyRecord {
+        request_hash: col(&row, 0)?,
+        created_at: col(&row, 1)?,
+        memory_ids,
+        response: col(&row, 3)?,
+    }))
 }
 
 fn check_key(key: &str) -> Result<(), StoreError> {
     if key.is_empty() || key.len() > MAX_KEY_BYTES || !key.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-        return Err(StoreError::Invalid(InvalidInput::new("Idempotency-Key", format!("must be 1 to {MAX_KEY_BYTES} visible ASCII characters"))));
+        return Err(StoreError::Invalid(InvalidInput::new(
+            "Idempotency-Key",
+            format!("must be 1 to {MAX_KEY_BYTES} visible ASCII characters"),
+        )));
     }
     Ok(())
 }
 
 fn mismatch() -> StoreError {
-    StoreError::Invalid(InvalidInput::new("Idempotency-Key", "was already used with a different request; use a new key for a new request"))
+    StoreError::Invalid(InvalidInput::new(
+        "Idempotency-Key",
+        "was already used with a different request; use a new key for a new request",
+    ))
 }

@@ -41,31 +41,57 @@ impl ApiKeyStore for PgStore {
     }
 
     fn find_key_by_hash(&self, hash: &str) -> Result<Option<ApiKeyRecord>, StoreError> {
-        self.pool.read(|tx| tx.query_opt(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE hash = $1 AND revoked_at IS NULL"), &[&hash])?.map(|row| row_to_key(&row)).transpose())
+        self.pool.read(|tx| {
+            tx.query_opt(
+                &format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE hash = $1 AND revoked_at IS NULL"),
+                &[&hash],
+            )?
+            .map(|row| row_to_key(&row))
+            .transpose()
+        })
     }
 
     fn list_keys(&self) -> Result<Vec<ApiKeyRecord>, StoreError> {
-        self.pool.read(|tx| tx.query(&format!("SELECT {KEY_COLUMNS} FROM api_keys ORDER BY row_seq"), &[])?.iter().map(row_to_key).collect())
+        self.pool.read(|tx| {
+            tx.query(&format!("SELECT {KEY_COLUMNS} FROM api_keys ORDER BY row_seq"), &[])?
+                .iter()
+                .map(row_to_key)
+                .collect()
+        })
     }
 
     fn revoke_key(&self, key_id: &str, now: Timestamp) -> Result<ApiKeyRecord, StoreError> {
         self.pool.write(|tx| {
-            let found = tx.query_opt(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_id = $1 FOR UPDATE"), &[&key_id])?.map(|row| row_to_key(&row)).transpose()?;
+            let found = tx
+                .query_opt(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_id = $1 FOR UPDATE"), &[&key_id])?
+                .map(|row| row_to_key(&row))
+                .transpose()?;
             let Some(found) = found else { return Err(StoreError::NotFound { what: format!("key {key_id}") }) };
             if found.revoked_at.is_some() {
                 return Err(StoreError::Conflict(format!("key {key_id} is already revoked")));
             }
-            let row = tx.query_one(&format!("UPDATE api_keys SET revoked_at = $2 WHERE key_id = $1 RETURNING {KEY_COLUMNS}"), &[&key_id, &super::millis(now)])?;
+            let row = tx.query_one(
+                &format!("UPDATE api_keys SET revoked_at = $2 WHERE key_id = $1 RETURNING {KEY_COLUMNS}"),
+                &[&key_id, &super::millis(now)],
+            )?;
             row_to_key(&row)
         })
     }
 
     fn live_key_count(&self) -> Result<u64, StoreError> {
-        self.pool.read(|tx| Ok(col::<i64>(&tx.query_one("SELECT count(*) FROM api_keys WHERE revoked_at IS NULL", &[])?, 0)?.max(0) as u64))
+        self.pool.read(|tx| {
+            Ok(col::<i64>(&tx.query_one("SELECT count(*) FROM api_keys WHERE revoked_at IS NULL", &[])?, 0)?.max(0)
+                as u64)
+        })
     }
 
     fn export_keys(&self) -> Result<Vec<(ApiKeyRecord, String)>, StoreError> {
-        self.pool.read(|tx| tx.query(&format!("SELECT {KEY_COLUMNS_AND_HASH} FROM api_keys ORDER BY row_seq"), &[])?.iter().map(|row| Ok((row_to_key(row)?, col(row, 7)?))).collect())
+        self.pool.read(|tx| {
+            tx.query(&format!("SELECT {KEY_COLUMNS_AND_HASH} FROM api_keys ORDER BY row_seq"), &[])?
+                .iter()
+                .map(|row| Ok((row_to_key(row)?, col(row, 7)?)))
+                .collect()
+        })
     }
 
     fn import_key(&self, key: &ApiKeyRecord, hash: &str) -> Result<bool, StoreError> {

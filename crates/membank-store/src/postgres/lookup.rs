@@ -16,11 +16,18 @@ use crate::types::{Adjacent, SearchFilter};
 
 /// See [`crate::Store::metadata_index`]: every status but erased (erasure clears metadata),
 /// the first memory carrying each value.
-pub(super) fn metadata_index(store: &PgStore, scope: &Scope, key: &str) -> Result<HashMap<String, MemoryId>, StoreError> {
+pub(super) fn metadata_index(
+    store: &PgStore,
+    scope: &Scope,
+    key: &str,
+) -> Result<HashMap<String, MemoryId>, StoreError> {
     let uid = scope_uid(scope);
     store.pool.read(|tx| {
         // The key is a bound parameter of `->>` and `?`: no key text can change the query.
-        let rows = tx.query("SELECT m.metadata ->> $2, m.id FROM memories m WHERE m.uid = $1 AND m.metadata ? $2 ORDER BY m.seq", &[&uid, &key])?;
+        let rows = tx.query(
+            "SELECT m.metadata ->> $2, m.id FROM memories m WHERE m.uid = $1 AND m.metadata ? $2 ORDER BY m.seq",
+            &[&uid, &key],
+        )?;
         let mut out = HashMap::new();
         for row in rows {
             let Some(value) = col::<Option<String>>(&row, 0)? else { continue };
@@ -33,7 +40,10 @@ pub(super) fn metadata_index(store: &PgStore, scope: &Scope, key: &str) -> Resul
 /// The SQL condition for the memories of `$1` that a recall with `filter` may return: its
 /// statuses and kinds (bound as `$2`, `$3`) and the labels (`$4`, `$5`), on the alias `m`.
 fn admitted() -> String {
-    format!("m.uid = $1 AND m.status = ANY($2) AND (cardinality($3::text[]) = 0 OR m.kind = ANY($3)) {}", label_filter(4))
+    format!(
+        "m.uid = $1 AND m.status = ANY($2) AND (cardinality($3::text[]) = 0 OR m.kind = ANY($3)) {}",
+        label_filter(4)
+    )
 }
 
 fn statuses(filter: &SearchFilter) -> Vec<&'static str> {
@@ -43,7 +53,12 @@ fn statuses(filter: &SearchFilter) -> Vec<&'static str> {
 /// See [`crate::Store::adjacent`]. One statement for all ids: for each, the admitted memory
 /// just before and just after it on its day in `(occurred_at, seq)` order, each found by
 /// one descent of `memories_by_user_day`.
-pub(super) fn adjacent(store: &PgStore, scope: &Scope, ids: &[MemoryId], filter: &SearchFilter) -> Result<Vec<Adjacent>, StoreError> {
+pub(super) fn adjacent(
+    store: &PgStore,
+    scope: &Scope,
+    ids: &[MemoryId],
+    filter: &SearchFilter,
+) -> Result<Vec<Adjacent>, StoreError> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -57,7 +72,11 @@ pub(super) fn adjacent(store: &PgStore, scope: &Scope, ids: &[MemoryId], filter:
             admitted.replace("m.", "n.")
         )
     };
-    let sql = format!("SELECT m.id, {}, {} FROM memories m WHERE {admitted} AND m.id = ANY($6)", side("<", "DESC"), side(">", "ASC"));
+    let sql = format!(
+        "SELECT m.id, {}, {} FROM memories m WHERE {admitted} AND m.id = ANY($6)",
+        side("<", "DESC"),
+        side(">", "ASC")
+    );
     let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
     let (agent, session) = labels(scope);
     let list: Vec<Uuid> = ids.iter().map(MemoryId::as_uuid).collect();
@@ -74,13 +93,26 @@ pub(super) fn adjacent(store: &PgStore, scope: &Scope, ids: &[MemoryId], filter:
 }
 
 /// See [`crate::Store::days_with_memories`]. One statement; one index probe per day.
-pub(super) fn days_with_memories(store: &PgStore, scope: &Scope, days: &[NaiveDate], filter: &SearchFilter) -> Result<Vec<NaiveDate>, StoreError> {
+pub(super) fn days_with_memories(
+    store: &PgStore,
+    scope: &Scope,
+    days: &[NaiveDate],
+    filter: &SearchFilter,
+) -> Result<Vec<NaiveDate>, StoreError> {
     if days.is_empty() {
         return Ok(Vec::new());
     }
     let uid = scope_uid(scope);
-    let sql = format!("SELECT d.day FROM unnest($6::date[]) AS d(day) WHERE EXISTS (SELECT 1 FROM memories m WHERE {} AND m.day = d.day)", admitted());
+    let sql = format!(
+        "SELECT d.day FROM unnest($6::date[]) AS d(day) WHERE EXISTS (SELECT 1 FROM memories m WHERE {} AND m.day = d.day)",
+        admitted()
+    );
     let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
     let (agent, session) = labels(scope);
-    store.pool.read(|tx| tx.query(&sql, &[&uid, &statuses(filter), &kinds, &agent, &session, &days])?.iter().map(|row| col(row, 0)).collect())
+    store.pool.read(|tx| {
+        tx.query(&sql, &[&uid, &statuses(filter), &kinds, &agent, &session, &days])?
+            .iter()
+            .map(|row| col(row, 0))
+            .collect()
+    })
 }

@@ -13,17 +13,29 @@ use uuid::Uuid;
 
 use super::pool::Tx;
 use super::vector::{Vector, VectorRef};
-use super::{PgStore, append_events, bump_revision, change_status, col, existing_user, label_filter, labels, memory_id, millis, parse, scope_uid};
+use super::{
+    PgStore, append_events, bump_revision, change_status, col, existing_user, label_filter, labels, memory_id, millis,
+    parse, scope_uid,
+};
 use crate::StoreError;
 use crate::types::{MaintenanceApplied, MaintenancePlan, MaintenanceState, Replacement};
 
 /// Keeps a recall query's vector among the user's recent ones, at most `keep` per user,
 /// in the caller's (recall's) transaction.
-pub(super) fn remember_query(tx: &mut Tx<'_>, uid: Uuid, vector: &[f32], at: Timestamp, keep: usize) -> Result<(), StoreError> {
+pub(super) fn remember_query(
+    tx: &mut Tx<'_>,
+    uid: Uuid,
+    vector: &[f32],
+    at: Timestamp,
+    keep: usize,
+) -> Result<(), StoreError> {
     if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) {
         return Err(StoreError::Invalid(membank_core::InvalidInput::new("query vector", "must be finite numbers")));
     }
-    tx.execute("INSERT INTO recent_queries (uid, at, vector) VALUES ($1, $2, $3)", &[&uid, &millis(at), &VectorRef(vector)])?;
+    tx.execute(
+        "INSERT INTO recent_queries (uid, at, vector) VALUES ($1, $2, $3)",
+        &[&uid, &millis(at), &VectorRef(vector)],
+    )?;
     let keep = i64::try_from(keep.max(1)).unwrap_or(i64::MAX);
     tx.execute(
         "DELETE FROM recent_queries WHERE uid = $1 AND seq < (SELECT min(seq) FROM (SELECT seq FROM recent_queries WHERE uid = $1 ORDER BY seq DESC LIMIT $2) AS kept)",
@@ -32,12 +44,19 @@ pub(super) fn remember_query(tx: &mut Tx<'_>, uid: Uuid, vector: &[f32], at: Tim
     Ok(())
 }
 
-pub(super) fn vectors(store: &PgStore, scope: &Scope, ids: &[MemoryId]) -> Result<Vec<(MemoryId, Vec<f32>)>, StoreError> {
+pub(super) fn vectors(
+    store: &PgStore,
+    scope: &Scope,
+    ids: &[MemoryId],
+) -> Result<Vec<(MemoryId, Vec<f32>)>, StoreError> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let uid = scope_uid(scope);
-    let sql = format!("SELECT m.id, e.vector FROM memories m JOIN embeddings e ON e.uid = m.uid AND e.seq = m.seq WHERE m.uid = $1 AND m.id = ANY($2) {}", label_filter(3));
+    let sql = format!(
+        "SELECT m.id, e.vector FROM memories m JOIN embeddings e ON e.uid = m.uid AND e.seq = m.seq WHERE m.uid = $1 AND m.id = ANY($2) {}",
+        label_filter(3)
+    );
     let list: Vec<Uuid> = ids.iter().map(MemoryId::as_uuid).collect();
     let (agent, session) = labels(scope);
     store.pool.read(|tx| {
@@ -52,7 +71,12 @@ pub(super) fn vectors(store: &PgStore, scope: &Scope, ids: &[MemoryId]) -> Resul
 pub(super) fn recent_queries(store: &PgStore, scope: &Scope, limit: usize) -> Result<Vec<Vec<f32>>, StoreError> {
     let uid = scope_uid(scope);
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    store.pool.read(|tx| tx.query("SELECT vector FROM recent_queries WHERE uid = $1 ORDER BY seq DESC LIMIT $2", &[&uid, &limit])?.iter().map(|row| Ok(col::<Vector>(row, 0)?.0)).collect())
+    store.pool.read(|tx| {
+        tx.query("SELECT vector FROM recent_queries WHERE uid = $1 ORDER BY seq DESC LIMIT $2", &[&uid, &limit])?
+            .iter()
+            .map(|row| Ok(col::<Vector>(row, 0)?.0))
+            .collect()
+    })
 }
 
 pub(super) fn state(store: &PgStore, scope: &Scope) -> Result<MaintenanceState, StoreError> {
@@ -68,7 +92,12 @@ pub(super) fn state(store: &PgStore, scope: &Scope) -> Result<MaintenanceState, 
     })
 }
 
-pub(super) fn users_due(store: &PgStore, before: Timestamp, every_turns: Option<u64>, limit: usize) -> Result<Vec<(TenantId, UserId)>, StoreError> {
+pub(super) fn users_due(
+    store: &PgStore,
+    before: Timestamp,
+    every_turns: Option<u64>,
+    limit: usize,
+) -> Result<Vec<(TenantId, UserId)>, StoreError> {
     let every = every_turns.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     store.pool.read(|tx| {

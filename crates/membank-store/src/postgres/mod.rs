@@ -114,7 +114,11 @@ pub struct PgOptions {
 
 impl Default for PgOptions {
     fn default() -> Self {
-        Self { max_connections: 16, cache_budget: crate::StoreOptions::default().cache_budget, dense_screen: crate::DenseScreen::default() }
+        Self {
+            max_connections: 16,
+            cache_budget: crate::StoreOptions::default().cache_budget,
+            dense_screen: crate::DenseScreen::default(),
+        }
     }
 }
 
@@ -167,7 +171,8 @@ impl PgStore {
     /// [`PgStore::open`] with these options.
     pub fn open_with(url: &str, options: PgOptions) -> Result<Self, StoreError> {
         let tls = tls::settings(url)?;
-        let mut config = postgres::Config::from_str(&tls.rest).map_err(|e| StoreError::Invalid(membank_core::InvalidInput::new("database URL", e.to_string())))?;
+        let mut config = postgres::Config::from_str(&tls.rest)
+            .map_err(|e| StoreError::Invalid(membank_core::InvalidInput::new("database URL", e.to_string())))?;
         config.ssl_mode(tls.ssl_mode());
         if config.get_application_name().is_none() {
             config.application_name("membank");
@@ -226,7 +231,9 @@ impl PgStore {
             "SELECT (SELECT value FROM store_meta WHERE key = 'embedding_model'), (SELECT value FROM store_meta WHERE key = 'embedding_dim')",
             &[],
         )?;
-        let (Some(id), Some(dim)) = (col::<Option<String>>(&row, 0)?, col::<Option<String>>(&row, 1)?) else { return Ok(None) };
+        let (Some(id), Some(dim)) = (col::<Option<String>>(&row, 0)?, col::<Option<String>>(&row, 1)?) else {
+            return Ok(None);
+        };
         let dim: usize = dim.parse().map_err(|_| StoreError::Corrupt("bad embedding_dim".into()))?;
         Ok(Some(self.model.get_or_init(|| EmbeddingModel { id, dim }).clone()))
     }
@@ -236,7 +243,12 @@ impl PgStore {
     fn check_model(&self, tx: &mut Tx<'_>, model: &EmbeddingModel) -> Result<bool, StoreError> {
         let Some(stored) = self.stored_model(tx)? else { return Ok(false) };
         if stored != *model {
-            return Err(StoreError::ModelMismatch { store_model: stored.id, store_dim: stored.dim, given_model: model.id.clone(), given_dim: model.dim });
+            return Err(StoreError::ModelMismatch {
+                store_model: stored.id,
+                store_dim: stored.dim,
+                given_model: model.id.clone(),
+                given_dim: model.dim,
+            });
         }
         Ok(true)
     }
@@ -260,7 +272,12 @@ impl PgStore {
 
     /// Runs `f` on the memory `id` of `scope` (its row and state) in a write transaction,
     /// then returns the memory as it is after `f`.
-    fn mutate(&self, scope: &Scope, id: MemoryId, f: impl FnOnce(&mut Tx<'_>, Uuid, i64, &Memory) -> Result<(), StoreError>) -> Result<Memory, StoreError> {
+    fn mutate(
+        &self,
+        scope: &Scope,
+        id: MemoryId,
+        f: impl FnOnce(&mut Tx<'_>, Uuid, i64, &Memory) -> Result<(), StoreError>,
+    ) -> Result<Memory, StoreError> {
         self.pool.write(|tx| {
             let uid = existing_user(tx, scope).map_err(not_found_as(id))?;
             let (seq, memory) = fetch_one(tx, uid, scope, id)?;
@@ -275,12 +292,18 @@ impl PgStore {
     fn insert_row(&self, tx: &mut Tx<'_>, uid: Uuid, new: NewMemory) -> Result<(i64, Memory), StoreError> {
         let memory = new.memory;
         if scope_uid(&memory.scope) != uid {
-            return Err(StoreError::Invalid(membank_core::InvalidInput::new("memory", format!("memory {} belongs to another user than the operation", memory.id))));
+            return Err(StoreError::Invalid(membank_core::InvalidInput::new(
+                "memory",
+                format!("memory {} belongs to another user than the operation", memory.id),
+            )));
         }
         if let Some((model, vector)) = &new.embedding
             && (vector.len() != model.dim || vector.iter().any(|x| !x.is_finite()))
         {
-            return Err(StoreError::Invalid(membank_core::InvalidInput::new("embedding", format!("expected {} finite numbers, got {}", model.dim, vector.len()))));
+            return Err(StoreError::Invalid(membank_core::InvalidInput::new(
+                "embedding",
+                format!("expected {} finite numbers, got {}", model.dim, vector.len()),
+            )));
         }
         for text in [&memory.content, &memory.user_text, &memory.assistant_text].into_iter().flatten() {
             refuse_nul("content", text)?;
@@ -385,7 +408,10 @@ fn describe(config: &postgres::Config) -> String {
 /// inside the transaction as a database error.
 fn refuse_nul(field: &'static str, text: &str) -> Result<(), StoreError> {
     if text.contains('\0') {
-        return Err(StoreError::Invalid(membank_core::InvalidInput::new(field, "contains the character U+0000, which the PostgreSQL store cannot hold")));
+        return Err(StoreError::Invalid(membank_core::InvalidInput::new(
+            field,
+            "contains the character U+0000, which the PostgreSQL store cannot hold",
+        )));
     }
     Ok(())
 }
@@ -405,7 +431,8 @@ fn refuse_nul_json(field: &'static str, value: &serde_json::Value) -> Result<(),
 
 /// A column of a row, or `Corrupt` naming it if it does not hold that type.
 fn col<'a, T: FromSql<'a>>(row: &'a Row, index: usize) -> Result<T, StoreError> {
-    row.try_get(index).map_err(|e| StoreError::Corrupt(format!("column {}: {e}", row.columns().get(index).map_or("?", |c| c.name()))))
+    row.try_get(index)
+        .map_err(|e| StoreError::Corrupt(format!("column {}: {e}", row.columns().get(index).map_or("?", |c| c.name()))))
 }
 
 /// A memory id from its UUID.
@@ -442,7 +469,9 @@ const MEMORY_COLUMN_COUNT: usize = 26;
 /// A memory of the user `tenant`/`user` from the [`MEMORY_COLUMNS`] of `row`, with its row.
 fn row_to_memory(row: &Row, tenant: &TenantId, user: &UserId) -> Result<(i64, Memory), StoreError> {
     let label = |index: usize| -> Result<Option<membank_core::AgentLabel>, StoreError> {
-        col::<Option<String>>(row, index)?.map(|l| membank_core::AgentLabel::new(&l).map_err(|e| StoreError::Corrupt(format!("bad label: {e}")))).transpose()
+        col::<Option<String>>(row, index)?
+            .map(|l| membank_core::AgentLabel::new(&l).map_err(|e| StoreError::Corrupt(format!("bad label: {e}"))))
+            .transpose()
     };
     let derived: Vec<Uuid> = col(row, 20)?;
     let metadata: serde_json::Value = col(row, 21)?;
@@ -535,7 +564,9 @@ fn lock_user(tx: &mut Tx<'_>, uid: Uuid) -> Result<bool, StoreError> {
 fn fetch_one(tx: &mut Tx<'_>, uid: Uuid, scope: &Scope, id: MemoryId) -> Result<(i64, Memory), StoreError> {
     let sql = format!("SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.uid = $1 AND m.id = $2 {}", label_filter(3));
     let (agent, session) = labels(scope);
-    let row = tx.query_opt(&sql, &[&uid, &id.as_uuid(), &agent, &session])?.ok_or_else(|| StoreError::memory_not_found(id))?;
+    let row = tx
+        .query_opt(&sql, &[&uid, &id.as_uuid(), &agent, &session])?
+        .ok_or_else(|| StoreError::memory_not_found(id))?;
     row_to_memory(&row, &scope.tenant, &scope.user)
 }
 
@@ -545,7 +576,8 @@ fn fetch_many(tx: &mut Tx<'_>, uid: Uuid, scope: &Scope, ids: &[MemoryId]) -> Re
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let sql = format!("SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.uid = $1 AND m.id = ANY($2) {}", label_filter(3));
+    let sql =
+        format!("SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.uid = $1 AND m.id = ANY($2) {}", label_filter(3));
     let (agent, session) = labels(scope);
     let list: Vec<Uuid> = ids.iter().map(MemoryId::as_uuid).collect();
     let mut found: HashMap<MemoryId, Memory> = HashMap::with_capacity(ids.len());
@@ -590,7 +622,9 @@ fn user_record(row: &Row) -> Result<UserRecord, StoreError> {
 }
 
 fn read_user(tx: &mut Tx<'_>, uid: Uuid) -> Result<Option<UserRecord>, StoreError> {
-    tx.query_opt("SELECT user_key, time_zone, created_at FROM users WHERE uid = $1", &[&uid])?.map(|row| user_record(&row)).transpose()
+    tx.query_opt("SELECT user_key, time_zone, created_at FROM users WHERE uid = $1", &[&uid])?
+        .map(|row| user_record(&row))
+        .transpose()
 }
 
 /// `S += 1`, `recall_count += 1`, `last_recalled_at = max(last, now)` and FadeMem's
@@ -598,12 +632,21 @@ fn read_user(tx: &mut Tx<'_>, uid: Uuid) -> Result<Option<UserRecord>, StoreErro
 /// twice), with one `strengthened` event each, in the caller's transaction (user lock
 /// held). The counters are SQL increments; FadeMem's numbers are computed from the rows
 /// read under the lock, exactly as [`ForgettingPolicy::strengthen`] would.
-fn strengthen_all(tx: &mut Tx<'_>, uid: Uuid, ids: &[MemoryId], query_id: Option<&str>, policy: &ForgettingPolicy, now: Timestamp) -> Result<(), StoreError> {
+fn strengthen_all(
+    tx: &mut Tx<'_>,
+    uid: Uuid,
+    ids: &[MemoryId],
+    query_id: Option<&str>,
+    policy: &ForgettingPolicy,
+    now: Timestamp,
+) -> Result<(), StoreError> {
     if ids.is_empty() {
         return Ok(());
     }
     let list: Vec<Uuid> = ids.iter().map(MemoryId::as_uuid).collect();
-    let sql = format!("SELECT m.id, {FORGETTING_COLUMNS} FROM memories m WHERE m.uid = $1 AND m.id = ANY($2) AND m.status = 'active' FOR UPDATE");
+    let sql = format!(
+        "SELECT m.id, {FORGETTING_COLUMNS} FROM memories m WHERE m.uid = $1 AND m.id = ANY($2) AND m.status = 'active' FOR UPDATE"
+    );
     let mut states: HashMap<MemoryId, ForgettingState> = HashMap::new();
     for row in tx.query(&sql, &[&uid, &list])? {
         states.insert(memory_id(col(&row, 0)?)?, forgetting_state(&row, 1)?);
@@ -672,9 +715,18 @@ fn set_status(tx: &mut Tx<'_>, uid: Uuid, seq: i64, status: Status) -> Result<()
 /// the copies of the status their vector and their index terms carry, in the caller's
 /// transaction. Every status change goes through here, so the copies never disagree with
 /// the memory (`integrity_check` verifies it).
-fn change_status(tx: &mut Tx<'_>, uid: Uuid, seqs: &[i64], status: Status, superseded_by: Option<MemoryId>) -> Result<(), StoreError> {
+fn change_status(
+    tx: &mut Tx<'_>,
+    uid: Uuid,
+    seqs: &[i64],
+    status: Status,
+    superseded_by: Option<MemoryId>,
+) -> Result<(), StoreError> {
     let by = superseded_by.map(|id| id.as_uuid());
-    tx.execute("UPDATE memories SET status = $3, superseded_by = coalesce($4, superseded_by) WHERE uid = $1 AND seq = ANY($2)", &[&uid, &seqs, &status.as_str(), &by])?;
+    tx.execute(
+        "UPDATE memories SET status = $3, superseded_by = coalesce($4, superseded_by) WHERE uid = $1 AND seq = ANY($2)",
+        &[&uid, &seqs, &status.as_str(), &by],
+    )?;
     tx.execute("UPDATE embeddings SET status = $3 WHERE uid = $1 AND seq = ANY($2)", &[&uid, &seqs, &status.as_str()])?;
     Ok(())
 }
@@ -718,7 +770,13 @@ impl Store for PgStore {
         self.pool.read(|tx| read_user(tx, uid))
     }
 
-    fn set_time_zone(&self, tenant: &TenantId, user: &UserId, time_zone: &str, now: Timestamp) -> Result<UserRecord, StoreError> {
+    fn set_time_zone(
+        &self,
+        tenant: &TenantId,
+        user: &UserId,
+        time_zone: &str,
+        now: Timestamp,
+    ) -> Result<UserRecord, StoreError> {
         let zone = membank_core::time::UserTimeZone::parse(time_zone)?;
         self.ensure_user(tenant, user, now)?;
         let uid = user_uid(tenant, user);
@@ -729,7 +787,15 @@ impl Store for PgStore {
     }
 
     fn list_users(&self, tenant: &TenantId) -> Result<Vec<UserRecord>, StoreError> {
-        self.pool.read(|tx| tx.query("SELECT user_key, time_zone, created_at FROM users WHERE tenant = $1 ORDER BY row_seq", &[&tenant.as_str()])?.iter().map(user_record).collect())
+        self.pool.read(|tx| {
+            tx.query(
+                "SELECT user_key, time_zone, created_at FROM users WHERE tenant = $1 ORDER BY row_seq",
+                &[&tenant.as_str()],
+            )?
+            .iter()
+            .map(user_record)
+            .collect()
+        })
     }
 
     fn insert(&self, new: NewMemory) -> Result<Memory, StoreError> {
@@ -745,7 +811,8 @@ impl Store for PgStore {
         let n = batch.len();
         self.pool.write(|tx| {
             // Users locked in one order, so two batches over the same users cannot deadlock.
-            let mut scopes: Vec<(Uuid, &Scope)> = batch.iter().map(|m| (scope_uid(&m.memory.scope), &m.memory.scope)).collect();
+            let mut scopes: Vec<(Uuid, &Scope)> =
+                batch.iter().map(|m| (scope_uid(&m.memory.scope), &m.memory.scope)).collect();
             scopes.sort_by_key(|(uid, _)| *uid);
             scopes.dedup_by_key(|(uid, _)| *uid);
             for (_, scope) in scopes {
@@ -782,7 +849,11 @@ impl Store for PgStore {
 
     fn list(&self, scope: &Scope, query: &ListQuery) -> Result<Vec<Memory>, StoreError> {
         let uid = scope_uid(scope);
-        let statuses: Vec<&str> = if query.statuses.is_empty() { vec!["active", "archived", "superseded"] } else { query.statuses.iter().map(|s| s.as_str()).collect() };
+        let statuses: Vec<&str> = if query.statuses.is_empty() {
+            vec!["active", "archived", "superseded"]
+        } else {
+            query.statuses.iter().map(|s| s.as_str()).collect()
+        };
         let kinds: Vec<&str> = query.kinds.iter().map(|k| k.as_str()).collect();
         let order = if query.oldest_first { "m.occurred_at ASC, m.seq ASC" } else { "m.occurred_at DESC, m.seq DESC" };
         let sql = format!(
@@ -792,18 +863,34 @@ impl Store for PgStore {
             label_filter(2)
         );
         let (agent, session) = labels(scope);
-        let (limit, offset) = (i64::try_from(query.limit).unwrap_or(i64::MAX), i64::try_from(query.offset).unwrap_or(i64::MAX));
+        let (limit, offset) =
+            (i64::try_from(query.limit).unwrap_or(i64::MAX), i64::try_from(query.offset).unwrap_or(i64::MAX));
         self.pool.read(|tx| {
-            tx.query(&sql, &[&uid, &agent, &session, &statuses, &kinds, &query.pinned_only, &query.day_from, &query.day_to, &limit, &offset])?
-                .iter()
-                .map(|row| Ok(row_to_memory(row, &scope.tenant, &scope.user)?.1))
-                .collect()
+            tx.query(
+                &sql,
+                &[
+                    &uid,
+                    &agent,
+                    &session,
+                    &statuses,
+                    &kinds,
+                    &query.pinned_only,
+                    &query.day_from,
+                    &query.day_to,
+                    &limit,
+                    &offset,
+                ],
+            )?
+            .iter()
+            .map(|row| Ok(row_to_memory(row, &scope.tenant, &scope.user)?.1))
+            .collect()
         })
     }
 
     fn counts(&self, scope: &Scope) -> Result<StatusCounts, StoreError> {
         let uid = scope_uid(scope);
-        let sql = format!("SELECT m.status, count(*) FROM memories m WHERE m.uid = $1 {} GROUP BY m.status", label_filter(2));
+        let sql =
+            format!("SELECT m.status, count(*) FROM memories m WHERE m.uid = $1 {} GROUP BY m.status", label_filter(2));
         let (agent, session) = labels(scope);
         self.pool.read(|tx| {
             let mut counts = StatusCounts::default();
@@ -821,9 +908,19 @@ impl Store for PgStore {
         })
     }
 
-    fn dense_search(&self, scope: &Scope, model: &EmbeddingModel, query: &[f32], filter: &SearchFilter, limit: usize) -> Result<Vec<Hit>, StoreError> {
+    fn dense_search(
+        &self,
+        scope: &Scope,
+        model: &EmbeddingModel,
+        query: &[f32],
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> Result<Vec<Hit>, StoreError> {
         if query.len() != model.dim {
-            return Err(StoreError::Invalid(membank_core::InvalidInput::new("query vector", format!("has {} dimensions, the model {}", query.len(), model.dim))));
+            return Err(StoreError::Invalid(membank_core::InvalidInput::new(
+                "query vector",
+                format!("has {} dimensions, the model {}", query.len(), model.dim),
+            )));
         }
         self.pool.read(|tx| {
             let uid = scope_uid(scope);
@@ -831,24 +928,51 @@ impl Store for PgStore {
             if !self.check_model(tx, model)? || limit == 0 {
                 return Ok(Vec::new());
             }
-            let labels = Labels { agent: scope.agent.as_ref().map(|a| a.as_str()), session: scope.session.as_ref().map(|s| s.as_str()) };
-            self.vectors.search(&mut PgSource { tx, uid }, row, revision, model.dim, query, filter, &labels, limit, self.dense_screen)
+            let labels = Labels {
+                agent: scope.agent.as_ref().map(|a| a.as_str()),
+                session: scope.session.as_ref().map(|s| s.as_str()),
+            };
+            self.vectors.search(
+                &mut PgSource { tx, uid },
+                row,
+                revision,
+                model.dim,
+                query,
+                filter,
+                &labels,
+                limit,
+                self.dense_screen,
+            )
         })
     }
 
-    fn lexical_search(&self, scope: &Scope, terms: &[String], filter: &SearchFilter, limit: usize) -> Result<Vec<Hit>, StoreError> {
+    fn lexical_search(
+        &self,
+        scope: &Scope,
+        terms: &[String],
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> Result<Vec<Hit>, StoreError> {
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
         self.pool.read(|tx| {
             let uid = scope_uid(scope);
             let Some((row, revision)) = cache_key(tx, uid)? else { return Ok(Vec::new()) };
-            let labels = Labels { agent: scope.agent.as_ref().map(|a| a.as_str()), session: scope.session.as_ref().map(|s| s.as_str()) };
+            let labels = Labels {
+                agent: scope.agent.as_ref().map(|a| a.as_str()),
+                session: scope.session.as_ref().map(|s| s.as_str()),
+            };
             self.terms.search(&mut PgSource { tx, uid }, row, revision, terms, filter, &labels, limit)
         })
     }
 
-    fn record_recall(&self, scope: &Scope, recall: &RecallRecord, strengthen: Option<&ForgettingPolicy>) -> Result<Vec<Memory>, StoreError> {
+    fn record_recall(
+        &self,
+        scope: &Scope,
+        recall: &RecallRecord,
+        strengthen: Option<&ForgettingPolicy>,
+    ) -> Result<Vec<Memory>, StoreError> {
         if recall.results.is_empty() {
             return Ok(Vec::new());
         }
@@ -857,7 +981,10 @@ impl Store for PgStore {
             // Re-read under the user's lock: a result archived or erased since the searches
             // read their snapshots is dropped here, not returned or strengthened.
             let ids: Vec<Uuid> = recall.results.iter().map(|(id, _)| id.as_uuid()).collect();
-            let sql = format!("SELECT m.id, m.status FROM memories m WHERE m.uid = $1 AND m.id = ANY($2) {}", label_filter(3));
+            let sql = format!(
+                "SELECT m.id, m.status FROM memories m WHERE m.uid = $1 AND m.id = ANY($2) {}",
+                label_filter(3)
+            );
             let (agent, session) = labels(scope);
             let mut statuses: HashMap<MemoryId, Status> = HashMap::new();
             for row in tx.query(&sql, &[&uid, &ids, &agent, &session])? {
@@ -876,7 +1003,14 @@ impl Store for PgStore {
             let events: Vec<NewEvent> = eligible
                 .iter()
                 .enumerate()
-                .map(|(rank, (id, score))| NewEvent::about(*id, EventKind::Recalled, recall.now, json!({ "query_id": recall.query_id, "rank": rank + 1, "score": score })))
+                .map(|(rank, (id, score))| {
+                    NewEvent::about(
+                        *id,
+                        EventKind::Recalled,
+                        recall.now,
+                        json!({ "query_id": recall.query_id, "rank": rank + 1, "score": score }),
+                    )
+                })
                 .collect();
             append_events(tx, uid, &events)?;
             let ids: Vec<MemoryId> = eligible.iter().map(|(id, _)| *id).collect();
@@ -884,14 +1018,22 @@ impl Store for PgStore {
                 strengthen_all(tx, uid, &ids, Some(&recall.query_id), policy, recall.now)?;
             }
             if let Some(vector) = &recall.query_vector {
-                let keep = strengthen.map_or(membank_core::FadeMemParams::default().recent_queries, |p| p.fademem.recent_queries);
+                let keep = strengthen
+                    .map_or(membank_core::FadeMemParams::default().recent_queries, |p| p.fademem.recent_queries);
                 maintain::remember_query(tx, uid, vector, recall.now, keep)?;
             }
             fetch_many(tx, uid, scope, &ids)
         })
     }
 
-    fn confirm_used(&self, scope: &Scope, ids: &[MemoryId], query_id: Option<&str>, policy: &ForgettingPolicy, now: Timestamp) -> Result<Vec<Memory>, StoreError> {
+    fn confirm_used(
+        &self,
+        scope: &Scope,
+        ids: &[MemoryId],
+        query_id: Option<&str>,
+        policy: &ForgettingPolicy,
+        now: Timestamp,
+    ) -> Result<Vec<Memory>, StoreError> {
         self.pool.write(|tx| {
             let uid = existing_user(tx, scope)?;
             let present = fetch_many(tx, uid, scope, ids)?;
@@ -906,10 +1048,17 @@ impl Store for PgStore {
     fn archive(&self, scope: &Scope, id: MemoryId, reason: &str, now: Timestamp) -> Result<Memory, StoreError> {
         self.mutate(scope, id, |tx, uid, seq, memory| {
             if memory.status != Status::Active {
-                return Err(StoreError::Conflict(format!("memory {id} is {}, only an active memory can be forgotten", memory.status)));
+                return Err(StoreError::Conflict(format!(
+                    "memory {id} is {}, only an active memory can be forgotten",
+                    memory.status
+                )));
             }
             set_status(tx, uid, seq, Status::Archived)?;
-            append_events(tx, uid, &[NewEvent::about(id, EventKind::Archived, now, json!({ "policy": "request", "reason": reason }))])
+            append_events(
+                tx,
+                uid,
+                &[NewEvent::about(id, EventKind::Archived, now, json!({ "policy": "request", "reason": reason }))],
+            )
         })
     }
 
@@ -943,11 +1092,20 @@ impl Store for PgStore {
         erasure::erase(self, scope, id, now)
     }
 
-    fn sweep(&self, scope: &Scope, policy: &ForgettingPolicy, now: Timestamp, dry_run: bool) -> Result<SweepReport, StoreError> {
+    fn sweep(
+        &self,
+        scope: &Scope,
+        policy: &ForgettingPolicy,
+        now: Timestamp,
+        dry_run: bool,
+    ) -> Result<SweepReport, StoreError> {
         policy.validate()?;
         let uid = scope_uid(scope);
         let plan_in = |tx: &mut Tx<'_>| -> Result<PlannedSweep, StoreError> {
-            let sql = format!("SELECT m.seq, m.id, {FORGETTING_COLUMNS} FROM memories m WHERE m.uid = $1 AND m.status = 'active' {}", label_filter(2));
+            let sql = format!(
+                "SELECT m.seq, m.id, {FORGETTING_COLUMNS} FROM memories m WHERE m.uid = $1 AND m.status = 'active' {}",
+                label_filter(2)
+            );
             let (agent, session) = labels(scope);
             let mut rows: Vec<(i64, MemoryId, ForgettingState)> = Vec::new();
             for row in tx.query(&sql, &[&uid, &agent, &session])? {
@@ -1009,13 +1167,19 @@ impl Store for PgStore {
 
     fn supersede(&self, scope: &Scope, old: MemoryId, new: NewMemory) -> Result<Memory, StoreError> {
         if new.memory.scope.tenant != scope.tenant || new.memory.scope.user != scope.user {
-            return Err(StoreError::Invalid(membank_core::InvalidInput::new("scope", "an edit must stay with the same user")));
+            return Err(StoreError::Invalid(membank_core::InvalidInput::new(
+                "scope",
+                "an edit must stay with the same user",
+            )));
         }
         self.pool.write(|tx| {
             let uid = existing_user(tx, scope).map_err(not_found_as(old))?;
             let (old_seq, previous) = fetch_one(tx, uid, scope, old)?;
             if previous.status != Status::Active {
-                return Err(StoreError::Conflict(format!("memory {old} is {}, only an active memory can be edited", previous.status)));
+                return Err(StoreError::Conflict(format!(
+                    "memory {old} is {}, only an active memory can be edited",
+                    previous.status
+                )));
             }
             let at = new.memory.recorded_at;
             let new_scope = new.memory.scope.clone();
@@ -1027,7 +1191,12 @@ impl Store for PgStore {
                 uid,
                 &[
                     NewEvent::about(new_id, EventKind::Edited, at, json!({ "previous": old.to_string() })),
-                    NewEvent::about(old, EventKind::Superseded, at, json!({ "by": new_id.to_string(), "reason": "edited" })),
+                    NewEvent::about(
+                        old,
+                        EventKind::Superseded,
+                        at,
+                        json!({ "by": new_id.to_string(), "reason": "edited" }),
+                    ),
                 ],
             )?;
             Ok(fetch_one(tx, uid, &new_scope, new_id)?.1)
@@ -1045,16 +1214,29 @@ impl Store for PgStore {
             for old in replaces {
                 let (seq, memory) = fetch_one(tx, uid, &scope, *old)?;
                 if matches!(memory.status, Status::Superseded | Status::Erased) {
-                    return Err(StoreError::Conflict(format!("memory {old} is {} and cannot be superseded again", memory.status)));
+                    return Err(StoreError::Conflict(format!(
+                        "memory {old} is {} and cannot be superseded again",
+                        memory.status
+                    )));
                 }
                 change_status(tx, uid, &[seq], Status::Superseded, Some(id))?;
-                events.push(NewEvent::about(*old, EventKind::Superseded, now, json!({ "by": id.to_string(), "previous_status": memory.status.as_str() })));
+                events.push(NewEvent::about(
+                    *old,
+                    EventKind::Superseded,
+                    now,
+                    json!({ "by": id.to_string(), "previous_status": memory.status.as_str() }),
+                ));
             }
             if !replaces.is_empty() {
                 bump_revision(tx, uid)?;
             }
             let replaced: Vec<String> = replaces.iter().map(ToString::to_string).collect();
-            events.push(NewEvent::about(id, EventKind::Summarized, now, json!({ "kind": kind.as_str(), "sources": sources, "replaces": replaced })));
+            events.push(NewEvent::about(
+                id,
+                EventKind::Summarized,
+                now,
+                json!({ "kind": kind.as_str(), "sources": sources, "replaces": replaced }),
+            ));
             append_events(tx, uid, &events)?;
             Ok(fetch_one(tx, uid, &scope, id)?.1)
         })
@@ -1068,7 +1250,12 @@ impl Store for PgStore {
         lookup::adjacent(self, scope, ids, filter)
     }
 
-    fn days_with_memories(&self, scope: &Scope, days: &[NaiveDate], filter: &SearchFilter) -> Result<Vec<NaiveDate>, StoreError> {
+    fn days_with_memories(
+        &self,
+        scope: &Scope,
+        days: &[NaiveDate],
+        filter: &SearchFilter,
+    ) -> Result<Vec<NaiveDate>, StoreError> {
         lookup::days_with_memories(self, scope, days, filter)
     }
 
@@ -1084,7 +1271,12 @@ impl Store for PgStore {
         maintain::state(self, scope)
     }
 
-    fn users_due_for_maintenance(&self, before: Timestamp, every_turns: Option<u64>, limit: usize) -> Result<Vec<(TenantId, UserId)>, StoreError> {
+    fn users_due_for_maintenance(
+        &self,
+        before: Timestamp,
+        every_turns: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<(TenantId, UserId)>, StoreError> {
         maintain::users_due(self, before, every_turns, limit)
     }
 
@@ -1096,7 +1288,12 @@ impl Store for PgStore {
         idempotency::insert_all(self, batch, claim)
     }
 
-    fn idempotency_record(&self, scope: &Scope, key: &str, expire_before: Timestamp) -> Result<Option<IdempotencyRecord>, StoreError> {
+    fn idempotency_record(
+        &self,
+        scope: &Scope,
+        key: &str,
+        expire_before: Timestamp,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
         idempotency::record(self, scope, key, expire_before)
     }
 
@@ -1112,7 +1309,13 @@ impl Store for PgStore {
         })
     }
 
-    fn export_user(&self, tenant: &TenantId, user: &UserId, vectors: bool, sink: &mut dyn FnMut(ExportRow) -> Result<(), StoreError>) -> Result<bool, StoreError> {
+    fn export_user(
+        &self,
+        tenant: &TenantId,
+        user: &UserId,
+        vectors: bool,
+        sink: &mut dyn FnMut(ExportRow) -> Result<(), StoreError>,
+    ) -> Result<bool, StoreError> {
         transfer::export_user(self, tenant, user, vectors, sink)
     }
 
@@ -1135,10 +1338,21 @@ impl Store for PgStore {
         self.pool.read(|tx| {
             let mut census = crate::ScriptCensus { model: self.stored_model(tx)?, ..Default::default() };
             let params: [&(dyn postgres::types::ToSql + Sync); 0] = [];
-            let mut rows = tx.query_iter("SELECT content, user_text, assistant_text FROM memories WHERE status = 'active'", &params)?;
-            while let Some(row) = postgres::fallible_iterator::FallibleIterator::next(&mut rows).map_err(PgError::from)? {
-                let (content, user_text, assistant_text): (Option<String>, Option<String>, Option<String>) = (col(&row, 0)?, col(&row, 1)?, col(&row, 2)?);
-                crate::sqlite::census_count(&mut census, content.as_deref(), user_text.as_deref(), assistant_text.as_deref());
+            let mut rows = tx.query_iter(
+                "SELECT content, user_text, assistant_text FROM memories WHERE status = 'active'",
+                &params,
+            )?;
+            while let Some(row) =
+                postgres::fallible_iterator::FallibleIterator::next(&mut rows).map_err(PgError::from)?
+            {
+                let (content, user_text, assistant_text): (Option<String>, Option<String>, Option<String>) =
+                    (col(&row, 0)?, col(&row, 1)?, col(&row, 2)?);
+                crate::sqlite::census_count(
+                    &mut census,
+                    content.as_deref(),
+                    user_text.as_deref(),
+                    assistant_text.as_deref(),
+                );
             }
             Ok(census)
         })

@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use postgres::types::ToSql;
 use postgres::error::SqlState;
+use postgres::types::ToSql;
 use postgres::{Client, IsolationLevel, Row, RowIter, Statement};
 
 use super::PgError;
@@ -51,7 +51,13 @@ impl Pool {
     /// A pool of at most `max` connections (at least one) to the server `config` names.
     /// Nothing is opened yet.
     pub(super) fn new(config: postgres::Config, max: usize, tls: tokio_postgres_rustls::MakeRustlsConnect) -> Self {
-        Self { config, tls, max: max.max(1), state: Mutex::new(State { idle: Vec::new(), open: 0 }), freed: Condvar::new() }
+        Self {
+            config,
+            tls,
+            max: max.max(1),
+            state: Mutex::new(State { idle: Vec::new(), open: 0 }),
+            freed: Condvar::new(),
+        }
     }
 
     fn take(&self) -> Result<Conn, StoreError> {
@@ -120,7 +126,11 @@ impl Pool {
         let result = loop {
             let error = {
                 let Conn { client, statements } = &mut conn;
-                let begun = if read_only { client.build_transaction().isolation_level(IsolationLevel::RepeatableRead).read_only(true).start() } else { client.transaction() };
+                let begun = if read_only {
+                    client.build_transaction().isolation_level(IsolationLevel::RepeatableRead).read_only(true).start()
+                } else {
+                    client.transaction()
+                };
                 match begun {
                     Ok(inner) => {
                         let mut tx = Tx { inner, statements };
@@ -138,7 +148,9 @@ impl Pool {
             // The server's FATAL "terminating connection" can arrive as BEGIN's error before
             // the client has marked itself closed: that connection is as dead.
             let shut_down = [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN, SqlState::CANNOT_CONNECT_NOW];
-            let dead = conn.client.is_closed() || error.is_closed() || error.code().is_some_and(|code| shut_down.contains(code));
+            let dead = conn.client.is_closed()
+                || error.is_closed()
+                || error.code().is_some_and(|code| shut_down.contains(code));
             if replaced || !dead {
                 break Err(PgError::from(error).into());
             }

@@ -237,15 +237,26 @@ pub(super) fn migrate(client: &mut Client) -> Result<(), StoreError> {
             return Ok(());
         }
         if found == 0 {
-            let ours: bool = tx.query_one("SELECT to_regclass('memories') IS NOT NULL", &[]).map_err(PgError::from)?.get(0);
+            let ours: bool =
+                tx.query_one("SELECT to_regclass('memories') IS NOT NULL", &[]).map_err(PgError::from)?.get(0);
             if ours {
-                return Err(StoreError::Corrupt("the database holds a memories table but no membank schema version".into()));
+                return Err(StoreError::Corrupt(
+                    "the database holds a memories table but no membank schema version".into(),
+                ));
             }
-            let available: bool = tx.query_one("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')", &[]).map_err(PgError::from)?.get(0);
+            let available: bool = tx
+                .query_one("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')", &[])
+                .map_err(PgError::from)?
+                .get(0);
             if !available {
-                return Err(StoreError::Corrupt("the server has no pgvector extension (install pgvector, then CREATE EXTENSION vector)".into()));
+                return Err(StoreError::Corrupt(
+                    "the server has no pgvector extension (install pgvector, then CREATE EXTENSION vector)".into(),
+                ));
             }
-            tx.batch_execute("CREATE TABLE schema_version (version bigint NOT NULL); INSERT INTO schema_version VALUES (0);").map_err(PgError::from)?;
+            tx.batch_execute(
+                "CREATE TABLE schema_version (version bigint NOT NULL); INSERT INTO schema_version VALUES (0);",
+            )
+            .map_err(PgError::from)?;
         }
         let next = found + 1;
         tx.batch_execute(MIGRATIONS[found as usize]).map_err(PgError::from)?;
@@ -257,10 +268,14 @@ pub(super) fn migrate(client: &mut Client) -> Result<(), StoreError> {
 
 /// The schema version of the database (0: no membank schema).
 pub(super) fn version(tx: &mut postgres::Transaction<'_>) -> Result<i64, StoreError> {
-    let exists: bool = tx.query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[]).map_err(PgError::from)?.get(0);
+    let exists: bool =
+        tx.query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[]).map_err(PgError::from)?.get(0);
     if !exists {
         return Ok(0);
     }
     let row = tx.query_opt("SELECT version FROM schema_version", &[]).map_err(PgError::from)?;
-    row.map(|r| r.try_get::<_, i64>(0)).transpose().map_err(|e| StoreError::Corrupt(format!("bad schema_version: {e}"))).map(|v| v.unwrap_or(0))
+    row.map(|r| r.try_get::<_, i64>(0))
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(format!("bad schema_version: {e}")))
+        .map(|v| v.unwrap_or(0))
 }

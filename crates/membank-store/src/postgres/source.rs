@@ -81,7 +81,11 @@ impl Source for PgSource<'_, '_> {
             let entry = meta(&row)?;
             let Vector(vector) = col(&row, 7)?;
             if vector.len() != dim {
-                return Err(StoreError::Corrupt(format!("vector of memory row {} has {} dimensions, the store {dim}", entry.seq, vector.len())));
+                return Err(StoreError::Corrupt(format!(
+                    "vector of memory row {} has {} dimensions, the store {dim}",
+                    entry.seq,
+                    vector.len()
+                )));
             }
             each(entry, &vector)?;
         }
@@ -97,14 +101,17 @@ impl Source for PgSource<'_, '_> {
         )?;
         while let Some(row) = rows.next().map_err(PgError::from)? {
             let entry = meta(&row)?;
-            let (content, user_text, assistant_text): (Option<&str>, Option<&str>, Option<&str>) = (col(&row, 7)?, col(&row, 8)?, col(&row, 9)?);
+            let (content, user_text, assistant_text): (Option<&str>, Option<&str>, Option<&str>) =
+                (col(&row, 7)?, col(&row, 8)?, col(&row, 9)?);
             each(entry, content, user_text, assistant_text)?;
         }
         Ok(())
     }
 
     fn statuses_upto(&mut self, last: i64) -> Result<Vec<(i64, Status)>, StoreError> {
-        let rows = self.tx.query("SELECT seq, status FROM memories WHERE uid = $1 AND seq <= $2 ORDER BY seq", &[&self.uid, &last])?;
+        let rows = self
+            .tx
+            .query("SELECT seq, status FROM memories WHERE uid = $1 AND seq <= $2 ORDER BY seq", &[&self.uid, &last])?;
         rows.iter().map(|row| Ok((col(row, 0)?, parse("status", col(row, 1)?)?))).collect()
     }
 }

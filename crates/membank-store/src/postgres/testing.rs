@@ -17,13 +17,19 @@ impl TestDatabase {
     /// A new empty database on the server of `admin_url`, named after `test`; panics
     /// with the reason when the server cannot make one (it is for tests).
     pub fn create(admin_url: &str, test: &str) -> TestDatabase {
-        Self::try_create(admin_url, test).unwrap_or_else(|e| panic!("cannot create a test database on {}: {e}", crate::redact(admin_url)))
+        Self::try_create(admin_url, test)
+            .unwrap_or_else(|e| panic!("cannot create a test database on {}: {e}", crate::redact(admin_url)))
     }
 
     /// [`TestDatabase::create`], with the failure as an error.
     pub fn try_create(admin_url: &str, test: &str) -> Result<TestDatabase, postgres::Error> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let tag: String = test.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(30).collect::<String>().to_ascii_lowercase();
+        let tag: String = test
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .take(30)
+            .collect::<String>()
+            .to_ascii_lowercase();
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
         let name = format!("mbt_{tag}_{}_{}_{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
         let mut admin = postgres::Client::connect(admin_url, postgres::NoTls)?;
@@ -69,4 +75,3 @@ pub fn with_database(url: &str, name: &str) -> String {
     }
     out
 }
-

@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use membank_core::InvalidInput;
 use postgres::config::SslMode;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -60,7 +60,11 @@ fn mode(value: &str) -> Result<Mode, StoreError> {
         "require" => Mode::Require,
         "verify-ca" => Mode::VerifyCa,
         "verify-full" => Mode::VerifyFull,
-        other => return Err(invalid(format!("sslmode {other:?} is not one of disable, prefer, require, verify-ca, verify-full"))),
+        other => {
+            return Err(invalid(format!(
+                "sslmode {other:?} is not one of disable, prefer, require, verify-ca, verify-full"
+            )));
+        }
     })
 }
 
@@ -73,7 +77,11 @@ pub(super) fn settings(text: &str) -> Result<Settings, StoreError> {
             "sslmode" => out.mode = mode(value)?,
             "sslrootcert" if value == "system" => out.root_cert = None,
             "sslrootcert" => out.root_cert = Some(PathBuf::from(value)),
-            "sslcert" | "sslkey" | "sslpassword" => return Err(invalid(format!("{key}: client certificates are not supported; authenticate with a password"))),
+            "sslcert" | "sslkey" | "sslpassword" => {
+                return Err(invalid(format!(
+                    "{key}: client certificates are not supported; authenticate with a password"
+                )));
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -144,7 +152,8 @@ impl Settings {
         let roots = match &self.root_cert {
             Some(path) => {
                 let mut roots = RootCertStore::empty();
-                let certs = CertificateDer::pem_file_iter(path).map_err(|e| invalid(format!("cannot read sslrootcert {}: {e}", path.display())))?;
+                let certs = CertificateDer::pem_file_iter(path)
+                    .map_err(|e| invalid(format!("cannot read sslrootcert {}: {e}", path.display())))?;
                 for cert in certs {
                     let cert = cert.map_err(|e| invalid(format!("sslrootcert {}: {e}", path.display())))?;
                     roots.add(cert).map_err(|e| invalid(format!("sslrootcert {}: {e}", path.display())))?;
@@ -154,14 +163,20 @@ impl Settings {
                 }
                 Some(roots)
             }
-            None if matches!(self.mode, Mode::VerifyCa | Mode::VerifyFull) => Some(RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() }),
+            None if matches!(self.mode, Mode::VerifyCa | Mode::VerifyFull) => {
+                Some(RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() })
+            }
             None => None,
         };
-        let builder = rustls::ClientConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().map_err(|e| invalid(format!("TLS: {e}")))?;
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| invalid(format!("TLS: {e}")))?;
         let verifier: Arc<dyn ServerCertVerifier> = match roots {
             None => Arc::new(EncryptOnly { algorithms: provider.signature_verification_algorithms }),
             Some(roots) => {
-                let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider).build().map_err(|e| invalid(format!("TLS: {e}")))?;
+                let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                    .build()
+                    .map_err(|e| invalid(format!("TLS: {e}")))?;
                 if self.mode == Mode::VerifyFull { webpki } else { Arc::new(ChainOnly(webpki)) }
             }
         };
@@ -178,13 +193,30 @@ struct EncryptOnly {
 }
 
 impl ServerCertVerifier for EncryptOnly {
-    fn verify_server_cert(&self, _: &CertificateDer<'_>, _: &[CertificateDer<'_>], _: &ServerName<'_>, _: &[u8], _: UnixTime) -> Result<ServerCertVerified, rustls::Error> {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
         Ok(ServerCertVerified::assertion())
     }
-    fn verify_tls12_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
         rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
     }
-    fn verify_tls13_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
         rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -198,16 +230,35 @@ impl ServerCertVerifier for EncryptOnly {
 struct ChainOnly(Arc<WebPkiServerVerifier>);
 
 impl ServerCertVerifier for ChainOnly {
-    fn verify_server_cert(&self, end_entity: &CertificateDer<'_>, intermediates: &[CertificateDer<'_>], name: &ServerName<'_>, ocsp: &[u8], now: UnixTime) -> Result<ServerCertVerified, rustls::Error> {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
         match self.0.verify_server_cert(end_entity, intermediates, name, ocsp, now) {
-            Err(rustls::Error::InvalidCertificate(CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. })) => Ok(ServerCertVerified::assertion()),
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
             other => other,
         }
     }
-    fn verify_tls12_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
         self.0.verify_tls12_signature(message, cert, dss)
     }
-    fn verify_tls13_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
         self.0.verify_tls13_signature(message, cert, dss)
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -221,7 +272,9 @@ mod tests {
 
     #[test]
     fn tls_parameters_leave_the_url_and_keep_the_rest() {
-        let s = settings("postgres://me:pw@db:5432/m?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem&application_name=x").unwrap();
+        let s =
+            settings("postgres://me:pw@db:5432/m?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem&application_name=x")
+                .unwrap();
         assert_eq!(s.rest, "postgres://me:pw@db:5432/m?application_name=x");
         assert_eq!(s.mode, Mode::VerifyFull);
         assert_eq!(s.root_cert, Some(PathBuf::from("/etc/ca.pem")));
@@ -236,7 +289,8 @@ mod tests {
     fn unknown_modes_and_client_certificates_are_refused() {
         assert!(matches!(settings("postgres://db/m?sslmode=sometimes"), Err(StoreError::Invalid(_))));
         assert!(matches!(settings("postgres://db/m?sslcert=/c.pem"), Err(StoreError::Invalid(_))));
-        let missing = Settings { rest: String::new(), mode: Mode::VerifyFull, root_cert: Some("/nonexistent/ca.pem".into()) };
+        let missing =
+            Settings { rest: String::new(), mode: Mode::VerifyFull, root_cert: Some("/nonexistent/ca.pem".into()) };
         assert!(matches!(missing.connector(), Err(StoreError::Invalid(_))));
     }
 }

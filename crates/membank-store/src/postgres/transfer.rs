@@ -24,8 +24,8 @@ use uuid::Uuid;
 use super::pool::Tx;
 use super::vector::{Vector, VectorRef};
 use super::{
-    MEMORY_COLUMN_COUNT, MEMORY_COLUMNS, PgError, PgStore, col, finite_or, finite01, millis, read_event, refuse_nul, refuse_nul_json, row_to_memory, scope_uid,
-    user_uid,
+    MEMORY_COLUMN_COUNT, MEMORY_COLUMNS, PgError, PgStore, col, finite_or, finite01, millis, read_event, refuse_nul,
+    refuse_nul_json, row_to_memory, scope_uid, user_uid,
 };
 use crate::StoreError;
 use crate::types::{ExportRow, ImportCounts, ModelVector, UserImport, UserState};
@@ -34,7 +34,13 @@ use crate::types::{ExportRow, ImportCounts, ModelVector, UserImport, UserState};
 /// that one statement's arrays stay a few megabytes.
 pub(super) const CHUNK: usize = 2000;
 
-pub(super) fn export_user(store: &PgStore, tenant: &TenantId, user: &UserId, vectors: bool, sink: &mut dyn FnMut(ExportRow) -> Result<(), StoreError>) -> Result<bool, StoreError> {
+pub(super) fn export_user(
+    store: &PgStore,
+    tenant: &TenantId,
+    user: &UserId,
+    vectors: bool,
+    sink: &mut dyn FnMut(ExportRow) -> Result<(), StoreError>,
+) -> Result<bool, StoreError> {
     let uid = user_uid(tenant, user);
     store.pool.read(|tx| {
         let Some(row) = tx.query_opt("SELECT time_zone, created_at, maintained_at, resummarize_due FROM users WHERE uid = $1", &[&uid])? else { return Ok(false) };
@@ -93,7 +99,10 @@ pub(super) fn all_users(store: &PgStore) -> Result<Vec<(TenantId, UserId)>, Stor
             .iter()
             .map(|row| {
                 let (tenant, user): (String, String) = (col(row, 0)?, col(row, 1)?);
-                Ok((TenantId::new(&tenant).map_err(|e| StoreError::Corrupt(e.to_string()))?, UserId::new(&user).map_err(|e| StoreError::Corrupt(e.to_string()))?))
+                Ok((
+                    TenantId::new(&tenant).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                    UserId::new(&user).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                ))
             })
             .collect()
     })
@@ -245,18 +254,29 @@ fn insert_events(tx: &mut Tx<'_>, uid: Uuid, events: &[Event]) -> Result<(), Sto
 /// events, in the caller's transaction (which holds the user's lock): two statements,
 /// whatever the number of rows. Rows are checked as [`PgStore::insert_row`]
 /// checks one, and get sequence numbers in their order.
-pub(super) fn insert_memories(store: &PgStore, tx: &mut Tx<'_>, uid: Uuid, rows: &[(Memory, Option<ModelVector>)]) -> Result<(), StoreError> {
+pub(super) fn insert_memories(
+    store: &PgStore,
+    tx: &mut Tx<'_>,
+    uid: Uuid,
+    rows: &[(Memory, Option<ModelVector>)],
+) -> Result<(), StoreError> {
     if rows.is_empty() {
         return Ok(());
     }
     let mut claimed: Vec<&crate::EmbeddingModel> = Vec::new();
     for (memory, embedding) in rows {
         if scope_uid(&memory.scope) != uid {
-            return Err(StoreError::Invalid(membank_core::InvalidInput::new("memory", format!("memory {} belongs to another user than the operation", memory.id))));
+            return Err(StoreError::Invalid(membank_core::InvalidInput::new(
+                "memory",
+                format!("memory {} belongs to another user than the operation", memory.id),
+            )));
         }
         if let Some((model, vector)) = embedding {
             if vector.len() != model.dim || vector.iter().any(|x| !x.is_finite()) {
-                return Err(StoreError::Invalid(membank_core::InvalidInput::new("embedding", format!("expected {} finite numbers, got {}", model.dim, vector.len()))));
+                return Err(StoreError::Invalid(membank_core::InvalidInput::new(
+                    "embedding",
+                    format!("expected {} finite numbers, got {}", model.dim, vector.len()),
+                )));
             }
             if !claimed.contains(&model) {
                 store.claim_model(tx, model)?;
@@ -293,12 +313,20 @@ pub(super) fn insert_memories(store: &PgStore, tx: &mut Tx<'_>, uid: Uuid, rows:
     let superseded_by: Vec<Option<Uuid>> = rows.iter().map(|(m, _)| m.superseded_by.map(|id| id.as_uuid())).collect();
     // Arrays of arrays must be rectangular in PostgreSQL: each memory's sources travel as
     // the text of a uuid[] and are cast back row by row.
-    let derived: Vec<String> = rows.iter().map(|(m, _)| format!("{{{}}}", m.derived_from.iter().map(ToString::to_string).collect::<Vec<_>>().join(","))).collect();
-    let metadata: Vec<serde_json::Value> = rows.iter().map(|(m, _)| serde_json::to_value(&m.metadata).map_err(|e| StoreError::Corrupt(e.to_string()))).collect::<Result<_, _>>()?;
+    let derived: Vec<String> = rows
+        .iter()
+        .map(|(m, _)| format!("{{{}}}", m.derived_from.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")))
+        .collect();
+    let metadata: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|(m, _)| serde_json::to_value(&m.metadata).map_err(|e| StoreError::Corrupt(e.to_string())))
+        .collect::<Result<_, _>>()?;
     let fade: Vec<f64> = rows.iter().map(|(m, _)| finite_or(m.forgetting.fade_age, 0.0).max(0.0)).collect();
-    let frequency: Vec<f64> = rows.iter().map(|(m, _)| finite_or(m.forgetting.access_frequency, 0.0).max(0.0)).collect();
+    let frequency: Vec<f64> =
+        rows.iter().map(|(m, _)| finite_or(m.forgetting.access_frequency, 0.0).max(0.0)).collect();
     let base: Vec<f64> = rows.iter().map(|(m, _)| finite01(m.forgetting.base_importance, 0.5)).collect();
-    let decay: Vec<f64> = rows.iter().map(|(m, _)| finite_or(m.forgetting.decay_factor, 1.0).max(f64::MIN_POSITIVE)).collect();
+    let decay: Vec<f64> =
+        rows.iter().map(|(m, _)| finite_or(m.forgetting.decay_factor, 1.0).max(f64::MIN_POSITIVE)).collect();
     // WITH ORDINALITY and ORDER BY: sequence numbers follow the rows' order.
     let started = std::time::Instant::now();
     let returned = tx.query(
@@ -345,14 +373,19 @@ pub(super) fn insert_memories(store: &PgStore, tx: &mut Tx<'_>, uid: Uuid, rows:
             &decay,
         ],
     )?;
-    let seq_of: HashMap<Uuid, i64> = returned.iter().map(|row| Ok((col(row, 0)?, col(row, 1)?))).collect::<Result<_, StoreError>>()?;
-    let seqs: Vec<i64> = ids.iter().map(|id| seq_of.get(id).copied().ok_or_else(|| StoreError::Corrupt(format!("memory {id} was not stored")))).collect::<Result<_, _>>()?;
+    let seq_of: HashMap<Uuid, i64> =
+        returned.iter().map(|row| Ok((col(row, 0)?, col(row, 1)?))).collect::<Result<_, StoreError>>()?;
+    let seqs: Vec<i64> = ids
+        .iter()
+        .map(|id| seq_of.get(id).copied().ok_or_else(|| StoreError::Corrupt(format!("memory {id} was not stored"))))
+        .collect::<Result<_, _>>()?;
 
     let memories_at = started.elapsed();
     // Vectors, each with the copy of what a search filters on.
     let with_vector: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].1.is_some()).collect();
     if !with_vector.is_empty() {
-        let vectors: Vec<VectorRef<'_>> = with_vector.iter().filter_map(|&i| rows[i].1.as_ref().map(|(_, v)| VectorRef(v))).collect();
+        let vectors: Vec<VectorRef<'_>> =
+            with_vector.iter().filter_map(|&i| rows[i].1.as_ref().map(|(_, v)| VectorRef(v))).collect();
         tx.execute(
             "INSERT INTO embeddings (uid, seq, status, kind, day, agent, session, vector)
              SELECT $1, unnest($2::int8[]), unnest($3::text[]), unnest($4::text[]), unnest($5::date[]), unnest($6::text[]), unnest($7::text[]), unnest($8::vector[])",

@@ -27,7 +27,8 @@ fn is_vector(ty: &Type) -> bool {
 
 impl ToSql for VectorRef<'_> {
     fn to_sql(&self, _ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
-        let dim = u16::try_from(self.0.len()).map_err(|_| format!("a vector of {} dimensions is longer than pgvector allows", self.0.len()))?;
+        let dim = u16::try_from(self.0.len())
+            .map_err(|_| format!("a vector of {} dimensions is longer than pgvector allows", self.0.len()))?;
         out.reserve(4 + 4 * self.0.len());
         out.put_u16(dim);
         out.put_u16(0);

@@ -22,7 +22,8 @@ use crate::cache::CacheKind;
 /// Receives one vector row: its memory's metadata and the vector.
 pub(crate) type VectorSink<'a> = dyn FnMut(RowMeta, &[f32]) -> Result<(), StoreError> + 'a;
 /// Receives one memory's row: its metadata, content, user text and assistant text.
-pub(crate) type TextSink<'a> = dyn FnMut(RowMeta, Option<&str>, Option<&str>, Option<&str>) -> Result<(), StoreError> + 'a;
+pub(crate) type TextSink<'a> =
+    dyn FnMut(RowMeta, Option<&str>, Option<&str>, Option<&str>) -> Result<(), StoreError> + 'a;
 
 /// One user's rows in one read snapshot, as the caches load them.
 pub(crate) trait Source {
@@ -54,7 +55,13 @@ pub(crate) fn body_text(content: Option<&str>, user_text: Option<&str>, assistan
 /// The terms of [`body_text`], in order, without building the joined string: the newline
 /// between the two sides of a turn cuts terms as any separator does, so each side is cut on
 /// its own. What the BM25 index calls for every memory of a user it loads.
-pub(crate) fn for_each_body_term(content: Option<&str>, user_text: Option<&str>, assistant_text: Option<&str>, buffer: &mut String, mut each: impl FnMut(&str)) {
+pub(crate) fn for_each_body_term(
+    content: Option<&str>,
+    user_text: Option<&str>,
+    assistant_text: Option<&str>,
+    buffer: &mut String,
+    mut each: impl FnMut(&str),
+) {
     match user_text {
         Some(user) => {
             membank_core::text::for_each_term(user, buffer, &mut each);
@@ -82,7 +89,11 @@ mod tests {
         for (content, user, assistant) in cases {
             let mut got = Vec::new();
             for_each_body_term(content, user, assistant, &mut buffer, |t| got.push(t.to_owned()));
-            assert_eq!(got, membank_core::text::terms(&body_text(content, user, assistant)), "{content:?} {user:?} {assistant:?}");
+            assert_eq!(
+                got,
+                membank_core::text::terms(&body_text(content, user, assistant)),
+                "{content:?} {user:?} {assistant:?}"
+            );
         }
     }
 }

@@ -58,7 +58,16 @@ pub(crate) type TermCache = UserCache<UserTerms>;
 impl TermCache {
     /// Brings the user's index up to date with `source`'s snapshot, then ranks by BM25.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn search(&self, source: &mut dyn Source, user_row: i64, revision: i64, terms: &[String], filter: &SearchFilter, labels: &Labels<'_>, limit: usize) -> Result<Vec<Hit>, StoreError> {
+    pub(crate) fn search(
+        &self,
+        source: &mut dyn Source,
+        user_row: i64,
+        revision: i64,
+        terms: &[String],
+        filter: &SearchFilter,
+        labels: &Labels<'_>,
+        limit: usize,
+    ) -> Result<Vec<Hit>, StoreError> {
         self.with_fresh(source, user_row, revision, (), |cached| rank(cached, terms, filter, labels, limit))
     }
 }
@@ -194,7 +203,11 @@ fn rank(cached: &UserTerms, terms: &[String], filter: &SearchFilter, labels: &La
         }
     }
     // Filters apply once per matching document, not once per posting.
-    let mut ranked: Vec<(f64, u32)> = touched.into_iter().filter(|&doc| cached.docs[doc as usize].admitted(filter, labels)).map(|doc| (scores[doc as usize], doc)).collect();
+    let mut ranked: Vec<(f64, u32)> = touched
+        .into_iter()
+        .filter(|&doc| cached.docs[doc as usize].admitted(filter, labels))
+        .map(|doc| (scores[doc as usize], doc))
+        .collect();
     let by_score = |a: &(f64, u32), b: &(f64, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
     if limit < ranked.len() {
         ranked.select_nth_unstable_by(limit - 1, by_score);

@@ -109,7 +109,14 @@ impl<T> UserCache<T> {
 impl<T: UserRows> UserCache<T> {
     /// Brings the rows of the user keyed `user_row` (its revision `revision`) up to date
     /// with `source`'s snapshot, then reads them with `f`.
-    pub(crate) fn with_fresh<R>(&self, source: &mut dyn Source, user_row: i64, revision: i64, params: T::Params, f: impl FnOnce(&T) -> R) -> Result<R, StoreError> {
+    pub(crate) fn with_fresh<R>(
+        &self,
+        source: &mut dyn Source,
+        user_row: i64,
+        revision: i64,
+        params: T::Params,
+        f: impl FnOnce(&T) -> R,
+    ) -> Result<R, StoreError> {
         // Held until `f` returns: an eviction meanwhile drops only the budget's handle.
         let slot: Arc<RwLock<Synced<T>>> = self.budget.slot(T::KIND, user_row);
         let max_seq = source.max_seq(T::KIND)?;
@@ -121,7 +128,11 @@ impl<T: UserRows> UserCache<T> {
             }
         }
         let mut cached = slot.write().unwrap_or_else(|e| e.into_inner());
-        if cached.loaded && cached.revision != revision && cached.max_seq <= max_seq && refresh_statuses(source, cached.rows.rows_mut())? {
+        if cached.loaded
+            && cached.revision != revision
+            && cached.max_seq <= max_seq
+            && refresh_statuses(source, cached.rows.rows_mut())?
+        {
             cached.revision = revision;
         }
         let whole = !cached.loaded || cached.revision != revision || cached.max_seq > max_seq;

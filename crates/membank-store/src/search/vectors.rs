@@ -69,8 +69,21 @@ pub(crate) type VectorCache = UserCache<UserVectors>;
 impl VectorCache {
     /// Brings the user's cached vectors up to date with `source`'s snapshot, then scans them.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn search(&self, source: &mut dyn Source, user_row: i64, revision: i64, dim: usize, query: &[f32], filter: &SearchFilter, labels: &Labels<'_>, limit: usize, screen: DenseScreen) -> Result<Vec<Hit>, StoreError> {
-        self.with_fresh(source, user_row, revision, dim, |cached| scan(cached, dim, query, filter, labels, limit, screen))
+    pub(crate) fn search(
+        &self,
+        source: &mut dyn Source,
+        user_row: i64,
+        revision: i64,
+        dim: usize,
+        query: &[f32],
+        filter: &SearchFilter,
+        labels: &Labels<'_>,
+        limit: usize,
+        screen: DenseScreen,
+    ) -> Result<Vec<Hit>, StoreError> {
+        self.with_fresh(source, user_row, revision, dim, |cached| {
+            scan(cached, dim, query, filter, labels, limit, screen)
+        })
     }
 }
 
@@ -122,7 +135,11 @@ fn load_after(source: &mut dyn Source, dim: usize, after: i64, cached: &mut User
     }
     source.vectors_after(after, dim, &mut |entry, vector| {
         if vector.len() != dim {
-            return Err(StoreError::Corrupt(format!("vector of memory row {} has {} dimensions, the store {dim}", entry.seq, vector.len())));
+            return Err(StoreError::Corrupt(format!(
+                "vector of memory row {} has {} dimensions, the store {dim}",
+                entry.seq,
+                vector.len()
+            )));
         }
         last = entry.seq;
         cached.label_bytes += entry.label_bytes();
@@ -152,7 +169,11 @@ fn load_after(source: &mut dyn Source, dim: usize, after: i64, cached: &mut User
 /// Scores `rows` into `out` with `score` (a kernel over some of the rows), on two threads
 /// from [`PARALLEL_ROWS`] rows on.
 fn score_rows(rows: &[u32], out: &mut [f32], score: impl Fn(&[u32], &mut [f32]) + Sync) {
-    let threads = if rows.len() >= PARALLEL_ROWS { std::thread::available_parallelism().map_or(1, |n| n.get().min(2)) } else { 1 };
+    let threads = if rows.len() >= PARALLEL_ROWS {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
+    } else {
+        1
+    };
     if threads > 1 {
         let half = rows.len() / 2;
         let (rows_a, rows_b) = rows.split_at(half);
@@ -171,7 +192,9 @@ fn score_rows(rows: &[u32], out: &mut [f32], score: impl Fn(&[u32], &mut [f32]) 
 fn four_bit_screen(cached: &UserVectors, dim: usize, query: &[f32], rows: &[u32], limit: usize) -> Vec<u32> {
     let quantised = kernels::ByteQuery::new(query);
     let mut approx = vec![0f32; rows.len()];
-    score_rows(rows, &mut approx, |rows, out| kernels::dot_u4_rows(&cached.codes4, &cached.scales4, dim, rows, &quantised, out));
+    score_rows(rows, &mut approx, |rows, out| {
+        kernels::dot_u4_rows(&cached.codes4, &cached.scales4, dim, rows, &quantised, out)
+    });
     let l2 = query.iter().map(|x| x * x).sum::<f32>().sqrt();
     // Per row: six standard deviations of the two roundings, each uniform within half a
     // step (variance step² / 12 per component): the row's codes against the query
@@ -197,13 +220,23 @@ fn within_reach(rows: &[u32], approx: &[f32], limit: usize, error: impl Fn(u32, 
     rows.iter().zip(approx).filter(|&(&r, &a)| a + error(r, a) >= floor).map(|(&r, _)| r).collect()
 }
 
-fn scan(cached: &UserVectors, dim: usize, query: &[f32], filter: &SearchFilter, labels: &Labels<'_>, limit: usize, screen: DenseScreen) -> Vec<Hit> {
-    let mut rows: Vec<u32> = cached.entries.iter().enumerate().filter(|(_, e)| e.admitted(filter, labels)).map(|(i, _)| i as u32).collect();
+fn scan(
+    cached: &UserVectors,
+    dim: usize,
+    query: &[f32],
+    filter: &SearchFilter,
+    labels: &Labels<'_>,
+    limit: usize,
+    screen: DenseScreen,
+) -> Vec<Hit> {
+    let mut rows: Vec<u32> =
+        cached.entries.iter().enumerate().filter(|(_, e)| e.admitted(filter, labels)).map(|(i, _)| i as u32).collect();
     let limit = limit.min(rows.len());
     if limit == 0 {
         return Vec::new();
     }
-    if screen == DenseScreen::FourBit && rows.len() >= FOUR_BIT_ROWS && rows.len() > limit && !cached.scales4.is_empty() {
+    if screen == DenseScreen::FourBit && rows.len() >= FOUR_BIT_ROWS && rows.len() > limit && !cached.scales4.is_empty()
+    {
         rows = four_bit_screen(cached, dim, query, &rows, limit);
     }
     let candidates: Vec<u32> = if rows.len() <= limit {
@@ -213,7 +246,9 @@ fn scan(cached: &UserVectors, dim: usize, query: &[f32], filter: &SearchFilter, 
         // threads for a large user (the scan is most of a recall's time there).
         let quantised = kernels::QuantisedQuery::new(query);
         let mut approx = vec![0f32; rows.len()];
-        score_rows(&rows, &mut approx, |rows, out| kernels::dot_i8_rows(&cached.codes, &cached.scales, dim, rows, &quantised, out));
+        score_rows(&rows, &mut approx, |rows, out| {
+            kernels::dot_i8_rows(&cached.codes, &cached.scales, dim, rows, &quantised, out)
+        });
         let l1: f32 = query.iter().map(|x| x.abs()).sum();
         // Per row: half a step of the row's codes against the query (0.5 · scale · ‖q‖₁),
         // half a step of the query's codes against the row (0.5 · q_scale · Σ|c_j| · scale,
@@ -231,10 +266,13 @@ fn scan(cached: &UserVectors, dim: usize, query: &[f32], filter: &SearchFilter, 
         within_reach(&rows, &approx, limit, bound)
     };
     // Pass 2: exact f32 scores of the candidates only.
-    let mut scored: Vec<(f32, usize)> = candidates.iter().map(|&r| {
-        let r = r as usize;
-        (kernels::dot(&cached.data[r * dim..(r + 1) * dim], query), r)
-    }).collect();
+    let mut scored: Vec<(f32, usize)> = candidates
+        .iter()
+        .map(|&r| {
+            let r = r as usize;
+            (kernels::dot(&cached.data[r * dim..(r + 1) * dim], query), r)
+        })
+        .collect();
     let by_score = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
     if limit < scored.len() {
         scored.select_nth_unstable_by(limit - 1, by_score);
@@ -262,7 +300,11 @@ mod tests {
         let mut cached = UserVectors::default();
         let day = NaiveDate::from_ymd_opt(2024, 5, 4).expect("valid");
         for i in 0..n {
-            let mut row: Vec<f32> = if i % 7 == 6 { cached.data[(i / 2) * dim..(i / 2 + 1) * dim].to_vec() } else { (0..dim).map(|_| next()).collect() };
+            let mut row: Vec<f32> = if i % 7 == 6 {
+                cached.data[(i / 2) * dim..(i / 2 + 1) * dim].to_vec()
+            } else {
+                (0..dim).map(|_| next()).collect()
+            };
             let norm = row.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-6);
             row.iter_mut().for_each(|v| *v /= norm);
             let scale = kernels::quantise_scale(&row);
@@ -274,13 +316,27 @@ mod tests {
             cached.data.extend_from_slice(&row);
             let status = if i % 11 == 3 { Status::Archived } else { Status::Active };
             let at = chrono::DateTime::from_timestamp(1_700_000_000 + i as i64, 0).expect("valid");
-            cached.entries.push(RowMeta { seq: i as i64 + 1, id: MemoryId::generate(at), kind: Kind::Turn, day, status, agent: None, session: None });
+            cached.entries.push(RowMeta {
+                seq: i as i64 + 1,
+                id: MemoryId::generate(at),
+                kind: Kind::Turn,
+                day,
+                status,
+                agent: None,
+                session: None,
+            });
         }
         cached
     }
 
     /// The plain full scan the screened one must equal: every admitted row in f32.
-    fn brute(cached: &UserVectors, dim: usize, query: &[f32], include_archived: bool, limit: usize) -> Vec<(MemoryId, f32)> {
+    fn brute(
+        cached: &UserVectors,
+        dim: usize,
+        query: &[f32],
+        include_archived: bool,
+        limit: usize,
+    ) -> Vec<(MemoryId, f32)> {
         let mut all: Vec<(f32, usize)> = (0..cached.entries.len())
             .filter(|&i| include_archived || cached.entries[i].status == Status::Active)
             .map(|i| (kernels::dot(&cached.data[i * dim..(i + 1) * dim], query), i))
@@ -301,7 +357,10 @@ mod tests {
             // It must leave out rows (else it would only cost time)…
             assert!(kept.len() < n / 2, "query {q}: kept {} of {n}", kept.len());
             // …and never the exact top 50 (archived rows included here: no filter).
-            let mut exact: Vec<(f32, u32)> = rows.iter().map(|&r| (kernels::dot(&cached.data[r as usize * dim..(r as usize + 1) * dim], &query), r)).collect();
+            let mut exact: Vec<(f32, u32)> = rows
+                .iter()
+                .map(|&r| (kernels::dot(&cached.data[r as usize * dim..(r as usize + 1) * dim], &query), r))
+                .collect();
             exact.sort_by(|a, b| b.0.total_cmp(&a.0));
             for (_, r) in &exact[..50] {
                 assert!(kept.contains(r), "query {q}: row {r} of the exact top 50 was screened out");
@@ -313,11 +372,14 @@ mod tests {
     fn screened_scan_equals_the_full_f32_scan() {
         let labels = Labels { agent: None, session: None };
         // Below and above the two-thread threshold; small and large dimensions and limits.
-        for (n, dim, seed) in [(500, 384, 1), (5_000, 32, 2), (PARALLEL_ROWS + 1_000, 16, 3), (FOUR_BIT_ROWS + 500, 384, 4)] {
+        for (n, dim, seed) in
+            [(500, 384, 1), (5_000, 32, 2), (PARALLEL_ROWS + 1_000, 16, 3), (FOUR_BIT_ROWS + 500, 384, 4)]
+        {
             let cached = cache(n, dim, seed);
             for q in 0..6 {
                 // Queries: a stored row (its duplicates tie with it), and fresh directions.
-                let query: Vec<f32> = if q == 0 { cached.data[6 * dim..7 * dim].to_vec() } else { cache(1, dim, seed * 100 + q).data };
+                let query: Vec<f32> =
+                    if q == 0 { cached.data[6 * dim..7 * dim].to_vec() } else { cache(1, dim, seed * 100 + q).data };
                 for limit in [1, 10, 50, 200] {
                     for include_archived in [false, true] {
                         let filter = SearchFilter { include_archived, ..Default::default() };
@@ -326,7 +388,10 @@ mod tests {
                         // on these random vectors too, where no rounding error comes near its
                         // margin.
                         for screen in [DenseScreen::Exact, DenseScreen::FourBit] {
-                            let got: Vec<(MemoryId, f32)> = scan(&cached, dim, &query, &filter, &labels, limit, screen).into_iter().map(|h| (h.id, h.score as f32)).collect();
+                            let got: Vec<(MemoryId, f32)> = scan(&cached, dim, &query, &filter, &labels, limit, screen)
+                                .into_iter()
+                                .map(|h| (h.id, h.score as f32))
+                                .collect();
                             assert_eq!(got, expected, "n {n}, dim {dim}, query {q}, limit {limit}, {screen:?}");
                         }
                     }

@@ -9,27 +9,49 @@ use rusqlite::params;
 use serde_json::json;
 
 use super::{SqliteStore, append_event, bump_revision, fetch_one, insert_in};
-use crate::types::NewMemory;
 use crate::StoreError;
+use crate::types::NewMemory;
 
 /// See [`crate::Store::supersede`].
-pub(super) fn supersede(store: &SqliteStore, scope: &Scope, old: MemoryId, new: NewMemory) -> Result<membank_core::Memory, StoreError> {
+pub(super) fn supersede(
+    store: &SqliteStore,
+    scope: &Scope,
+    old: MemoryId,
+    new: NewMemory,
+) -> Result<membank_core::Memory, StoreError> {
     if new.memory.scope.tenant != scope.tenant || new.memory.scope.user != scope.user {
-        return Err(StoreError::Invalid(membank_core::InvalidInput::new("scope", "an edit must stay with the same user")));
+        return Err(StoreError::Invalid(membank_core::InvalidInput::new(
+            "scope",
+            "an edit must stay with the same user",
+        )));
     }
     store.write(|tx| {
         let user = SqliteStore::existing_user(tx, scope).map_err(|_| StoreError::memory_not_found(old))?;
         let (old_seq, previous) = fetch_one(tx, user, scope, old)?;
         if previous.status != Status::Active {
-            return Err(StoreError::Conflict(format!("memory {old} is {}, only an active memory can be edited", previous.status)));
+            return Err(StoreError::Conflict(format!(
+                "memory {old} is {}, only an active memory can be edited",
+                previous.status
+            )));
         }
         let at = new.memory.recorded_at;
         let new_scope = new.memory.scope.clone();
         let (_, new_id) = insert_in(tx, new)?;
-        tx.prepare_cached("UPDATE memories SET status = 'superseded', superseded_by = ?1 WHERE seq = ?2 AND user_row = ?3")?.execute(params![new_id.to_string(), old_seq, user])?;
+        tx.prepare_cached(
+            "UPDATE memories SET status = 'superseded', superseded_by = ?1 WHERE seq = ?2 AND user_row = ?3",
+        )?
+        .execute(params![new_id.to_string(), old_seq, user])?;
         bump_revision(tx, user)?;
-        append_event(tx, user, &NewEvent::about(new_id, EventKind::Edited, at, json!({ "previous": old.to_string() })))?;
-        append_event(tx, user, &NewEvent::about(old, EventKind::Superseded, at, json!({ "by": new_id.to_string(), "reason": "edited" })))?;
+        append_event(
+            tx,
+            user,
+            &NewEvent::about(new_id, EventKind::Edited, at, json!({ "previous": old.to_string() })),
+        )?;
+        append_event(
+            tx,
+            user,
+            &NewEvent::about(old, EventKind::Superseded, at, json!({ "by": new_id.to_string(), "reason": "edited" })),
+        )?;
         Ok(fetch_one(tx, user, &new_scope, new_id)?.1)
     })
 }

@@ -69,10 +69,19 @@ fn is_summary(kind: Kind) -> bool {
 /// The root and every memory reached from it through `derived_from` (memories made from
 /// it) or `superseded_by` (versions it replaced), breadth first, each once, erased ones
 /// skipped.
-fn reached_from(tx: &Transaction<'_>, user: i64, seq: i64, id: MemoryId) -> Result<Vec<(i64, MemoryId, Status, Kind)>, StoreError> {
-    let root: (String, String) = tx.query_row("SELECT status, kind FROM memories WHERE seq = ?1", [seq], |r| Ok((r.get(0)?, r.get(1)?)))?;
+fn reached_from(
+    tx: &Transaction<'_>,
+    user: i64,
+    seq: i64,
+    id: MemoryId,
+) -> Result<Vec<(i64, MemoryId, Status, Kind)>, StoreError> {
+    let root: (String, String) =
+        tx.query_row("SELECT status, kind FROM memories WHERE seq = ?1", [seq], |r| Ok((r.get(0)?, r.get(1)?)))?;
     let parse = |status: String, kind: String| -> Result<(Status, Kind), StoreError> {
-        Ok((status.parse().map_err(|_| StoreError::Corrupt(format!("bad status {status:?}")))?, kind.parse().map_err(|_| StoreError::Corrupt(format!("bad kind {kind:?}")))?))
+        Ok((
+            status.parse().map_err(|_| StoreError::Corrupt(format!("bad status {status:?}")))?,
+            kind.parse().map_err(|_| StoreError::Corrupt(format!("bad kind {kind:?}")))?,
+        ))
     };
     let (status, kind) = parse(root.0, root.1)?;
     let mut out = vec![(seq, id, status, kind)];
@@ -84,7 +93,9 @@ fn reached_from(tx: &Transaction<'_>, user: i64, seq: i64, id: MemoryId) -> Resu
              WHERE m.user_row = ?1 AND m.status != 'erased'
                AND (m.superseded_by = ?2 OR EXISTS (SELECT 1 FROM json_each(m.derived_from) j WHERE j.value = ?2))",
         )?;
-        let rows = stmt.query_map(params![user, current.to_string()], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?)))?;
+        let rows = stmt.query_map(params![user, current.to_string()], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
+        })?;
         for row in rows {
             let (seq, found, status, kind) = row?;
             let found: MemoryId = found.parse().map_err(|_| StoreError::Corrupt(format!("bad memory id {found:?}")))?;

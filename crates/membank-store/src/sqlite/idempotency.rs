@@ -18,7 +18,11 @@ use crate::types::{IdempotencyClaim, IdempotencyRecord, Insertion, NewMemory};
 /// Longest key accepted, in bytes.
 pub const MAX_KEY_BYTES: usize = 255;
 
-pub(super) fn insert_all(store: &SqliteStore, batch: Vec<NewMemory>, claim: Option<&IdempotencyClaim>) -> Result<Insertion, StoreError> {
+pub(super) fn insert_all(
+    store: &SqliteStore,
+    batch: Vec<NewMemory>,
+    claim: Option<&IdempotencyClaim>,
+) -> Result<Insertion, StoreError> {
     let Some(first) = batch.first() else { return Ok(Insertion::Stored(Vec::new())) };
     let scope = first.memory.scope.clone();
     if batch.iter().any(|n| n.memory.scope.tenant != scope.tenant || n.memory.scope.user != scope.user) {
@@ -59,7 +63,12 @@ pub(super) fn insert_all(store: &SqliteStore, batch: Vec<NewMemory>, claim: Opti
     })
 }
 
-pub(super) fn record(store: &SqliteStore, scope: &Scope, key: &str, expire_before: Timestamp) -> Result<Option<IdempotencyRecord>, StoreError> {
+pub(super) fn record(
+    store: &SqliteStore,
+    scope: &Scope,
+    key: &str,
+    expire_before: Timestamp,
+) -> Result<Option<IdempotencyRecord>, StoreError> {
     check_key(key)?;
     store.read(|conn| {
         let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(None) };
@@ -71,7 +80,10 @@ pub(super) fn respond(store: &SqliteStore, scope: &Scope, key: &str, response: &
     store.write(|tx| {
         let Some((user, _)) = user_row(tx, &scope.tenant, &scope.user)? else { return Ok(()) };
         // Only if none is recorded yet: the first answer is the one every retry gets.
-        tx.prepare_cached("UPDATE idempotency_keys SET response = ?3 WHERE user_row = ?1 AND key = ?2 AND response IS NULL")?.execute(params![user, key, response])?;
+        tx.prepare_cached(
+            "UPDATE idempotency_keys SET response = ?3 WHERE user_row = ?1 AND key = ?2 AND response IS NULL",
+        )?
+        .execute(params![user, key, response])?;
         Ok(())
     })
 }
@@ -82,18 +94,28 @@ fn lookup(conn: &rusqlite::Connection, user: i64, key: &str) -> Result<Option<Id
         .query_row(params![user, key], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, Option<String>>(3)?)))
         .optional()?;
     let Some((request_hash, created_at, ids, response)) = row else { return Ok(None) };
-    let ids: Vec<String> = serde_json::from_str(&ids).map_err(|e| StoreError::Corrupt(format!("bad idempotency ids: {e}")))?;
-    let memory_ids = ids.iter().map(|s| s.parse::<MemoryId>().map_err(|_| StoreError::Corrupt(format!("bad memory id {s:?}")))).collect::<Result<_, _>>()?;
+    let ids: Vec<String> =
+        serde_json::from_str(&ids).map_err(|e| StoreError::Corrupt(format!("bad idempotency ids: {e}")))?;
+    let memory_ids = ids
+        .iter()
+        .map(|s| s.parse::<MemoryId>().map_err(|_| StoreError::Corrupt(format!("bad memory id {s:?}"))))
+        .collect::<Result<_, _>>()?;
     Ok(Some(IdempotencyRecord { request_hash, created_at: from_millis(created_at)?, memory_ids, response }))
 }
 
 fn check_key(key: &str) -> Result<(), StoreError> {
     if key.is_empty() || key.len() > MAX_KEY_BYTES || !key.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-        return Err(StoreError::Invalid(InvalidInput::new("Idempotency-Key", format!("must be 1 to {MAX_KEY_BYTES} visible ASCII characters"))));
+        return Err(StoreError::Invalid(InvalidInput::new(
+            "Idempotency-Key",
+            format!("must be 1 to {MAX_KEY_BYTES} visible ASCII characters"),
+        )));
     }
     Ok(())
 }
 
 fn mismatch() -> StoreError {
-    StoreError::Invalid(InvalidInput::new("Idempotency-Key", "was already used with a different request; use a new key for a new request"))
+    StoreError::Invalid(InvalidInput::new(
+        "Idempotency-Key",
+        "was already used with a different request; use a new key for a new request",
+    ))
 }

@@ -87,13 +87,22 @@ impl ApiKeyRecord {
     /// key. Shared by both stores' [`ApiKeyStore::import_key`].
     pub(crate) fn import_conflict(&self, stored_hash: &str, key: &ApiKeyRecord, hash: &str) -> Option<StoreError> {
         if self.key_id != key.key_id {
-            return Some(StoreError::Conflict(format!("key {} has the secret hash of key {}, which is stored already; the two stores disagree about who holds that secret", key.key_id, self.key_id)));
+            return Some(StoreError::Conflict(format!(
+                "key {} has the secret hash of key {}, which is stored already; the two stores disagree about who holds that secret",
+                key.key_id, self.key_id
+            )));
         }
         if stored_hash != hash {
-            return Some(StoreError::Conflict(format!("key {} exists already with another secret; revoke it in one of the stores and create a new key", key.key_id)));
+            return Some(StoreError::Conflict(format!(
+                "key {} exists already with another secret; revoke it in one of the stores and create a new key",
+                key.key_id
+            )));
         }
         if *self != stored_form(key) {
-            return Some(StoreError::Conflict(format!("key {} exists already with other settings (tenant, user, admin, label or times)", key.key_id)));
+            return Some(StoreError::Conflict(format!(
+                "key {} exists already with other settings (tenant, user, admin, label or times)",
+                key.key_id
+            )));
         }
         None
     }
@@ -104,7 +113,11 @@ const KEY_COLUMNS: &str = "key_id, tenant, user_key, admin, label, created_at, r
 const KEY_COLUMNS_AND_HASH: &str = "key_id, tenant, user_key, admin, label, created_at, revoked_at, hash";
 
 fn row_to_key(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKeyRecord> {
-    let bad = |what: &'static str| move |e: membank_core::InvalidInput| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, format!("bad {what}: {e}").into());
+    let bad = |what: &'static str| {
+        move |e: membank_core::InvalidInput| {
+            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, format!("bad {what}: {e}").into())
+        }
+    };
     Ok(ApiKeyRecord {
         key_id: row.get(0)?,
         tenant: TenantId::new(&row.get::<_, String>(1)?).map_err(bad("tenant"))?,
@@ -145,7 +158,9 @@ impl ApiKeyStore for SqliteStore {
 
     fn revoke_key(&self, key_id: &str, now: Timestamp) -> Result<ApiKeyRecord, StoreError> {
         self.write(|tx| {
-            let found = tx.query_row(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_id = ?1"), [key_id], row_to_key).optional()?;
+            let found = tx
+                .query_row(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_id = ?1"), [key_id], row_to_key)
+                .optional()?;
             let Some(found) = found else { return Err(StoreError::NotFound { what: format!("key {key_id}") }) };
             if found.revoked_at.is_some() {
                 return Err(StoreError::Conflict(format!("key {key_id} is already revoked")));
@@ -156,7 +171,11 @@ impl ApiKeyStore for SqliteStore {
     }
 
     fn live_key_count(&self) -> Result<u64, StoreError> {
-        self.read(|conn| Ok(conn.query_row("SELECT count(*) FROM api_keys WHERE revoked_at IS NULL", [], |r| r.get::<_, i64>(0))?.max(0) as u64))
+        self.read(|conn| {
+            Ok(conn
+                .query_row("SELECT count(*) FROM api_keys WHERE revoked_at IS NULL", [], |r| r.get::<_, i64>(0))?
+                .max(0) as u64)
+        })
     }
 
     fn export_keys(&self) -> Result<Vec<(ApiKeyRecord, String)>, StoreError> {

@@ -20,7 +20,11 @@ use crate::types::{Adjacent, SearchFilter};
 
 /// The values of metadata key `key` among the memories of `scope`'s user, in any status
 /// but erased (erasure clears metadata), each with the id of the first memory carrying it.
-pub(super) fn metadata_index(store: &SqliteStore, scope: &Scope, key: &str) -> Result<HashMap<String, MemoryId>, StoreError> {
+pub(super) fn metadata_index(
+    store: &SqliteStore,
+    scope: &Scope,
+    key: &str,
+) -> Result<HashMap<String, MemoryId>, StoreError> {
     store.read(|conn| {
         let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(HashMap::new()) };
         // The key is passed as a JSON path member quoted by SQLite's own json_quote, so no
@@ -29,7 +33,9 @@ pub(super) fn metadata_index(store: &SqliteStore, scope: &Scope, key: &str) -> R
             "SELECT json_extract(m.metadata, '$.' || json_quote(?2)), m.id FROM memories m
              WHERE m.user_row = ?1 AND json_extract(m.metadata, '$.' || json_quote(?2)) IS NOT NULL ORDER BY m.seq",
         )?;
-        let rows = stmt.query_map(params![user, key], |row| Ok((row.get::<_, rusqlite::types::Value>(0)?, row.get::<_, String>(1)?)))?;
+        let rows = stmt.query_map(params![user, key], |row| {
+            Ok((row.get::<_, rusqlite::types::Value>(0)?, row.get::<_, String>(1)?))
+        })?;
         let mut out = HashMap::new();
         for row in rows {
             let (value, id) = row?;
@@ -60,7 +66,12 @@ fn admitted_by(filter: &SearchFilter) -> String {
 
 /// See [`crate::Store::adjacent`]. Two indexed seeks per id on `memories_by_user_day`,
 /// however many memories the day or the user holds.
-pub(super) fn adjacent(store: &SqliteStore, scope: &Scope, ids: &[MemoryId], filter: &SearchFilter) -> Result<Vec<Adjacent>, StoreError> {
+pub(super) fn adjacent(
+    store: &SqliteStore,
+    scope: &Scope,
+    ids: &[MemoryId],
+    filter: &SearchFilter,
+) -> Result<Vec<Adjacent>, StoreError> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -100,19 +111,33 @@ pub(super) fn adjacent(store: &SqliteStore, scope: &Scope, ids: &[MemoryId], fil
 }
 
 /// See [`crate::Store::days_with_memories`]. One seek per day on `memories_by_user_day`.
-pub(super) fn days_with_memories(store: &SqliteStore, scope: &Scope, days: &[NaiveDate], filter: &SearchFilter) -> Result<Vec<NaiveDate>, StoreError> {
+pub(super) fn days_with_memories(
+    store: &SqliteStore,
+    scope: &Scope,
+    days: &[NaiveDate],
+    filter: &SearchFilter,
+) -> Result<Vec<NaiveDate>, StoreError> {
     if days.is_empty() {
         return Ok(Vec::new());
     }
     store.read(|conn| {
         let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
-        let mut any = conn.prepare_cached(&format!("SELECT 1 FROM memories m WHERE {} AND m.day = :day LIMIT 1", admitted_by(filter)))?;
+        let mut any = conn.prepare_cached(&format!(
+            "SELECT 1 FROM memories m WHERE {} AND m.day = :day LIMIT 1",
+            admitted_by(filter)
+        ))?;
         let agent = scope.agent.as_ref().map(|a| a.as_str());
         let session = scope.session.as_ref().map(|s| s.as_str());
         let mut out = Vec::new();
         for day in days {
             let text = day.format("%Y-%m-%d").to_string();
-            if any.query_row(named_params! { ":user": user, ":day": text, ":agent": agent, ":session": session }, |_| Ok(())).optional()?.is_some() {
+            if any
+                .query_row(named_params! { ":user": user, ":day": text, ":agent": agent, ":session": session }, |_| {
+                    Ok(())
+                })
+                .optional()?
+                .is_some()
+            {
                 out.push(*day);
             }
         }

@@ -18,12 +18,22 @@ use crate::types::{MaintenanceApplied, MaintenancePlan, MaintenanceState, Replac
 
 /// Keeps a recall query's vector among the user's recent ones, at most `keep` per user,
 /// in the caller's (recall's) transaction.
-pub(super) fn remember_query(tx: &Transaction<'_>, user: i64, vector: &[f32], at: Timestamp, keep: usize) -> Result<(), StoreError> {
+pub(super) fn remember_query(
+    tx: &Transaction<'_>,
+    user: i64,
+    vector: &[f32],
+    at: Timestamp,
+    keep: usize,
+) -> Result<(), StoreError> {
     if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) {
         return Err(StoreError::Invalid(membank_core::InvalidInput::new("query vector", "must be finite numbers")));
     }
     let blob: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
-    tx.prepare_cached("INSERT INTO recent_queries (user_row, at, vector) VALUES (?1, ?2, ?3)")?.execute(params![user, millis(at), blob])?;
+    tx.prepare_cached("INSERT INTO recent_queries (user_row, at, vector) VALUES (?1, ?2, ?3)")?.execute(params![
+        user,
+        millis(at),
+        blob
+    ])?;
     tx.prepare_cached(
         "DELETE FROM recent_queries WHERE user_row = ?1 AND seq NOT IN
          (SELECT seq FROM recent_queries WHERE user_row = ?1 ORDER BY seq DESC LIMIT ?2)",
@@ -36,7 +46,11 @@ fn decode(blob: &[u8]) -> Vec<f32> {
     blob.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
-pub(super) fn vectors(store: &SqliteStore, scope: &Scope, ids: &[MemoryId]) -> Result<Vec<(MemoryId, Vec<f32>)>, StoreError> {
+pub(super) fn vectors(
+    store: &SqliteStore,
+    scope: &Scope,
+    ids: &[MemoryId],
+) -> Result<Vec<(MemoryId, Vec<f32>)>, StoreError> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -65,7 +79,8 @@ pub(super) fn vectors(store: &SqliteStore, scope: &Scope, ids: &[MemoryId]) -> R
 pub(super) fn recent_queries(store: &SqliteStore, scope: &Scope, limit: usize) -> Result<Vec<Vec<f32>>, StoreError> {
     store.read(|conn| {
         let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
-        let mut stmt = conn.prepare_cached("SELECT vector FROM recent_queries WHERE user_row = ?1 ORDER BY seq DESC LIMIT ?2")?;
+        let mut stmt =
+            conn.prepare_cached("SELECT vector FROM recent_queries WHERE user_row = ?1 ORDER BY seq DESC LIMIT ?2")?;
         let rows = stmt.query_map(params![user, limit as i64], |row| row.get::<_, Vec<u8>>(0))?;
         Ok(rows.map(|r| r.map(|b| decode(&b))).collect::<Result<_, _>>()?)
     })
@@ -84,7 +99,12 @@ pub(super) fn state(store: &SqliteStore, scope: &Scope) -> Result<MaintenanceSta
     })
 }
 
-pub(super) fn users_due(store: &SqliteStore, before: Timestamp, every_turns: Option<u64>, limit: usize) -> Result<Vec<(TenantId, UserId)>, StoreError> {
+pub(super) fn users_due(
+    store: &SqliteStore,
+    before: Timestamp,
+    every_turns: Option<u64>,
+    limit: usize,
+) -> Result<Vec<(TenantId, UserId)>, StoreError> {
     store.read(|conn| {
         // Users with nothing active have nothing to maintain. The turn count walks only the
         // rows after the user's watermark, on the (user_row, seq) index.
@@ -113,10 +133,17 @@ fn status_of(tx: &Transaction<'_>, user: i64, id: MemoryId) -> Result<Option<(i6
         .prepare_cached("SELECT seq, status FROM memories WHERE id = ?1 AND user_row = ?2")?
         .query_row(params![id.to_string(), user], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)))
         .optional()?;
-    row.map(|(seq, status)| Ok((seq, status.parse().map_err(|_| StoreError::Corrupt(format!("bad status {status:?}")))?))).transpose()
+    row.map(|(seq, status)| {
+        Ok((seq, status.parse().map_err(|_| StoreError::Corrupt(format!("bad status {status:?}")))?))
+    })
+    .transpose()
 }
 
-pub(super) fn apply(store: &SqliteStore, scope: &Scope, plan: MaintenancePlan) -> Result<MaintenanceApplied, StoreError> {
+pub(super) fn apply(
+    store: &SqliteStore,
+    scope: &Scope,
+    plan: MaintenancePlan,
+) -> Result<MaintenanceApplied, StoreError> {
     store.write(|tx| {
         let user = SqliteStore::existing_user(tx, scope)?;
         let now = plan.now;

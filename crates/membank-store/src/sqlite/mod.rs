@@ -4,16 +4,16 @@
 //! pool of `query_only` reader connections, so reads never block on writes and can never
 //! write. Every statement filters by the user's row, resolved from `(tenant, user)` first.
 
+mod derived;
 mod edit;
 mod erasure;
 mod idempotency;
-mod transfer;
 mod keys;
-mod derived;
 mod lookup;
 mod maintain;
 mod schema;
 mod source;
+mod transfer;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -21,7 +21,9 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, NaiveDate};
 use membank_core::event::{Event, EventKind, NewEvent};
 use membank_core::forgetting::{DecisionMode, ForgettingPolicy};
-use membank_core::{EventId, ForgettingState, Memory, MemoryId, Scope, Status, Strength, TenantId, Timestamp, UserId, text};
+use membank_core::{
+    EventId, ForgettingState, Memory, MemoryId, Scope, Status, Strength, TenantId, Timestamp, UserId, text,
+};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use serde_json::json;
 
@@ -29,9 +31,9 @@ pub use keys::{ApiKeyRecord, ApiKeyStore, NewApiKey};
 pub use schema::CURRENT_VERSION;
 use source::SqliteSource;
 
-use crate::search::{Labels, body_text};
 use crate::search::terms::TermCache;
 use crate::search::vectors::VectorCache;
+use crate::search::{Labels, body_text};
 
 use crate::cache::{CacheBudget, CacheStats, StoreOptions};
 use crate::types::*;
@@ -76,7 +78,15 @@ impl SqliteStore {
         schema::migrate(&mut writer)?;
         let cache = Arc::new(CacheBudget::new(options.cache_budget));
         let (vectors, terms) = (VectorCache::new(Arc::clone(&cache)), TermCache::new(Arc::clone(&cache)));
-        Ok(Self { path, writer: Mutex::new(writer), readers: Mutex::new(Vec::new()), cache, vectors, terms, dense_screen: options.dense_screen })
+        Ok(Self {
+            path,
+            writer: Mutex::new(writer),
+            readers: Mutex::new(Vec::new()),
+            cache,
+            vectors,
+            terms,
+            dense_screen: options.dense_screen,
+        })
     }
 
     /// The caches' size, budget, hits, misses and evictions now (for metrics).
@@ -100,10 +110,16 @@ impl SqliteStore {
     /// writers). `to` must not exist yet. The copy is compact and has no WAL of its own.
     pub fn backup(&self, to: &Path) -> Result<(), StoreError> {
         if to.exists() {
-            return Err(StoreError::Conflict(format!("{} exists already; a backup never overwrites a file", to.display())));
+            return Err(StoreError::Conflict(format!(
+                "{} exists already; a backup never overwrites a file",
+                to.display()
+            )));
         }
         let target = to.to_str().ok_or_else(|| StoreError::Corrupt("backup path is not UTF-8".into()))?;
-        let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)?;
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
+        )?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.execute("VACUUM INTO ?1", [target])?;
         Ok(())
@@ -116,7 +132,8 @@ impl SqliteStore {
         if !path.is_file() {
             return Err(StoreError::NotFound { what: format!("database file {}", path.display()) });
         }
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(schema::not_a_database)?;
         if version == 0 {
@@ -134,7 +151,8 @@ impl SqliteStore {
         if !path.is_file() {
             return Err(StoreError::NotFound { what: format!("database file {}", path.display()) });
         }
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         script_census(&conn)
     }
@@ -145,7 +163,10 @@ impl SqliteStore {
         // structure a connection has cached, and a pooled reader's cache may predate
         // segment merges made by the writer, which then reads as "corruption found reading
         // blob …" although the index is sound (seen intermittently in the isolation test).
-        let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)?;
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
+        )?;
         // Not query_only: FTS5's integrity check is spelled as an INSERT (it changes nothing).
         configure(&conn, false)?;
         check_connection(&conn)
@@ -156,9 +177,12 @@ impl SqliteStore {
     /// readers to finish; a reader that holds a snapshot for longer makes it fail.
     pub(super) fn checkpoint_truncate(&self) -> Result<(), StoreError> {
         let conn = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let (busy, _, _): (i64, i64, i64) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        let (busy, _, _): (i64, i64, i64) =
+            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         if busy != 0 {
-            tracing::warn!("the WAL could not be truncated after an erasure: a reader held it; the next erasure or checkpoint will");
+            tracing::warn!(
+                "the WAL could not be truncated after an erasure: a reader held it; the next erasure or checkpoint will"
+            );
         }
         Ok(())
     }
@@ -168,7 +192,10 @@ impl SqliteStore {
         let conn = match conn {
             Some(conn) => conn,
             None => {
-                let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)?;
+                let conn = Connection::open_with_flags(
+                    &self.path,
+                    OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
+                )?;
                 configure(&conn, true)?;
                 conn
             }
@@ -229,7 +256,8 @@ fn configure(conn: &Connection, reader: bool) -> Result<(), StoreError> {
         conn.execute_batch("PRAGMA query_only = ON; PRAGMA mmap_size = 1073741824;")?;
     } else {
         // WAL: readers never block the writer. FULL: a commit is on disk before we acknowledge it.
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(schema::not_a_database)?;
+        let mode: String =
+            conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(schema::not_a_database)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Corrupt(format!("could not switch the journal to WAL (got {mode})")));
         }
@@ -249,7 +277,9 @@ fn from_millis(ms: i64) -> Result<Timestamp, rusqlite::Error> {
 }
 
 fn corrupt<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> rusqlite::Error {
-    move |e| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, format!("bad {what}: {e}").into())
+    move |e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, format!("bad {what}: {e}").into())
+    }
 }
 
 fn row_to_memory(row: &Row<'_>) -> rusqlite::Result<Memory> {
@@ -260,8 +290,16 @@ fn row_to_memory(row: &Row<'_>) -> rusqlite::Result<Memory> {
         scope: Scope {
             tenant: TenantId::new(&text(2)?).map_err(corrupt("tenant"))?,
             user: UserId::new(&text(3)?).map_err(corrupt("user"))?,
-            agent: row.get::<_, Option<String>>(4)?.map(|a| membank_core::AgentLabel::new(&a)).transpose().map_err(corrupt("agent"))?,
-            session: row.get::<_, Option<String>>(5)?.map(|s| membank_core::AgentLabel::new(&s)).transpose().map_err(corrupt("session"))?,
+            agent: row
+                .get::<_, Option<String>>(4)?
+                .map(|a| membank_core::AgentLabel::new(&a))
+                .transpose()
+                .map_err(corrupt("agent"))?,
+            session: row
+                .get::<_, Option<String>>(5)?
+                .map(|s| membank_core::AgentLabel::new(&s))
+                .transpose()
+                .map_err(corrupt("session"))?,
         },
         kind: text(6)?.parse().map_err(corrupt("kind"))?,
         source: text(7)?.parse().map_err(corrupt("source"))?,
@@ -284,7 +322,11 @@ fn row_to_memory(row: &Row<'_>) -> rusqlite::Result<Memory> {
             decay_factor: row.get(27)?,
         },
         status: text(20)?.parse().map_err(corrupt("status"))?,
-        superseded_by: row.get::<_, Option<String>>(21)?.map(|s| s.parse()).transpose().map_err(corrupt("superseded_by"))?,
+        superseded_by: row
+            .get::<_, Option<String>>(21)?
+            .map(|s| s.parse())
+            .transpose()
+            .map_err(corrupt("superseded_by"))?,
         derived_from: derived.iter().map(|s| s.parse()).collect::<Result<_, _>>().map_err(corrupt("derived_from"))?,
         metadata: serde_json::from_str(&text(23)?).map_err(corrupt("metadata"))?,
     })
@@ -308,7 +350,9 @@ fn user_record(conn: &Connection, row: i64) -> Result<UserRecord, StoreError> {
 const LABEL_FILTER: &str = "AND (:agent IS NULL OR m.agent = :agent) AND (:session IS NULL OR m.session = :session)";
 
 fn fetch_one(conn: &Connection, user: i64, scope: &Scope, id: MemoryId) -> Result<(i64, Memory), StoreError> {
-    let sql = format!("SELECT {MEMORY_COLUMNS} FROM memories m JOIN users u ON u.id = m.user_row WHERE m.id = :id AND m.user_row = :user {LABEL_FILTER}");
+    let sql = format!(
+        "SELECT {MEMORY_COLUMNS} FROM memories m JOIN users u ON u.id = m.user_row WHERE m.id = :id AND m.user_row = :user {LABEL_FILTER}"
+    );
     conn.prepare_cached(&sql)?
         .query_row(
             rusqlite::named_params! { ":id": id.to_string(), ":user": user, ":agent": scope.agent.as_ref().map(|a| a.as_str()), ":session": scope.session.as_ref().map(|s| s.as_str()) },
@@ -319,14 +363,15 @@ fn fetch_one(conn: &Connection, user: i64, scope: &Scope, id: MemoryId) -> Resul
 }
 
 fn append_event(tx: &Transaction<'_>, user: i64, event: &NewEvent) -> Result<(), StoreError> {
-    tx.prepare_cached("INSERT INTO events (id, user_row, memory_id, kind, at, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?.execute(params![
-        EventId::generate(event.at).to_string(),
-        user,
-        event.memory_id.map(|id| id.to_string()),
-        event.kind.as_str(),
-        millis(event.at),
-        event.data.to_string(),
-    ])?;
+    tx.prepare_cached("INSERT INTO events (id, user_row, memory_id, kind, at, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?
+        .execute(params![
+            EventId::generate(event.at).to_string(),
+            user,
+            event.memory_id.map(|id| id.to_string()),
+            event.kind.as_str(),
+            millis(event.at),
+            event.data.to_string(),
+        ])?;
     Ok(())
 }
 
@@ -337,7 +382,11 @@ fn bump_revision(tx: &Transaction<'_>, user: i64) -> Result<(), StoreError> {
 
 /// What the full-text index holds for a memory: for turns both sides without labels.
 fn index_body(memory: &Memory) -> String {
-    text::index_text(&body_text(memory.content.as_deref(), memory.user_text.as_deref(), memory.assistant_text.as_deref()))
+    text::index_text(&body_text(
+        memory.content.as_deref(),
+        memory.user_text.as_deref(),
+        memory.assistant_text.as_deref(),
+    ))
 }
 
 fn scope_tag(user: i64) -> String {
@@ -351,7 +400,9 @@ fn stored_model(conn: &Connection) -> Result<Option<EmbeddingModel>, StoreError>
             Ok(row.get::<_, Option<String>>(0)?.zip(row.get::<_, Option<String>>(1)?))
         })?;
     stored
-        .map(|(id, dim)| Ok(EmbeddingModel { id, dim: dim.parse().map_err(|_| StoreError::Corrupt("bad embedding_dim".into()))? }))
+        .map(|(id, dim)| {
+            Ok(EmbeddingModel { id, dim: dim.parse().map_err(|_| StoreError::Corrupt("bad embedding_dim".into()))? })
+        })
         .transpose()
 }
 
@@ -360,7 +411,12 @@ fn check_model(conn: &Connection, model: &EmbeddingModel) -> Result<bool, StoreE
         None => Ok(false),
         Some(stored) => {
             if stored != *model {
-                return Err(StoreError::ModelMismatch { store_model: stored.id, store_dim: stored.dim, given_model: model.id.clone(), given_dim: model.dim });
+                return Err(StoreError::ModelMismatch {
+                    store_model: stored.id,
+                    store_dim: stored.dim,
+                    given_model: model.id.clone(),
+                    given_dim: model.dim,
+                });
             }
             Ok(true)
         }
@@ -373,7 +429,8 @@ fn script_census(conn: &Connection) -> Result<crate::ScriptCensus, StoreError> {
     let mut stmt = conn.prepare("SELECT content, user_text, assistant_text FROM memories WHERE status = 'active'")?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
-        let (content, user_text, assistant_text): (Option<String>, Option<String>, Option<String>) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        let (content, user_text, assistant_text): (Option<String>, Option<String>, Option<String>) =
+            (row.get(0)?, row.get(1)?, row.get(2)?);
         census_count(&mut census, content.as_deref(), user_text.as_deref(), assistant_text.as_deref());
     }
     Ok(census)
@@ -381,7 +438,12 @@ fn script_census(conn: &Connection) -> Result<crate::ScriptCensus, StoreError> {
 
 /// Counts one memory: a turn by its two sides (without the `User:`/`Assistant:` labels of
 /// its content), anything else by its content.
-pub(crate) fn census_count(census: &mut crate::ScriptCensus, content: Option<&str>, user_text: Option<&str>, assistant_text: Option<&str>) {
+pub(crate) fn census_count(
+    census: &mut crate::ScriptCensus,
+    content: Option<&str>,
+    user_text: Option<&str>,
+    assistant_text: Option<&str>,
+) {
     if user_text.is_some() || assistant_text.is_some() {
         census.count(user_text.into_iter().chain(assistant_text));
     } else {
@@ -394,17 +456,28 @@ type PlannedSweep = (i64, Vec<(MemoryId, i64)>, membank_core::forgetting::SweepP
 
 /// Changes a memory's status and logs why, in the caller's transaction.
 fn set_status(tx: &Transaction<'_>, user: i64, seq: i64, status: Status) -> Result<(), StoreError> {
-    tx.prepare_cached("UPDATE memories SET status = ?1 WHERE seq = ?2 AND user_row = ?3")?.execute(params![status.as_str(), seq, user])?;
+    tx.prepare_cached("UPDATE memories SET status = ?1 WHERE seq = ?2 AND user_row = ?3")?.execute(params![
+        status.as_str(),
+        seq,
+        user
+    ])?;
     bump_revision(tx, user)
 }
 
 impl SqliteStore {
     /// Resolves the scope's user for a write, or fails with NotFound.
     fn existing_user(tx: &Connection, scope: &Scope) -> Result<i64, StoreError> {
-        user_row(tx, &scope.tenant, &scope.user)?.map(|(row, _)| row).ok_or_else(|| StoreError::NotFound { what: format!("user {}", scope.user) })
+        user_row(tx, &scope.tenant, &scope.user)?
+            .map(|(row, _)| row)
+            .ok_or_else(|| StoreError::NotFound { what: format!("user {}", scope.user) })
     }
 
-    fn mutate(&self, scope: &Scope, id: MemoryId, f: impl FnOnce(&Transaction<'_>, i64, i64, &Memory) -> Result<(), StoreError>) -> Result<Memory, StoreError> {
+    fn mutate(
+        &self,
+        scope: &Scope,
+        id: MemoryId,
+        f: impl FnOnce(&Transaction<'_>, i64, i64, &Memory) -> Result<(), StoreError>,
+    ) -> Result<Memory, StoreError> {
         self.write(|tx| {
             let user = Self::existing_user(tx, scope).map_err(|_| StoreError::memory_not_found(id))?;
             let (seq, memory) = fetch_one(tx, user, scope, id)?;
@@ -431,12 +504,22 @@ impl Store for SqliteStore {
         self.read(|conn| user_row(conn, tenant, user)?.map(|(row, _)| user_record(conn, row)).transpose())
     }
 
-    fn set_time_zone(&self, tenant: &TenantId, user: &UserId, time_zone: &str, now: Timestamp) -> Result<UserRecord, StoreError> {
+    fn set_time_zone(
+        &self,
+        tenant: &TenantId,
+        user: &UserId,
+        time_zone: &str,
+        now: Timestamp,
+    ) -> Result<UserRecord, StoreError> {
         let zone = membank_core::time::UserTimeZone::parse(time_zone)?;
         self.ensure_user(tenant, user, now)?;
         self.write(|tx| {
-            tx.execute("UPDATE users SET time_zone = ?1 WHERE tenant = ?2 AND user_key = ?3", params![zone.name(), tenant.as_str(), user.as_str()])?;
-            let (row, _) = user_row(tx, tenant, user)?.ok_or_else(|| StoreError::NotFound { what: format!("user {user}") })?;
+            tx.execute(
+                "UPDATE users SET time_zone = ?1 WHERE tenant = ?2 AND user_key = ?3",
+                params![zone.name(), tenant.as_str(), user.as_str()],
+            )?;
+            let (row, _) =
+                user_row(tx, tenant, user)?.ok_or_else(|| StoreError::NotFound { what: format!("user {user}") })?;
             user_record(tx, row)
         })
     }
@@ -465,7 +548,6 @@ impl Store for SqliteStore {
             Ok(n)
         })
     }
-
 
     fn get(&self, scope: &Scope, id: MemoryId) -> Result<Memory, StoreError> {
         self.read(|conn| {
@@ -553,32 +635,69 @@ impl Store for SqliteStore {
         })
     }
 
-    fn dense_search(&self, scope: &Scope, model: &EmbeddingModel, query: &[f32], filter: &SearchFilter, limit: usize) -> Result<Vec<Hit>, StoreError> {
+    fn dense_search(
+        &self,
+        scope: &Scope,
+        model: &EmbeddingModel,
+        query: &[f32],
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> Result<Vec<Hit>, StoreError> {
         if query.len() != model.dim {
-            return Err(StoreError::Invalid(membank_core::InvalidInput::new("query vector", format!("has {} dimensions, the model {}", query.len(), model.dim))));
+            return Err(StoreError::Invalid(membank_core::InvalidInput::new(
+                "query vector",
+                format!("has {} dimensions, the model {}", query.len(), model.dim),
+            )));
         }
         self.read(|conn| {
             let Some((user, revision)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
             if !check_model(conn, model)? || limit == 0 {
                 return Ok(Vec::new());
             }
-            let labels = Labels { agent: scope.agent.as_ref().map(|a| a.as_str()), session: scope.session.as_ref().map(|s| s.as_str()) };
-            self.vectors.search(&mut SqliteSource { conn, user_row: user }, user, revision, model.dim, query, filter, &labels, limit, self.dense_screen)
+            let labels = Labels {
+                agent: scope.agent.as_ref().map(|a| a.as_str()),
+                session: scope.session.as_ref().map(|s| s.as_str()),
+            };
+            self.vectors.search(
+                &mut SqliteSource { conn, user_row: user },
+                user,
+                revision,
+                model.dim,
+                query,
+                filter,
+                &labels,
+                limit,
+                self.dense_screen,
+            )
         })
     }
 
-    fn lexical_search(&self, scope: &Scope, terms: &[String], filter: &SearchFilter, limit: usize) -> Result<Vec<Hit>, StoreError> {
+    fn lexical_search(
+        &self,
+        scope: &Scope,
+        terms: &[String],
+        filter: &SearchFilter,
+        limit: usize,
+    ) -> Result<Vec<Hit>, StoreError> {
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
         self.read(|conn| {
             let Some((user, revision)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
-            let labels = Labels { agent: scope.agent.as_ref().map(|a| a.as_str()), session: scope.session.as_ref().map(|s| s.as_str()) };
+            let labels = Labels {
+                agent: scope.agent.as_ref().map(|a| a.as_str()),
+                session: scope.session.as_ref().map(|s| s.as_str()),
+            };
             self.terms.search(&mut SqliteSource { conn, user_row: user }, user, revision, terms, filter, &labels, limit)
         })
     }
 
-    fn record_recall(&self, scope: &Scope, recall: &RecallRecord, strengthen: Option<&ForgettingPolicy>) -> Result<Vec<Memory>, StoreError> {
+    fn record_recall(
+        &self,
+        scope: &Scope,
+        recall: &RecallRecord,
+        strengthen: Option<&ForgettingPolicy>,
+    ) -> Result<Vec<Memory>, StoreError> {
         if recall.results.is_empty() {
             return Ok(Vec::new());
         }
@@ -626,7 +745,14 @@ impl Store for SqliteStore {
         })
     }
 
-    fn confirm_used(&self, scope: &Scope, ids: &[MemoryId], query_id: Option<&str>, policy: &ForgettingPolicy, now: Timestamp) -> Result<Vec<Memory>, StoreError> {
+    fn confirm_used(
+        &self,
+        scope: &Scope,
+        ids: &[MemoryId],
+        query_id: Option<&str>,
+        policy: &ForgettingPolicy,
+        now: Timestamp,
+    ) -> Result<Vec<Memory>, StoreError> {
         self.write(|tx| {
             let user = Self::existing_user(tx, scope)?;
             for id in ids {
@@ -640,10 +766,17 @@ impl Store for SqliteStore {
     fn archive(&self, scope: &Scope, id: MemoryId, reason: &str, now: Timestamp) -> Result<Memory, StoreError> {
         self.mutate(scope, id, |tx, user, seq, memory| {
             if memory.status != Status::Active {
-                return Err(StoreError::Conflict(format!("memory {id} is {}, only an active memory can be forgotten", memory.status)));
+                return Err(StoreError::Conflict(format!(
+                    "memory {id} is {}, only an active memory can be forgotten",
+                    memory.status
+                )));
             }
             set_status(tx, user, seq, Status::Archived)?;
-            append_event(tx, user, &NewEvent::about(id, EventKind::Archived, now, json!({ "policy": "request", "reason": reason })))
+            append_event(
+                tx,
+                user,
+                &NewEvent::about(id, EventKind::Archived, now, json!({ "policy": "request", "reason": reason })),
+            )
         })
     }
 
@@ -677,7 +810,13 @@ impl Store for SqliteStore {
         erasure::erase(self, scope, id, now)
     }
 
-    fn sweep(&self, scope: &Scope, policy: &ForgettingPolicy, now: Timestamp, dry_run: bool) -> Result<SweepReport, StoreError> {
+    fn sweep(
+        &self,
+        scope: &Scope,
+        policy: &ForgettingPolicy,
+        now: Timestamp,
+        dry_run: bool,
+    ) -> Result<SweepReport, StoreError> {
         policy.validate()?;
         let plan_in = |conn: &Connection| -> Result<Option<PlannedSweep>, StoreError> {
             let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(None) };
@@ -765,7 +904,11 @@ impl Store for SqliteStore {
         derived::insert_superseding(self, new, replaces, now)
     }
 
-    fn metadata_index(&self, scope: &Scope, key: &str) -> Result<std::collections::HashMap<String, MemoryId>, StoreError> {
+    fn metadata_index(
+        &self,
+        scope: &Scope,
+        key: &str,
+    ) -> Result<std::collections::HashMap<String, MemoryId>, StoreError> {
         lookup::metadata_index(self, scope, key)
     }
 
@@ -773,7 +916,12 @@ impl Store for SqliteStore {
         lookup::adjacent(self, scope, ids, filter)
     }
 
-    fn days_with_memories(&self, scope: &Scope, days: &[chrono::NaiveDate], filter: &SearchFilter) -> Result<Vec<chrono::NaiveDate>, StoreError> {
+    fn days_with_memories(
+        &self,
+        scope: &Scope,
+        days: &[chrono::NaiveDate],
+        filter: &SearchFilter,
+    ) -> Result<Vec<chrono::NaiveDate>, StoreError> {
         lookup::days_with_memories(self, scope, days, filter)
     }
 
@@ -789,7 +937,12 @@ impl Store for SqliteStore {
         maintain::state(self, scope)
     }
 
-    fn users_due_for_maintenance(&self, before: Timestamp, every_turns: Option<u64>, limit: usize) -> Result<Vec<(TenantId, UserId)>, StoreError> {
+    fn users_due_for_maintenance(
+        &self,
+        before: Timestamp,
+        every_turns: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<(TenantId, UserId)>, StoreError> {
         maintain::users_due(self, before, every_turns, limit)
     }
 
@@ -801,7 +954,12 @@ impl Store for SqliteStore {
         idempotency::insert_all(self, batch, claim)
     }
 
-    fn idempotency_record(&self, scope: &Scope, key: &str, expire_before: Timestamp) -> Result<Option<IdempotencyRecord>, StoreError> {
+    fn idempotency_record(
+        &self,
+        scope: &Scope,
+        key: &str,
+        expire_before: Timestamp,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
         idempotency::record(self, scope, key, expire_before)
     }
 
@@ -811,12 +969,21 @@ impl Store for SqliteStore {
 
     fn clear_resummarize_due(&self, scope: &Scope) -> Result<(), StoreError> {
         self.write(|tx| {
-            tx.execute("UPDATE users SET resummarize_due = 0 WHERE tenant = ?1 AND user_key = ?2", params![scope.tenant.as_str(), scope.user.as_str()])?;
+            tx.execute(
+                "UPDATE users SET resummarize_due = 0 WHERE tenant = ?1 AND user_key = ?2",
+                params![scope.tenant.as_str(), scope.user.as_str()],
+            )?;
             Ok(())
         })
     }
 
-    fn export_user(&self, tenant: &TenantId, user: &UserId, vectors: bool, sink: &mut dyn FnMut(ExportRow) -> Result<(), StoreError>) -> Result<bool, StoreError> {
+    fn export_user(
+        &self,
+        tenant: &TenantId,
+        user: &UserId,
+        vectors: bool,
+        sink: &mut dyn FnMut(ExportRow) -> Result<(), StoreError>,
+    ) -> Result<bool, StoreError> {
         transfer::export_user(self, tenant, user, vectors, sink)
     }
 
@@ -861,9 +1028,13 @@ fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), St
 fn insert_row(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, i64, Memory), StoreError> {
     let memory = new.memory;
     if let Some((model, vector)) = &new.embedding
-        && (vector.len() != model.dim || vector.iter().any(|x| !x.is_finite())) {
-            return Err(StoreError::Invalid(membank_core::InvalidInput::new("embedding", format!("expected {} finite numbers, got {}", model.dim, vector.len()))));
-        }
+        && (vector.len() != model.dim || vector.iter().any(|x| !x.is_finite()))
+    {
+        return Err(StoreError::Invalid(membank_core::InvalidInput::new(
+            "embedding",
+            format!("expected {} finite numbers, got {}", model.dim, vector.len()),
+        )));
+    }
     let user = SqliteStore::existing_user(tx, &memory.scope)?;
     let derived: Vec<String> = memory.derived_from.iter().map(ToString::to_string).collect();
     tx.prepare_cached(
@@ -903,14 +1074,23 @@ fn insert_row(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, i64, Memory)
     let seq = tx.last_insert_rowid();
     if let Some((model, vector)) = &new.embedding {
         if !check_model(tx, model)? {
-            tx.execute("INSERT INTO store_meta (key, value) VALUES ('embedding_model', ?1), ('embedding_dim', ?2)", params![model.id, model.dim.to_string()])?;
+            tx.execute(
+                "INSERT INTO store_meta (key, value) VALUES ('embedding_model', ?1), ('embedding_dim', ?2)",
+                params![model.id, model.dim.to_string()],
+            )?;
         }
         let blob: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
-        tx.prepare_cached("INSERT INTO embeddings (memory_seq, user_row, model, dim, vector) VALUES (?1, ?2, ?3, ?4, ?5)")?
-            .execute(params![seq, user, model.id, model.dim as i64, blob])?;
+        tx.prepare_cached(
+            "INSERT INTO embeddings (memory_seq, user_row, model, dim, vector) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![seq, user, model.id, model.dim as i64, blob])?;
     }
     if memory.status != Status::Erased {
-        tx.prepare_cached("INSERT INTO memory_fts (rowid, scope_tag, body) VALUES (?1, ?2, ?3)")?.execute(params![seq, scope_tag(user), index_body(&memory)])?;
+        tx.prepare_cached("INSERT INTO memory_fts (rowid, scope_tag, body) VALUES (?1, ?2, ?3)")?.execute(params![
+            seq,
+            scope_tag(user),
+            index_body(&memory)
+        ])?;
     }
     Ok((user, seq, memory))
 }
@@ -920,13 +1100,20 @@ fn insert_row(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, i64, Memory)
 /// counters are SQL increments; FadeMem's `v0` and frequency are computed from the row read
 /// in the same transaction, which holds the write lock, so concurrent recalls (other
 /// threads or processes) never lose an update. Mirrors [`ForgettingPolicy::strengthen`].
-fn strengthen_all(tx: &Transaction<'_>, user: i64, ids: &[MemoryId], query_id: Option<&str>, policy: &ForgettingPolicy, now: Timestamp) -> Result<(), StoreError> {
+fn strengthen_all(
+    tx: &Transaction<'_>,
+    user: i64,
+    ids: &[MemoryId],
+    query_id: Option<&str>,
+    policy: &ForgettingPolicy,
+    now: Timestamp,
+) -> Result<(), StoreError> {
     for id in ids {
         let row = tx
-            .prepare_cached(&format!("SELECT seq, {FORGETTING_COLUMNS} FROM memories WHERE id = ?1 AND user_row = ?2 AND status = 'active'"))?
-            .query_row(params![id.to_string(), user], |row| {
-                Ok((row.get::<_, i64>(0)?, forgetting_state(row, 1)?))
-            })
+            .prepare_cached(&format!(
+                "SELECT seq, {FORGETTING_COLUMNS} FROM memories WHERE id = ?1 AND user_row = ?2 AND status = 'active'"
+            ))?
+            .query_row(params![id.to_string(), user], |row| Ok((row.get::<_, i64>(0)?, forgetting_state(row, 1)?)))
             .optional()?;
         let Some((seq, before)) = row else { continue };
         let after_state = policy.strengthen(&before, now);
@@ -980,4 +1167,3 @@ fn quoted_list(values: &[&str]) -> String {
     // Only our own enum texts reach here, never user input.
     values.iter().map(|v| format!("'{v}'")).collect::<Vec<_>>().join(", ")
 }
-

@@ -63,9 +63,12 @@ impl Source for SqliteSource<'_> {
             let entry = meta(row)?;
             let seq = entry.seq;
             let row_dim: i64 = row.get(7)?;
-            let blob = row.get_ref(8)?.as_blob().map_err(|e| StoreError::Corrupt(format!("vector of row {seq}: {e}")))?;
+            let blob =
+                row.get_ref(8)?.as_blob().map_err(|e| StoreError::Corrupt(format!("vector of row {seq}: {e}")))?;
             if row_dim as usize != dim || blob.len() != dim * 4 {
-                return Err(StoreError::Corrupt(format!("vector of memory row {seq} has {row_dim} dimensions, the store {dim}")));
+                return Err(StoreError::Corrupt(format!(
+                    "vector of memory row {seq} has {row_dim} dimensions, the store {dim}"
+                )));
             }
             vector.clear();
             vector.extend(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
@@ -82,19 +85,26 @@ impl Source for SqliteSource<'_> {
         let mut rows = stmt.query(params![self.user_row, after])?;
         while let Some(row) = rows.next()? {
             let entry = meta(row)?;
-            let text = |col: usize| -> Result<Option<&str>, StoreError> { row.get_ref(col)?.as_str_or_null().map_err(|e| StoreError::Corrupt(e.to_string())) };
+            let text = |col: usize| -> Result<Option<&str>, StoreError> {
+                row.get_ref(col)?.as_str_or_null().map_err(|e| StoreError::Corrupt(e.to_string()))
+            };
             each(entry, text(7)?, text(8)?, text(9)?)?;
         }
         Ok(())
     }
 
     fn statuses_upto(&mut self, last: i64) -> Result<Vec<(i64, Status)>, StoreError> {
-        let mut stmt = self.conn.prepare_cached("SELECT seq, status FROM memories WHERE user_row = ?1 AND seq <= ?2 ORDER BY seq")?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT seq, status FROM memories WHERE user_row = ?1 AND seq <= ?2 ORDER BY seq")?;
         let mut rows = stmt.query(params![self.user_row, last])?;
         let mut out = Vec::new();
         while let Some(row) = rows.next()? {
             let seq: i64 = row.get(0)?;
-            let status: Status = row.get::<_, String>(1)?.parse().map_err(|_| StoreError::Corrupt(format!("bad status in row {seq}")))?;
+            let status: Status = row
+                .get::<_, String>(1)?
+                .parse()
+                .map_err(|_| StoreError::Corrupt(format!("bad status in row {seq}")))?;
             out.push((seq, status));
         }
         Ok(out)

@@ -11,7 +11,9 @@ use membank_core::event::Event;
 use membank_core::{TenantId, UserId};
 use rusqlite::{OptionalExtension, params};
 
-use super::{MEMORY_COLUMNS, SqliteStore, check_model, corrupt, from_millis, insert_row, millis, row_to_memory, user_row};
+use super::{
+    MEMORY_COLUMNS, SqliteStore, check_model, corrupt, from_millis, insert_row, millis, row_to_memory, user_row,
+};
 use crate::StoreError;
 use crate::types::{EmbeddingModel, ExportRow, ImportCounts, UserImport, UserState};
 
@@ -24,16 +26,20 @@ pub(super) fn export_user(
 ) -> Result<bool, StoreError> {
     store.read(|conn| {
         let Some((row, _)) = user_row(conn, tenant, user)? else { return Ok(false) };
-        let state = conn.query_row("SELECT time_zone, created_at, maintained_at, resummarize_due FROM users WHERE id = ?1", [row], |r| {
-            Ok(UserState {
-                tenant: tenant.clone(),
-                user: user.clone(),
-                time_zone: r.get(0)?,
-                created_at: from_millis(r.get(1)?)?,
-                maintained_at: r.get::<_, Option<i64>>(2)?.map(from_millis).transpose()?,
-                resummarize_due: r.get(3)?,
-            })
-        })?;
+        let state = conn.query_row(
+            "SELECT time_zone, created_at, maintained_at, resummarize_due FROM users WHERE id = ?1",
+            [row],
+            |r| {
+                Ok(UserState {
+                    tenant: tenant.clone(),
+                    user: user.clone(),
+                    time_zone: r.get(0)?,
+                    created_at: from_millis(r.get(1)?)?,
+                    maintained_at: r.get::<_, Option<i64>>(2)?.map(from_millis).transpose()?,
+                    resummarize_due: r.get(3)?,
+                })
+            },
+        )?;
         sink(ExportRow::User(state))?;
 
         let sql = format!(
@@ -56,13 +62,18 @@ pub(super) fn export_user(
             sink(ExportRow::Memory(Box::new(memory), vector))?;
         }
 
-        let mut stmt = conn.prepare("SELECT seq, id, memory_id, kind, at, data FROM events WHERE user_row = ?1 ORDER BY seq")?;
+        let mut stmt =
+            conn.prepare("SELECT seq, id, memory_id, kind, at, data FROM events WHERE user_row = ?1 ORDER BY seq")?;
         let mut rows = stmt.query([row])?;
         while let Some(r) = rows.next()? {
             let event = Event {
                 seq: r.get(0)?,
                 id: r.get::<_, String>(1)?.parse().map_err(corrupt("event id"))?,
-                memory_id: r.get::<_, Option<String>>(2)?.map(|s| s.parse()).transpose().map_err(corrupt("memory id"))?,
+                memory_id: r
+                    .get::<_, Option<String>>(2)?
+                    .map(|s| s.parse())
+                    .transpose()
+                    .map_err(corrupt("memory id"))?,
                 kind: r.get::<_, String>(3)?.parse().map_err(corrupt("event kind"))?,
                 at: from_millis(r.get(4)?)?,
                 data: serde_json::from_str(&r.get::<_, String>(5)?).map_err(corrupt("event data"))?,
@@ -89,13 +100,20 @@ pub(super) fn all_users(store: &SqliteStore) -> Result<Vec<(TenantId, UserId)>, 
         let mut out = Vec::new();
         for row in rows {
             let (tenant, user) = row?;
-            out.push((TenantId::new(&tenant).map_err(|e| StoreError::Corrupt(e.to_string()))?, UserId::new(&user).map_err(|e| StoreError::Corrupt(e.to_string()))?));
+            out.push((
+                TenantId::new(&tenant).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                UserId::new(&user).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            ));
         }
         Ok(out)
     })
 }
 
-pub(super) fn import_users(store: &SqliteStore, users: Vec<UserImport>, merge: bool) -> Result<ImportCounts, StoreError> {
+pub(super) fn import_users(
+    store: &SqliteStore,
+    users: Vec<UserImport>,
+    merge: bool,
+) -> Result<ImportCounts, StoreError> {
     store.write(|tx| {
         let mut counts = ImportCounts::default();
         // Refuse before writing anything: an existing user without --merge.

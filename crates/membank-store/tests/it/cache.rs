@@ -14,9 +14,10 @@ use membank_store::{CacheKind, EmbeddingModel, Hit, NewMemory, SearchFilter, Sql
 
 const DIM: usize = 48;
 const WORDS: [&str; 40] = [
-    "apple", "river", "violin", "garden", "train", "sister", "paris", "coffee", "winter", "piano", "cat", "miso", "hiking", "mountain", "wedding", "june",
-    "doctor", "exam", "bread", "lake", "novel", "guitar", "summer", "office", "rain", "bicycle", "museum", "birthday", "soup", "beach", "letter", "garden",
-    "猫咪", "咖啡", "火车", "花园", "dream", "island", "market", "storm",
+    "apple", "river", "violin", "garden", "train", "sister", "paris", "coffee", "winter", "piano", "cat", "miso",
+    "hiking", "mountain", "wedding", "june", "doctor", "exam", "bread", "lake", "novel", "guitar", "summer", "office",
+    "rain", "bicycle", "museum", "birthday", "soup", "beach", "letter", "garden", "猫咪", "咖啡", "火车", "花园",
+    "dream", "island", "market", "storm",
 ];
 
 /// A deterministic stream of numbers (splitmix64).
@@ -98,7 +99,11 @@ fn searches(store: &dyn Store, user: usize) -> Vec<Vec<Hit>> {
         SearchFilter::default(),
         SearchFilter { include_archived: true, ..Default::default() },
         SearchFilter { kinds: vec![Kind::Note], ..Default::default() },
-        SearchFilter { day_from: Some((t0() + Duration::days(2)).date_naive()), day_to: Some((t0() + Duration::days(5)).date_naive()), ..Default::default() },
+        SearchFilter {
+            day_from: Some((t0() + Duration::days(2)).date_naive()),
+            day_to: Some((t0() + Duration::days(5)).date_naive()),
+            ..Default::default()
+        },
     ];
     for filter in &filters {
         for _ in 0..2 {
@@ -111,7 +116,11 @@ fn searches(store: &dyn Store, user: usize) -> Vec<Vec<Hit>> {
     let mut agent = scope(user);
     agent.agent = Some(membank_core::AgentLabel::new("planner").unwrap());
     out.push(store.dense_search(&agent, &model(), &rng.unit(), &SearchFilter::default(), 20).unwrap());
-    out.push(store.lexical_search(&agent, &["garden".to_string(), "rain".to_string()], &SearchFilter::default(), 20).unwrap());
+    out.push(
+        store
+            .lexical_search(&agent, &["garden".to_string(), "rain".to_string()], &SearchFilter::default(), 20)
+            .unwrap(),
+    );
     out
 }
 
@@ -130,16 +139,24 @@ fn many_users_beyond_the_budget_get_the_results_of_an_unbounded_store() {
     let unbounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: None, ..Default::default() }).unwrap();
     let expected: Vec<Vec<Vec<Hit>>> = (0..users).map(|u| searches(&unbounded, u)).collect();
     let whole = unbounded.cache_stats();
-    assert_eq!((whole.vectors.entries, whole.terms.entries, whole.vectors.evictions + whole.terms.evictions), (users as u64, users as u64, 0));
+    assert_eq!(
+        (whole.vectors.entries, whole.terms.entries, whole.vectors.evictions + whole.terms.evictions),
+        (users as u64, users as u64, 0)
+    );
     assert!(expected.iter().flatten().any(|hits| !hits.is_empty()));
     // The real heap bytes, not a token count: at least the f32 rows, their int8 codes and
     // scales, and the row metadata of every cached row.
     let rows = 150 * users as u64;
-    assert!(whole.vectors.bytes >= rows * (DIM as u64 * 5 + 4 + 40), "vectors charged {} bytes for {rows} rows", whole.vectors.bytes);
+    assert!(
+        whole.vectors.bytes >= rows * (DIM as u64 * 5 + 4 + 40),
+        "vectors charged {} bytes for {rows} rows",
+        whole.vectors.bytes
+    );
     assert!(whole.terms.bytes >= rows * (40 + 4 + 4 * 8), "terms charged {} bytes for {rows} rows", whole.terms.bytes);
 
     let budget = budget_for(&unbounded, users, 4);
-    let bounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
+    let bounded =
+        SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
     // In order twice (least-recently-used's worst case: every user was evicted before its
     // turn comes again), then in a scattered order.
     let mut rng = Rng(3);
@@ -186,7 +203,8 @@ fn a_user_larger_than_the_whole_budget_is_served_and_not_kept() {
     for kind in CacheKind::ALL {
         assert!(whole.of(kind).bytes - small.of(kind).bytes > budget, "{kind:?}");
     }
-    let bounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
+    let bounded =
+        SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
     assert_eq!(searches(&bounded, 0), expected[0]);
     assert_eq!(searches(&bounded, 1), expected[1]);
     let kept = bounded.cache_stats();
@@ -222,7 +240,8 @@ fn concurrent_searches_while_evicting_return_the_unbounded_results() {
     let unbounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: None, ..Default::default() }).unwrap();
     let expected: Vec<Vec<Vec<Hit>>> = (0..users).map(|u| searches(&unbounded, u)).collect();
     let budget = budget_for(&unbounded, users, 3);
-    let bounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
+    let bounded =
+        SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
         let searchers: Vec<_> = (0..4u64)
@@ -265,11 +284,17 @@ fn writes_erasures_and_archives_while_a_user_is_evicted_are_seen() {
     let path = dir.path().join("cache.db");
     let users = 6;
     build(&path, &vec![80; users]);
-    let reference = |user: usize| searches(&SqliteStore::open_with(&path, StoreOptions { cache_budget: None, ..Default::default() }).unwrap(), user);
+    let reference = |user: usize| {
+        searches(
+            &SqliteStore::open_with(&path, StoreOptions { cache_budget: None, ..Default::default() }).unwrap(),
+            user,
+        )
+    };
     let sizing = SqliteStore::open_with(&path, StoreOptions { cache_budget: None, ..Default::default() }).unwrap();
     (0..users).for_each(|u| drop(searches(&sizing, u)));
     let budget = budget_for(&sizing, users, 2);
-    let bounded = SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
+    let bounded =
+        SqliteStore::open_with(&path, StoreOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
     // Another handle writes, as another process would.
     let writer = SqliteStore::open(&path).unwrap();
     let evict_user_0 = || {
@@ -281,7 +306,12 @@ fn writes_erasures_and_archives_while_a_user_is_evicted_are_seen() {
     let user = scope(0);
     let all = SearchFilter { include_archived: true, ..Default::default() };
     let everything = |store: &SqliteStore| -> Vec<MemoryId> {
-        let mut ids: Vec<MemoryId> = store.lexical_search(&user, &WORDS.iter().map(|w| w.to_string()).collect::<Vec<_>>(), &all, 10_000).unwrap().into_iter().map(|h| h.id).collect();
+        let mut ids: Vec<MemoryId> = store
+            .lexical_search(&user, &WORDS.iter().map(|w| w.to_string()).collect::<Vec<_>>(), &all, 10_000)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.id)
+            .collect();
         ids.sort();
         ids
     };
@@ -303,7 +333,13 @@ fn writes_erasures_and_archives_while_a_user_is_evicted_are_seen() {
     assert!(seen.contains(&fresh_id) && !seen.contains(&erased));
     let top = bounded.dense_search(&user, &model(), &fresh_vector, &SearchFilter::default(), 1).unwrap();
     assert_eq!(top[0].id, fresh_id);
-    assert!(!bounded.dense_search(&user, &model(), &fresh_vector, &SearchFilter::default(), 10_000).unwrap().iter().any(|h| h.id == archived || h.id == erased));
+    assert!(
+        !bounded
+            .dense_search(&user, &model(), &fresh_vector, &SearchFilter::default(), 10_000)
+            .unwrap()
+            .iter()
+            .any(|h| h.id == archived || h.id == erased)
+    );
 
     // Loaded and kept this time: the same changes are followed in place, then the user
     // is evicted between a write and its next search.
@@ -315,7 +351,13 @@ fn writes_erasures_and_archives_while_a_user_is_evicted_are_seen() {
     writer.restore(&user, archived, t0() + Duration::days(42)).unwrap();
     evict_user_0();
     assert_eq!(searches(&bounded, 0), reference(0));
-    assert!(bounded.dense_search(&user, &model(), &fresh_vector, &SearchFilter::default(), 10_000).unwrap().iter().any(|h| h.id == archived));
+    assert!(
+        bounded
+            .dense_search(&user, &model(), &fresh_vector, &SearchFilter::default(), 10_000)
+            .unwrap()
+            .iter()
+            .any(|h| h.id == archived)
+    );
     assert!(bounded.cache_stats().bytes() <= budget);
 }
 
@@ -324,7 +366,11 @@ fn writes_erasures_and_archives_while_a_user_is_evicted_are_seen() {
 #[cfg(feature = "postgres")]
 #[test]
 fn postgres_users_beyond_the_budget_get_the_results_of_an_unbounded_store() {
-    let Some(url) = crate::conformance::Fixture::postgres_url("postgres_users_beyond_the_budget_get_the_results_of_an_unbounded_store") else { return };
+    let Some(url) = crate::conformance::Fixture::postgres_url(
+        "postgres_users_beyond_the_budget_get_the_results_of_an_unbounded_store",
+    ) else {
+        return;
+    };
     use membank_store::{PgOptions, PgStore};
     let database = membank_store::postgres::testing::TestDatabase::create(&url, "cache_budget");
     let users = 12;
@@ -333,7 +379,8 @@ fn postgres_users_beyond_the_budget_get_the_results_of_an_unbounded_store() {
     let expected: Vec<Vec<Vec<Hit>>> = (0..users).map(|u| searches(&unbounded, u)).collect();
     assert!(expected.iter().flatten().any(|hits| !hits.is_empty()));
     let budget = unbounded.cache_stats().bytes() / users as u64 * 3;
-    let bounded = PgStore::open_with(&database.url, PgOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
+    let bounded =
+        PgStore::open_with(&database.url, PgOptions { cache_budget: Some(budget), ..Default::default() }).unwrap();
     for user in (0..users).chain(0..users) {
         assert_eq!(searches(&bounded, user), expected[user], "user {user}");
         assert!(bounded.cache_stats().bytes() <= budget);

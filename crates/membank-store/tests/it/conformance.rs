@@ -24,10 +24,13 @@ use std::sync::Arc;
 use chrono::{Duration, TimeZone, Utc};
 use membank_core::event::EventKind;
 use membank_core::forgetting::ForgettingPolicy;
-use membank_core::{ForgettingState, Kind, Layer, Memory, MemoryId, Scope, Source, Status, TenantId, Timestamp, UserId};
+use membank_core::{
+    ForgettingState, Kind, Layer, Memory, MemoryId, Scope, Source, Status, TenantId, Timestamp, UserId,
+};
 use membank_store::{
-    Adjacent, ApiKeyStore, EmbeddingModel, EventQuery, ExportRow, IdempotencyClaim, Insertion, ListQuery, MaintenancePlan, NewApiKey, NewMemory, RecallRecord,
-    Replacement, SearchFilter, SqliteStore, StateUpdate, Store, StoreError, Supersession, UserImport, UserState,
+    Adjacent, ApiKeyStore, EmbeddingModel, EventQuery, ExportRow, IdempotencyClaim, Insertion, ListQuery,
+    MaintenancePlan, NewApiKey, NewMemory, RecallRecord, Replacement, SearchFilter, SqliteStore, StateUpdate, Store,
+    StoreError, Supersession, UserImport, UserState,
 };
 use proptest::prelude::*;
 use serde_json::json;
@@ -117,8 +120,8 @@ pub mod pg {
 
     use std::sync::Arc;
 
-    pub use membank_store::postgres::testing::TestDatabase;
     use membank_store::PgStore;
+    pub use membank_store::postgres::testing::TestDatabase;
 
     use super::Fixture;
 
@@ -203,7 +206,10 @@ pub(crate) fn ensure(store: &dyn Store, scope: &Scope) {
 
 /// Inserts a note with `text` at `at` and the vector of `seed`; returns its id.
 pub(crate) fn note(store: &dyn Store, scope: &Scope, text: &str, at: Timestamp, seed: u64) -> MemoryId {
-    store.insert(NewMemory { memory: memory(scope, Kind::Note, text, at), embedding: Some((model(), unit(seed))) }).unwrap().id
+    store
+        .insert(NewMemory { memory: memory(scope, Kind::Note, text, at), embedding: Some((model(), unit(seed))) })
+        .unwrap()
+        .id
 }
 
 /// Inserts `m` without a vector; returns its id.
@@ -216,7 +222,12 @@ pub(crate) fn all_statuses() -> ListQuery {
 }
 
 pub(crate) fn lexical(store: &dyn Store, scope: &Scope, query: &str, filter: &SearchFilter) -> Vec<MemoryId> {
-    store.lexical_search(scope, &membank_core::text::query_terms(query), filter, 100).unwrap().into_iter().map(|h| h.id).collect()
+    store
+        .lexical_search(scope, &membank_core::text::query_terms(query), filter, 100)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.id)
+        .collect()
 }
 
 pub(crate) fn dense(store: &dyn Store, scope: &Scope, query: &[f32], filter: &SearchFilter) -> Vec<MemoryId> {
@@ -285,7 +296,8 @@ mod model_based {
     fn check(store: &dyn Store, expected_all: &BTreeMap<MemoryId, Expected>) -> Result<(), TestCaseError> {
         for user in 0..USERS.len() {
             let listed = store.list(&user_scope(user), &all_statuses()).unwrap();
-            let expected: BTreeMap<&MemoryId, &Expected> = expected_all.iter().filter(|(_, e)| e.user == user).collect();
+            let expected: BTreeMap<&MemoryId, &Expected> =
+                expected_all.iter().filter(|(_, e)| e.user == user).collect();
             prop_assert_eq!(listed.len(), expected.len());
             for memory in &listed {
                 let e = expected[&memory.id];
@@ -303,12 +315,27 @@ mod model_based {
             want.sort_by(|a, b| b.1.total_cmp(&a.1));
             prop_assert_eq!(hits.len(), want.len());
             for (hit, (id, score)) in hits.iter().zip(&want) {
-                prop_assert!((hit.score - f64::from(*score)).abs() < 1e-5, "score of {} is {} not {}", id, hit.score, score);
+                prop_assert!(
+                    (hit.score - f64::from(*score)).abs() < 1e-5,
+                    "score of {} is {} not {}",
+                    id,
+                    hit.score,
+                    score
+                );
             }
             for (w, word) in WORDS.iter().enumerate() {
                 let terms = membank_core::text::query_terms(word);
-                let found: BTreeSet<MemoryId> = store.lexical_search(&user_scope(user), &terms, &SearchFilter::default(), 1000).unwrap().into_iter().map(|h| h.id).collect();
-                let want: BTreeSet<MemoryId> = expected.iter().filter(|(_, e)| e.status == Status::Active && e.word == w).map(|(id, _)| **id).collect();
+                let found: BTreeSet<MemoryId> = store
+                    .lexical_search(&user_scope(user), &terms, &SearchFilter::default(), 1000)
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| h.id)
+                    .collect();
+                let want: BTreeSet<MemoryId> = expected
+                    .iter()
+                    .filter(|(_, e)| e.status == Status::Active && e.word == w)
+                    .map(|(id, _)| **id)
+                    .collect();
                 prop_assert_eq!(found, want, "lexical {}", word);
             }
         }
@@ -329,12 +356,20 @@ mod model_based {
             let pick = |target: usize| order.get(target % order.len().max(1)).copied();
             match op {
                 Op::Insert { handle, user, word, seed } => {
-                    let memory = Memory { source: Source::Agent, ..memory(&user_scope(user), Kind::Note, &format!("we talked about the {}", WORDS[word]), now) };
+                    let memory = Memory {
+                        source: Source::Agent,
+                        ..memory(&user_scope(user), Kind::Note, &format!("we talked about the {}", WORDS[word]), now)
+                    };
                     let vector = unit(seed);
-                    let stored = handles[handle].insert(NewMemory { memory: memory.clone(), embedding: Some((model(), vector.clone())) }).unwrap();
+                    let stored = handles[handle]
+                        .insert(NewMemory { memory: memory.clone(), embedding: Some((model(), vector.clone())) })
+                        .unwrap();
                     prop_assert_eq!(&stored, &memory);
                     order.push(memory.id);
-                    world.insert(memory.id, Expected { user, word, vector, status: Status::Active, state: memory.forgetting });
+                    world.insert(
+                        memory.id,
+                        Expected { user, word, vector, status: Status::Active, state: memory.forgetting },
+                    );
                 }
                 Op::Archive { handle, target } => {
                     if let Some(id) = pick(target) {
@@ -377,7 +412,13 @@ mod model_based {
                 Op::Recall { handle, target } => {
                     if let Some(id) = pick(target) {
                         let e = world.get_mut(&id).unwrap();
-                        let record = RecallRecord { query_id: "q".into(), now, results: vec![(id, 0.5)], query_vector: None, include_archived: false };
+                        let record = RecallRecord {
+                            query_id: "q".into(),
+                            now,
+                            results: vec![(id, 0.5)],
+                            query_vector: None,
+                            include_archived: false,
+                        };
                         handles[handle].record_recall(&user_scope(e.user), &record, Some(&policy)).unwrap();
                         if e.status == Status::Active {
                             e.state = policy.strengthen(&e.state, now);
@@ -386,7 +427,11 @@ mod model_based {
                 }
                 Op::Sweep { handle, user, days } => {
                     now += Duration::days(days);
-                    let active: Vec<(MemoryId, ForgettingState)> = world.iter().filter(|(_, e)| e.user == user && e.status == Status::Active).map(|(id, e)| (*id, e.state)).collect();
+                    let active: Vec<(MemoryId, ForgettingState)> = world
+                        .iter()
+                        .filter(|(_, e)| e.user == user && e.status == Status::Active)
+                        .map(|(id, e)| (*id, e.state))
+                        .collect();
                     let plan = policy.plan_sweep(active.iter().map(|(id, s)| (*id, s)), now);
                     let report = handles[handle].sweep(&user_scope(user), &policy, now, false).unwrap();
                     let mut got: Vec<MemoryId> = report.archived.iter().map(|a| a.id).collect();
@@ -1365,7 +1410,14 @@ fn export_exists(store: &dyn Store, scope: &Scope) -> bool {
 /// A user's export, as an import.
 pub(crate) fn import_of(store: &dyn Store, scope: &Scope) -> UserImport {
     let mut import = UserImport {
-        state: UserState { tenant: scope.tenant.clone(), user: scope.user.clone(), time_zone: String::new(), created_at: t0(), maintained_at: None, resummarize_due: false },
+        state: UserState {
+            tenant: scope.tenant.clone(),
+            user: scope.user.clone(),
+            time_zone: String::new(),
+            created_at: t0(),
+            maintained_at: None,
+            resummarize_due: false,
+        },
         memories: Vec::new(),
         events: Vec::new(),
         queries: Vec::new(),
@@ -1391,7 +1443,8 @@ pub(crate) fn populate(store: &dyn Store, ana: &Scope) {
     let policy = ForgettingPolicy::default();
     let mut ids = Vec::new();
     for i in 0..6 {
-        let mut turn = memory(ana, Kind::Turn, &format!("User: violin lesson {i}\nAssistant: nice"), t0() + Duration::hours(i));
+        let mut turn =
+            memory(ana, Kind::Turn, &format!("User: violin lesson {i}\nAssistant: nice"), t0() + Duration::hours(i));
         turn.user_text = Some(format!("violin lesson {i}"));
         turn.assistant_text = Some("nice".into());
         turn.metadata.insert("import_key".into(), format!("t{i}"));
@@ -1403,8 +1456,20 @@ pub(crate) fn populate(store: &dyn Store, ana: &Scope) {
     store.erase(ana, ids[2], t0()).unwrap();
     let mut summary = memory(ana, Kind::DailySummary, "violin all day", t0() + Duration::hours(7));
     summary.derived_from = vec![ids[3], ids[4]];
-    store.insert_superseding(NewMemory { memory: summary, embedding: Some((model(), unit(20))) }, &[plain_note], t0() + Duration::hours(7)).unwrap();
-    let record = RecallRecord { query_id: "q".into(), now: t0() + Duration::days(1), results: vec![(ids[3], 0.9), (ids[0], 0.5)], query_vector: Some(unit(30)), include_archived: false };
+    store
+        .insert_superseding(
+            NewMemory { memory: summary, embedding: Some((model(), unit(20))) },
+            &[plain_note],
+            t0() + Duration::hours(7),
+        )
+        .unwrap();
+    let record = RecallRecord {
+        query_id: "q".into(),
+        now: t0() + Duration::days(1),
+        results: vec![(ids[3], 0.9), (ids[0], 0.5)],
+        query_vector: Some(unit(30)),
+        include_archived: false,
+    };
     store.record_recall(ana, &record, Some(&policy)).unwrap();
     let mut p = plan(t0() + Duration::days(2));
     p.updates.push(StateUpdate::new(ids[5], 0.7, Layer::Long));
@@ -1412,13 +1477,28 @@ pub(crate) fn populate(store: &dyn Store, ana: &Scope) {
 }
 
 fn plan(now: Timestamp) -> MaintenancePlan {
-    MaintenancePlan { now, updates: Vec::new(), archive: Vec::new(), insert: Vec::new(), supersede: Vec::new(), summary: json!({}) }
+    MaintenancePlan {
+        now,
+        updates: Vec::new(),
+        archive: Vec::new(),
+        insert: Vec::new(),
+        supersede: Vec::new(),
+        summary: json!({}),
+    }
 }
 
 fn maintenance_setup(store: &dyn Store, ana: &Scope) -> Vec<MemoryId> {
     ensure(store, ana);
     (0..3)
-        .map(|i| store.insert(NewMemory { memory: memory(ana, Kind::Note, &format!("note {i}"), t0() + Duration::minutes(i)), embedding: Some((model(), vec![0.5; DIM])) }).unwrap().id)
+        .map(|i| {
+            store
+                .insert(NewMemory {
+                    memory: memory(ana, Kind::Note, &format!("note {i}"), t0() + Duration::minutes(i)),
+                    embedding: Some((model(), vec![0.5; DIM])),
+                })
+                .unwrap()
+                .id
+        })
         .collect()
 }
 

@@ -3,7 +3,9 @@
 
 use chrono::{Duration, TimeZone, Utc};
 use membank_core::{EventKind, Kind, Layer, Memory, MemoryId, Scope, Status, TenantId, Timestamp, UserId};
-use membank_store::{EmbeddingModel, EventQuery, MaintenancePlan, NewMemory, Replacement, SqliteStore, StateUpdate, Store, Supersession};
+use membank_store::{
+    EmbeddingModel, EventQuery, MaintenancePlan, NewMemory, Replacement, SqliteStore, StateUpdate, Store, Supersession,
+};
 use serde_json::json;
 
 use crate::memory;
@@ -25,7 +27,14 @@ fn insert(store: &SqliteStore, m: Memory) -> MemoryId {
 }
 
 fn plan(now: Timestamp) -> MaintenancePlan {
-    MaintenancePlan { now, updates: Vec::new(), archive: Vec::new(), insert: Vec::new(), supersede: Vec::new(), summary: json!({}) }
+    MaintenancePlan {
+        now,
+        updates: Vec::new(),
+        archive: Vec::new(),
+        insert: Vec::new(),
+        supersede: Vec::new(),
+        summary: json!({}),
+    }
 }
 
 fn setup() -> (tempfile::TempDir, SqliteStore, Vec<MemoryId>) {
@@ -33,7 +42,9 @@ fn setup() -> (tempfile::TempDir, SqliteStore, Vec<MemoryId>) {
     let store = SqliteStore::open(dir.path().join("m.db")).unwrap();
     let ana = scope("ana");
     store.ensure_user(&ana.tenant, &ana.user, t0()).unwrap();
-    let ids = (0..3).map(|i| insert(&store, memory(&ana, Kind::Note, &format!("note {i}"), t0() + Duration::minutes(i)))).collect();
+    let ids = (0..3)
+        .map(|i| insert(&store, memory(&ana, Kind::Note, &format!("note {i}"), t0() + Duration::minutes(i))))
+        .collect();
     (dir, store, ids)
 }
 
@@ -70,7 +81,11 @@ fn items_whose_memory_changed_meanwhile_are_skipped() {
     store.archive(&ana, ids[1], "requested", now).unwrap();
     let mut p = plan(now);
     p.archive.push((ids[0], json!({})));
-    p.supersede.push(Supersession { old: ids[1], by: Replacement::Existing(ids[2]), data: json!({ "rule": "near_duplicate" }) });
+    p.supersede.push(Supersession {
+        old: ids[1],
+        by: Replacement::Existing(ids[2]),
+        data: json!({ "rule": "near_duplicate" }),
+    });
     p.updates.push(StateUpdate::new(ids[0], 0.9, Layer::Long));
     let applied = store.apply_maintenance(&ana, p).unwrap();
     assert_eq!(applied.skipped, 3);
@@ -96,7 +111,11 @@ fn supersessions_point_at_inserted_memories_and_the_schedule_moves() {
     fused.derived_from = vec![ids[0], ids[1]];
     let fused_id = fused.id;
     let mut p = plan(now);
-    p.insert.push((NewMemory { memory: fused, embedding: Some((model(), vec![0.5, 0.5, 0.5, 0.5])) }, EventKind::Fused, json!({ "sources": 2 })));
+    p.insert.push((
+        NewMemory { memory: fused, embedding: Some((model(), vec![0.5, 0.5, 0.5, 0.5])) },
+        EventKind::Fused,
+        json!({ "sources": 2 }),
+    ));
     for id in &ids[..2] {
         p.supersede.push(Supersession { old: *id, by: Replacement::Inserted(0), data: json!({ "rule": "fusion" }) });
     }

@@ -39,7 +39,10 @@ fn schema_v1_opens_upgrades_and_reads() {
     assert_eq!(cat.forgetting.strength.get(), 2.0);
     assert_eq!(alice[1].status, Status::Archived);
     assert_eq!(alice[1].content.as_deref(), Some("User: 我的猫叫咪咪"));
-    assert_eq!(store.find_user(&TenantId::default_tenant(), &UserId::new("alice").unwrap()).unwrap().unwrap().time_zone, "Asia/Shanghai");
+    assert_eq!(
+        store.find_user(&TenantId::default_tenant(), &UserId::new("alice").unwrap()).unwrap().unwrap().time_zone,
+        "Asia/Shanghai"
+    );
 
     let bob = store.list(&scope("bob"), &all).unwrap();
     assert_eq!(bob.len(), 1);

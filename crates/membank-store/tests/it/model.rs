@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use chrono::{Duration, TimeZone, Utc};
 use membank_core::forgetting::ForgettingPolicy;
 use membank_core::{ForgettingState, Kind, Memory, MemoryId, Scope, Source, Status, TenantId, Timestamp, UserId};
-use membank_store::{EmbeddingModel, ListQuery, NewMemory, RecallRecord, SearchFilter, SqliteStore, Store, StoreOptions};
+use membank_store::{
+    EmbeddingModel, ListQuery, NewMemory, RecallRecord, SearchFilter, SqliteStore, Store, StoreOptions,
+};
 use proptest::prelude::*;
 
 const DIM: usize = 8;
@@ -80,12 +82,17 @@ struct Expected {
 }
 
 fn new_memory(user: usize, word: usize, at: Timestamp) -> Memory {
-    Memory { source: Source::Agent, ..crate::memory(&scope(user), Kind::Note, &format!("we talked about the {}", WORDS[word]), at) }
+    Memory {
+        source: Source::Agent,
+        ..crate::memory(&scope(user), Kind::Note, &format!("we talked about the {}", WORDS[word]), at)
+    }
 }
 
 fn check(store: &SqliteStore, model: &BTreeMap<MemoryId, Expected>) -> Result<(), TestCaseError> {
     for user in 0..USERS.len() {
-        let listed = store.list(&scope(user), &ListQuery { statuses: Status::ALL.to_vec(), limit: 1000, ..Default::default() }).unwrap();
+        let listed = store
+            .list(&scope(user), &ListQuery { statuses: Status::ALL.to_vec(), limit: 1000, ..Default::default() })
+            .unwrap();
         let expected: BTreeMap<&MemoryId, &Expected> = model.iter().filter(|(_, e)| e.user == user).collect();
         prop_assert_eq!(listed.len(), expected.len());
         for memory in &listed {
@@ -105,13 +112,28 @@ fn check(store: &SqliteStore, model: &BTreeMap<MemoryId, Expected>) -> Result<()
         want.sort_by(|a, b| b.1.total_cmp(&a.1));
         prop_assert_eq!(hits.len(), want.len());
         for (hit, (id, score)) in hits.iter().zip(&want) {
-            prop_assert!((hit.score - f64::from(*score)).abs() < 1e-5, "score of {} is {} not {}", id, hit.score, score);
+            prop_assert!(
+                (hit.score - f64::from(*score)).abs() < 1e-5,
+                "score of {} is {} not {}",
+                id,
+                hit.score,
+                score
+            );
         }
         // Lexical: exactly the active memories containing the word.
         for (w, word) in WORDS.iter().enumerate() {
             let terms = membank_core::text::query_terms(word);
-            let found: std::collections::BTreeSet<MemoryId> = store.lexical_search(&scope(user), &terms, &SearchFilter::default(), 1000).unwrap().into_iter().map(|h| h.id).collect();
-            let want: std::collections::BTreeSet<MemoryId> = expected.iter().filter(|(_, e)| e.status == Status::Active && e.word == w).map(|(id, _)| **id).collect();
+            let found: std::collections::BTreeSet<MemoryId> = store
+                .lexical_search(&scope(user), &terms, &SearchFilter::default(), 1000)
+                .unwrap()
+                .into_iter()
+                .map(|h| h.id)
+                .collect();
+            let want: std::collections::BTreeSet<MemoryId> = expected
+                .iter()
+                .filter(|(_, e)| e.status == Status::Active && e.word == w)
+                .map(|(id, _)| **id)
+                .collect();
             prop_assert_eq!(found, want, "lexical {}", word);
         }
     }

@@ -34,7 +34,9 @@ fn a_newer_schema_is_refused() {
     PgStore::open(&database.url).unwrap();
     admin(&database).batch_execute("UPDATE schema_version SET version = 99").unwrap();
     match PgStore::open(&database.url) {
-        Err(StoreError::NewerSchema { found: 99, supported }) => assert_eq!(supported, membank_store::postgres::CURRENT_VERSION),
+        Err(StoreError::NewerSchema { found: 99, supported }) => {
+            assert_eq!(supported, membank_store::postgres::CURRENT_VERSION)
+        }
         other => panic!("expected NewerSchema, got {other:?}"),
     }
 }
@@ -87,7 +89,10 @@ fn both_backends_rank_alike() {
     let Some(fx) = Fixture::postgres("both_backends_rank_alike") else { return };
     let sqlite = Fixture::sqlite();
     let ana = scope("ana");
-    let words = ["violin", "river", "garden", "cat", "music", "lesson", "walk", "dinner", "sister", "train", "rain", "猫咪", "寿司", "下雨"];
+    let words = [
+        "violin", "river", "garden", "cat", "music", "lesson", "walk", "dinner", "sister", "train", "rain", "猫咪",
+        "寿司", "下雨",
+    ];
     let stores: [&dyn Store; 2] = [sqlite.store.as_ref(), fx.store.as_ref()];
     let mut x: u64 = 7;
     let memories: Vec<Memory> = (0..300u64)
@@ -105,14 +110,29 @@ fn both_backends_rank_alike() {
         .collect();
     for store in stores {
         ensure(store, &ana);
-        let batch = memories.iter().enumerate().map(|(i, m)| NewMemory { memory: m.clone(), embedding: Some((model(), unit(i as u64))) }).collect();
+        let batch = memories
+            .iter()
+            .enumerate()
+            .map(|(i, m)| NewMemory { memory: m.clone(), embedding: Some((model(), unit(i as u64))) })
+            .collect();
         store.insert_many(batch).unwrap();
         store.archive(&ana, memories[5].id, "x", t0()).unwrap();
         store.erase(&ana, memories[6].id, t0()).unwrap();
     }
-    for query in ["violin", "violin river", "cat music lesson", "寿司", "rain on the train", "dinner with my sister", "猫咪 and 寿司"] {
+    for query in [
+        "violin",
+        "violin river",
+        "cat music lesson",
+        "寿司",
+        "rain on the train",
+        "dinner with my sister",
+        "猫咪 and 寿司",
+    ] {
         let terms = membank_core::text::query_terms(query);
-        for filter in [SearchFilter::default(), SearchFilter { kinds: vec![Kind::Turn], include_archived: true, ..Default::default() }] {
+        for filter in [
+            SearchFilter::default(),
+            SearchFilter { kinds: vec![Kind::Turn], include_archived: true, ..Default::default() },
+        ] {
             let [a, b] = stores.map(|s| s.lexical_search(&ana, &terms, &filter, 20).unwrap());
             assert!(!a.is_empty(), "{query:?}");
             assert_eq!(a, b, "lexical {query:?}");
@@ -120,7 +140,11 @@ fn both_backends_rank_alike() {
     }
     for seed in 1000..1010 {
         let [a, b] = stores.map(|s| s.dense_search(&ana, &model(), &unit(seed), &SearchFilter::default(), 20).unwrap());
-        assert_eq!(a.iter().map(|h| h.id).collect::<Vec<_>>(), b.iter().map(|h| h.id).collect::<Vec<_>>(), "dense {seed}");
+        assert_eq!(
+            a.iter().map(|h| h.id).collect::<Vec<_>>(),
+            b.iter().map(|h| h.id).collect::<Vec<_>>(),
+            "dense {seed}"
+        );
         for (x, y) in a.iter().zip(&b) {
             assert!((x.score - y.score).abs() < 1e-6, "dense {seed}: {} vs {}", x.score, y.score);
         }
@@ -184,14 +208,19 @@ fn text_with_a_nul_character_is_refused_as_invalid() {
     let store = fx.store.as_ref();
     let ana = scope("ana");
     ensure(store, &ana);
-    let refused = store.insert(NewMemory { memory: memory(&ana, Kind::Note, "a\0b", t0()), embedding: Some((model(), unit(1))) });
+    let refused =
+        store.insert(NewMemory { memory: memory(&ana, Kind::Note, "a\0b", t0()), embedding: Some((model(), unit(1))) });
     assert!(matches!(refused, Err(StoreError::Invalid(_))), "{refused:?}");
     let mut m = memory(&ana, Kind::Note, "fine", t0());
     m.metadata.insert("key".into(), "x\0y".into());
     assert!(matches!(store.insert(NewMemory { memory: m, embedding: None }), Err(StoreError::Invalid(_))));
     let id = note(store, &ana, "fine", t0(), 2);
     assert!(matches!(store.archive(&ana, id, "because\0", t0()), Err(StoreError::Invalid(_))));
-    assert_eq!(store.get(&ana, id).unwrap().status, membank_core::Status::Active, "the refused archive changed nothing");
+    assert_eq!(
+        store.get(&ana, id).unwrap().status,
+        membank_core::Status::Active,
+        "the refused archive changed nothing"
+    );
     assert_eq!(store.counts(&ana).unwrap().active, 1);
 }
 
@@ -206,7 +235,9 @@ fn tls_follows_sslmode() {
     let database = TestDatabase::create(&url, "tls");
     let mut admin = admin(&database);
     if admin.query_one("SHOW ssl", &[]).unwrap().get::<_, String>(0) != "on" {
-        eprintln!("skipping tls_follows_sslmode: the test server has TLS off (scripts/postgres-dev.sh turns it on when openssl is installed)");
+        eprintln!(
+            "skipping tls_follows_sslmode: the test server has TLS off (scripts/postgres-dev.sh turns it on when openssl is installed)"
+        );
         return;
     }
     let cert_file: String = admin.query_one("SHOW ssl_cert_file", &[]).unwrap().get(0);
@@ -217,7 +248,15 @@ fn tls_follows_sslmode() {
     }
     let with = |query: &str| format!("{}?{query}", database.url);
     let encrypted = |admin: &mut postgres::Client, name: &str| -> Vec<bool> {
-        admin.query("SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = $1", &[&name]).unwrap().iter().map(|r| r.get(0)).collect()
+        admin
+            .query(
+                "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = $1",
+                &[&name],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
     };
     let s = scope("tls");
     for (query, name, ssl) in [
@@ -236,7 +275,10 @@ fn tls_follows_sslmode() {
         Err(err) => assert!(err.to_string().contains("TLS"), "{err}"),
         Ok(_) => panic!("verify-full accepted a certificate of a private CA without sslrootcert"),
     }
-    assert!(matches!(PgStore::open(&with("sslmode=verify-full&sslrootcert=/nonexistent/ca.pem")), Err(StoreError::Invalid(_))));
+    assert!(matches!(
+        PgStore::open(&with("sslmode=verify-full&sslrootcert=/nonexistent/ca.pem")),
+        Err(StoreError::Invalid(_))
+    ));
     let other = PgStore::open(&with("sslmode=disable")).unwrap();
     assert_eq!(other.list(&s, &Default::default()).unwrap().len(), 5);
 }

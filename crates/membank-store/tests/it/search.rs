@@ -73,7 +73,8 @@ fn neighbours_are_the_adjacent_admitted_memories_of_the_same_day() {
     // get_many (one statement over the id list): in the order asked, another user's ids
     // and unknown ids skipped, nothing for nothing.
     let unknown = MemoryId::generate(day1);
-    let got: Vec<MemoryId> = store.get_many(&ana, &[c, bens, a, unknown, b]).unwrap().into_iter().map(|m| m.id).collect();
+    let got: Vec<MemoryId> =
+        store.get_many(&ana, &[c, bens, a, unknown, b]).unwrap().into_iter().map(|m| m.id).collect();
     assert_eq!(got, [c, a, b]);
     assert_eq!(store.get_many(&ben, &[a, bens]).unwrap().into_iter().map(|m| m.id).collect::<Vec<_>>(), [bens]);
     assert!(store.get_many(&ana, &[]).unwrap().is_empty());
@@ -85,7 +86,15 @@ fn lexical_scores_depend_on_the_users_own_memories_only() {
     let (ana, ben) = (scope("ana"), scope("ben"));
     let t = Utc.with_ymd_and_hms(2024, 5, 4, 9, 0, 0).unwrap();
     store.ensure_user(&ana.tenant, &ana.user, t).unwrap();
-    for (i, text) in ["my violin lesson went well", "the garden needs water", "violin strings are expensive", "we walked by the river"].iter().enumerate() {
+    for (i, text) in [
+        "my violin lesson went well",
+        "the garden needs water",
+        "violin strings are expensive",
+        "we walked by the river",
+    ]
+    .iter()
+    .enumerate()
+    {
         insert(&store, memory(&ana, Kind::Note, text, t + Duration::minutes(i as i64)));
     }
     // Filler, so that both query terms are rare.
@@ -99,7 +108,12 @@ fn lexical_scores_depend_on_the_users_own_memories_only() {
 
     // Ben writes a lot about violins: Ana's ranking and scores must not move.
     store.ensure_user(&ben.tenant, &ben.user, t).unwrap();
-    let batch = (0..200).map(|i| NewMemory { memory: memory(&ben, Kind::Note, &format!("violin practice number {i}"), t + Duration::seconds(i)), embedding: None }).collect();
+    let batch = (0..200)
+        .map(|i| NewMemory {
+            memory: memory(&ben, Kind::Note, &format!("violin practice number {i}"), t + Duration::seconds(i)),
+            embedding: None,
+        })
+        .collect();
     store.insert_many(batch).unwrap();
     let after = store.lexical_search(&ana, &terms, &SearchFilter::default(), 10).unwrap();
     assert_eq!(before, after);
@@ -126,7 +140,17 @@ fn lexical_scores_depend_on_the_users_own_memories_only() {
 #[test]
 fn an_exact_match_scores_clearly_and_ranks_first_in_tiny_stores() {
     let t = Utc.with_ymd_and_hms(2024, 5, 4, 9, 0, 0).unwrap();
-    let others = ["the garden needs water", "we walked by the river", "a long day at work", "dinner with my sister", "the train was late", "rain all afternoon", "new shoes for running", "a quiet evening", "reading before bed"];
+    let others = [
+        "the garden needs water",
+        "we walked by the river",
+        "a long day at work",
+        "dinner with my sister",
+        "the train was late",
+        "rain all afternoon",
+        "new shoes for running",
+        "a quiet evening",
+        "reading before bed",
+    ];
     for size in [1usize, 2, 10] {
         let (_dir, store) = store();
         let ana = scope("ana");
@@ -142,7 +166,14 @@ fn an_exact_match_scores_clearly_and_ranks_first_in_tiny_stores() {
 
         // A word every memory shares still scores above zero, and the memory that also has
         // the rarer word ranks first.
-        let hits = store.lexical_search(&ana, &["violin".to_string(), "the".to_string(), "my".to_string()], &SearchFilter::default(), 10).unwrap();
+        let hits = store
+            .lexical_search(
+                &ana,
+                &["violin".to_string(), "the".to_string(), "my".to_string()],
+                &SearchFilter::default(),
+                10,
+            )
+            .unwrap();
         assert_eq!(hits[0].id, violin, "store of {size}");
         assert!(hits.iter().all(|h| h.score > 0.0));
     }
@@ -151,8 +182,17 @@ fn an_exact_match_scores_clearly_and_ranks_first_in_tiny_stores() {
     let ana = scope("ana");
     store.ensure_user(&ana.tenant, &ana.user, t).unwrap();
     let rare = insert(&store, memory(&ana, Kind::Note, "violin", t));
-    let common: Vec<MemoryId> = (0..9).map(|i| insert(&store, memory(&ana, Kind::Note, "garden", t + Duration::minutes(i + 1)))).collect();
-    let score = |word: &str, id: MemoryId| store.lexical_search(&ana, &[word.to_string()], &SearchFilter::default(), 10).unwrap().into_iter().find(|h| h.id == id).unwrap().score;
+    let common: Vec<MemoryId> =
+        (0..9).map(|i| insert(&store, memory(&ana, Kind::Note, "garden", t + Duration::minutes(i + 1)))).collect();
+    let score = |word: &str, id: MemoryId| {
+        store
+            .lexical_search(&ana, &[word.to_string()], &SearchFilter::default(), 10)
+            .unwrap()
+            .into_iter()
+            .find(|h| h.id == id)
+            .unwrap()
+            .score
+    };
     assert!(score("violin", rare) > score("garden", common[0]));
 }
 
@@ -176,9 +216,15 @@ fn days_with_memories_are_the_scopes_own_admitted_days() {
     };
 
     let active = SearchFilter::default();
-    assert_eq!(sorted(store.days_with_memories(&ana, &candidates, &active).unwrap()), [day("2023-05-04"), day("2025-05-04")]);
+    assert_eq!(
+        sorted(store.days_with_memories(&ana, &candidates, &active).unwrap()),
+        [day("2023-05-04"), day("2025-05-04")]
+    );
     let audit = SearchFilter { include_archived: true, ..Default::default() };
-    assert_eq!(sorted(store.days_with_memories(&ana, &candidates, &audit).unwrap()), [day("2023-05-04"), day("2024-05-04"), day("2025-05-04")]);
+    assert_eq!(
+        sorted(store.days_with_memories(&ana, &candidates, &audit).unwrap()),
+        [day("2023-05-04"), day("2024-05-04"), day("2025-05-04")]
+    );
     let turns = SearchFilter { kinds: vec![Kind::Turn], ..Default::default() };
     assert_eq!(store.days_with_memories(&ana, &candidates, &turns).unwrap(), [day("2023-05-04")]);
     // Ben's day is his only; an unknown user and no candidates give nothing.
