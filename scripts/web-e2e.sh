@@ -6,7 +6,7 @@
 #
 #   MEMBANK_BIN=target/debug/membank scripts/web-e2e.sh [test files…]
 #
-# Needs node (20+), /usr/bin/chromium (or CHROMIUM=…), and `npm ci --prefix web` once.
+# Needs node (20+), /usr/bin/chromium (or CHROMIUM=…), and `npm ci --prefix crates/membank-server/web` once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -19,9 +19,9 @@ if [[ ! -x "$MEMBANK_BIN" ]]; then
   echo "web-e2e: no membank binary at $MEMBANK_BIN (cargo build -p membank-cli, or set MEMBANK_BIN)" >&2
   exit 2
 fi
-if [[ ! -d web/node_modules/playwright-core ]]; then
-  echo "web-e2e: installing the test tooling (npm ci --prefix web)"
-  npm ci --prefix web --no-audit --no-fund
+if [[ ! -d crates/membank-server/web/node_modules/playwright-core ]]; then
+  echo "web-e2e: installing the test tooling (npm ci --prefix crates/membank-server/web)"
+  npm ci --prefix crates/membank-server/web --no-audit --no-fund
 fi
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/membank-web-e2e.XXXXXX")"
@@ -30,7 +30,7 @@ export MEMBANK_E2E_TMP="$tmp"
 mkdir -p "$MEMBANK_E2E_SHOTS"
 
 if [[ $# -eq 0 ]]; then
-  set -- web/e2e/*.test.mjs
+  set -- crates/membank-server/web/e2e/*.test.mjs
 fi
 # One file at a time: each starts its own server, and two cores are enough for one.
 node --test --test-concurrency=1 --test-reporter=spec "$@"

@@ -1,6 +1,6 @@
 //! The web app, served from the binary itself: `GET /` is its page and `/assets/…` its
 //! scripts, styles and the vendored chart library, all embedded at compile time from
-//! `crates/membank-server/web/` (plain files, no build step: see ARCHITECTURE.md).
+//! `crates/membank-server/web/app/` (plain files, no build step: see ARCHITECTURE.md).
 //!
 //! Each asset is served twice: under its plain name (`/assets/app.js`, revalidated with
 //! its ETag) and under a name carrying its content hash (`/assets/app.3f2a…9c.js`, cached
@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 
-static FILES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/web");
+static FILES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/web/app");
 
 /// The policy every page and asset is sent with.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const from = join(here, 'node_modules', 'uplot');
-const to = join(here, '..', 'crates', 'membank-server', 'web', 'vendor');
+const to = join(here, 'app', 'vendor');
 
 const version = JSON.parse(readFileSync(join(from, 'package.json'), 'utf8')).version;
 mkdirSync(to, { recursive: true });
@@ -18,5 +18,5 @@ for (const [source, target] of [
   ['LICENSE', 'LICENSE-uPlot'],
 ]) {
   copyFileSync(join(from, source), join(to, target));
-  console.log(`vendored uplot ${version}: ${source} -> crates/membank-server/web/vendor/${target}`);
+  console.log(`vendored uplot ${version}: ${source} -> crates/membank-server/web/app/vendor/${target}`);
 }

@@ -6,7 +6,7 @@
 //   MEMBANK_BIN         the binary (default: target/debug/membank from the repository root)
 //   MEMBANK_E2E_TMP     a directory for databases and logs (default: a fresh temp dir)
 //   MEMBANK_E2E_SHOTS   where screenshots go (default: target/web-e2e-shots)
-//   MEMBANK_E2E_ASSETS  `disk` serves `/` and `/assets/…` from crates/membank-server/web
+//   MEMBANK_E2E_ASSETS  `disk` serves `/` and `/assets/…` from crates/membank-server/web/app
 //                       instead of the binary's embedded copies (for working on the app
 //                       without rebuilding; the API is still the real server's)
 //   CHROMIUM            the browser (default /usr/bin/chromium)
@@ -24,8 +24,8 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium } from 'playwright-core';
 
-export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const WEB_DIR = join(ROOT, 'crates', 'membank-server', 'web');
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
+export const WEB_DIR = join(ROOT, 'crates', 'membank-server', 'web', 'app');
 export const BIN = resolve(ROOT, process.env.MEMBANK_BIN || 'target/debug/membank');
 export const SHOTS = resolve(ROOT, process.env.MEMBANK_E2E_SHOTS || 'target/web-e2e-shots');
 const ASSETS_FROM_DISK = process.env.MEMBANK_E2E_ASSETS === 'disk';

@@ -57,7 +57,7 @@ describe('membank web app (API keys, stub LLM)', () => {
     server = await startServer({ dir, db, env: { MEMBANK_LLM_BASE_URL: stub.baseUrl, MEMBANK_LLM_MODEL: 'stub' } });
     // A binary built before the last change to the app would test old files: say so at once.
     const stale = await assetsMatchDisk(server.base);
-    if (stale.length) throw new Error(`${server.base} serves other files than crates/membank-server/web has (${stale.join(', ')}): the binary is stale; rebuild it with cargo build -p membank-cli (or set MEMBANK_E2E_ASSETS=disk while working on the app)`);
+    if (stale.length) throw new Error(`${server.base} serves other files than crates/membank-server/web/app has (${stale.join(', ')}): the binary is stale; rebuild it with cargo build -p membank-cli (or set MEMBANK_E2E_ASSETS=disk while working on the app)`);
     asAlice = apiClient(server.base, alice);
     for (const t of TURNS) {
       const { at } = daysAgo(t.ago, t.hour ?? 12);
