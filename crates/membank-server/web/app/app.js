@@ -502,6 +502,7 @@ function memoryCard(memory, { onChange, extra, withDay = false } = {}) {
     badge(memory.status, `status status-${memory.status}`, 'memory-status'),
     memory.pinned ? badge('pinned', 'pin', 'memory-pinned') : null,
     memory.past_threshold ? badge('past threshold', 'warn', 'memory-past-threshold') : null,
+    memory.reminisced ? h('span', { class: 'badge reminisced', testid: 'memory-reminisced', title: 'Found in the archive: the active memories did not answer this recall well' }, 'reminisced') : null,
     h('span', { class: 'spacer' }),
     timeEl(memory.occurred_at, withDay ? `${memory.day} ${fmtTime(memory.occurred_at)}` : fmtTime(memory.occurred_at)));
   const metrics = h('dl', { class: 'metrics' },
@@ -1204,6 +1205,7 @@ const EVENT_TITLE = {
   created: 'Created', recalled: 'Recalled', strengthened: 'Strengthened', archived: 'Archived', restored: 'Restored',
   pinned: 'Pinned', unpinned: 'Unpinned', edited: 'Edited', superseded: 'Superseded', summarized: 'Summarized',
   erased: 'Erased', promoted: 'Promoted', demoted: 'Demoted', merged: 'Merged', fused: 'Fused', conflict: 'Conflict decided',
+  reminisced: 'Reminisced',
 };
 
 /** A data value, with memory ids as links (the recall's query id is not a memory). */
@@ -1235,6 +1237,8 @@ function eventSummary(event) {
       return `Archived by the sweep: t = ${fmt(d.t, 3)} units, S = ${fmt(d.strength, 2)}, R = ${fmt(d.retention, 4)}${d.threshold != null ? ` < θ = ${fmt(d.threshold, 4)}` : ''}${d.mode ? ` (${d.mode})` : ''}.`;
     case 'restored':
       return `Restored${d.previous_status ? ` (was ${d.previous_status})` : ''}.`;
+    case 'reminisced':
+      return `Brought back from the archive by a recall, with savings: S ${fmt(d.strength_before, 2)} → ${fmt(d.strength_after, 2)} (S when archived ${fmt(d.strength_at_archive, 2)}, plus one).`;
     case 'superseded':
       return `Superseded${d.reason ? ` (${d.reason})` : d.rule ? ` (${d.rule})` : ''} by:`;
     case 'edited':
@@ -1398,7 +1402,8 @@ async function* readEvents(response, signal) {
 function citedChips(list, testid) {
   return h('ul', { class: 'chips', testid: `${testid}-list` }, list.map((c) => h('li', {},
     h('a', { class: 'chip', href: `#/memory/${enc(c.id)}`, testid, 'data-id': c.id, title: c.content ? snippet(c, 200) : c.id },
-      h('span', { class: 'chip-label', text: c.label }), ' ', h('time', { datetime: c.day, text: c.day }), ' ', h('span', { class: 'chip-kind', text: KIND_LABEL[c.kind] || c.kind })))));
+      h('span', { class: 'chip-label', text: c.label }), ' ', h('time', { datetime: c.day, text: c.day }), ' ', h('span', { class: 'chip-kind', text: KIND_LABEL[c.kind] || c.kind }),
+      c.reminisced ? [' ', h('span', { class: 'chip-reminisced', testid: `${testid}-reminisced`, title: 'Brought back from the archive', text: 'reminisced' })] : null))));
 }
 
 function chatMessage(entry) {
