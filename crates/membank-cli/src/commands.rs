@@ -958,21 +958,21 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
                 Ok(())
             }
         }
-        Command::Check(args) => crate::transfer::check(ctx, args),
-        Command::Export(args) => crate::transfer::export(ctx, args),
-        Command::Backup(args) => crate::transfer::backup(ctx, args),
-        Command::Migrate(args) => crate::migrate::run(ctx, args),
+        Command::Check(args) => crate::cmd::transfer::check(ctx, args),
+        Command::Export(args) => crate::cmd::transfer::export(ctx, args),
+        Command::Backup(args) => crate::cmd::transfer::backup(ctx, args),
+        Command::Migrate(args) => crate::cmd::migrate::run(ctx, args),
         Command::Models { command } => models(ctx, command),
-        Command::Bench { command } => crate::bench::run(ctx, command),
-        Command::Summarize(a) => crate::chat::summarize(ctx, a),
-        Command::Profile(a) => crate::chat::profile(ctx, a),
-        Command::Chat(a) => crate::chat::chat(ctx, a),
-        Command::Import(a) => crate::import::run(ctx, a),
-        Command::Eval { command } => crate::eval::run(ctx, command),
-        Command::Simulate(a) => crate::simulate::run(ctx, a),
-        Command::Serve(args) => crate::serve::serve(ctx, args),
-        Command::Mcp(args) => crate::serve::mcp(ctx, args),
-        Command::Keys { command } => crate::serve::keys(ctx, command),
+        Command::Bench { command } => crate::cmd::bench::run(ctx, command),
+        Command::Summarize(a) => crate::cmd::companion::summarize(ctx, a),
+        Command::Profile(a) => crate::cmd::companion::profile(ctx, a),
+        Command::Chat(a) => crate::cmd::companion::chat(ctx, a),
+        Command::Import(a) => crate::cmd::import::run(ctx, a),
+        Command::Eval { command } => crate::cmd::eval::run(ctx, command),
+        Command::Simulate(a) => crate::cmd::simulate::run(ctx, a),
+        Command::Serve(args) => crate::cmd::serve::serve(ctx, args),
+        Command::Mcp(args) => crate::cmd::serve::mcp(ctx, args),
+        Command::Keys { command } => crate::cmd::serve::keys(ctx, command),
     }
 }
 

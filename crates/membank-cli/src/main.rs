@@ -6,23 +6,14 @@
 //! memory's state; 6 incompatible database or model; 7 embedding model missing;
 //! 8 no LLM configured (summarize, chat); 9 the LLM failed; 1 anything else.
 
-mod bench;
-mod bench_cache;
-mod bench_http;
-mod chat;
+mod cmd;
 mod commands;
 mod config;
 mod embedder;
-mod eval;
-mod import;
 mod language;
 mod llm_config;
-mod migrate;
 mod progress;
 mod render;
-mod serve;
-mod simulate;
-mod transfer;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -170,17 +161,17 @@ pub enum Command {
     /// List users, or set a user's time zone.
     Users(commands::UsersArgs),
     /// Check a database's integrity (--db, or a FILE such as a backup), changing nothing.
-    Check(transfer::CheckArgs),
+    Check(cmd::transfer::CheckArgs),
     /// Write users' memories, with all of their state and events, in the lossless
     /// membank-export format (JSON Lines; `import membank-export` reads it back).
-    Export(transfer::ExportArgs),
+    Export(cmd::transfer::ExportArgs),
     /// Copy a whole store into another, SQLite to PostgreSQL or back: every user, memory,
     /// vector, event and API key, in batches, resumable, verified at the end.
-    Migrate(migrate::MigrateArgs),
+    Migrate(cmd::migrate::MigrateArgs),
     /// Copy the database consistently while it is in use (a running serve may go on
     /// writing), then check the copy. Restore by stopping serve and putting the copy in
     /// place of the database file.
-    Backup(transfer::BackupArgs),
+    Backup(cmd::transfer::BackupArgs),
     /// Manage the local embedding model.
     Models {
         /// What to do with the model.
@@ -188,37 +179,37 @@ pub enum Command {
         command: commands::ModelsCommand,
     },
     /// Summarize each day's conversations and the whole history (needs an LLM; incremental).
-    Summarize(chat::SummarizeArgs),
+    Summarize(cmd::companion::SummarizeArgs),
     /// Show a user's global portrait and summary with the days they draw on.
-    Profile(chat::ProfileArgs),
+    Profile(cmd::companion::ProfileArgs),
     /// Talk with the memory-backed companion (needs an LLM).
-    Chat(chat::ChatArgs),
+    Chat(cmd::companion::ChatArgs),
     /// Import history: the reference MemoryBank JSON, or LoCoMo / LongMemEval conversations.
-    Import(import::ImportArgs),
+    Import(cmd::import::ImportArgs),
     /// Run a benchmark (MemoryBank probing questions, LoCoMo, LongMemEval) and score retrieval.
     Eval {
         /// Which benchmark.
         #[command(subcommand)]
-        command: eval::EvalCommand,
+        command: cmd::eval::EvalCommand,
     },
     /// Replay a benchmark day by day into a throw-away store under a forgetting policy and
     /// compare storage and quality with no forgetting and fifo/lru at equal storage.
-    Simulate(simulate::SimulateArgs),
+    Simulate(cmd::simulate::SimulateArgs),
     /// Run the REST API (OpenAPI at /openapi.json), MCP at /mcp, health and metrics.
-    Serve(serve::ServeArgs),
+    Serve(cmd::serve::ServeArgs),
     /// Serve the MCP tools over stdio for one user (for MCP hosts such as Claude Desktop).
-    Mcp(serve::McpArgs),
+    Mcp(cmd::serve::McpArgs),
     /// Manage API keys of the server (stored hashed).
     Keys {
         /// What to do with keys.
         #[command(subcommand)]
-        command: serve::KeysCommand,
+        command: cmd::serve::KeysCommand,
     },
     /// Measure speed (embedding throughput, recall latency, sweep time).
     Bench {
         /// Which benchmark.
         #[command(subcommand)]
-        command: bench::BenchCommand,
+        command: cmd::bench::BenchCommand,
     },
 }
 

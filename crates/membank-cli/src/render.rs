@@ -320,7 +320,7 @@ mod tests {
 
     fn sample(text: &str) -> Memory {
         let at = Utc.with_ymd_and_hms(2024, 5, 4, 9, 0, 0).unwrap();
-        crate::bench::synthetic_memory(
+        crate::cmd::bench::synthetic_memory(
             &Scope::user(TenantId::default_tenant(), UserId::new("ana").unwrap()),
             Kind::Turn,
             text.into(),

@@ -65,7 +65,7 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<()> {
             if args.clock_from.is_some() {
                 anyhow::bail!(crate::commands::UsageError("--clock-from does not apply to membank-export files, which keep each memory's own forgetting state".into()));
             }
-            return crate::transfer::import(ctx, &args.file, args.merge);
+            return crate::cmd::transfer::import(ctx, &args.file, args.merge);
         }
         Format::Memorybank => import::memorybank::parse,
         Format::Locomo => import::locomo::parse,

@@ -5,10 +5,10 @@
 //!   or from a sentence file (`bench/embed/compare.sh` puts it beside PyTorch).
 //! - `recall`: recall latency p50/p95 for one user with 1k/10k/100k memories, with and
 //!   without query embedding (real vectors from the configured model).
-//! - `http`: the same over real HTTP on loopback (`bench_http.rs`).
+//! - `http`: the same over real HTTP on loopback (`http.rs`).
 //! - `sweep`: time to sweep U users × M memories each.
 //! - `cache`: memory of the search caches over U users × M memories under the cache
-//!   budget (`bench_cache.rs`).
+//!   budget (`cache.rs`).
 //!
 //! With `--json` each prints one report object (the `*Report` structs below, documented
 //! field by field) instead of its table; progress of database builds goes to standard
@@ -17,6 +17,9 @@
 //! With a `postgres://` `--db`, `http` and `cache` measure the PostgreSQL store next to the
 //! SQLite one in the same run, on a copy of the same SQLite dataset ([`copy_users`]) kept
 //! in a database of that server between runs ([`pg_dataset`]).
+
+pub mod cache;
+pub mod http;
 
 use std::collections::BTreeMap;
 use std::io::BufRead as _;
@@ -130,7 +133,7 @@ pub enum BenchCommand {
     /// "f32"; "f32-batched" when --query-precision f32 is configured) and the report
     /// "path_ratios": [{"clients", "strengthen", "p50", "p95"}] (the f32 path's over the
     /// default's).
-    Http(crate::bench_http::HttpArgs),
+    Http(crate::cmd::bench::http::HttpArgs),
     /// Sweep time over many users.
     ///
     /// With --json: {"benchmark": "sweep", "users", "per_user", "built" (whether this run
@@ -163,7 +166,7 @@ pub enum BenchCommand {
     /// "budget_bytes", "datasets": [{"backend", "location", "added", "seconds",
     /// "memories_per_second"}], "backends": [the object above with "backend", for SQLite
     /// then PostgreSQL, each measured in a process of its own]}.
-    Cache(crate::bench_cache::CacheArgs),
+    Cache(crate::cmd::bench::cache::CacheArgs),
 }
 
 /// Runs a benchmark.
@@ -178,8 +181,8 @@ pub fn run(ctx: &Context, command: BenchCommand) -> Result<()> {
         }
         BenchCommand::Recall { sizes, queries, dir, data } => finish(ctx, &recall(ctx, &sizes, queries, &dir, &data)?),
         BenchCommand::Sweep { users, per_user, dir } => finish(ctx, &sweep(ctx, users, per_user, &dir)?),
-        BenchCommand::Http(args) => finish(ctx, &crate::bench_http::run(ctx, args)?),
-        BenchCommand::Cache(args) => finish(ctx, &crate::bench_cache::run(ctx, args)?),
+        BenchCommand::Http(args) => finish(ctx, &crate::cmd::bench::http::run(ctx, args)?),
+        BenchCommand::Cache(args) => finish(ctx, &crate::cmd::bench::cache::run(ctx, args)?),
     }
 }
 

@@ -35,7 +35,7 @@ use membank_store::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::bench::{
+use crate::cmd::bench::{
     Dataset, MAX_COUNT, copy_users, count, first_memory, pg_dataset, recorded_pg_dataset, sentences, synthetic_memory,
 };
 use crate::commands::Context;

@@ -40,7 +40,7 @@ use membank_store::postgres::testing::TestDatabase;
 use membank_store::{Backend, EmbeddingModel, Location, NewMemory, PgStore, SqliteStore, Store};
 use serde::Serialize;
 
-use crate::bench::{
+use crate::cmd::bench::{
     Dataset, Latency, MAX_COUNT, copy_users, count, fill, first_memory, pg_dataset, sentences, synthetic_memory,
 };
 use crate::commands::Context;
