@@ -3,50 +3,17 @@
 //! records already present are skipped, so re-importing adds nothing).
 
 use std::io::Read;
-use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
-use clap::{Args, ValueEnum};
 use membank_engine::core::{ClockFrom, Scope};
 use membank_engine::import::{self, MAX_IMPORT_BYTES};
 use membank_engine::{EngineError, ImportRequest, SweepRequest};
 use serde_json::json;
 
-use crate::commands::Context;
+use crate::args::transfer::{Format, ImportArgs};
+use crate::context::Context;
+use crate::errors::UsageError;
 use crate::progress::Bar;
-
-/// Which format.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Format {
-    /// The reference MemoryBank JSON (users → history → date → turns).
-    Memorybank,
-    /// LoCoMo's locomo10.json.
-    Locomo,
-    /// LongMemEval's oracle or S file.
-    Longmemeval,
-    /// membank's own lossless export (`membank export`): ids and all state kept.
-    MembankExport,
-}
-
-/// `import`.
-#[derive(Debug, Args)]
-pub struct ImportArgs {
-    /// The file's format.
-    pub format: Format,
-    /// The file.
-    pub file: PathBuf,
-    /// membank-export only: add to users that already exist (rows already present are
-    /// skipped) instead of refusing them.
-    #[arg(long)]
-    pub merge: bool,
-    /// Where the imported memories' forgetting clocks start: `import` (now: a migrated
-    /// history starts as fresh as new memories and fades from here on) or `event` (each
-    /// record's own date, as the MemoryBank paper replays it: old exchanges are old at
-    /// once, and the next sweep archives those past the threshold). Not for
-    /// membank-export, which keeps every memory's own state.
-    #[arg(long, value_parser = crate::commands::parse_clock_from)]
-    pub clock_from: Option<ClockFrom>,
-}
 
 /// Reads at most [`MAX_IMPORT_BYTES`] (+1, to tell "too big" apart).
 pub fn read_limited(path: &std::path::Path) -> Result<Vec<u8>> {
@@ -63,7 +30,7 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<()> {
     let parse = match args.format {
         Format::MembankExport => {
             if args.clock_from.is_some() {
-                anyhow::bail!(crate::commands::UsageError("--clock-from does not apply to membank-export files, which keep each memory's own forgetting state".into()));
+                anyhow::bail!(UsageError("--clock-from does not apply to membank-export files, which keep each memory's own forgetting state".into()));
             }
             return crate::cmd::transfer::import(ctx, &args.file, args.merge);
         }
@@ -72,7 +39,7 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<()> {
         Format::Longmemeval => import::longmemeval::parse,
     };
     if args.merge {
-        anyhow::bail!(crate::commands::UsageError(
+        anyhow::bail!(UsageError(
             "--merge applies to membank-export files only (the other formats skip records already present)".into()
         ));
     }

@@ -39,39 +39,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
-use clap::Args;
 use membank_core::{Scope, Status, TenantId, UserId};
 use membank_store::{
     ApiKeyRecord, Backend, EmbeddingModel, ExportRow, Location, SearchFilter, StoreError, StoreOptions, UserImport,
 };
 use serde_json::json;
 
-use crate::commands::{Context, UsageError};
+use crate::args::transfer::MigrateArgs;
+use crate::context::Context;
+use crate::errors::UsageError;
+use crate::output::print_json;
 use crate::progress::Bar;
-
-/// `migrate`.
-#[derive(Debug, Args)]
-pub struct MigrateArgs {
-    /// The store to copy from: a SQLite file (it must exist) or a postgres:// URL. Nothing
-    /// in it is changed.
-    #[arg(long, value_name = "PATH|URL")]
-    pub from: String,
-    /// The store to copy into: a SQLite file (created when missing) or a postgres:// URL (its
-    /// schema created when empty). It may hold other users; the source's users must be new
-    /// to it, or hold exactly what they hold in the source (a run that was interrupted).
-    #[arg(long, value_name = "PATH|URL")]
-    pub to: String,
-    /// Most memories and events written in one transaction (several small users go in one;
-    /// a larger user is written in chunks of this many). Memory use grows with it.
-    #[arg(long, value_name = "ROWS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-    pub batch: u64,
-    /// Transactions written at once (default: 2 into PostgreSQL, whose server then works on
-    /// two cores; 1 into SQLite, which has one writer). Each batch creates its users as it
-    /// starts, so the target lists users in the source's order; with 1 that is certain,
-    /// with more only nearly (a batch started late could list its users after the next's).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=16))]
-    pub jobs: Option<u64>,
-}
 
 /// Most users written in one transaction.
 const USERS_PER_BATCH: usize = 500;
@@ -395,7 +373,7 @@ pub fn run(ctx: &Context, args: MigrateArgs) -> Result<()> {
     let round = |s: f64| (s * 1000.0).round() / 1000.0;
     let totals: (u64, u64) = tallies.iter().fold((0, 0), |(m, e), t| (m + t.memories(), e + t.events));
     if ctx.cli_json {
-        crate::commands::print_json(&json!({
+        print_json(&json!({
             "from": from.display(),
             "to": to.display(),
             "users": copied.users,

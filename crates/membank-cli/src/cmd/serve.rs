@@ -1,102 +1,19 @@
-//! `membank serve`, `membank mcp` and `membank keys`: the binary's side of the server.
+//! `membank serve` and `membank mcp`: the binary's side of the server.
 //! Opens the store, decides the auth mode (keys exist ⇒ keys required; none ⇒ loopback
 //! only, said loudly), builds the engine, and hands a listener and a shutdown signal to
 //! `membank_server::serve`. No HTTP logic lives here.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
-use clap::{Args, Subcommand};
 use membank_engine::Engine;
-use membank_engine::core::{SystemClock, UserId};
+use membank_engine::core::SystemClock;
 use membank_server::{AppState, AuthFailureLimit, AuthMode, Limits, MaintenanceConfig, RateLimit, ServerConfig};
-use serde_json::json;
 
-use crate::commands::Context;
+use crate::args::serve::{McpArgs, ServeArgs};
+use crate::context::Context;
 use crate::embedder::LazyEmbedder;
-
-/// `serve`.
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Address to listen on. Without API keys only loopback addresses are allowed.
-    #[arg(long, env = "MEMBANK_ADDR", default_value = "127.0.0.1:8787")]
-    pub addr: SocketAddr,
-    /// Requests per second per API key (0: unlimited).
-    #[arg(long, env = "MEMBANK_RATE_LIMIT", default_value_t = 50.0)]
-    pub rate_limit: f64,
-    /// Burst size per API key.
-    #[arg(long, env = "MEMBANK_RATE_BURST", default_value_t = 100.0)]
-    pub rate_burst: f64,
-    /// Failed authentications one client address may make in a row before it is answered
-    /// 429 without its key being looked up.
-    #[arg(long, env = "MEMBANK_AUTH_FAILURE_BURST", default_value_t = 20.0)]
-    pub auth_failure_burst: f64,
-    /// Failed authentications forgiven per minute per client address (0: no limit).
-    #[arg(long, env = "MEMBANK_AUTH_FAILURE_RATE", default_value_t = 10.0)]
-    pub auth_failure_rate: f64,
-    /// Largest request body in bytes.
-    #[arg(long, env = "MEMBANK_BODY_LIMIT", default_value_t = 1024 * 1024)]
-    pub body_limit: usize,
-    /// Largest text field in bytes (at most 32768).
-    #[arg(long, env = "MEMBANK_TEXT_LIMIT", default_value_t = 32 * 1024)]
-    pub text_limit: usize,
-    /// Largest recall k (at most 200).
-    #[arg(long, env = "MEMBANK_MAX_K", default_value_t = 200)]
-    pub max_k: usize,
-    /// Largest list page (at most 1000).
-    #[arg(long, env = "MEMBANK_MAX_PAGE", default_value_t = 1000)]
-    pub max_page: usize,
-    /// Most items per batch request.
-    #[arg(long, env = "MEMBANK_MAX_BATCH", default_value_t = 100)]
-    pub max_batch: usize,
-    /// Run no maintenance in the background (overrides `[maintenance] enabled`);
-    /// `POST /v1/users/{user}/maintain` still works.
-    #[arg(long)]
-    pub no_maintenance: bool,
-    /// Most recall queries embedded together in one forward pass (micro-batching: queries
-    /// that arrive while a pass runs share the next one, so the model's weights are read
-    /// once per batch); 1 embeds each query alone. From 1 to 256.
-    #[arg(long, env = "MEMBANK_QUERY_BATCH", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub query_batch: u16,
-    /// Microseconds the batcher waits for more queries after the first of a batch (0: none;
-    /// batches form only from queries that queue during a pass). At most 100000.
-    #[arg(long, env = "MEMBANK_QUERY_BATCH_WAIT_US", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
-    pub query_batch_wait_us: u32,
-}
-
-/// `mcp`.
-#[derive(Debug, Args)]
-pub struct McpArgs {
-    /// The person the tools act for (the model cannot choose another).
-    #[arg(long, env = "MEMBANK_USER")]
-    pub user: String,
-}
-
-/// `keys …`.
-#[derive(Debug, Subcommand)]
-pub enum KeysCommand {
-    /// Create a key for the tenant given by --tenant; prints the key once.
-    Create {
-        /// Bind the key to one user of the tenant.
-        #[arg(long)]
-        user: Option<String>,
-        /// An operations key: may act for any tenant (header X-Membank-Tenant) and call /v1/admin.
-        #[arg(long)]
-        admin: bool,
-        /// A label to recognise the key by.
-        #[arg(long)]
-        label: Option<String>,
-    },
-    /// List keys (never their secrets).
-    List,
-    /// Revoke a key by its id (the hex between `mbk_` and the second `_`).
-    Revoke {
-        /// Key id.
-        id: String,
-    },
-}
 
 fn limits(args: &ServeArgs) -> Result<Limits> {
     let engine = Limits::default();
@@ -159,7 +76,7 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
     let store = ctx.open_store()?;
     let keys = store.live_key_count()?;
     if let Err(err) = membank_server::check_bind(args.addr, keys > 0) {
-        return Err(anyhow::Error::new(err).context(format!("create a key first with `membank keys create --tenant {}{}` (then serve with the same flags), or bind to 127.0.0.1", crate::commands::shell_word(ctx.tenant.as_str()), ctx.data_flags())));
+        return Err(anyhow::Error::new(err).context(format!("create a key first with `membank keys create --tenant {}{}` (then serve with the same flags), or bind to 127.0.0.1", crate::output::shell_word(ctx.tenant.as_str()), ctx.data_flags())));
     }
     let auth = if keys > 0 { AuthMode::Keys } else { AuthMode::LoopbackOpen };
     let mut config = ServerConfig::new(ctx.tenant.clone(), auth);
@@ -186,7 +103,7 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
         embedder.clone()
     };
     let mut engine = Engine::new(store.clone(), queries, Arc::new(SystemClock), ctx.engine_config.clone())?
-        .with_switch_advice(crate::language::switch_advice(ctx));
+        .with_switch_advice(crate::language::switch_advice(ctx.switch_flags(), &ctx.db));
     // Chat and summarize need an LLM; without one the server still serves memory and
     // answers those routes 503 with how to configure one.
     let llm = match ctx.llm.client() {
@@ -205,7 +122,7 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
         let local = listener.local_addr()?;
         if auth == AuthMode::LoopbackOpen {
             eprintln!("WARNING: no API keys exist, so membank runs WITHOUT AUTHENTICATION on {local} (loopback only).");
-            eprintln!("WARNING: every local process can read and change every memory of tenant {:?}. Create a key with `membank keys create --tenant {}{}` and restart to require keys.", ctx.tenant.as_str(), crate::commands::shell_word(ctx.tenant.as_str()), ctx.data_flags());
+            eprintln!("WARNING: every local process can read and change every memory of tenant {:?}. Create a key with `membank keys create --tenant {}{}` and restart to require keys.", ctx.tenant.as_str(), crate::output::shell_word(ctx.tenant.as_str()), ctx.data_flags());
         } else {
             eprintln!("membank: {keys} API key(s) active; every /v1 and /mcp request needs Authorization: Bearer KEY");
         }
@@ -268,80 +185,6 @@ pub fn mcp(ctx: &Context, args: McpArgs) -> Result<()> {
     let scope = membank_server::mcp::stdio_scope(ctx.tenant.clone(), &args.user)?;
     let engine = Arc::new(ctx.engine()?);
     runtime()?.block_on(membank_server::mcp::serve_stdio(engine, scope))?;
-    Ok(())
-}
-
-/// `membank keys …`.
-pub fn keys(ctx: &Context, command: KeysCommand) -> Result<()> {
-    let store = ctx.open_store()?;
-    let now = chrono::Utc::now();
-    match command {
-        KeysCommand::Create { user, admin, label } => {
-            let user = user.as_deref().map(UserId::new).transpose()?;
-            let created =
-                membank_server::keys::create_key(store.as_ref(), ctx.tenant.clone(), user, admin, label, now)?;
-            if ctx.cli_json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(
-                        &json!({ "key": created.key, "id": created.record.key_id, "tenant": created.record.tenant.as_str(), "admin": admin })
-                    )?
-                );
-            } else {
-                println!("{}", created.key);
-                eprintln!(
-                    "key {} for tenant {}{}: store it now, it is not shown again",
-                    created.record.key_id,
-                    created.record.tenant,
-                    if admin { " (admin)" } else { "" }
-                );
-            }
-        }
-        KeysCommand::List => {
-            let keys = store.list_keys()?;
-            if ctx.cli_json {
-                let out: Vec<_> = keys
-                    .iter()
-                    .map(|k| json!({ "id": k.key_id, "tenant": k.tenant.as_str(), "user": k.user.as_ref().map(|u| u.as_str()), "admin": k.admin, "label": k.label, "created_at": membank_server::wire::rfc3339(k.created_at), "revoked_at": k.revoked_at.map(membank_server::wire::rfc3339) }))
-                    .collect();
-                println!("{}", serde_json::to_string_pretty(&json!({ "keys": out }))?);
-            } else if keys.is_empty() {
-                println!("no API keys: `membank serve` answers without authentication, on loopback addresses only");
-            } else {
-                println!("ID\tTENANT\tUSER\tROLE\tSTATE\tLABEL");
-                for k in keys {
-                    let state = match k.revoked_at {
-                        Some(at) => format!("revoked {}", membank_server::wire::rfc3339(at)),
-                        None => "active".into(),
-                    };
-                    let user = k.user.as_ref().map_or_else(|| "(any user)".to_string(), |u| u.as_str().to_string());
-                    println!(
-                        "{}\t{}\t{}\t{}\t{}\t{}",
-                        k.key_id,
-                        k.tenant,
-                        user,
-                        if k.admin {
-                            "admin"
-                        } else if k.user.is_some() {
-                            "user"
-                        } else {
-                            "tenant"
-                        },
-                        state,
-                        k.label.unwrap_or_default()
-                    );
-                }
-            }
-        }
-        KeysCommand::Revoke { id } => {
-            let record = store.revoke_key(id.trim(), now).map_err(membank_engine::EngineError::from)?;
-            if ctx.cli_json {
-                println!("{}", serde_json::to_string_pretty(&json!({ "id": record.key_id, "revoked": true }))?);
-            } else {
-                println!("revoked {}", record.key_id);
-            }
-        }
-    }
     Ok(())
 }
 

@@ -19,7 +19,7 @@ use membank_eval::EvalError;
 use membank_eval::memorybank::Lang;
 use membank_eval::simulate::{self, Benchmark, MAX_GAP_DAYS, SimPolicy, SimulateReport, SimulateRun};
 
-use crate::commands::Context;
+use crate::context::Context;
 use crate::embedder::LazyEmbedder;
 use crate::progress::Bar;
 
@@ -197,8 +197,8 @@ pub fn run(ctx: &Context, args: SimulateArgs) -> Result<()> {
     // With no model named, the model the data's writing calls for (crate::language).
     #[allow(unreachable_patterns)]
     let choice = match &run.benchmark {
-        Benchmark::MemoryBank { bank, .. } => crate::language::choice_for_files(ctx, &[bank.as_path()]),
-        Benchmark::Locomo { data, .. } => crate::language::choice_for_files(ctx, &[data.as_path()]),
+        Benchmark::MemoryBank { bank, .. } => ctx.embedder_for_files(&[bank.as_path()]),
+        Benchmark::Locomo { data, .. } => ctx.embedder_for_files(&[data.as_path()]),
         _ => ctx.embedder.clone(),
     };
     let embedder: Arc<dyn Embedder> = Arc::new(LazyEmbedder::one_shot(choice));

@@ -8,47 +8,16 @@
 //! verifies a database file without migrating or changing it.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::{Context as _, Result, bail};
-use clap::Args;
 use membank_engine::core::{Scope, UserId};
 use membank_engine::export::ExportRequest;
 use membank_store::SqliteStore;
 use serde_json::json;
 
-use crate::commands::Context;
-
-/// `export`.
-#[derive(Debug, Args)]
-pub struct ExportArgs {
-    /// Export this user (of the tenant given by --tenant).
-    #[arg(long, conflicts_with = "all_users")]
-    pub user: Option<String>,
-    /// Export every user of every tenant.
-    #[arg(long)]
-    pub all_users: bool,
-    /// Write here instead of stdout (refused if it exists).
-    #[arg(long, short)]
-    pub output: Option<PathBuf>,
-    /// Include each memory's vector and the model that made it, and recent recall queries.
-    #[arg(long)]
-    pub vectors: bool,
-}
-
-/// `backup`.
-#[derive(Debug, Args)]
-pub struct BackupArgs {
-    /// Where to write the copy (must not exist).
-    pub file: PathBuf,
-}
-
-/// `check`.
-#[derive(Debug, Args)]
-pub struct CheckArgs {
-    /// A database file to check instead of --db (a backup, say); it is not changed.
-    pub file: Option<PathBuf>,
-}
+use crate::args::transfer::{BackupArgs, CheckArgs, ExportArgs};
+use crate::context::Context;
+use crate::output::print_json;
 
 /// Runs `export`.
 pub fn export(ctx: &Context, args: ExportArgs) -> Result<()> {
@@ -92,7 +61,7 @@ pub fn export(ctx: &Context, args: ExportArgs) -> Result<()> {
             std::fs::rename(&partial, path)
                 .with_context(|| format!("cannot rename {} to {}", partial.display(), path.display()))?;
             if ctx.cli_json {
-                crate::commands::print_json(
+                print_json(
                     &json!({ "file": path, "users": counts.users, "memories": counts.memories, "events": counts.events }),
                 )?;
             } else {
@@ -127,9 +96,7 @@ pub fn backup(ctx: &Context, args: BackupArgs) -> Result<()> {
     }
     let bytes = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
     if ctx.cli_json {
-        crate::commands::print_json(
-            &json!({ "file": args.file, "bytes": bytes, "schema_version": version, "ok": true }),
-        )?;
+        print_json(&json!({ "file": args.file, "bytes": bytes, "schema_version": version, "ok": true }))?;
     } else {
         println!(
             "backed up {} to {} ({bytes} bytes, schema version {version}, check ok)",
@@ -162,16 +129,16 @@ pub fn check(ctx: &Context, args: CheckArgs) -> Result<()> {
     let path = location.display();
     // Not a problem of integrity, but worth saying: an English-only model given memories in
     // other scripts (the engine warns once as they are stored; this says how many).
-    let language = crate::language::check_report(ctx, &location, &census);
+    let language = crate::language::check_report(ctx.switch_flags(), &location, &census);
     if ctx.cli_json {
-        crate::commands::print_json(&json!({
+        print_json(&json!({
             "ok": problems.is_empty(),
             "problems": problems,
             "schema_version": version,
             "embedding_model": census.model.as_ref().map(|m| m.id.clone()),
             "active_memories": census.active,
             "other_script_memories": census.other_script,
-            "switch_model": language.as_ref().map(|_| crate::language::switch_commands(ctx, &location)),
+            "switch_model": language.as_ref().map(|_| crate::language::switch_commands(ctx.switch_flags(), &location)),
         }))?;
     } else {
         if problems.is_empty() {
@@ -198,7 +165,7 @@ pub fn import(ctx: &Context, file: &std::path::Path, merge: bool) -> Result<()> 
     let engine = ctx.engine()?;
     let counts = engine.import_export(&bytes, merge).with_context(|| format!("cannot import {}", file.display()))?;
     if ctx.cli_json {
-        crate::commands::print_json(
+        print_json(
             &json!({ "users_created": counts.users_created, "memories": counts.memories, "events": counts.events, "skipped": counts.skipped }),
         )?;
     } else {

@@ -28,45 +28,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
-use clap::Args;
 use membank_engine::core::{Kind, Scope, TenantId, UserId, text};
 use membank_store::{
     Backend, CacheStats, EmbeddingModel, Location, NewMemory, SearchFilter, SqliteStore, Store, StoreOptions,
 };
 use serde::{Deserialize, Serialize};
 
+use crate::args::bench::CacheArgs;
 use crate::cmd::bench::{
-    Dataset, MAX_COUNT, copy_users, count, first_memory, pg_dataset, recorded_pg_dataset, sentences, synthetic_memory,
+    Dataset, copy_users, first_memory, pg_dataset, recorded_pg_dataset, sentences, synthetic_memory,
 };
-use crate::commands::Context;
+use crate::context::Context;
 use crate::progress::Bar;
-
-/// `bench cache`.
-#[derive(Debug, Args)]
-pub struct CacheArgs {
-    /// Users.
-    #[arg(long, default_value_t = 1000, value_parser = count(MAX_COUNT))]
-    pub users: usize,
-    /// Memories per user.
-    #[arg(long, default_value_t = 1000, value_parser = count(MAX_COUNT))]
-    pub per_user: usize,
-    /// Passes over every user.
-    #[arg(long, default_value_t = 2, value_parser = count(1000))]
-    pub passes: usize,
-    /// Threads searching at once (as a server's blocking pool would).
-    #[arg(long, default_value_t = 4, value_parser = count(256))]
-    pub clients: usize,
-    /// Where to keep the built database (reused when present).
-    #[arg(long, default_value = "target/bench")]
-    pub dir: PathBuf,
-    /// Public data folder (texts of memories and queries).
-    #[arg(long, default_value = "../shared/data")]
-    pub data: PathBuf,
-    /// Measure only this backend, in this process, on datasets already made: how a run
-    /// with a postgres:// --db runs itself once per backend.
-    #[arg(long, hide = true, value_parser = ["sqlite", "postgres"])]
-    pub only: Option<String>,
-}
 
 /// What `bench cache --json` prints: one backend's report, or with a postgres:// `--db`
 /// both backends'.

@@ -27,12 +27,10 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use clap::Args;
 use membank_engine::core::{Kind, Scope, SystemClock, TenantId, UserId};
 use membank_engine::{Engine, RememberTurn};
 use membank_server::{AppState, AuthMode, RateLimit, ServerConfig};
@@ -40,48 +38,9 @@ use membank_store::postgres::testing::TestDatabase;
 use membank_store::{Backend, EmbeddingModel, Location, NewMemory, PgStore, SqliteStore, Store};
 use serde::Serialize;
 
-use crate::cmd::bench::{
-    Dataset, Latency, MAX_COUNT, copy_users, count, fill, first_memory, pg_dataset, sentences, synthetic_memory,
-};
-use crate::commands::Context;
-
-/// `bench http`.
-#[derive(Debug, Args)]
-pub struct HttpArgs {
-    /// Memories of the bench user.
-    #[arg(long, default_value_t = 100_000, value_parser = count(MAX_COUNT))]
-    pub memories: usize,
-    /// Client concurrencies, comma-separated (each 1 to 256).
-    #[arg(long, value_delimiter = ',', default_value = "1,32", value_parser = count(256))]
-    pub clients: Vec<usize>,
-    /// Requests per concurrency level (spread over the clients; at least 10 per client),
-    /// for each backend.
-    #[arg(long, default_value_t = 300, value_parser = count(MAX_COUNT))]
-    pub requests: usize,
-    /// k of each recall.
-    #[arg(long, default_value_t = 10, value_parser = count(membank_engine::core::limits::MAX_RECALL_K as u64))]
-    pub k: usize,
-    /// Also measure recalls that strengthen what they return (one small write each).
-    #[arg(long)]
-    pub strengthen: bool,
-    /// Where to keep the built database (shared with `bench recall`, reused when present),
-    /// and with a postgres:// --db the record of which database of that server holds the
-    /// PostgreSQL copy.
-    #[arg(long, default_value = "target/bench")]
-    pub dir: PathBuf,
-    /// Embed only this many distinct texts (0: all 4,000 sentences read from the data);
-    /// every further memory is a pair of them with the normalised sum of their vectors,
-    /// as in `bench recall`. The scan and index sizes are the same.
-    #[arg(long, default_value_t = 0)]
-    pub distinct: usize,
-    /// With a postgres:// --db: memories to ingest one at a time on each backend, through
-    /// the engine's remember and through the store's insert (0: skip).
-    #[arg(long, default_value_t = 200, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=100_000))]
-    pub ingest: usize,
-    /// Public data folder (texts of memories and queries).
-    #[arg(long, default_value = "../shared/data")]
-    pub data: PathBuf,
-}
+use crate::args::bench::HttpArgs;
+use crate::cmd::bench::{Dataset, Latency, copy_users, fill, first_memory, pg_dataset, sentences, synthetic_memory};
+use crate::context::Context;
 
 /// `bench http --json`. Without a postgres:// `--db` the fields marked "with PostgreSQL"
 /// are absent.
