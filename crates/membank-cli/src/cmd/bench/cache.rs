@@ -34,10 +34,9 @@ use membank_store::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::dataset::{Dataset, sentences, synthetic_memory};
+use super::pg_dataset::{copy_users, first_memory, pg_dataset, recorded_pg_dataset};
 use crate::args::bench::CacheArgs;
-use crate::cmd::bench::{
-    Dataset, copy_users, first_memory, pg_dataset, recorded_pg_dataset, sentences, synthetic_memory,
-};
 use crate::context::Context;
 use crate::progress::Bar;
 

@@ -38,8 +38,10 @@ use membank_store::postgres::testing::TestDatabase;
 use membank_store::{Backend, EmbeddingModel, Location, NewMemory, PgStore, SqliteStore, Store};
 use serde::Serialize;
 
+use super::dataset::{Dataset, fill, sentences, synthetic_memory};
+use super::pg_dataset::{copy_users, first_memory, pg_dataset};
+use super::stats::Latency;
 use crate::args::bench::HttpArgs;
-use crate::cmd::bench::{Dataset, Latency, copy_users, fill, first_memory, pg_dataset, sentences, synthetic_memory};
 use crate::context::Context;
 
 /// `bench http --json`. Without a postgres:// `--db` the fields marked "with PostgreSQL"
