@@ -204,7 +204,7 @@ pub struct Dataset {
     /// Seconds that took; null when nothing was added.
     pub seconds: Option<f64>,
     /// Memories added per second (SQLite: embedding and `insert_many`; PostgreSQL: export
-    /// from SQLite and `import_users`, [`copy_users`](super::pg_dataset::copy_users));
+    /// from SQLite and `import_users`, `pg_dataset::copy_users`);
     /// null when nothing was added.
     pub memories_per_second: Option<f64>,
 }
