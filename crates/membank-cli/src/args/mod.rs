@@ -9,6 +9,7 @@ pub mod eval;
 pub mod memories;
 pub mod models;
 pub mod serve;
+pub mod simulate;
 pub mod transfer;
 
 use std::path::PathBuf;
@@ -189,7 +190,7 @@ pub enum Command {
     },
     /// Replay a benchmark day by day into a throw-away store under a forgetting policy and
     /// compare storage and quality with no forgetting and fifo/lru at equal storage.
-    Simulate(crate::cmd::simulate::SimulateArgs),
+    Simulate(simulate::SimulateArgs),
     /// Run the REST API (OpenAPI at /openapi.json), MCP at /mcp, health and metrics.
     Serve(serve::ServeArgs),
     /// Serve the MCP tools over stdio for one user (for MCP hosts such as Claude Desktop).
