@@ -21,7 +21,7 @@ use membank_llm::{CompletionRequest, Llm, LlmError, Message, estimate_messages, 
 use serde_json::{Map, Value};
 
 use crate::EngineError;
-use crate::summarize::neutralise;
+use crate::quote::neutralise;
 
 /// At most this many memories are rated in one call: more ids in one reply make a model
 /// likelier to skip or repeat one, which fails the whole batch.

@@ -53,7 +53,7 @@ use membank_store::ListQuery;
 
 use membank_llm::{CompletionRequest, LlmError, Message, prompts};
 
-use crate::summarize::neutralise;
+use crate::quote::neutralise;
 use crate::{Engine, EngineError};
 
 /// Most search queries a rewrite adds.
@@ -167,7 +167,7 @@ pub(crate) fn parse_rewrites(reply: &str, question: &str) -> Result<Vec<String>,
 }
 
 /// `text` without the words of the participants in `named` (lowercase index terms, as
-/// [`crate::recall::named_speakers`] gives them); a word goes when its first term is one
+/// [`crate::recall::speakers::named_speakers`] gives them); a word goes when its first term is one
 /// of theirs, so "Caroline's" goes with "Caroline". `None` when nothing was removed or
 /// nothing searchable would be left.
 pub(crate) fn without_names(text: &str, named: &std::collections::HashSet<String>) -> Option<String> {

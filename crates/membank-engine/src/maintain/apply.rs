@@ -36,7 +36,7 @@ impl Engine {
     /// (without one, `summarize` does it when it next runs).
     pub(super) fn resummarize_erased(&self, scope: &Scope, report: &mut MaintainReport) -> Result<(), EngineError> {
         if self.llm.is_some() && self.store.maintenance_state(scope)?.resummarize_due {
-            match self.summarize(crate::SummarizeRequest { scope: scope.clone(), force: false }) {
+            match self.summarize(crate::companion::SummarizeRequest { scope: scope.clone(), force: false }) {
                 Ok(done) => {
                     tracing::info!(user = %scope.user, days = done.days.iter().filter(|d| d.summary.changed() || d.portrait.changed()).count(), "summaries made again after an erasure")
                 }

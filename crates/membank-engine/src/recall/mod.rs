@@ -29,7 +29,7 @@ mod search;
 mod second_stage;
 mod select;
 mod setup;
-mod speakers;
+pub(crate) mod speakers;
 mod time;
 mod types;
 

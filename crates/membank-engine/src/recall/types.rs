@@ -29,7 +29,7 @@ pub struct RecallConfig {
     pub exchange_neighbour_weight: f64,
     /// When the query names a speaker of the candidates (their `speaker` metadata, as in a
     /// group conversation), their memories' scores are multiplied by `1 + speaker_weight`
-    /// (0: off). See [`named_speakers`](super::speakers::named_speakers).
+    /// (0: off). A speaker is named when every word of the name is in the query.
     pub speaker_weight: f64,
     /// Fusion weight of the feedback ranking: a second dense search with the query moved
     /// towards its first results' vectors (0: off; see `feedback`).
