@@ -1,4 +1,4 @@
-//! FadeMem's consolidation calls to the chat model (DESIGN §4.2): [`fuse`] several related
+//! FadeMem's consolidation calls to the chat model, made by a maintenance cycle: [`fuse`] several related
 //! memories of one person into one statement, [`judge`] how a newer memory relates to an
 //! older one that looks related, and [`rate_importance`] of a batch of memories.
 //!

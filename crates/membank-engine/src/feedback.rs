@@ -21,8 +21,8 @@
 //! its place and the second and later ones yield to other days.
 //!
 //! **Day summaries** (`day_summaries`, on). "What did we talk about on May 4th?" is best
-//! answered by that day's summary (DESIGN §5: "top k with summaries of the matching days
-//! when asked"). When the query's time expression covers at most [`MAX_SUMMARY_DAYS`]
+//! answered by that day's summary: a recall returns its top k and, when the question asks
+//! about a day, that day's summary with them. When the query's time expression covers at most [`MAX_SUMMARY_DAYS`]
 //! days and a day among them has a daily summary that the recall may return, the summary
 //! is put first and the day's turns follow in their usual order (the day boost already
 //! ranks them first). Only the query's own time expression asks for this: a caller's

@@ -1,4 +1,4 @@
-//! One maintenance cycle over one user (DESIGN §4.2, §4.3): importance and layers,
+//! One maintenance cycle over one user: importance and layers,
 //! archiving under the configured policy, near-duplicate merging, and — with an LLM —
 //! importance rating, fusion of fading clusters and conflict resolution.
 //!

@@ -1,7 +1,6 @@
-//! The recall pipeline (DESIGN §5, first version): embed the query, take dense (exact
-//! cosine over this user's vectors) and lexical (BM25 over CJK-aware terms) candidates,
-//! fuse them by reciprocal rank, optionally weight by retention, keep the top k, and
-//! strengthen what was returned when the policy says a retrieval is a recall. Time boosts
+//! The recall pipeline: embed the query, take dense (exact cosine over this user's
+//! vectors) and lexical (BM25 over CJK-aware terms) candidates, fuse them by reciprocal
+//! rank, optionally weight by retention, keep the top k, and strengthen what was returned when the policy says a retrieval is a recall. Time boosts
 //! and neighbour expansion are in `expansion`; the stages for evidence in several places
 //! (speaker query, feedback, day diversity, a day's summary first, the model's query
 //! rewrite) in `feedback`, each a knob of [`RecallConfig`].
