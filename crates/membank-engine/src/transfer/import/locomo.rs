@@ -47,11 +47,14 @@ pub fn session_time(text: &str) -> Option<Timestamp> {
         .map(|t| t.and_utc())
 }
 
-/// The sessions of a sample's conversation, in session-number order: `(number, turns, time, path)`.
+/// One session of a conversation: `(number, turns, time, path)`.
+type Session<'a> = (u32, &'a Vec<Value>, Timestamp, String);
+
+/// The sessions of a sample's conversation, in session-number order.
 fn sessions<'a>(
     conversation: &'a serde_json::Map<String, Value>,
     path: &str,
-) -> Result<Vec<(u32, &'a Vec<Value>, Timestamp, String)>, InvalidInput> {
+) -> Result<Vec<Session<'a>>, InvalidInput> {
     let mut out = Vec::new();
     for (key, value) in conversation {
         let Some(number) = key.strip_prefix("session_").and_then(|n| n.parse::<u32>().ok()) else { continue };

@@ -20,7 +20,7 @@ use membank_llm::prompts;
 use membank_llm::{CompletionRequest, Message, estimate_messages};
 
 use crate::ops::validate_text;
-use crate::summarize::neutralise;
+use crate::quote::neutralise;
 use crate::{Engine, EngineError, RecallHit, RecallRequest, RememberTurn};
 
 /// The companion's default persona.

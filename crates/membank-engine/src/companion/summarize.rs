@@ -30,6 +30,7 @@ use membank_llm::{CompletionRequest, Llm, Message, estimate_tokens};
 use membank_store::{ListQuery, NewMemory};
 use sha2::{Digest, Sha256};
 
+use crate::quote::neutralise;
 use crate::{Engine, EngineError};
 
 /// Metadata keys of derived memories.
@@ -558,11 +559,6 @@ fn split_to_fit(line: &str, room: usize) -> Vec<String> {
         pieces.push(piece);
     }
     pieces
-}
-
-/// Quoted material must not be able to close our tags: `</` inside it becomes `< /`.
-pub(crate) fn neutralise(text: &str) -> String {
-    text.replace("</", "< /")
 }
 
 /// One turn or note as a line of a day's conversation.
