@@ -20,6 +20,7 @@ pub mod salience;
 pub mod scope;
 pub mod script;
 pub mod text;
+mod text_enum;
 pub mod time;
 
 pub use error::InvalidInput;

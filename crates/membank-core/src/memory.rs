@@ -5,51 +5,14 @@
 //! note an agent chose to save, or a derived memory (summary, portrait, fusion) that
 //! names what it was made from.
 
-use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
-
 use chrono::NaiveDate;
+use std::collections::BTreeMap;
 
 use crate::forgetting::Strength;
 use crate::id::MemoryId;
+use crate::scope::Scope;
+use crate::text_enum::text_enum;
 use crate::time::Timestamp;
-use crate::{InvalidInput, Scope};
-
-macro_rules! text_enum {
-    ($(#[$meta:meta])* $name:ident, $field:literal { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name { $($(#[$vmeta])* $variant),+ }
-
-        impl $name {
-            /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-            /// The stable text form used in storage, JSON and flags.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = InvalidInput;
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                match s.trim() {
-                    $($text => Ok($name::$variant),)+
-                    other => Err(InvalidInput::new($field, format!(
-                        "{:?} is not one of: {}", crate::id::truncate(other, 40),
-                        [$($text),+].join(", ")))),
-                }
-            }
-        }
-    };
-}
 
 text_enum!(
     /// What a memory is.
