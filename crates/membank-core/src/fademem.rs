@@ -37,8 +37,8 @@
 //!
 //! Everything here is a function of `(state, inputs, now)`, like the MemoryBank curve.
 
-use crate::InvalidInput;
-use crate::memory::{ForgettingState, Layer};
+use crate::error::InvalidInput;
+use crate::state::{ForgettingState, Layer};
 use crate::time::Timestamp;
 
 /// One day in milliseconds: FadeMem's time unit.

@@ -19,37 +19,13 @@
 
 use chrono::Duration;
 
-use crate::InvalidInput;
+use crate::error::InvalidInput;
 use crate::fademem::FadeMemParams;
 use crate::id::MemoryId;
-use crate::memory::ForgettingState;
+use crate::memory::Status;
 use crate::time::Timestamp;
 
-/// Memory strength S: finite and positive, so `exp(-t/S)` is always defined.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
-pub struct Strength(f64);
-
-impl Strength {
-    /// Strength of a new memory.
-    pub const INITIAL: Strength = Strength(1.0);
-
-    /// Validates a strength: finite and > 0.
-    pub fn new(value: f64) -> Result<Self, InvalidInput> {
-        if value.is_finite() && value > 0.0 {
-            Ok(Self(value))
-        } else {
-            Err(InvalidInput::new("strength", format!("{value} must be a finite number above 0")))
-        }
-    }
-    /// The value.
-    pub fn get(self) -> f64 {
-        self.0
-    }
-    /// One recall's worth stronger.
-    pub fn strengthened(self) -> Self {
-        Self(self.0 + 1.0)
-    }
-}
+pub use crate::state::{ForgettingState, Strength};
 
 /// `exp(-elapsed/S)`, in [0, 1]. Negative elapsed time (a memory dated in the future of
 /// `now`) counts as zero: retention never exceeds 1.
@@ -125,7 +101,7 @@ impl std::str::FromStr for PolicyKind {
             "fademem" => Ok(PolicyKind::FadeMem),
             other => Err(InvalidInput::new(
                 "forgetting.policy",
-                format!("{:?} is not one of: memorybank, fademem", crate::id::truncate(other, 40)),
+                format!("{:?} is not one of: memorybank, fademem", crate::error::truncate(other, 40)),
             )),
         }
     }
@@ -216,13 +192,8 @@ pub struct SweepPlan {
 
 /// Whether a memory in `status` with this state and `retention` is past a policy's
 /// [`ForgettingPolicy::archive_below`]: active, not pinned, and below it.
-pub fn past_threshold(
-    archive_below: Option<f64>,
-    status: crate::Status,
-    state: &ForgettingState,
-    retention: f64,
-) -> bool {
-    archive_below.is_some_and(|below| status == crate::Status::Active && !state.pinned && retention < below)
+pub fn past_threshold(archive_below: Option<f64>, status: Status, state: &ForgettingState, retention: f64) -> bool {
+    archive_below.is_some_and(|below| status == Status::Active && !state.pinned && retention < below)
 }
 
 impl ForgettingPolicy {
@@ -239,7 +210,7 @@ impl ForgettingPolicy {
     /// Whether the next sweep archives a memory in `status` with this state and
     /// `retention` for its retention alone (the per-pass cap aside): active, not pinned,
     /// below [`Self::archive_below`].
-    pub fn past_threshold(&self, status: crate::Status, state: &ForgettingState, retention: f64) -> bool {
+    pub fn past_threshold(&self, status: Status, state: &ForgettingState, retention: f64) -> bool {
         past_threshold(self.archive_below(), status, state, retention)
     }
 

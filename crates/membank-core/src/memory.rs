@@ -5,14 +5,16 @@
 //! note an agent chose to save, or a derived memory (summary, portrait, fusion) that
 //! names what it was made from.
 
-use chrono::NaiveDate;
 use std::collections::BTreeMap;
 
-use crate::forgetting::Strength;
+use chrono::NaiveDate;
+
 use crate::id::MemoryId;
 use crate::scope::Scope;
 use crate::text_enum::text_enum;
 use crate::time::Timestamp;
+
+pub use crate::state::{ClockFrom, ForgettingState, Layer};
 
 text_enum!(
     /// What a memory is.
@@ -69,86 +71,6 @@ text_enum!(
         Erased = "erased",
     }
 );
-
-text_enum!(
-    /// FadeMem's memory layer.
-    Layer, "layer" {
-        /// Short-term: decays faster.
-        Short = "short",
-        /// Long-term: decays slower.
-        Long = "long",
-    }
-);
-
-text_enum!(
-    /// Where a written memory's forgetting clock starts when the memory is about the past
-    /// (an imported history, a backdated `remember`): the time `t` in `R = exp(-t/S)`
-    /// counts from then.
-    #[derive(Default)]
-    ClockFrom, "clock_from" {
-        /// From the event's own date: a memory of an exchange a year ago is a year old at
-        /// once, as in the MemoryBank paper's replay (and usually past the threshold).
-        Event = "event",
-        /// From when membank stores it (the default): a migrated history starts as fresh
-        /// as a new memory and fades from the import on.
-        #[default]
-        Import = "import",
-    }
-);
-
-/// The numbers the forgetting policies work on.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ForgettingState {
-    /// Memory strength S; starts at 1 and grows by 1 with each recall.
-    pub strength: Strength,
-    /// How often it was recalled.
-    pub recall_count: u32,
-    /// The last recall, or `occurred_at` if never recalled.
-    pub last_recalled_at: Timestamp,
-    /// Pinned memories never decay.
-    pub pinned: bool,
-    /// FadeMem layer.
-    pub layer: Layer,
-    /// FadeMem importance in [0, 1], as of the last maintenance cycle.
-    pub importance: f64,
-    /// FadeMem: the effective age in days the memory kept through its last access (0 for a
-    /// new memory; a recall makes it younger). Its strength is `exp(-λ·(age + days since)^β)`.
-    pub fade_age: f64,
-    /// FadeMem: the recall count, decayed with time, as of the last access.
-    pub access_frequency: f64,
-    /// Importance at ingestion, in [0, 1]: given by the caller, rated by an LLM, or estimated.
-    pub base_importance: f64,
-    /// FadeMem: a factor on the decay rate λ (1; more for the loser of a conflict, less
-    /// for a fused memory).
-    pub decay_factor: f64,
-}
-
-impl ForgettingState {
-    /// The state of a memory that has just been made about something at `occurred_at`.
-    pub fn new(occurred_at: Timestamp) -> Self {
-        Self {
-            strength: Strength::INITIAL,
-            recall_count: 0,
-            last_recalled_at: occurred_at,
-            pinned: false,
-            layer: Layer::Short,
-            importance: 0.5,
-            fade_age: 0.0,
-            access_frequency: 0.0,
-            base_importance: 0.5,
-            decay_factor: 1.0,
-        }
-    }
-
-    /// The state of a memory about something at `occurred_at`, stored at `stored_at`, with
-    /// its clock starting where `clock_from` says (never before the event itself).
-    pub fn starting(occurred_at: Timestamp, stored_at: Timestamp, clock_from: ClockFrom) -> Self {
-        match clock_from {
-            ClockFrom::Event => Self::new(occurred_at),
-            ClockFrom::Import => Self::new(occurred_at.max(stored_at)),
-        }
-    }
-}
 
 /// One stored memory.
 #[derive(Debug, Clone, PartialEq)]

@@ -32,7 +32,7 @@ macro_rules! text_enum {
                 match s.trim() {
                     $($text => Ok($name::$variant),)+
                     other => Err($crate::error::InvalidInput::new($field, format!(
-                        "{:?} is not one of: {}", $crate::id::truncate(other, 40),
+                        "{:?} is not one of: {}", $crate::error::truncate(other, 40),
                         [$($text),+].join(", ")))),
                 }
             }

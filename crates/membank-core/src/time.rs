@@ -8,7 +8,7 @@ use std::sync::Mutex;
 pub use chrono::SecondsFormat;
 use chrono::{DateTime, NaiveDate, Utc};
 
-use crate::InvalidInput;
+use crate::error::InvalidInput;
 
 /// An instant, in UTC. Stored with millisecond precision.
 pub type Timestamp = DateTime<Utc>;
@@ -85,7 +85,7 @@ pub fn parse_instant_in(field: &'static str, text: &str, zone: UserTimeZone) -> 
         field,
         format!(
             "{:?} is not an RFC 3339 time such as 2024-05-04T18:30:00Z, or a date such as 2024-05-04 (the person's local midnight)",
-            crate::id::truncate(text, 80)
+            crate::error::truncate(text, 80)
         ),
     ))
 }
@@ -114,7 +114,7 @@ impl UserTimeZone {
                 "time_zone",
                 format!(
                     "{:?} is not an IANA time zone such as Europe/Berlin or Asia/Shanghai",
-                    crate::id::truncate(name, 60)
+                    crate::error::truncate(name, 60)
                 ),
             )
         })
