@@ -23,6 +23,7 @@ use crate::error::InvalidInput;
 use crate::fademem::FadeMemParams;
 use crate::id::MemoryId;
 use crate::memory::Status;
+use crate::text_enum::text_enum;
 use crate::time::Timestamp;
 
 pub use crate::state::{ForgettingState, Strength};
@@ -36,14 +37,15 @@ pub fn retention(elapsed_units: f64, strength: Strength) -> f64 {
     (-elapsed_units / strength.get()).exp().clamp(0.0, 1.0)
 }
 
-/// What counts as a recall that strengthens a memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecallMode {
-    /// Being in the top k returned by a recall (the paper's reading; the default).
-    Retrieved,
-    /// Being confirmed as used through the feedback call (e.g. the companion cited it).
-    Used,
-}
+text_enum!(
+    /// What counts as a recall that strengthens a memory.
+    RecallMode, "forgetting.recall_mode" {
+        /// Being in the top k returned by a recall (the paper's reading; the default).
+        Retrieved = "retrieved",
+        /// Being confirmed as used through the feedback call (e.g. the companion cited it).
+        Used = "used",
+    }
+);
 
 /// How a sweep turns retention into a decision.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,6 +65,45 @@ pub enum DecisionMode {
     Rank,
 }
 
+text_enum!(
+    /// The name of a [`DecisionMode`], without its number: how a sweep decides, as
+    /// configured and as logged in a `swept` event.
+    DecisionModeName, "forgetting.mode" {
+        /// [`DecisionMode::Threshold`].
+        Threshold = "threshold",
+        /// [`DecisionMode::Stochastic`].
+        Stochastic = "stochastic",
+        /// [`DecisionMode::Rank`].
+        Rank = "rank",
+    }
+);
+
+impl DecisionMode {
+    /// The mode's name, without its number.
+    pub fn name(self) -> DecisionModeName {
+        match self {
+            DecisionMode::Threshold { .. } => DecisionModeName::Threshold,
+            DecisionMode::Stochastic { .. } => DecisionModeName::Stochastic,
+            DecisionMode::Rank => DecisionModeName::Rank,
+        }
+    }
+
+    /// `threshold`, `stochastic` or `rank`.
+    pub fn as_str(self) -> &'static str {
+        self.name().as_str()
+    }
+
+    /// The mode called `name`, with the threshold θ and the draw seed it may need (each
+    /// used only by its own mode).
+    pub fn from_name(name: DecisionModeName, theta: f64, seed: u64) -> Self {
+        match name {
+            DecisionModeName::Threshold => DecisionMode::Threshold { theta },
+            DecisionModeName::Stochastic => DecisionMode::Stochastic { seed },
+            DecisionModeName::Rank => DecisionMode::Rank,
+        }
+    }
+}
+
 /// The default unit of `t`, in days: 3, not the paper's 1.
 ///
 /// With θ = 0.05 a memory is archived once `t > ln(20)·S ≈ 3·S` units. With a one-day unit
@@ -74,38 +115,15 @@ pub enum DecisionMode {
 /// the one-day unit.
 pub const DEFAULT_UNIT_DAYS: i64 = 3;
 
-/// Which forgetting policy a deployment runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PolicyKind {
-    /// MemoryBank's curve `R = exp(-t/S)` (the default).
-    MemoryBank,
-    /// FadeMem: importance, two layers, `v = v0·exp(-λ·Δt^β)`.
-    FadeMem,
-}
-
-impl PolicyKind {
-    /// `memorybank` or `fademem`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PolicyKind::MemoryBank => "memorybank",
-            PolicyKind::FadeMem => "fademem",
-        }
+text_enum!(
+    /// Which forgetting policy a deployment runs.
+    PolicyKind, "forgetting.policy" {
+        /// MemoryBank's curve `R = exp(-t/S)` (the default).
+        MemoryBank = "memorybank",
+        /// FadeMem: importance, two layers, `v = v0·exp(-λ·Δt^β)`.
+        FadeMem = "fademem",
     }
-}
-
-impl std::str::FromStr for PolicyKind {
-    type Err = InvalidInput;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim() {
-            "memorybank" => Ok(PolicyKind::MemoryBank),
-            "fademem" => Ok(PolicyKind::FadeMem),
-            other => Err(InvalidInput::new(
-                "forgetting.policy",
-                format!("{:?} is not one of: memorybank, fademem", crate::error::truncate(other, 40)),
-            )),
-        }
-    }
-}
+);
 
 /// The forgetting policy of a deployment.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -402,6 +420,18 @@ mod tests {
         let policy = ForgettingPolicy::default();
         assert!(policy.assess(id, &state(1.0, t0()), t0() + Duration::hours(3 * 71)).archive.is_none());
         assert!(policy.assess(id, &state(1.0, t0()), t0() + Duration::hours(3 * 73)).archive.is_some());
+    }
+
+    #[test]
+    fn policy_and_mode_names_round_trip() {
+        assert_eq!("fademem".parse::<PolicyKind>().unwrap(), PolicyKind::FadeMem);
+        let err = "lru".parse::<PolicyKind>().unwrap_err();
+        assert_eq!(err.to_string(), "invalid forgetting.policy: \"lru\" is not one of: memorybank, fademem");
+        assert_eq!("used".parse::<RecallMode>().unwrap(), RecallMode::Used);
+        for mode in [DecisionMode::Threshold { theta: 0.2 }, DecisionMode::Stochastic { seed: 9 }, DecisionMode::Rank] {
+            assert_eq!(DecisionMode::from_name(mode.name(), 0.2, 9), mode);
+            assert_eq!(mode.as_str().parse::<DecisionModeName>().unwrap(), mode.name());
+        }
     }
 
     #[test]
