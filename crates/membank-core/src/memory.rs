@@ -107,6 +107,35 @@ pub struct Memory {
     pub metadata: BTreeMap<String, String>,
 }
 
+impl Memory {
+    /// A plain active memory for tests, benchmarks and examples: `content` said by the user
+    /// at `at`, recorded at the same instant, on the UTC day of `at`, with a fresh forgetting
+    /// state, no turn sides, no derivation and no metadata. Its id is generated for `at`.
+    ///
+    /// This is not how the engine writes memories (that validates the text, finds the day in
+    /// the person's time zone and sets both sides of a turn); set the fields a fixture
+    /// needs with struct update syntax: `Memory { source: Source::Agent, ..Memory::fixture(…) }`.
+    pub fn fixture(scope: &Scope, kind: Kind, content: impl Into<String>, at: Timestamp) -> Self {
+        Self {
+            id: MemoryId::generate(at),
+            scope: scope.clone(),
+            kind,
+            source: Source::User,
+            content: Some(content.into()),
+            user_text: None,
+            assistant_text: None,
+            occurred_at: at,
+            recorded_at: at,
+            day: at.date_naive(),
+            forgetting: ForgettingState::new(at),
+            status: Status::Active,
+            superseded_by: None,
+            derived_from: Vec::new(),
+            metadata: BTreeMap::new(),
+        }
+    }
+}
+
 /// The text of a turn as stored in `content`: both sides, labelled.
 pub fn turn_content(user_text: &str, assistant_text: Option<&str>) -> String {
     match assistant_text {
@@ -129,5 +158,17 @@ mod tests {
         }
         let err = "memo".parse::<Kind>().unwrap_err();
         assert!(err.reason.contains("turn, note"), "{err}");
+    }
+
+    #[test]
+    fn a_fixture_is_an_active_memory_of_its_instant() {
+        use chrono::TimeZone;
+        let scope = Scope::user(crate::TenantId::default_tenant(), crate::UserId::new("ana").unwrap());
+        let at = chrono::Utc.with_ymd_and_hms(2024, 5, 4, 23, 30, 0).unwrap();
+        let memory = Memory::fixture(&scope, Kind::Note, "the violin", at);
+        assert_eq!((memory.kind, memory.source, memory.status), (Kind::Note, Source::User, Status::Active));
+        assert_eq!(memory.content.as_deref(), Some("the violin"));
+        assert_eq!((memory.occurred_at, memory.recorded_at, memory.day.to_string()), (at, at, "2024-05-04".into()));
+        assert_eq!(memory.forgetting, ForgettingState::new(at));
     }
 }
