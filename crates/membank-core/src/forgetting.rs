@@ -1,4 +1,5 @@
-//! Forgetting and strengthening, MemoryBank policy (DESIGN §4.1).
+//! Forgetting and strengthening under MemoryBank's policy, the default: the Ebbinghaus-style
+//! curve of the MemoryBank paper (Zhong et al. 2023).
 //!
 //! Retention is `R(t, S) = exp(-t / S)`, with `t` the time since the last recall in
 //! configurable units (default three days; see [`DEFAULT_UNIT_DAYS`]) and `S` the strength. Recall sets `S += 1` and
