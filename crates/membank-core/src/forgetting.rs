@@ -1,4 +1,5 @@
-//! Forgetting and strengthening, MemoryBank policy (DESIGN §4.1).
+//! Forgetting and strengthening under MemoryBank's policy, the default: the Ebbinghaus-style
+//! curve of the MemoryBank paper (Zhong et al. 2023).
 //!
 //! Retention is `R(t, S) = exp(-t / S)`, with `t` the time since the last recall in
 //! configurable units (default three days; see [`DEFAULT_UNIT_DAYS`]) and `S` the strength. Recall sets `S += 1` and
@@ -19,37 +20,14 @@
 
 use chrono::Duration;
 
-use crate::InvalidInput;
+use crate::error::InvalidInput;
 use crate::fademem::FadeMemParams;
 use crate::id::MemoryId;
-use crate::memory::ForgettingState;
+use crate::memory::Status;
+use crate::text_enum::text_enum;
 use crate::time::Timestamp;
 
-/// Memory strength S: finite and positive, so `exp(-t/S)` is always defined.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
-pub struct Strength(f64);
-
-impl Strength {
-    /// Strength of a new memory.
-    pub const INITIAL: Strength = Strength(1.0);
-
-    /// Validates a strength: finite and > 0.
-    pub fn new(value: f64) -> Result<Self, InvalidInput> {
-        if value.is_finite() && value > 0.0 {
-            Ok(Self(value))
-        } else {
-            Err(InvalidInput::new("strength", format!("{value} must be a finite number above 0")))
-        }
-    }
-    /// The value.
-    pub fn get(self) -> f64 {
-        self.0
-    }
-    /// One recall's worth stronger.
-    pub fn strengthened(self) -> Self {
-        Self(self.0 + 1.0)
-    }
-}
+pub use crate::state::{ForgettingState, Strength};
 
 /// `exp(-elapsed/S)`, in [0, 1]. Negative elapsed time (a memory dated in the future of
 /// `now`) counts as zero: retention never exceeds 1.
@@ -60,14 +38,15 @@ pub fn retention(elapsed_units: f64, strength: Strength) -> f64 {
     (-elapsed_units / strength.get()).exp().clamp(0.0, 1.0)
 }
 
-/// What counts as a recall that strengthens a memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecallMode {
-    /// Being in the top k returned by a recall (the paper's reading; the default).
-    Retrieved,
-    /// Being confirmed as used through the feedback call (e.g. the companion cited it).
-    Used,
-}
+text_enum!(
+    /// What counts as a recall that strengthens a memory.
+    RecallMode, "forgetting.recall_mode" {
+        /// Being in the top k returned by a recall (the paper's reading; the default).
+        Retrieved = "retrieved",
+        /// Being confirmed as used through the feedback call (e.g. the companion cited it).
+        Used = "used",
+    }
+);
 
 /// How a sweep turns retention into a decision.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -87,6 +66,45 @@ pub enum DecisionMode {
     Rank,
 }
 
+text_enum!(
+    /// The name of a [`DecisionMode`], without its number: how a sweep decides, as
+    /// configured and as logged in a `swept` event.
+    DecisionModeName, "forgetting.mode" {
+        /// [`DecisionMode::Threshold`].
+        Threshold = "threshold",
+        /// [`DecisionMode::Stochastic`].
+        Stochastic = "stochastic",
+        /// [`DecisionMode::Rank`].
+        Rank = "rank",
+    }
+);
+
+impl DecisionMode {
+    /// The mode's name, without its number.
+    pub fn name(self) -> DecisionModeName {
+        match self {
+            DecisionMode::Threshold { .. } => DecisionModeName::Threshold,
+            DecisionMode::Stochastic { .. } => DecisionModeName::Stochastic,
+            DecisionMode::Rank => DecisionModeName::Rank,
+        }
+    }
+
+    /// `threshold`, `stochastic` or `rank`.
+    pub fn as_str(self) -> &'static str {
+        self.name().as_str()
+    }
+
+    /// The mode called `name`, with the threshold θ and the draw seed it may need (each
+    /// used only by its own mode).
+    pub fn from_name(name: DecisionModeName, theta: f64, seed: u64) -> Self {
+        match name {
+            DecisionModeName::Threshold => DecisionMode::Threshold { theta },
+            DecisionModeName::Stochastic => DecisionMode::Stochastic { seed },
+            DecisionModeName::Rank => DecisionMode::Rank,
+        }
+    }
+}
+
 /// The default unit of `t`, in days: 3, not the paper's 1.
 ///
 /// With θ = 0.05 a memory is archived once `t > ln(20)·S ≈ 3·S` units. With a one-day unit
@@ -98,38 +116,15 @@ pub enum DecisionMode {
 /// the one-day unit.
 pub const DEFAULT_UNIT_DAYS: i64 = 3;
 
-/// Which forgetting policy a deployment runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PolicyKind {
-    /// MemoryBank's curve `R = exp(-t/S)` (the default).
-    MemoryBank,
-    /// FadeMem: importance, two layers, `v = v0·exp(-λ·Δt^β)`.
-    FadeMem,
-}
-
-impl PolicyKind {
-    /// `memorybank` or `fademem`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PolicyKind::MemoryBank => "memorybank",
-            PolicyKind::FadeMem => "fademem",
-        }
+text_enum!(
+    /// Which forgetting policy a deployment runs.
+    PolicyKind, "forgetting.policy" {
+        /// MemoryBank's curve `R = exp(-t/S)` (the default).
+        MemoryBank = "memorybank",
+        /// FadeMem: importance, two layers, `v = v0·exp(-λ·Δt^β)`.
+        FadeMem = "fademem",
     }
-}
-
-impl std::str::FromStr for PolicyKind {
-    type Err = InvalidInput;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim() {
-            "memorybank" => Ok(PolicyKind::MemoryBank),
-            "fademem" => Ok(PolicyKind::FadeMem),
-            other => Err(InvalidInput::new(
-                "forgetting.policy",
-                format!("{:?} is not one of: memorybank, fademem", crate::id::truncate(other, 40)),
-            )),
-        }
-    }
-}
+);
 
 /// The forgetting policy of a deployment.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -216,13 +211,8 @@ pub struct SweepPlan {
 
 /// Whether a memory in `status` with this state and `retention` is past a policy's
 /// [`ForgettingPolicy::archive_below`]: active, not pinned, and below it.
-pub fn past_threshold(
-    archive_below: Option<f64>,
-    status: crate::Status,
-    state: &ForgettingState,
-    retention: f64,
-) -> bool {
-    archive_below.is_some_and(|below| status == crate::Status::Active && !state.pinned && retention < below)
+pub fn past_threshold(archive_below: Option<f64>, status: Status, state: &ForgettingState, retention: f64) -> bool {
+    archive_below.is_some_and(|below| status == Status::Active && !state.pinned && retention < below)
 }
 
 impl ForgettingPolicy {
@@ -239,7 +229,7 @@ impl ForgettingPolicy {
     /// Whether the next sweep archives a memory in `status` with this state and
     /// `retention` for its retention alone (the per-pass cap aside): active, not pinned,
     /// below [`Self::archive_below`].
-    pub fn past_threshold(&self, status: crate::Status, state: &ForgettingState, retention: f64) -> bool {
+    pub fn past_threshold(&self, status: Status, state: &ForgettingState, retention: f64) -> bool {
         past_threshold(self.archive_below(), status, state, retention)
     }
 
@@ -431,6 +421,18 @@ mod tests {
         let policy = ForgettingPolicy::default();
         assert!(policy.assess(id, &state(1.0, t0()), t0() + Duration::hours(3 * 71)).archive.is_none());
         assert!(policy.assess(id, &state(1.0, t0()), t0() + Duration::hours(3 * 73)).archive.is_some());
+    }
+
+    #[test]
+    fn policy_and_mode_names_round_trip() {
+        assert_eq!("fademem".parse::<PolicyKind>().unwrap(), PolicyKind::FadeMem);
+        let err = "lru".parse::<PolicyKind>().unwrap_err();
+        assert_eq!(err.to_string(), "invalid forgetting.policy: \"lru\" is not one of: memorybank, fademem");
+        assert_eq!("used".parse::<RecallMode>().unwrap(), RecallMode::Used);
+        for mode in [DecisionMode::Threshold { theta: 0.2 }, DecisionMode::Stochastic { seed: 9 }, DecisionMode::Rank] {
+            assert_eq!(DecisionMode::from_name(mode.name(), 0.2, 9), mode);
+            assert_eq!(mode.as_str().parse::<DecisionModeName>().unwrap(), mode.name());
+        }
     }
 
     #[test]
