@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use membank_engine::core::FadeMemParams;
-use membank_engine::core::forgetting::{DecisionMode, ForgettingPolicy, PolicyKind, RecallMode};
+use membank_engine::core::forgetting::{DecisionMode, DecisionModeName, ForgettingPolicy, PolicyKind, RecallMode};
 use membank_engine::{EngineConfig, RecallConfig};
 use serde::Deserialize;
 
@@ -185,6 +185,8 @@ pub struct ForgettingFile {
     pub recall_mode: Option<String>,
     /// Largest fraction one sweep may archive.
     pub max_archive_fraction: Option<f64>,
+    /// How much importance adds to strength on MemoryBank's curve (`S + w·I`).
+    pub importance_weight: Option<f64>,
 }
 
 /// `[forgetting.fademem]`: every FadeMem parameter, each optional. The defaults and where
@@ -327,19 +329,14 @@ pub fn engine_config(
         policy.unit = chrono::Duration::seconds(unit);
     }
     let theta = threshold.or(f.threshold).unwrap_or(0.05);
-    policy.mode = match mode.or(f.mode.as_deref()).unwrap_or("threshold") {
-        "threshold" => DecisionMode::Threshold { theta },
-        "stochastic" => DecisionMode::Stochastic { seed: seed.or(f.seed).unwrap_or(0) },
-        "rank" => DecisionMode::Rank,
-        other => bail!("forgetting mode {other:?} is not one of: threshold, stochastic, rank"),
-    };
-    policy.recall_mode = match recall_mode.or(f.recall_mode.as_deref()).unwrap_or("retrieved") {
-        "retrieved" => RecallMode::Retrieved,
-        "used" => RecallMode::Used,
-        other => bail!("recall mode {other:?} is not one of: retrieved, used"),
-    };
+    let mode_name = mode.or(f.mode.as_deref()).unwrap_or("threshold").parse::<DecisionModeName>()?;
+    policy.mode = DecisionMode::from_name(mode_name, theta, seed.or(f.seed).unwrap_or(0));
+    policy.recall_mode = recall_mode.or(f.recall_mode.as_deref()).unwrap_or("retrieved").parse::<RecallMode>()?;
     if let Some(fraction) = f.max_archive_fraction {
         policy.max_archive_fraction = fraction;
+    }
+    if let Some(weight) = f.importance_weight {
+        policy.importance_weight = weight;
     }
     policy.validate()?;
     let mut recall = RecallConfig::default();

@@ -56,16 +56,7 @@ pub fn at(
 
 /// A day flag (`--from`, `--to`): YYYY-MM-DD.
 pub fn day(field: &'static str, value: Option<&str>) -> Result<Option<chrono::NaiveDate>> {
-    value
-        .map(|v| {
-            chrono::NaiveDate::parse_from_str(v.trim(), "%Y-%m-%d").map_err(|_| {
-                anyhow::Error::new(EngineError::Invalid(membank_engine::core::InvalidInput::new(
-                    field,
-                    format!("{v:?} is not a date such as 2024-05-04"),
-                )))
-            })
-        })
-        .transpose()
+    Ok(value.map(|v| membank_engine::core::time::parse_day(field, v)).transpose().map_err(EngineError::Invalid)?)
 }
 
 /// Every value parsed, or the first one's error.

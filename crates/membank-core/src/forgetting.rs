@@ -126,6 +126,9 @@ text_enum!(
     }
 );
 
+/// The default [`ForgettingPolicy::importance_weight`].
+pub const DEFAULT_IMPORTANCE_WEIGHT: f64 = 0.0;
+
 /// The forgetting policy of a deployment.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ForgettingPolicy {
@@ -142,6 +145,12 @@ pub struct ForgettingPolicy {
     pub recall_mode: RecallMode,
     /// The largest fraction of examined memories one sweep may archive (default 1.0: the curve decides).
     pub max_archive_fraction: f64,
+    /// How much a memory's importance adds to its strength on MemoryBank's curve:
+    /// `R = exp(-t / (S + w·I))`, with `I` its base importance in [0, 1] (the caller's, a
+    /// model's rating, or the estimator's). Ebbinghaus found meaningful material kept longer
+    /// than nonsense syllables; this is that, with importance as the measure of meaning.
+    /// 0 is the paper's curve exactly. See [`DEFAULT_IMPORTANCE_WEIGHT`].
+    pub importance_weight: f64,
 }
 
 impl Default for ForgettingPolicy {
@@ -153,6 +162,7 @@ impl Default for ForgettingPolicy {
             mode: DecisionMode::Threshold { theta: 0.05 },
             recall_mode: RecallMode::Retrieved,
             max_archive_fraction: 1.0,
+            importance_weight: DEFAULT_IMPORTANCE_WEIGHT,
         }
     }
 }
@@ -243,6 +253,12 @@ impl ForgettingPolicy {
         {
             return Err(InvalidInput::new("forgetting.theta", format!("{theta} must lie strictly between 0 and 1")));
         }
+        if !(self.importance_weight.is_finite() && (0.0..=100.0).contains(&self.importance_weight)) {
+            return Err(InvalidInput::new(
+                "forgetting.importance_weight",
+                format!("{} must lie in [0, 100]", self.importance_weight),
+            ));
+        }
         if !(0.0..=1.0).contains(&self.max_archive_fraction) {
             return Err(InvalidInput::new(
                 "forgetting.max_archive_fraction",
@@ -266,9 +282,18 @@ impl ForgettingPolicy {
         }
     }
 
-    /// MemoryBank's `exp(-t/S)` whatever the configured policy; 1.0 when pinned.
+    /// MemoryBank's `exp(-t/S)`, `S` made [`Self::effective_strength`], whatever the
+    /// configured policy; 1.0 when pinned.
     pub fn memorybank_retention(&self, state: &ForgettingState, now: Timestamp) -> f64 {
-        if state.pinned { 1.0 } else { retention(self.elapsed_units(state, now), state.strength) }
+        if state.pinned { 1.0 } else { retention(self.elapsed_units(state, now), self.effective_strength(state)) }
+    }
+
+    /// The strength MemoryBank's curve decays by: `S + w·I`, the recalls' strength plus the
+    /// importance's share ([`Self::importance_weight`]; an importance outside [0, 1] counts
+    /// as its nearest end).
+    pub fn effective_strength(&self, state: &ForgettingState) -> Strength {
+        let importance = if state.base_importance.is_finite() { state.base_importance.clamp(0.0, 1.0) } else { 0.0 };
+        Strength::new(state.strength.get() + self.importance_weight * importance).unwrap_or(state.strength)
     }
 
     /// The state after a recall at `now`: one stronger (`S += 1`), FadeMem's `v0`
@@ -317,7 +342,7 @@ impl ForgettingPolicy {
                 DecisionMode::Rank => None,
             }
         };
-        Assessment { id, elapsed_units, strength: state.strength.get(), retention, archive }
+        Assessment { id, elapsed_units, strength: self.effective_strength(state).get(), retention, archive }
     }
 
     /// The data of an `archived` event: the policy and the numbers that decided it.
@@ -474,7 +499,39 @@ mod tests {
         assert!((rate - (-1.0f64).exp()).abs() < 0.03, "survival rate {rate}");
     }
 
+    #[test]
+    fn importance_lengthens_memorybank_survival_and_weight_zero_is_the_paper() {
+        let t0 = t0();
+        let now = t0 + Duration::days(30);
+        let trivial = ForgettingState { base_importance: 0.1, ..state(1.0, t0) };
+        let vital = ForgettingState { base_importance: 0.9, ..state(1.0, t0) };
+        let paper = ForgettingPolicy { importance_weight: 0.0, ..Default::default() };
+        assert_eq!(paper.retention_of(&trivial, now), paper.retention_of(&vital, now));
+        assert!((paper.retention_of(&vital, now) - (-10.0f64).exp()).abs() < 1e-12);
+        let weighted = ForgettingPolicy { importance_weight: 4.0, ..Default::default() };
+        // S_eff = 1 + 4·0.9 = 4.6: ten units of three days leave exp(-10/4.6).
+        assert!((weighted.retention_of(&vital, now) - (-10.0f64 / 4.6).exp()).abs() < 1e-12);
+        assert!(weighted.retention_of(&vital, now) > weighted.retention_of(&trivial, now));
+        assert!(weighted.assess(MemoryId::generate(t0), &trivial, now).archive.is_some());
+        assert!(weighted.assess(MemoryId::generate(t0), &vital, now).archive.is_none());
+        let bad = ForgettingPolicy { importance_weight: f64::NAN, ..Default::default() };
+        assert!(bad.validate().is_err());
+        let negative = ForgettingPolicy { importance_weight: -1.0, ..Default::default() };
+        assert!(negative.validate().is_err());
+    }
+
     proptest! {
+        #[test]
+        fn retention_never_falls_with_importance(t in 0.0f64..1e4, s in 1.0f64..50.0, w in 0.0f64..20.0, a in 0.0f64..1.0, b in 0.0f64..1.0) {
+            let t0 = t0();
+            let now = t0 + Duration::milliseconds((t * 86_400_000.0) as i64);
+            let policy = ForgettingPolicy { importance_weight: w, ..Default::default() };
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            let low = ForgettingState { base_importance: lo, ..state(s, t0) };
+            let high = ForgettingState { base_importance: hi, ..state(s, t0) };
+            prop_assert!(policy.retention_of(&high, now) >= policy.retention_of(&low, now));
+        }
+
         #[test]
         fn retention_is_a_probability(t in -1e6f64..1e6, s in 1e-6f64..1e6) {
             let r = retention(t, Strength::new(s).unwrap());

@@ -27,7 +27,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 
-use chrono::{NaiveDate, SecondsFormat};
+use chrono::SecondsFormat;
 use membank_core::event::{Event, EventKind};
 use membank_core::{
     ForgettingState, InvalidInput, Kind, Layer, Memory, MemoryId, Scope, Source, Status, Strength, TenantId, Timestamp,
@@ -570,8 +570,7 @@ fn memory_from_line(
         assistant_text: line.assistant_text,
         occurred_at: parse_time(n, "occurred_at", &line.occurred_at)?,
         recorded_at: parse_time(n, "recorded_at", &line.recorded_at)?,
-        day: NaiveDate::parse_from_str(&line.day, "%Y-%m-%d")
-            .map_err(|_| at(n, "day", format!("{:?} is not a date such as 2024-05-04", truncate(&line.day))))?,
+        day: membank_core::time::parse_day("day", &line.day).map_err(|e| at(n, "day", e.reason))?,
         forgetting,
         status,
         superseded_by: line.superseded_by.map(|s| parse_id(n, "superseded_by", &s)).transpose()?,

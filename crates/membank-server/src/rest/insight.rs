@@ -58,6 +58,7 @@ pub async fn about(State(state): State<AppState>, caller: Caller) -> Result<Json
             archive_below: policy.archive_below(),
             unit_seconds: policy.unit.num_seconds(),
             mode,
+            importance_weight: policy.importance_weight,
         },
         embedding_model: engine.embedder().model_id().to_string(),
     }))

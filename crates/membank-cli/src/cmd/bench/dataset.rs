@@ -2,12 +2,11 @@
 //! a bench user filled with memories and their real vectors, synthetic memories, and the
 //! [`Dataset`] line each report gives per backend.
 
-use std::collections::BTreeMap;
 use std::io::BufRead as _;
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
-use membank_engine::core::{ForgettingState, InvalidInput, Kind, Memory, MemoryId, Scope, Source, Status};
+use membank_engine::core::{InvalidInput, Kind, Memory, Scope};
 use membank_store::{EmbeddingModel, NewMemory, Store};
 use serde::Serialize;
 
@@ -172,23 +171,7 @@ pub(crate) fn fill(
 }
 
 pub(crate) fn synthetic_memory(scope: &Scope, kind: Kind, text: String, at: membank_engine::core::Timestamp) -> Memory {
-    Memory {
-        id: MemoryId::generate(at),
-        scope: scope.clone(),
-        kind,
-        source: Source::User,
-        content: Some(text.clone()),
-        user_text: Some(text),
-        assistant_text: None,
-        occurred_at: at,
-        recorded_at: at,
-        day: at.date_naive(),
-        forgetting: ForgettingState::new(at),
-        status: Status::Active,
-        superseded_by: None,
-        derived_from: Vec::new(),
-        metadata: BTreeMap::new(),
-    }
+    Memory { user_text: Some(text.clone()), ..Memory::fixture(scope, kind, text, at) }
 }
 
 /// One backend's copy of the dataset.
