@@ -47,4 +47,9 @@ pub struct SimulateArgs {
     /// Draw storage over time and each policy's quality into this SVG file.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Critical-fact labels (JSON lines; memorybank: {"user","date","turn","critical"},
+    /// locomo: {"sample","dia_id","critical"}): report the share of critical turns each way
+    /// of keeping still holds, and the importance estimator's ROC AUC against the labels.
+    #[arg(long)]
+    pub critical: Option<PathBuf>,
 }

@@ -140,6 +140,19 @@ pub fn run(ctx: &Context, args: SimulateArgs) -> Result<()> {
         }
     };
     let ks = parse_ks(args.k.as_deref().unwrap_or(default_ks))?;
+    let shape = match args.benchmark {
+        BenchmarkName::Memorybank => membank_eval::critical::LabelShape::MemoryBank,
+        BenchmarkName::Locomo => membank_eval::critical::LabelShape::Locomo,
+    };
+    let labels = match &args.critical {
+        Some(path) => {
+            let path = existing(path.clone(), "the labels given with --critical")?;
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| invalid("critical", format!("cannot read {}: {e}", path.display())))?;
+            Some(membank_eval::critical::parse(&text, &path.display().to_string(), shape).map_err(eval_error)?)
+        }
+        None => None,
+    };
     let run = SimulateRun {
         benchmark,
         policy,
@@ -159,7 +172,7 @@ pub fn run(ctx: &Context, args: SimulateArgs) -> Result<()> {
     let embedder: Arc<dyn Embedder> = Arc::new(LazyEmbedder::one_shot(choice));
     let bar = Bar::new();
     let progress = |label: &str, done: usize, total: usize| bar.update(label, done, total);
-    let report = simulate::run(embedder, &run, &progress).map_err(eval_error);
+    let report = simulate::run_with_labels(embedder, &run, labels.as_ref(), &progress).map_err(eval_error);
     bar.finish();
     let report = report?;
     if let Some(path) = &args.plot {
@@ -217,6 +230,20 @@ fn print_table(report: &SimulateReport, plot: Option<&Path>) {
             columns.iter().for_each(|c| print!(" {:>10}", fmt(metrics.get(*c))));
             println!();
         }
+    }
+    if let Some(c) = &report.critical {
+        let kept = |name: &str| fmt(c.kept.get(name));
+        println!(
+            "critical: {} of {} labelled turns; kept {} {}, fifo {}, lru {}, no forgetting {}; importance AUC {}",
+            c.critical,
+            c.labelled,
+            report.policy,
+            kept("forgetting"),
+            kept("fifo"),
+            kept("lru"),
+            kept("no_forgetting"),
+            fmt(c.importance_auc.as_ref())
+        );
     }
     if let Some(path) = plot {
         println!("plot: {}", path.display());

@@ -3,12 +3,11 @@
 //! only what is new, a copy killed half way and run again, a target that conflicts, and bad
 //! input. The PostgreSQL halves skip (saying so) without `MEMBANK_TEST_PG_URL`.
 
-use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use chrono::{Duration, TimeZone, Utc};
-use membank_core::{ForgettingState, Kind, Memory, MemoryId, Scope, Source, Status, TenantId, UserId};
+use membank_core::{Kind, Memory, Scope, TenantId, UserId};
 use membank_store::{ApiKeyStore, EmbeddingModel, NewMemory, SqliteStore, Store};
 
 use crate::Bank;
