@@ -41,7 +41,8 @@ impl EraseTx for UserWriter<'_, '_> {
         let mut stmt = self.tx.prepare_cached(
             "SELECT m.seq, m.id, m.status, m.kind FROM memories m
              WHERE m.user_row = ?1 AND m.status != 'erased'
-               AND (m.superseded_by = ?2 OR EXISTS (SELECT 1 FROM json_each(m.derived_from) j WHERE j.value = ?2))",
+               AND (m.superseded_by = ?2 OR EXISTS (SELECT 1 FROM json_each(m.derived_from) j WHERE j.value = ?2))
+             ORDER BY m.seq",
         )?;
         let rows = stmt.query_map(params![self.user, id.to_string()], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
