@@ -1,6 +1,6 @@
 //! The server store: the same [`Store`] (and [`crate::ApiKeyStore`]) on PostgreSQL ≥ 15 with
 //! pgvector, for several `membank serve` processes on one database and for more users
-//! than one machine's SQLite file should hold (issue 13, DESIGN §6).
+//! than one machine's SQLite file should hold.
 //!
 //! Every invariant of the SQLite store holds, by the following means:
 //! - **Every statement is scoped to the user's row.** A user's key `uid` is a UUIDv5 of
