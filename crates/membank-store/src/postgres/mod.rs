@@ -38,11 +38,13 @@
 //! (`postgres/tls.rs`).
 
 mod erasure;
+mod error;
 mod idempotency;
 mod keys;
 mod lookup;
 mod maintain;
 mod pool;
+mod row;
 mod schema;
 mod source;
 pub mod testing;
@@ -61,12 +63,13 @@ use membank_core::event_payload as payload;
 use membank_core::forgetting::ForgettingPolicy;
 use membank_core::{EventId, ForgettingState, Memory, MemoryId, Scope, Status, Strength, TenantId, Timestamp, UserId};
 use postgres::Row;
-use postgres::types::FromSql;
 use uuid::Uuid;
 
+pub use error::PgError;
 pub use schema::CURRENT_VERSION;
 
 use pool::{Pool, Tx};
+use row::{col, memory_id, parse};
 use source::PgSource;
 use vector::VectorRef;
 
@@ -76,31 +79,6 @@ use crate::search::terms::TermCache;
 use crate::search::vectors::VectorCache;
 use crate::types::*;
 use crate::{Store, StoreError};
-
-/// Why talking to PostgreSQL failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PgError {
-    /// The server refused a statement, failed, or could not be reached (its message says
-    /// which; the SQLSTATE is in the source).
-    #[error("{0}")]
-    Client(#[from] postgres::Error),
-    /// Every connection of the pool stayed busy for the whole wait: the server is
-    /// overloaded or the pool is too small for the load (`PgOptions::max_connections`).
-    #[error("no database connection became free within {waited:?} ({open} open)")]
-    PoolExhausted {
-        /// How long the operation waited.
-        waited: std::time::Duration,
-        /// Connections open meanwhile.
-        open: usize,
-    },
-}
-
-impl From<postgres::Error> for StoreError {
-    fn from(err: postgres::Error) -> Self {
-        StoreError::Postgres(PgError::Client(err))
-    }
-}
 
 /// How a [`PgStore`] connects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -421,17 +399,6 @@ fn refuse_nul_json(field: &'static str, value: &serde_json::Value) -> Result<(),
     }
 }
 
-/// A column of a row, or `Corrupt` naming it if it does not hold that type.
-fn col<'a, T: FromSql<'a>>(row: &'a Row, index: usize) -> Result<T, StoreError> {
-    row.try_get(index)
-        .map_err(|e| StoreError::Corrupt(format!("column {}: {e}", row.columns().get(index).map_or("?", |c| c.name()))))
-}
-
-/// A memory id from its UUID.
-fn memory_id(uuid: Uuid) -> Result<MemoryId, StoreError> {
-    MemoryId::from_str(&uuid.hyphenated().to_string()).map_err(|e| StoreError::Corrupt(format!("bad memory id: {e}")))
-}
-
 /// `t` cut to whole milliseconds: the SQLite store keeps milliseconds, and both backends
 /// must give back the same instants.
 fn millis(t: Timestamp) -> Timestamp {
@@ -444,10 +411,6 @@ fn finite_or(x: f64, default: f64) -> f64 {
 
 fn finite01(x: f64, default: f64) -> f64 {
     finite_or(x, default).clamp(0.0, 1.0)
-}
-
-fn parse<T: FromStr>(what: &'static str, value: &str) -> Result<T, StoreError> {
-    value.parse().map_err(|_| StoreError::Corrupt(format!("bad {what} {value:?}")))
 }
 
 /// The columns [`row_to_memory`] reads, in its order, on the alias `m`.
