@@ -10,6 +10,7 @@
 pub mod curve;
 pub mod error;
 pub mod event;
+pub mod event_payload;
 pub mod fademem;
 pub mod forgetting;
 pub mod fusion;

@@ -41,6 +41,12 @@ impl Kind {
     pub fn is_derived(self) -> bool {
         !matches!(self, Kind::Turn | Kind::Note)
     }
+
+    /// True for the kinds `summarize` makes and would make again (daily and global
+    /// summaries and portraits).
+    pub fn is_summary(self) -> bool {
+        matches!(self, Kind::DailySummary | Kind::DailyPortrait | Kind::GlobalSummary | Kind::GlobalPortrait)
+    }
 }
 
 text_enum!(
