@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::event::{EventKind, NewEvent};
-use crate::forgetting::{DecisionMode, ForgettingPolicy};
+use crate::forgetting::ForgettingPolicy;
 use crate::{Memory, MemoryId, Status, Timestamp};
 
 /// `created`: where the memory's forgetting clock started and its first strength, so that
@@ -87,20 +87,11 @@ pub fn pinned(id: MemoryId, at: Timestamp, pinned: bool) -> NewEvent {
     NewEvent::about(id, kind, at, json!({}))
 }
 
-/// The name a sweep's decision mode is logged under.
-pub fn mode_name(mode: &DecisionMode) -> &'static str {
-    match mode {
-        DecisionMode::Threshold { .. } => "threshold",
-        DecisionMode::Stochastic { .. } => "stochastic",
-        DecisionMode::Rank => "rank",
-    }
-}
-
 /// `swept`: one user's sweep, how many memories it examined, archived and held back.
 pub fn swept(at: Timestamp, policy: &ForgettingPolicy, examined: usize, archived: usize, deferred: usize) -> NewEvent {
     let data = json!({
         "policy": policy.kind.as_str(),
-        "mode": mode_name(&policy.mode),
+        "mode": policy.mode.as_str(),
         "examined": examined,
         "archived": archived,
         "deferred": deferred,

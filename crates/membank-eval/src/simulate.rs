@@ -778,11 +778,13 @@ pub fn run_with_labels(
     };
     let forgetting = &policy_config.forgetting;
     let (theta, epsilon, mode) = match run.policy {
-        SimPolicy::MemoryBank => match forgetting.mode {
-            DecisionMode::Threshold { theta } => (Some(theta), None, Some("threshold")),
-            DecisionMode::Stochastic { .. } => (None, None, Some("stochastic")),
-            DecisionMode::Rank => (None, None, Some("rank")),
-        },
+        SimPolicy::MemoryBank => {
+            let theta = match forgetting.mode {
+                DecisionMode::Threshold { theta } => Some(theta),
+                _ => None,
+            };
+            (theta, None, Some(forgetting.mode.as_str()))
+        }
         SimPolicy::FadeMem => (None, Some(forgetting.fademem.epsilon), None),
         SimPolicy::None => (None, None, None),
     };

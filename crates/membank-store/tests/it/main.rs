@@ -15,27 +15,9 @@ mod model;
 mod postgres;
 mod search;
 
-use std::collections::BTreeMap;
-
-use membank_core::{ForgettingState, Kind, Memory, MemoryId, Scope, Source, Status, Timestamp};
+use membank_core::{Kind, Memory, Scope, Timestamp};
 
 /// A new active memory of `kind` with `text` as its content, occurring and recorded at `at`.
 pub fn memory(scope: &Scope, kind: Kind, text: &str, at: Timestamp) -> Memory {
-    Memory {
-        id: MemoryId::generate(at),
-        scope: scope.clone(),
-        kind,
-        source: Source::User,
-        content: Some(text.to_string()),
-        user_text: None,
-        assistant_text: None,
-        occurred_at: at,
-        recorded_at: at,
-        day: at.date_naive(),
-        forgetting: ForgettingState::new(at),
-        status: Status::Active,
-        superseded_by: None,
-        derived_from: Vec::new(),
-        metadata: BTreeMap::new(),
-    }
+    Memory::fixture(scope, kind, text, at)
 }
