@@ -11,6 +11,7 @@
 
 mod cache;
 mod error;
+pub mod importance;
 pub mod locomo;
 pub mod longmemeval;
 pub mod memorybank;
