@@ -11,9 +11,11 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use membank_engine::core::FadeMemParams;
-use membank_engine::core::forgetting::{DecisionMode, ForgettingPolicy, PolicyKind, RecallMode};
+use membank_engine::core::forgetting::{DecisionMode, DecisionModeName, ForgettingPolicy, PolicyKind, RecallMode};
 use membank_engine::{EngineConfig, RecallConfig};
 use serde::Deserialize;
+
+use crate::args::{MAX_CACHE_MB, cache_mb_in_range};
 
 /// The configuration file's shape. Every field is optional.
 #[derive(Debug, Default, Deserialize)]
@@ -124,27 +126,6 @@ pub struct CacheFile {
     pub max_mb: Option<toml::Value>,
 }
 
-/// The largest cache budget accepted, in MiB (1 TiB): far above any machine this runs on,
-/// so a larger number is a typo, not a wish.
-pub const MAX_CACHE_MB: u64 = 1 << 20;
-
-/// `--cache-mb` and `MEMBANK_CACHE_MB`: a whole number of MiB from 1 to [`MAX_CACHE_MB`].
-/// 0 is refused rather than read as "no limit" or "no cache": the first would undo the
-/// bound without saying so, the second would reload every user on every search.
-pub fn parse_cache_mb(text: &str) -> Result<u64, String> {
-    match text.trim().parse::<i128>() {
-        Ok(mb) => cache_mb_in_range(mb),
-        Err(_) => Err(format!("{text:?} is not a whole number of MiB (from 1 to {MAX_CACHE_MB})")),
-    }
-}
-
-fn cache_mb_in_range(mb: i128) -> Result<u64, String> {
-    match u64::try_from(mb) {
-        Ok(mb) if (1..=MAX_CACHE_MB).contains(&mb) => Ok(mb),
-        _ => Err(format!("the cache budget must be from 1 to {MAX_CACHE_MB} MiB, not {mb}")),
-    }
-}
-
 /// The cache budget in MiB: the flag or environment, else `[cache] max_mb`, else
 /// [`membank_store::DEFAULT_CACHE_MB`]. A bad file value is a usage error (exit 2), as a
 /// bad flag is.
@@ -157,7 +138,7 @@ pub fn cache_mb(file: &FileConfig, flag: Option<u64>) -> Result<u64> {
         Some(toml::Value::Integer(mb)) => cache_mb_in_range(i128::from(*mb)),
         Some(other) => Err(format!("{other} is not a whole number of MiB (from 1 to {MAX_CACHE_MB})")),
     };
-    checked.map_err(|reason| crate::commands::UsageError(format!("cache.max_mb in the config file: {reason}")).into())
+    checked.map_err(|reason| crate::errors::UsageError(format!("cache.max_mb in the config file: {reason}")).into())
 }
 
 /// `[embedding]`.
@@ -204,6 +185,8 @@ pub struct ForgettingFile {
     pub recall_mode: Option<String>,
     /// Largest fraction one sweep may archive.
     pub max_archive_fraction: Option<f64>,
+    /// How much importance adds to strength on MemoryBank's curve (`S + w·I`).
+    pub importance_weight: Option<f64>,
 }
 
 /// `[forgetting.fademem]`: every FadeMem parameter, each optional. The defaults and where
@@ -346,19 +329,14 @@ pub fn engine_config(
         policy.unit = chrono::Duration::seconds(unit);
     }
     let theta = threshold.or(f.threshold).unwrap_or(0.05);
-    policy.mode = match mode.or(f.mode.as_deref()).unwrap_or("threshold") {
-        "threshold" => DecisionMode::Threshold { theta },
-        "stochastic" => DecisionMode::Stochastic { seed: seed.or(f.seed).unwrap_or(0) },
-        "rank" => DecisionMode::Rank,
-        other => bail!("forgetting mode {other:?} is not one of: threshold, stochastic, rank"),
-    };
-    policy.recall_mode = match recall_mode.or(f.recall_mode.as_deref()).unwrap_or("retrieved") {
-        "retrieved" => RecallMode::Retrieved,
-        "used" => RecallMode::Used,
-        other => bail!("recall mode {other:?} is not one of: retrieved, used"),
-    };
+    let mode_name = mode.or(f.mode.as_deref()).unwrap_or("threshold").parse::<DecisionModeName>()?;
+    policy.mode = DecisionMode::from_name(mode_name, theta, seed.or(f.seed).unwrap_or(0));
+    policy.recall_mode = recall_mode.or(f.recall_mode.as_deref()).unwrap_or("retrieved").parse::<RecallMode>()?;
     if let Some(fraction) = f.max_archive_fraction {
         policy.max_archive_fraction = fraction;
+    }
+    if let Some(weight) = f.importance_weight {
+        policy.importance_weight = weight;
     }
     policy.validate()?;
     let mut recall = RecallConfig::default();

@@ -12,8 +12,18 @@ use std::path::{Path, PathBuf};
 
 use membank_store::{Location, ScriptCensus};
 
-use crate::commands::{Context, shell_word};
 use crate::embedder::{EmbedderChoice, model_for_texts};
+use crate::output::shell_word;
+
+/// What a suggested command repeats of the one being run: the configuration file, and
+/// whether a model directory was set (flag, environment or file).
+#[derive(Debug, Clone, Copy)]
+pub struct SwitchFlags<'a> {
+    /// `--config`, when one was named.
+    pub config: Option<&'a Path>,
+    /// Whether the local model directory was configured rather than defaulted.
+    pub model_dir_configured: bool,
+}
 
 /// Where a switch reads from and writes to: the old database as typed, the export file,
 /// the new database, and for PostgreSQL the command that creates the new (empty) database.
@@ -54,9 +64,8 @@ fn targets(db: &Location) -> Targets {
 }
 
 /// The commands, in order, that move the store at `db` to multilingual-e5-small.
-pub fn switch_commands(ctx: &Context, db: &Location) -> Vec<String> {
-    let config =
-        ctx.config_path.as_ref().map(|c| format!(" --config {}", shell_word(&c.to_string_lossy()))).unwrap_or_default();
+pub fn switch_commands(flags: SwitchFlags<'_>, db: &Location) -> Vec<String> {
+    let config = flags.config.map(|c| format!(" --config {}", shell_word(&c.to_string_lossy()))).unwrap_or_default();
     let t = targets(db);
     let mut commands = vec![format!(
         "membank{config} --db {} export --all-users --output {}",
@@ -66,7 +75,7 @@ pub fn switch_commands(ctx: &Context, db: &Location) -> Vec<String> {
     commands.extend(t.create);
     // A model directory set for the old store (flag, MEMBANK_MODEL_DIR, config) would hold
     // the English model: name e5's own for the import.
-    let model_dir = if ctx.model_dir_configured {
+    let model_dir = if flags.model_dir_configured {
         format!(
             " --model-dir {}",
             shell_word(
@@ -85,18 +94,18 @@ pub fn switch_commands(ctx: &Context, db: &Location) -> Vec<String> {
     commands
 }
 
-/// The advice of the engine's once-only warning, for the configured database.
-pub fn switch_advice(ctx: &Context) -> String {
+/// The advice of the engine's once-only warning, for the database `db`.
+pub fn switch_advice(flags: SwitchFlags<'_>, db: &Location) -> String {
     format!(
         "{}; then use --db {} (it records its model, so none needs naming again)",
-        switch_commands(ctx, &ctx.db).join(" && "),
-        shell_word(&targets(&ctx.db).new)
+        switch_commands(flags, db).join(" && "),
+        shell_word(&targets(db).new)
     )
 }
 
 /// What `membank check` says about a store's writing: `Some(lines)` when its model reads
 /// English only and some active memories are written mostly in other scripts.
-pub fn check_report(ctx: &Context, db: &Location, census: &ScriptCensus) -> Option<Vec<String>> {
+pub fn check_report(flags: SwitchFlags<'_>, db: &Location, census: &ScriptCensus) -> Option<Vec<String>> {
     let model = census.model.as_ref()?;
     if census.other_script == 0 || !membank_engine::language::reads_only_english(&model.id) {
         return None;
@@ -107,21 +116,22 @@ pub fn check_report(ctx: &Context, db: &Location, census: &ScriptCensus) -> Opti
         census.active,
         membank_embed::KnownModel::AllMiniLmL6V2.name()
     )];
-    lines.extend(switch_commands(ctx, db).into_iter().map(|c| format!("  {c}")));
+    lines.extend(switch_commands(flags, db).into_iter().map(|c| format!("  {c}")));
     Some(lines)
 }
 
-/// The embedder an evaluation uses: the configured one, or, with no model named, the one
-/// the writing of its data calls for (read from the first 256 KiB of the first file; keys
-/// of the JSON are a few English words per record, the text outweighs them).
-pub fn choice_for_files(ctx: &Context, files: &[&Path]) -> EmbedderChoice {
-    if !ctx.auto_model || !matches!(ctx.embedder, EmbedderChoice::Local { .. }) {
-        return ctx.embedder.clone();
+/// The embedder an evaluation uses: the configured one, or, with no model named
+/// (`auto_model`), the one the writing of its data calls for (read from the first 256 KiB
+/// of the first file; keys of the JSON are a few English words per record, the text
+/// outweighs them).
+pub fn choice_for_files(configured: &EmbedderChoice, auto_model: bool, files: &[&Path]) -> EmbedderChoice {
+    if !auto_model || !matches!(configured, EmbedderChoice::Local { .. }) {
+        return configured.clone();
     }
     let sample = files.first().map(|file| read_prefix(file, 256 << 10)).unwrap_or_default();
     let model = model_for_texts([sample.as_str()]);
     tracing::info!(model = model.name(), "no local model named: chose it by the writing of the data");
-    ctx.embedder.for_known_model(model)
+    configured.for_known_model(model)
 }
 
 fn read_prefix(path: &Path, limit: u64) -> String {

@@ -10,10 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use clap::Args;
 use membank_engine::{EngineError, Llm};
 use membank_llm::{OpenAiChat, OpenAiChatConfig};
 use serde::Deserialize;
+
+use crate::args::LlmArgs;
 
 /// `[llm]` in the configuration file.
 #[derive(Debug, Default, Deserialize)]
@@ -35,24 +36,6 @@ pub struct LlmFile {
     pub reply_tokens: Option<usize>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
-}
-
-/// Flags and environment variables for the chat model.
-#[derive(Debug, Args)]
-#[command(next_help_heading = "Global options: chat model")]
-pub struct LlmArgs {
-    /// Base URL of an OpenAI-compatible chat endpoint, e.g. http://localhost:11434/v1.
-    #[arg(long, global = true, env = "MEMBANK_LLM_BASE_URL")]
-    pub llm_base_url: Option<String>,
-    /// Chat model name at that endpoint.
-    #[arg(long, global = true, env = "MEMBANK_LLM_MODEL")]
-    pub llm_model: Option<String>,
-    /// API key for that endpoint.
-    #[arg(long, global = true, env = "MEMBANK_LLM_API_KEY", hide_env_values = true)]
-    pub llm_api_key: Option<String>,
-    /// The model's context window in tokens (default 8192).
-    #[arg(long, global = true, env = "MEMBANK_LLM_CONTEXT_TOKENS")]
-    pub llm_context_tokens: Option<usize>,
 }
 
 /// The chat model's settings, resolved; `None` parts mean "not configured".

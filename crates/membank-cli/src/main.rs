@@ -2,225 +2,38 @@
 //! subscriber, calls the engine and renders the answer (human text, or `--json`), and
 //! maps errors to exit codes. No engine logic lives here.
 //!
+//! The crate's map: `args/` holds the clap types (parsing only); `context.rs` resolves
+//! them with the configuration file into a `Context` that opens the store and embedder;
+//! `cmd/` runs the commands, one module per command or family, with `cmd/mod.rs` only
+//! choosing among them; `errors.rs`, `output.rs`, `prompts.rs`, `input.rs` and `render.rs`
+//! are shared by the commands. No module imports the dispatcher, and none imports a module
+//! that imports it back.
+//!
 //! Exit codes: 0 success; 2 usage; 3 invalid input; 4 not found; 5 conflict with the
 //! memory's state; 6 incompatible database or model; 7 embedding model missing;
 //! 8 no LLM configured (summarize, chat); 9 the LLM failed; 1 anything else.
 
-mod bench;
-mod bench_cache;
-mod bench_http;
-mod chat;
-mod commands;
+mod args;
+mod cmd;
 mod config;
+mod context;
 mod embedder;
-mod eval;
-mod import;
+mod errors;
+mod input;
 mod language;
 mod llm_config;
-mod migrate;
+mod output;
 mod progress;
+mod prompts;
 mod render;
-mod serve;
-mod simulate;
-mod transfer;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use anyhow::Result;
+use clap::Parser;
 
-/// Long-term memory for LLM agents and AI companions.
-#[derive(Debug, Parser)]
-#[command(name = "membank", version, about, propagate_version = true)]
-pub struct Cli {
-    /// Database: a SQLite file (default: <data dir>/membank/membank.db) or a PostgreSQL
-    /// URL, postgres://USER@HOST:PORT/DB (PostgreSQL 15 or newer with pgvector).
-    #[arg(long, global = true, env = "MEMBANK_DB", help_heading = "Global options")]
-    pub db: Option<String>,
-    /// Configuration file (TOML).
-    #[arg(long, global = true, env = "MEMBANK_CONFIG", help_heading = "Global options")]
-    pub config: Option<PathBuf>,
-    /// Tenant the users belong to.
-    #[arg(long, global = true, env = "MEMBANK_TENANT", help_heading = "Global options")]
-    pub tenant: Option<String>,
-    /// Most memory, in MiB, that the search caches of all users together keep (each user's
-    /// vectors and BM25 index; the least recently used users are dropped and loaded again
-    /// when next searched). A user with 10k memories of the default model takes about
-    /// 23 MiB, one with 100k about 228 MiB. From 1 to 1048576; default 1024.
-    #[arg(long, global = true, env = "MEMBANK_CACHE_MB", value_name = "MB", value_parser = config::parse_cache_mb, help_heading = "Global options")]
-    pub cache_mb: Option<u64>,
-    /// Print machine-readable JSON instead of text.
-    #[arg(long, global = true, help_heading = "Global options")]
-    pub json: bool,
-    /// Embedding settings.
-    #[command(flatten)]
-    pub embedding: EmbeddingArgs,
-    /// Forgetting settings.
-    #[command(flatten)]
-    pub forgetting: ForgettingArgs,
-    /// Chat model settings.
-    #[command(flatten)]
-    pub llm: llm_config::LlmArgs,
-    /// What to do.
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-/// Where vectors come from.
-#[derive(Debug, Args)]
-#[command(next_help_heading = "Global options: embedding")]
-pub struct EmbeddingArgs {
-    /// `local` (in-process all-MiniLM-L6-v2 or multilingual-e5-small) or `openai` (any OpenAI-compatible /v1/embeddings).
-    #[arg(long, global = true, env = "MEMBANK_EMBEDDER")]
-    pub embedder: Option<String>,
-    /// Local model directory (default: <data dir>/membank/models/<local model>).
-    #[arg(long, global = true, env = "MEMBANK_MODEL_DIR")]
-    pub model_dir: Option<PathBuf>,
-    /// Local model: all-MiniLM-L6-v2 (English) or multilingual-e5-small (Chinese and about
-    /// 100 other languages). Default: a store keeps the model of its vectors; a new store
-    /// gets multilingual-e5-small when its first memories are written mostly in scripts
-    /// other than Latin (Chinese, Japanese, Korean, Cyrillic, Arabic, …), else
-    /// all-MiniLM-L6-v2. Latin-script languages other than English (French, Spanish, …)
-    /// cannot be told apart by script: name multilingual-e5-small for them.
-    #[arg(long, global = true, env = "MEMBANK_LOCAL_MODEL")]
-    pub local_model: Option<String>,
-    /// Threads for the local model.
-    #[arg(long, global = true, env = "MEMBANK_THREADS")]
-    pub threads: Option<usize>,
-    /// Weights the local model embeds search queries with: int8 (default; a quarter of the
-    /// bytes, cosine ≥ 0.999 to f32) or f32 (the reference). Stored memories always use f32.
-    #[arg(long, global = true, env = "MEMBANK_QUERY_PRECISION")]
-    pub query_precision: Option<String>,
-    /// Base URL of an OpenAI-compatible embeddings endpoint, e.g. http://localhost:11434/v1.
-    #[arg(long, global = true, env = "MEMBANK_EMBED_BASE_URL")]
-    pub embed_base_url: Option<String>,
-    /// Model name at that endpoint.
-    #[arg(long, global = true, env = "MEMBANK_EMBED_MODEL")]
-    pub embed_model: Option<String>,
-    /// API key for that endpoint.
-    #[arg(long, global = true, env = "MEMBANK_EMBED_API_KEY", hide_env_values = true)]
-    pub embed_api_key: Option<String>,
-}
-
-/// Forgetting policy overrides.
-#[derive(Debug, Args)]
-#[command(next_help_heading = "Global options: forgetting")]
-pub struct ForgettingArgs {
-    /// Forgetting policy: memorybank (default; R = exp(-t/S)) or fademem (importance, two
-    /// layers, v = v0·exp(-λ·Δt^β); parameters in the config file's [forgetting.fademem]).
-    #[arg(long, global = true, env = "MEMBANK_FORGETTING_POLICY")]
-    pub forgetting_policy: Option<String>,
-    /// Decision mode: threshold, stochastic or rank.
-    #[arg(long, global = true, env = "MEMBANK_FORGETTING_MODE")]
-    pub forgetting_mode: Option<String>,
-    /// Retention threshold θ for threshold mode.
-    #[arg(long, global = true, env = "MEMBANK_THRESHOLD")]
-    pub threshold: Option<f64>,
-    /// Seed for stochastic mode.
-    #[arg(long, global = true, env = "MEMBANK_SEED")]
-    pub seed: Option<u64>,
-    /// What counts as a recall: retrieved or used.
-    #[arg(long, global = true, env = "MEMBANK_RECALL_MODE")]
-    pub recall_mode: Option<String>,
-}
-
-/// The subcommands.
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Store one exchange; prints the new memory's id.
-    Remember(commands::RememberArgs),
-    /// Store a free-form note; prints the new memory's id.
-    Note(commands::NoteArgs),
-    /// Find the memories most relevant to a query (strengthens them by default).
-    ///
-    /// Each hit shows its `score`, which ranks by rank fusion (RRF) and is not a
-    /// probability. Two rankings are made: dense (meaning: the cosine between the query's
-    /// and the memory's embeddings) and lexical (shared words: BM25). Each ranking a memory
-    /// is in adds 1/(60 + its place): first place adds 1/61 ≈ 0.0164, so ≈ 0.033 means
-    /// first in both. A date in the query ("May 4th") adds twice that again from the
-    /// rankings among that day's memories; a neighbouring line's share, a named speaker
-    /// (×1.5) and --weight-by-retention (× R before this recall) come on top. The "=" line
-    /// under each hit shows each part.
-    ///
-    /// R and S are the memory as it is after this recall: a recall that strengthens sets R
-    /// to 1 and adds 1 to S; the retention before it is shown beside it ("before this
-    /// recall"). --no-strengthen changes nothing.
-    Recall(commands::RecallArgs),
-    /// List a user's memories with their strength and retention.
-    List(commands::ListArgs),
-    /// Show memories by id.
-    Show(commands::IdsArgs),
-    /// Archive memories (forgotten, restorable).
-    Forget(commands::ForgetArgs),
-    /// Restore archived memories.
-    Restore(commands::IdsArgs),
-    /// Pin memories: they never decay.
-    Pin(commands::IdsArgs),
-    /// Unpin memories.
-    Unpin(commands::IdsArgs),
-    /// Erase memories for good (content, vector and index removed; a tombstone event stays).
-    Erase(commands::EraseArgs),
-    /// Run the forgetting curve over a user's memories (archiving only).
-    Sweep(commands::SweepArgs),
-    /// Run one maintenance cycle: importance and layers, archiving under the policy,
-    /// near-duplicate merging, and with an LLM fusion and conflict resolution.
-    Maintain(commands::MaintainArgs),
-    /// Show a user's event log.
-    Events(commands::EventsArgs),
-    /// List users, or set a user's time zone.
-    Users(commands::UsersArgs),
-    /// Check a database's integrity (--db, or a FILE such as a backup), changing nothing.
-    Check(transfer::CheckArgs),
-    /// Write users' memories, with all of their state and events, in the lossless
-    /// membank-export format (JSON Lines; `import membank-export` reads it back).
-    Export(transfer::ExportArgs),
-    /// Copy a whole store into another, SQLite to PostgreSQL or back: every user, memory,
-    /// vector, event and API key, in batches, resumable, verified at the end.
-    Migrate(migrate::MigrateArgs),
-    /// Copy the database consistently while it is in use (a running serve may go on
-    /// writing), then check the copy. Restore by stopping serve and putting the copy in
-    /// place of the database file.
-    Backup(transfer::BackupArgs),
-    /// Manage the local embedding model.
-    Models {
-        /// What to do with the model.
-        #[command(subcommand)]
-        command: commands::ModelsCommand,
-    },
-    /// Summarize each day's conversations and the whole history (needs an LLM; incremental).
-    Summarize(chat::SummarizeArgs),
-    /// Show a user's global portrait and summary with the days they draw on.
-    Profile(chat::ProfileArgs),
-    /// Talk with the memory-backed companion (needs an LLM).
-    Chat(chat::ChatArgs),
-    /// Import history: the reference MemoryBank JSON, or LoCoMo / LongMemEval conversations.
-    Import(import::ImportArgs),
-    /// Run a benchmark (MemoryBank probing questions, LoCoMo, LongMemEval) and score retrieval.
-    Eval {
-        /// Which benchmark.
-        #[command(subcommand)]
-        command: eval::EvalCommand,
-    },
-    /// Replay a benchmark day by day into a throw-away store under a forgetting policy and
-    /// compare storage and quality with no forgetting and fifo/lru at equal storage.
-    Simulate(simulate::SimulateArgs),
-    /// Run the REST API (OpenAPI at /openapi.json), MCP at /mcp, health and metrics.
-    Serve(serve::ServeArgs),
-    /// Serve the MCP tools over stdio for one user (for MCP hosts such as Claude Desktop).
-    Mcp(serve::McpArgs),
-    /// Manage API keys of the server (stored hashed).
-    Keys {
-        /// What to do with keys.
-        #[command(subcommand)]
-        command: serve::KeysCommand,
-    },
-    /// Measure speed (embedding throughput, recall latency, sweep time).
-    Bench {
-        /// Which benchmark.
-        #[command(subcommand)]
-        command: bench::BenchCommand,
-    },
-}
+use crate::args::{Cli, Command};
+use crate::context::Context;
 
 fn main() -> ExitCode {
     // A closed stdout (`membank sweep --json | head -c 400`) ends the command quietly
@@ -258,12 +71,12 @@ fn main() -> ExitCode {
             .with_writer(std::io::stderr)
             .init(),
     }
-    match commands::run(cli) {
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) if commands::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) if errors::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            let code = commands::exit_code(&err);
-            match err.downcast_ref::<commands::Hint>() {
+            let code = errors::exit_code(&err);
+            match err.downcast_ref::<errors::Hint>() {
                 Some(hint) => {
                     let cause: Vec<String> = err.chain().skip(1).map(ToString::to_string).collect();
                     eprintln!("error: {}", cause.join(": "));
@@ -274,4 +87,10 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// Runs the parsed command, with a hint under its error where the flags matter.
+fn run(cli: Cli) -> Result<()> {
+    let ctx = Context::new(&cli)?;
+    cmd::dispatch(cli.command, &ctx).map_err(|err| errors::with_hint(err, &ctx.model_flags(), ctx.auto_model))
 }

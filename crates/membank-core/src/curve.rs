@@ -12,7 +12,7 @@
 use chrono::Duration;
 
 use crate::forgetting::ForgettingPolicy;
-use crate::memory::ForgettingState;
+use crate::state::ForgettingState;
 use crate::time::Timestamp;
 
 /// What changed the forgetting state at one moment.
@@ -174,7 +174,8 @@ impl ForgettingPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::forgetting::{PolicyKind, Strength};
+    use crate::forgetting::PolicyKind;
+    use crate::state::Strength;
     use chrono::TimeZone;
 
     fn t0() -> Timestamp {

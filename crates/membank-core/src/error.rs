@@ -17,3 +17,14 @@ impl InvalidInput {
         Self { field, reason: reason.into() }
     }
 }
+
+/// Shortens a string for an error message without splitting a character.
+pub(crate) fn truncate(s: &str, max_chars: usize) -> String {
+    if s.chars().count() <= max_chars {
+        s.to_string()
+    } else {
+        let mut out: String = s.chars().take(max_chars).collect();
+        out.push('…');
+        out
+    }
+}

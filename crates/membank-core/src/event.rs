@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::InvalidInput;
+use crate::error::InvalidInput;
 use crate::id::{EventId, MemoryId};
 use crate::time::Timestamp;
 

@@ -1,5 +1,5 @@
-//! FadeMem adaptive forgetting (DESIGN §4.2; Wei et al. 2026, arXiv 2601.18642 v1), the
-//! second forgetting policy beside MemoryBank's curve.
+//! FadeMem adaptive forgetting (Wei et al. 2026, arXiv 2601.18642 v1), the second
+//! forgetting policy beside MemoryBank's curve.
 //!
 //! Each memory has an **importance** `I = w·b + α·rel + β·f/(1+f) + γ·exp(-δ·age)` in
 //! [0, 1]: `b` its base importance at ingestion (given by the caller, rated by an LLM, or
@@ -37,8 +37,8 @@
 //!
 //! Everything here is a function of `(state, inputs, now)`, like the MemoryBank curve.
 
-use crate::InvalidInput;
-use crate::memory::{ForgettingState, Layer};
+use crate::error::InvalidInput;
+use crate::state::{ForgettingState, Layer};
 use crate::time::Timestamp;
 
 /// One day in milliseconds: FadeMem's time unit.

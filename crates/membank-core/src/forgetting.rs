@@ -1,4 +1,5 @@
-//! Forgetting and strengthening, MemoryBank policy (DESIGN §4.1).
+//! Forgetting and strengthening under MemoryBank's policy, the default: the Ebbinghaus-style
+//! curve of the MemoryBank paper (Zhong et al. 2023).
 //!
 //! Retention is `R(t, S) = exp(-t / S)`, with `t` the time since the last recall in
 //! configurable units (default three days; see [`DEFAULT_UNIT_DAYS`]) and `S` the strength. Recall sets `S += 1` and
@@ -19,37 +20,14 @@
 
 use chrono::Duration;
 
-use crate::InvalidInput;
+use crate::error::InvalidInput;
 use crate::fademem::FadeMemParams;
 use crate::id::MemoryId;
-use crate::memory::ForgettingState;
+use crate::memory::Status;
+use crate::text_enum::text_enum;
 use crate::time::Timestamp;
 
-/// Memory strength S: finite and positive, so `exp(-t/S)` is always defined.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
-pub struct Strength(f64);
-
-impl Strength {
-    /// Strength of a new memory.
-    pub const INITIAL: Strength = Strength(1.0);
-
-    /// Validates a strength: finite and > 0.
-    pub fn new(value: f64) -> Result<Self, InvalidInput> {
-        if value.is_finite() && value > 0.0 {
-            Ok(Self(value))
-        } else {
-            Err(InvalidInput::new("strength", format!("{value} must be a finite number above 0")))
-        }
-    }
-    /// The value.
-    pub fn get(self) -> f64 {
-        self.0
-    }
-    /// One recall's worth stronger.
-    pub fn strengthened(self) -> Self {
-        Self(self.0 + 1.0)
-    }
-}
+pub use crate::state::{ForgettingState, Strength};
 
 /// `exp(-elapsed/S)`, in [0, 1]. Negative elapsed time (a memory dated in the future of
 /// `now`) counts as zero: retention never exceeds 1.
@@ -60,14 +38,15 @@ pub fn retention(elapsed_units: f64, strength: Strength) -> f64 {
     (-elapsed_units / strength.get()).exp().clamp(0.0, 1.0)
 }
 
-/// What counts as a recall that strengthens a memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecallMode {
-    /// Being in the top k returned by a recall (the paper's reading; the default).
-    Retrieved,
-    /// Being confirmed as used through the feedback call (e.g. the companion cited it).
-    Used,
-}
+text_enum!(
+    /// What counts as a recall that strengthens a memory.
+    RecallMode, "forgetting.recall_mode" {
+        /// Being in the top k returned by a recall (the paper's reading; the default).
+        Retrieved = "retrieved",
+        /// Being confirmed as used through the feedback call (e.g. the companion cited it).
+        Used = "used",
+    }
+);
 
 /// How a sweep turns retention into a decision.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -87,6 +66,45 @@ pub enum DecisionMode {
     Rank,
 }
 
+text_enum!(
+    /// The name of a [`DecisionMode`], without its number: how a sweep decides, as
+    /// configured and as logged in a `swept` event.
+    DecisionModeName, "forgetting.mode" {
+        /// [`DecisionMode::Threshold`].
+        Threshold = "threshold",
+        /// [`DecisionMode::Stochastic`].
+        Stochastic = "stochastic",
+        /// [`DecisionMode::Rank`].
+        Rank = "rank",
+    }
+);
+
+impl DecisionMode {
+    /// The mode's name, without its number.
+    pub fn name(self) -> DecisionModeName {
+        match self {
+            DecisionMode::Threshold { .. } => DecisionModeName::Threshold,
+            DecisionMode::Stochastic { .. } => DecisionModeName::Stochastic,
+            DecisionMode::Rank => DecisionModeName::Rank,
+        }
+    }
+
+    /// `threshold`, `stochastic` or `rank`.
+    pub fn as_str(self) -> &'static str {
+        self.name().as_str()
+    }
+
+    /// The mode called `name`, with the threshold θ and the draw seed it may need (each
+    /// used only by its own mode).
+    pub fn from_name(name: DecisionModeName, theta: f64, seed: u64) -> Self {
+        match name {
+            DecisionModeName::Threshold => DecisionMode::Threshold { theta },
+            DecisionModeName::Stochastic => DecisionMode::Stochastic { seed },
+            DecisionModeName::Rank => DecisionMode::Rank,
+        }
+    }
+}
+
 /// The default unit of `t`, in days: 3, not the paper's 1.
 ///
 /// With θ = 0.05 a memory is archived once `t > ln(20)·S ≈ 3·S` units. With a one-day unit
@@ -98,38 +116,18 @@ pub enum DecisionMode {
 /// the one-day unit.
 pub const DEFAULT_UNIT_DAYS: i64 = 3;
 
-/// Which forgetting policy a deployment runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PolicyKind {
-    /// MemoryBank's curve `R = exp(-t/S)` (the default).
-    MemoryBank,
-    /// FadeMem: importance, two layers, `v = v0·exp(-λ·Δt^β)`.
-    FadeMem,
-}
-
-impl PolicyKind {
-    /// `memorybank` or `fademem`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PolicyKind::MemoryBank => "memorybank",
-            PolicyKind::FadeMem => "fademem",
-        }
+text_enum!(
+    /// Which forgetting policy a deployment runs.
+    PolicyKind, "forgetting.policy" {
+        /// MemoryBank's curve `R = exp(-t/S)` (the default).
+        MemoryBank = "memorybank",
+        /// FadeMem: importance, two layers, `v = v0·exp(-λ·Δt^β)`.
+        FadeMem = "fademem",
     }
-}
+);
 
-impl std::str::FromStr for PolicyKind {
-    type Err = InvalidInput;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim() {
-            "memorybank" => Ok(PolicyKind::MemoryBank),
-            "fademem" => Ok(PolicyKind::FadeMem),
-            other => Err(InvalidInput::new(
-                "forgetting.policy",
-                format!("{:?} is not one of: memorybank, fademem", crate::id::truncate(other, 40)),
-            )),
-        }
-    }
-}
+/// The default [`ForgettingPolicy::importance_weight`].
+pub const DEFAULT_IMPORTANCE_WEIGHT: f64 = 0.0;
 
 /// The forgetting policy of a deployment.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -147,6 +145,12 @@ pub struct ForgettingPolicy {
     pub recall_mode: RecallMode,
     /// The largest fraction of examined memories one sweep may archive (default 1.0: the curve decides).
     pub max_archive_fraction: f64,
+    /// How much a memory's importance adds to its strength on MemoryBank's curve:
+    /// `R = exp(-t / (S + w·I))`, with `I` its base importance in [0, 1] (the caller's, a
+    /// model's rating, or the estimator's). Ebbinghaus found meaningful material kept longer
+    /// than nonsense syllables; this is that, with importance as the measure of meaning.
+    /// 0 is the paper's curve exactly. See [`DEFAULT_IMPORTANCE_WEIGHT`].
+    pub importance_weight: f64,
 }
 
 impl Default for ForgettingPolicy {
@@ -158,6 +162,7 @@ impl Default for ForgettingPolicy {
             mode: DecisionMode::Threshold { theta: 0.05 },
             recall_mode: RecallMode::Retrieved,
             max_archive_fraction: 1.0,
+            importance_weight: DEFAULT_IMPORTANCE_WEIGHT,
         }
     }
 }
@@ -216,13 +221,8 @@ pub struct SweepPlan {
 
 /// Whether a memory in `status` with this state and `retention` is past a policy's
 /// [`ForgettingPolicy::archive_below`]: active, not pinned, and below it.
-pub fn past_threshold(
-    archive_below: Option<f64>,
-    status: crate::Status,
-    state: &ForgettingState,
-    retention: f64,
-) -> bool {
-    archive_below.is_some_and(|below| status == crate::Status::Active && !state.pinned && retention < below)
+pub fn past_threshold(archive_below: Option<f64>, status: Status, state: &ForgettingState, retention: f64) -> bool {
+    archive_below.is_some_and(|below| status == Status::Active && !state.pinned && retention < below)
 }
 
 impl ForgettingPolicy {
@@ -239,7 +239,7 @@ impl ForgettingPolicy {
     /// Whether the next sweep archives a memory in `status` with this state and
     /// `retention` for its retention alone (the per-pass cap aside): active, not pinned,
     /// below [`Self::archive_below`].
-    pub fn past_threshold(&self, status: crate::Status, state: &ForgettingState, retention: f64) -> bool {
+    pub fn past_threshold(&self, status: Status, state: &ForgettingState, retention: f64) -> bool {
         past_threshold(self.archive_below(), status, state, retention)
     }
 
@@ -252,6 +252,12 @@ impl ForgettingPolicy {
             && !(theta > 0.0 && theta < 1.0)
         {
             return Err(InvalidInput::new("forgetting.theta", format!("{theta} must lie strictly between 0 and 1")));
+        }
+        if !(self.importance_weight.is_finite() && (0.0..=100.0).contains(&self.importance_weight)) {
+            return Err(InvalidInput::new(
+                "forgetting.importance_weight",
+                format!("{} must lie in [0, 100]", self.importance_weight),
+            ));
         }
         if !(0.0..=1.0).contains(&self.max_archive_fraction) {
             return Err(InvalidInput::new(
@@ -276,9 +282,18 @@ impl ForgettingPolicy {
         }
     }
 
-    /// MemoryBank's `exp(-t/S)` whatever the configured policy; 1.0 when pinned.
+    /// MemoryBank's `exp(-t/S)`, `S` made [`Self::effective_strength`], whatever the
+    /// configured policy; 1.0 when pinned.
     pub fn memorybank_retention(&self, state: &ForgettingState, now: Timestamp) -> f64 {
-        if state.pinned { 1.0 } else { retention(self.elapsed_units(state, now), state.strength) }
+        if state.pinned { 1.0 } else { retention(self.elapsed_units(state, now), self.effective_strength(state)) }
+    }
+
+    /// The strength MemoryBank's curve decays by: `S + w·I`, the recalls' strength plus the
+    /// importance's share ([`Self::importance_weight`]; an importance outside [0, 1] counts
+    /// as its nearest end).
+    pub fn effective_strength(&self, state: &ForgettingState) -> Strength {
+        let importance = if state.base_importance.is_finite() { state.base_importance.clamp(0.0, 1.0) } else { 0.0 };
+        Strength::new(state.strength.get() + self.importance_weight * importance).unwrap_or(state.strength)
     }
 
     /// The state after a recall at `now`: one stronger (`S += 1`), FadeMem's `v0`
@@ -327,7 +342,7 @@ impl ForgettingPolicy {
                 DecisionMode::Rank => None,
             }
         };
-        Assessment { id, elapsed_units, strength: state.strength.get(), retention, archive }
+        Assessment { id, elapsed_units, strength: self.effective_strength(state).get(), retention, archive }
     }
 
     /// The data of an `archived` event: the policy and the numbers that decided it.
@@ -434,6 +449,18 @@ mod tests {
     }
 
     #[test]
+    fn policy_and_mode_names_round_trip() {
+        assert_eq!("fademem".parse::<PolicyKind>().unwrap(), PolicyKind::FadeMem);
+        let err = "lru".parse::<PolicyKind>().unwrap_err();
+        assert_eq!(err.to_string(), "invalid forgetting.policy: \"lru\" is not one of: memorybank, fademem");
+        assert_eq!("used".parse::<RecallMode>().unwrap(), RecallMode::Used);
+        for mode in [DecisionMode::Threshold { theta: 0.2 }, DecisionMode::Stochastic { seed: 9 }, DecisionMode::Rank] {
+            assert_eq!(DecisionMode::from_name(mode.name(), 0.2, 9), mode);
+            assert_eq!(mode.as_str().parse::<DecisionModeName>().unwrap(), mode.name());
+        }
+    }
+
+    #[test]
     fn strength_rejects_nonsense() {
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
             assert!(Strength::new(bad).is_err());
@@ -472,7 +499,39 @@ mod tests {
         assert!((rate - (-1.0f64).exp()).abs() < 0.03, "survival rate {rate}");
     }
 
+    #[test]
+    fn importance_lengthens_memorybank_survival_and_weight_zero_is_the_paper() {
+        let t0 = t0();
+        let now = t0 + Duration::days(30);
+        let trivial = ForgettingState { base_importance: 0.1, ..state(1.0, t0) };
+        let vital = ForgettingState { base_importance: 0.9, ..state(1.0, t0) };
+        let paper = ForgettingPolicy { importance_weight: 0.0, ..Default::default() };
+        assert_eq!(paper.retention_of(&trivial, now), paper.retention_of(&vital, now));
+        assert!((paper.retention_of(&vital, now) - (-10.0f64).exp()).abs() < 1e-12);
+        let weighted = ForgettingPolicy { importance_weight: 4.0, ..Default::default() };
+        // S_eff = 1 + 4·0.9 = 4.6: ten units of three days leave exp(-10/4.6).
+        assert!((weighted.retention_of(&vital, now) - (-10.0f64 / 4.6).exp()).abs() < 1e-12);
+        assert!(weighted.retention_of(&vital, now) > weighted.retention_of(&trivial, now));
+        assert!(weighted.assess(MemoryId::generate(t0), &trivial, now).archive.is_some());
+        assert!(weighted.assess(MemoryId::generate(t0), &vital, now).archive.is_none());
+        let bad = ForgettingPolicy { importance_weight: f64::NAN, ..Default::default() };
+        assert!(bad.validate().is_err());
+        let negative = ForgettingPolicy { importance_weight: -1.0, ..Default::default() };
+        assert!(negative.validate().is_err());
+    }
+
     proptest! {
+        #[test]
+        fn retention_never_falls_with_importance(t in 0.0f64..1e4, s in 1.0f64..50.0, w in 0.0f64..20.0, a in 0.0f64..1.0, b in 0.0f64..1.0) {
+            let t0 = t0();
+            let now = t0 + Duration::milliseconds((t * 86_400_000.0) as i64);
+            let policy = ForgettingPolicy { importance_weight: w, ..Default::default() };
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            let low = ForgettingState { base_importance: lo, ..state(s, t0) };
+            let high = ForgettingState { base_importance: hi, ..state(s, t0) };
+            prop_assert!(policy.retention_of(&high, now) >= policy.retention_of(&low, now));
+        }
+
         #[test]
         fn retention_is_a_probability(t in -1e6f64..1e6, s in 1e-6f64..1e6) {
             let r = retention(t, Strength::new(s).unwrap());

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::InvalidInput;
+use crate::error::{InvalidInput, truncate};
 use crate::time::Timestamp;
 
 macro_rules! uuid_id {
@@ -53,17 +53,6 @@ macro_rules! uuid_id {
 
 uuid_id!(MemoryId, "a memory");
 uuid_id!(EventId, "an event in the log");
-
-/// Shortens a string for an error message without splitting a character.
-pub(crate) fn truncate(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
-        s.to_string()
-    } else {
-        let mut out: String = s.chars().take(max_chars).collect();
-        out.push('…');
-        out
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -10,6 +10,7 @@
 pub mod curve;
 pub mod error;
 pub mod event;
+pub mod event_payload;
 pub mod fademem;
 pub mod forgetting;
 pub mod fusion;
@@ -19,14 +20,17 @@ pub mod memory;
 pub mod salience;
 pub mod scope;
 pub mod script;
+pub mod state;
 pub mod text;
+mod text_enum;
 pub mod time;
 
 pub use error::InvalidInput;
 pub use event::{Event, EventKind};
 pub use fademem::FadeMemParams;
-pub use forgetting::{DecisionMode, ForgettingPolicy, PolicyKind, RecallMode, Strength, retention};
+pub use forgetting::{DecisionMode, DecisionModeName, ForgettingPolicy, PolicyKind, RecallMode, retention};
 pub use id::{EventId, MemoryId};
-pub use memory::{ClockFrom, ForgettingState, Kind, Layer, Memory, Source, Status};
+pub use memory::{Kind, Memory, Source, Status};
 pub use scope::{AgentLabel, Scope, TenantId, UserId};
+pub use state::{ClockFrom, ForgettingState, Layer, Strength};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

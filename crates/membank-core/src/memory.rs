@@ -6,50 +6,15 @@
 //! names what it was made from.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 
 use chrono::NaiveDate;
 
-use crate::forgetting::Strength;
 use crate::id::MemoryId;
+use crate::scope::Scope;
+use crate::text_enum::text_enum;
 use crate::time::Timestamp;
-use crate::{InvalidInput, Scope};
 
-macro_rules! text_enum {
-    ($(#[$meta:meta])* $name:ident, $field:literal { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name { $($(#[$vmeta])* $variant),+ }
-
-        impl $name {
-            /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-            /// The stable text form used in storage, JSON and flags.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = InvalidInput;
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                match s.trim() {
-                    $($text => Ok($name::$variant),)+
-                    other => Err(InvalidInput::new($field, format!(
-                        "{:?} is not one of: {}", crate::id::truncate(other, 40),
-                        [$($text),+].join(", ")))),
-                }
-            }
-        }
-    };
-}
+pub use crate::state::{ClockFrom, ForgettingState, Layer};
 
 text_enum!(
     /// What a memory is.
@@ -75,6 +40,12 @@ impl Kind {
     /// True for kinds made from other memories (they carry `derived_from`).
     pub fn is_derived(self) -> bool {
         !matches!(self, Kind::Turn | Kind::Note)
+    }
+
+    /// True for the kinds `summarize` makes and would make again (daily and global
+    /// summaries and portraits).
+    pub fn is_summary(self) -> bool {
+        matches!(self, Kind::DailySummary | Kind::DailyPortrait | Kind::GlobalSummary | Kind::GlobalPortrait)
     }
 }
 
@@ -106,86 +77,6 @@ text_enum!(
         Erased = "erased",
     }
 );
-
-text_enum!(
-    /// FadeMem's memory layer.
-    Layer, "layer" {
-        /// Short-term: decays faster.
-        Short = "short",
-        /// Long-term: decays slower.
-        Long = "long",
-    }
-);
-
-text_enum!(
-    /// Where a written memory's forgetting clock starts when the memory is about the past
-    /// (an imported history, a backdated `remember`): the time `t` in `R = exp(-t/S)`
-    /// counts from then.
-    #[derive(Default)]
-    ClockFrom, "clock_from" {
-        /// From the event's own date: a memory of an exchange a year ago is a year old at
-        /// once, as in the MemoryBank paper's replay (and usually past the threshold).
-        Event = "event",
-        /// From when membank stores it (the default): a migrated history starts as fresh
-        /// as a new memory and fades from the import on.
-        #[default]
-        Import = "import",
-    }
-);
-
-/// The numbers the forgetting policies work on.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ForgettingState {
-    /// Memory strength S; starts at 1 and grows by 1 with each recall.
-    pub strength: Strength,
-    /// How often it was recalled.
-    pub recall_count: u32,
-    /// The last recall, or `occurred_at` if never recalled.
-    pub last_recalled_at: Timestamp,
-    /// Pinned memories never decay.
-    pub pinned: bool,
-    /// FadeMem layer.
-    pub layer: Layer,
-    /// FadeMem importance in [0, 1], as of the last maintenance cycle.
-    pub importance: f64,
-    /// FadeMem: the effective age in days the memory kept through its last access (0 for a
-    /// new memory; a recall makes it younger). Its strength is `exp(-λ·(age + days since)^β)`.
-    pub fade_age: f64,
-    /// FadeMem: the recall count, decayed with time, as of the last access.
-    pub access_frequency: f64,
-    /// Importance at ingestion, in [0, 1]: given by the caller, rated by an LLM, or estimated.
-    pub base_importance: f64,
-    /// FadeMem: a factor on the decay rate λ (1; more for the loser of a conflict, less
-    /// for a fused memory).
-    pub decay_factor: f64,
-}
-
-impl ForgettingState {
-    /// The state of a memory that has just been made about something at `occurred_at`.
-    pub fn new(occurred_at: Timestamp) -> Self {
-        Self {
-            strength: Strength::INITIAL,
-            recall_count: 0,
-            last_recalled_at: occurred_at,
-            pinned: false,
-            layer: Layer::Short,
-            importance: 0.5,
-            fade_age: 0.0,
-            access_frequency: 0.0,
-            base_importance: 0.5,
-            decay_factor: 1.0,
-        }
-    }
-
-    /// The state of a memory about something at `occurred_at`, stored at `stored_at`, with
-    /// its clock starting where `clock_from` says (never before the event itself).
-    pub fn starting(occurred_at: Timestamp, stored_at: Timestamp, clock_from: ClockFrom) -> Self {
-        match clock_from {
-            ClockFrom::Event => Self::new(occurred_at),
-            ClockFrom::Import => Self::new(occurred_at.max(stored_at)),
-        }
-    }
-}
 
 /// One stored memory.
 #[derive(Debug, Clone, PartialEq)]
@@ -222,6 +113,35 @@ pub struct Memory {
     pub metadata: BTreeMap<String, String>,
 }
 
+impl Memory {
+    /// A plain active memory for tests, benchmarks and examples: `content` said by the user
+    /// at `at`, recorded at the same instant, on the UTC day of `at`, with a fresh forgetting
+    /// state, no turn sides, no derivation and no metadata. Its id is generated for `at`.
+    ///
+    /// This is not how the engine writes memories (that validates the text, finds the day in
+    /// the person's time zone and sets both sides of a turn); set the fields a fixture
+    /// needs with struct update syntax: `Memory { source: Source::Agent, ..Memory::fixture(…) }`.
+    pub fn fixture(scope: &Scope, kind: Kind, content: impl Into<String>, at: Timestamp) -> Self {
+        Self {
+            id: MemoryId::generate(at),
+            scope: scope.clone(),
+            kind,
+            source: Source::User,
+            content: Some(content.into()),
+            user_text: None,
+            assistant_text: None,
+            occurred_at: at,
+            recorded_at: at,
+            day: at.date_naive(),
+            forgetting: ForgettingState::new(at),
+            status: Status::Active,
+            superseded_by: None,
+            derived_from: Vec::new(),
+            metadata: BTreeMap::new(),
+        }
+    }
+}
+
 /// The text of a turn as stored in `content`: both sides, labelled.
 pub fn turn_content(user_text: &str, assistant_text: Option<&str>) -> String {
     match assistant_text {
@@ -244,5 +164,17 @@ mod tests {
         }
         let err = "memo".parse::<Kind>().unwrap_err();
         assert!(err.reason.contains("turn, note"), "{err}");
+    }
+
+    #[test]
+    fn a_fixture_is_an_active_memory_of_its_instant() {
+        use chrono::TimeZone;
+        let scope = Scope::user(crate::TenantId::default_tenant(), crate::UserId::new("ana").unwrap());
+        let at = chrono::Utc.with_ymd_and_hms(2024, 5, 4, 23, 30, 0).unwrap();
+        let memory = Memory::fixture(&scope, Kind::Note, "the violin", at);
+        assert_eq!((memory.kind, memory.source, memory.status), (Kind::Note, Source::User, Status::Active));
+        assert_eq!(memory.content.as_deref(), Some("the violin"));
+        assert_eq!((memory.occurred_at, memory.recorded_at, memory.day.to_string()), (at, at, "2024-05-04".into()));
+        assert_eq!(memory.forgetting, ForgettingState::new(at));
     }
 }

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::InvalidInput;
+use crate::error::InvalidInput;
 use crate::limits::MAX_LABEL_BYTES;
 
 fn validate_label(field: &'static str, raw: &str) -> Result<String, InvalidInput> {

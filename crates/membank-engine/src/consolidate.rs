@@ -1,4 +1,4 @@
-//! FadeMem's consolidation calls to the chat model (DESIGN §4.2): [`fuse`] several related
+//! FadeMem's consolidation calls to the chat model, made by a maintenance cycle: [`fuse`] several related
 //! memories of one person into one statement, [`judge`] how a newer memory relates to an
 //! older one that looks related, and [`rate_importance`] of a batch of memories.
 //!
@@ -21,7 +21,7 @@ use membank_llm::{CompletionRequest, Llm, LlmError, Message, estimate_messages, 
 use serde_json::{Map, Value};
 
 use crate::EngineError;
-use crate::summarize::neutralise;
+use crate::quote::neutralise;
 
 /// At most this many memories are rated in one call: more ids in one reply make a model
 /// likelier to skip or repeat one, which fails the whole batch.

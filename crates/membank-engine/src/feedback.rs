@@ -21,8 +21,8 @@
 //! its place and the second and later ones yield to other days.
 //!
 //! **Day summaries** (`day_summaries`, on). "What did we talk about on May 4th?" is best
-//! answered by that day's summary (DESIGN §5: "top k with summaries of the matching days
-//! when asked"). When the query's time expression covers at most [`MAX_SUMMARY_DAYS`]
+//! answered by that day's summary: a recall returns its top k and, when the question asks
+//! about a day, that day's summary with them. When the query's time expression covers at most [`MAX_SUMMARY_DAYS`]
 //! days and a day among them has a daily summary that the recall may return, the summary
 //! is put first and the day's turns follow in their usual order (the day boost already
 //! ranks them first). Only the query's own time expression asks for this: a caller's
@@ -53,7 +53,7 @@ use membank_store::ListQuery;
 
 use membank_llm::{CompletionRequest, LlmError, Message, prompts};
 
-use crate::summarize::neutralise;
+use crate::quote::neutralise;
 use crate::{Engine, EngineError};
 
 /// Most search queries a rewrite adds.
@@ -167,7 +167,7 @@ pub(crate) fn parse_rewrites(reply: &str, question: &str) -> Result<Vec<String>,
 }
 
 /// `text` without the words of the participants in `named` (lowercase index terms, as
-/// [`crate::recall::named_speakers`] gives them); a word goes when its first term is one
+/// [`crate::recall::speakers::named_speakers`] gives them); a word goes when its first term is one
 /// of theirs, so "Caroline's" goes with "Caroline". `None` when nothing was removed or
 /// nothing searchable would be left.
 pub(crate) fn without_names(text: &str, named: &std::collections::HashSet<String>) -> Option<String> {

@@ -7,30 +7,29 @@
 //! the user's zone, the recall pipeline, when recall strengthens) and takes time from an
 //! injected [`Clock`].
 
-mod chat;
+mod companion;
 pub mod consolidate;
 mod edit;
 mod error;
 mod expansion;
-pub mod export;
 mod feedback;
-pub mod import;
-mod insight;
 pub mod language;
 mod maintain;
 mod ops;
+mod quote;
 mod recall;
 mod search;
-mod summarize;
 pub mod temporal;
+mod transfer;
 
 use std::sync::Arc;
 
-pub use chat::{ChatObserver, ChatRequest, ChatResponse, CitedMemory};
+pub use companion::{
+    ChatObserver, ChatRequest, ChatResponse, CitedMemory, CurveResponse, DayCounts, DayOutcome, DayProfile,
+    DerivedOutcome, MAX_DAYS_AHEAD, Overview, ProfileRequest, ProfileResponse, SummarizeRequest, SummarizeResponse,
+};
 pub use edit::EditRequest;
 pub use error::EngineError;
-pub use import::{ImportReport, ImportRequest, ImportSet};
-pub use insight::{CurveResponse, DayCounts, MAX_DAYS_AHEAD, Overview};
 pub use maintain::{MaintainReport, MaintainRequest, Merge};
 pub use membank_core as core;
 pub use membank_embed as embed;
@@ -39,9 +38,8 @@ pub use membank_llm::Llm;
 pub use membank_store::{Store, SweepReport};
 pub use ops::*;
 pub use recall::{DateFilter, RecallConfig, RecallHit, RecallRequest, RecallResponse, ScoreParts, YearChoice};
-pub use summarize::{
-    DayOutcome, DayProfile, DerivedOutcome, ProfileRequest, ProfileResponse, SummarizeRequest, SummarizeResponse,
-};
+pub use transfer::import::{ImportReport, ImportRequest, ImportSet};
+pub use transfer::{export, import};
 
 use membank_core::Clock;
 use membank_core::forgetting::ForgettingPolicy;
@@ -104,19 +102,6 @@ impl Engine {
     pub fn with_switch_advice(mut self, advice: impl Into<String>) -> Self {
         self.script_warning.advice = Some(advice.into());
         self
-    }
-
-    /// Warns once when this store's model reads English only and `memories`, just
-    /// embedded by it, are written mostly in other scripts. Returns whether it warned now.
-    pub(crate) fn note_writing<'a>(
-        &self,
-        model: &membank_store::EmbeddingModel,
-        memories: impl IntoIterator<Item = &'a membank_core::Memory>,
-    ) -> bool {
-        if self.script_warning.is_done() || !language::reads_only_english(&model.id) {
-            return false;
-        }
-        self.script_warning.check(&model.id, memories.into_iter().flat_map(ops::said_texts))
     }
 
     /// The chat model, or `LlmNotConfigured`.

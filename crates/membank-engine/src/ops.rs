@@ -474,3 +474,18 @@ impl Engine {
         Ok(membank_core::time::parse_instant_in(field, text, zone)?)
     }
 }
+
+impl Engine {
+    /// Warns once when this store's model reads English only and `memories`, just
+    /// embedded by it, are written mostly in other scripts. Returns whether it warned now.
+    pub(crate) fn note_writing<'a>(
+        &self,
+        model: &membank_store::EmbeddingModel,
+        memories: impl IntoIterator<Item = &'a membank_core::Memory>,
+    ) -> bool {
+        if self.script_warning.is_done() || !crate::language::reads_only_english(&model.id) {
+            return false;
+        }
+        self.script_warning.check(&model.id, memories.into_iter().flat_map(said_texts))
+    }
+}

@@ -246,29 +246,27 @@ fn parse_english(lower: &str, today: NaiveDate) -> Option<TimeExpression> {
         // Day + (of) + month ("4th of May", "4 May 2023").
         if let Some(d) = day_number(w[i].text) {
             let (month_index, of) = if at(i + 1) == Some("of") { (i + 2, true) } else { (i + 1, false) };
-            if let Some(m) = at(month_index).and_then(month) {
-                if of || w[i].text.len() <= 4 {
-                    let year =
-                        at(month_index + 1).and_then(|y| y.parse::<i32>().ok()).filter(|y| (1900..=2200).contains(y));
-                    let end = if year.is_some() { w[month_index + 1].end } else { w[month_index].end };
-                    if let Some(date) = resolve(m, d, year, today) {
-                        return Some(named_day(date, year, (start, end)));
-                    }
+            if let Some(m) = at(month_index).and_then(month)
+                && (of || w[i].text.len() <= 4)
+            {
+                let year =
+                    at(month_index + 1).and_then(|y| y.parse::<i32>().ok()).filter(|y| (1900..=2200).contains(y));
+                let end = if year.is_some() { w[month_index + 1].end } else { w[month_index].end };
+                if let Some(date) = resolve(m, d, year, today) {
+                    return Some(named_day(date, year, (start, end)));
                 }
             }
         }
         // ISO dates: 2023-05-04 or 2023/05/04 (digits split by the separator).
-        if w[i].text.len() == 4 && w.len() > i + 2 {
-            if let (Ok(y), Ok(m), Ok(d)) =
+        if w[i].text.len() == 4
+            && w.len() > i + 2
+            && let (Ok(y), Ok(m), Ok(d)) =
                 (w[i].text.parse::<i32>(), w[i + 1].text.parse::<u32>(), w[i + 2].text.parse::<u32>())
-            {
-                let separators_ok =
-                    lower[w[i].end..w[i + 1].start].len() == 1 && lower[w[i + 1].end..w[i + 2].start].len() == 1;
-                if separators_ok {
-                    if let Some(date) = NaiveDate::from_ymd_opt(y, m, d) {
-                        return Some(days(date, date, true, (start, w[i + 2].end)));
-                    }
-                }
+        {
+            let separators_ok =
+                lower[w[i].end..w[i + 1].start].len() == 1 && lower[w[i + 1].end..w[i + 2].start].len() == 1;
+            if separators_ok && let Some(date) = NaiveDate::from_ymd_opt(y, m, d) {
+                return Some(days(date, date, true, (start, w[i + 2].end)));
             }
         }
         match w[i].text {
@@ -469,10 +467,10 @@ fn parse_chinese(query: &str, today: NaiveDate) -> Option<TimeExpression> {
                 start = y_start;
             }
         }
-        if let (Some(m), Some(d)) = (chinese_number(&month_text), chinese_number(&day_text)) {
-            if let Some(date) = resolve(m, d, year, today) {
-                return Some(named_day(date, year, (byte_end(start), byte_end(d_end + 1))));
-            }
+        if let (Some(m), Some(d)) = (chinese_number(&month_text), chinese_number(&day_text))
+            && let Some(date) = resolve(m, d, year, today)
+        {
+            return Some(named_day(date, year, (byte_end(start), byte_end(d_end + 1))));
         }
     }
     let find = |needle: &str| query.find(needle).map(|at| (at, at + needle.len()));
@@ -537,10 +535,10 @@ fn parse_chinese(query: &str, today: NaiveDate) -> Option<TimeExpression> {
     }
     for needle in ["第一次聊天", "第一次对话", "第一次见面", "第一次交流", "第一次谈话", "第一次"]
     {
-        if let Some(span) = find(needle) {
-            if needle != "第一次" || query.contains("聊") || query.contains("谈") {
-                return Some(TimeExpression { reference: TimeReference::FirstDay, exact: true, span, month_day: None });
-            }
+        if let Some(span) = find(needle)
+            && (needle != "第一次" || query.contains("聊") || query.contains("谈"))
+        {
+            return Some(TimeExpression { reference: TimeReference::FirstDay, exact: true, span, month_day: None });
         }
     }
     None
@@ -555,9 +553,9 @@ mod tests {
     }
 
     fn check(query: &str, expect: Option<(&str, &str, bool)>) {
-        let got = parse(query, today()).and_then(|e| match e.reference {
-            TimeReference::Days { from, to } => Some((from.to_string(), to.to_string(), e.exact)),
-            TimeReference::FirstDay => Some(("first".into(), "first".into(), e.exact)),
+        let got = parse(query, today()).map(|e| match e.reference {
+            TimeReference::Days { from, to } => (from.to_string(), to.to_string(), e.exact),
+            TimeReference::FirstDay => ("first".into(), "first".into(), e.exact),
         });
         let expect = expect.map(|(a, b, e)| (a.to_string(), b.to_string(), e));
         assert_eq!(got, expect, "{query}");

@@ -10,6 +10,7 @@
 //! not take. It deliberately prints nothing; the CLI renders the reports.
 
 mod cache;
+pub mod critical;
 mod error;
 pub mod importance;
 pub mod locomo;

@@ -53,6 +53,33 @@ pub fn collapse<T: Eq + Hash + Clone>(ranked: &[T]) -> Vec<T> {
     ranked.iter().filter(|x| seen.insert((*x).clone())).cloned().collect()
 }
 
+/// The ROC AUC of `scores` against binary `labels`: the chance that a random positive
+/// scores above a random negative, ties counted half. `None` without both classes.
+pub fn roc_auc(scored: &[(f64, bool)]) -> Option<f64> {
+    let positives = scored.iter().filter(|(_, l)| *l).count();
+    let negatives = scored.len() - positives;
+    if positives == 0 || negatives == 0 {
+        return None;
+    }
+    // Mann–Whitney U with midranks for ties.
+    let mut sorted: Vec<(f64, bool)> = scored.to_vec();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut rank_sum = 0.0;
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j < sorted.len() && sorted[j].0 == sorted[i].0 {
+            j += 1;
+        }
+        // Ranks i+1 ..= j share their mean.
+        let mid = (i + 1 + j) as f64 / 2.0;
+        rank_sum += mid * sorted[i..j].iter().filter(|(_, l)| *l).count() as f64;
+        i = j;
+    }
+    let p = positives as f64;
+    Some((rank_sum - p * (p + 1.0) / 2.0) / (p * negatives as f64))
+}
+
 /// Running means of named metrics.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Means {
@@ -124,6 +151,17 @@ mod tests {
     #[test]
     fn collapsing_keeps_first_appearances() {
         assert_eq!(collapse(&["s1", "s2", "s1", "s3", "s2"]), ["s1", "s2", "s3"]);
+    }
+
+    #[test]
+    fn roc_auc_counts_ties_half() {
+        assert_eq!(roc_auc(&[(0.9, true), (0.1, false)]), Some(1.0));
+        assert_eq!(roc_auc(&[(0.1, true), (0.9, false)]), Some(0.0));
+        assert_eq!(roc_auc(&[(0.5, true), (0.5, false)]), Some(0.5));
+        // Positives .8, .4; negatives .4, .2: pairs (.8>.4) (.8>.2) (.4=.4 half) (.4>.2) = 3.5 / 4.
+        assert_eq!(roc_auc(&[(0.8, true), (0.4, true), (0.4, false), (0.2, false)]), Some(0.875));
+        assert_eq!(roc_auc(&[(0.8, true)]), None);
+        assert_eq!(roc_auc(&[]), None);
     }
 
     #[test]

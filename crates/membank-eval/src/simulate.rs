@@ -58,10 +58,11 @@ use membank_store::{ListQuery, MaintenancePlan, SqliteStore, StatusCounts};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::critical::CriticalLabels;
 use crate::error::read;
 use crate::locomo::normalise_evidence;
 use crate::memorybank::{self as memorybank_eval, Lang};
-use crate::metrics::{Means, all_at, hit_at, reciprocal_rank};
+use crate::metrics::{Means, all_at, hit_at, reciprocal_rank, roc_auc};
 use crate::{CachingEmbedder, EVAL_TENANT, EvalError, Progress};
 
 /// How many memories each replayed turn recalls (a companion's working set).
@@ -303,6 +304,10 @@ pub struct UserSummary {
     pub questions: usize,
     /// The main metric per way of keeping, over this user's scored questions.
     pub main: BTreeMap<String, f64>,
+    /// With labels: the share of this user's critical turns still held by an active memory
+    /// under the policy at the end (absent when none of its turns is labelled critical).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub critical_kept: Option<f64>,
 }
 
 /// One simulated day, summed over users (a user whose replay has ended counts with its
@@ -323,6 +328,10 @@ pub struct TimelineDay {
     pub no_forgetting_active: u64,
     /// Users still in their conversation days (the others are in the gap or done).
     pub conversing: usize,
+    /// With labels: the share of critical turns stored so far that an active memory still
+    /// holds under the policy at the day's end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub critical_kept: Option<f64>,
 }
 
 /// The parameters the run used.
@@ -355,6 +364,22 @@ pub struct Parameters {
     pub users: usize,
 }
 
+/// What happened to the labelled critical turns (`--critical`).
+#[derive(Debug, Clone, Serialize)]
+pub struct CriticalReport {
+    /// Labelled turns of the run (critical or not) that the replay stored.
+    pub labelled: usize,
+    /// Of those, labelled critical.
+    pub critical: usize,
+    /// Per way of keeping: the share of critical turns an active memory still holds at the
+    /// end (itself or the survivor it was merged into); fifo and lru at the policy's storage.
+    pub kept: BTreeMap<String, f64>,
+    /// ROC AUC of the importance the engine rated each labelled turn with when it stored it
+    /// (`base_importance`, read from the no-forgetting store) against the labels; absent
+    /// without both classes.
+    pub importance_auc: Option<f64>,
+}
+
 /// The outcome: `{"benchmark","policy","storage","quality","timeline",…}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct SimulateReport {
@@ -381,6 +406,9 @@ pub struct SimulateReport {
     /// The first day index of the gap for every user (the longest conversation's span);
     /// equal to the timeline's length when there is no gap.
     pub gap_from_day: usize,
+    /// With `--critical`: what the policy and the baselines kept of the critical turns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub critical: Option<CriticalReport>,
 }
 
 /// What a replayed turn stores.
@@ -502,6 +530,18 @@ pub fn run(
     run: &SimulateRun,
     progress: Progress<'_>,
 ) -> Result<SimulateReport, EvalError> {
+    run_with_labels(embedder, run, None, progress)
+}
+
+/// [`run`], and with `critical` labels also what each way of keeping kept of the critical
+/// turns (per user, per day and overall) and how well the engine's importance ranks them.
+/// Labels naming turns the run does not replay are ignored; labels matching none is an error.
+pub fn run_with_labels(
+    embedder: Arc<dyn Embedder>,
+    run: &SimulateRun,
+    critical: Option<&CriticalLabels>,
+    progress: Progress<'_>,
+) -> Result<SimulateReport, EvalError> {
     let policy_config = run.policy_config()?;
     let users = match &run.benchmark {
         Benchmark::MemoryBank { bank, questions, gold, lang } => {
@@ -534,12 +574,35 @@ pub fn run(
     let mut outcomes: BTreeMap<&str, Vec<Outcome>> = BTreeMap::new();
     let mut summaries = Vec::new();
     let mut daily: Vec<(Vec<StatusCounts>, Vec<StatusCounts>, usize)> = Vec::new();
+    // Per user: critical turns held each day under the policy, and the day each was stored.
+    let mut daily_critical: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
+    let mut labelled = 0;
+    let mut critical_total = 0;
+    let mut critical_kept: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut rated: Vec<(f64, bool)> = Vec::new();
     for (index, user) in users.iter().enumerate() {
         let dir = scratch.path().join(index.to_string());
         std::fs::create_dir_all(&dir).map_err(|source| EvalError::Read { path: dir.display().to_string(), source })?;
         let scope = Scope::user(tenant.clone(), user.user.clone());
         let ask_at = user.ask_at + gap;
-        let sim = Sim { embedder: &dyn_embedder, scope: &scope, gap_days: run.gap_days, meter: &meter };
+        // This user's labels, restricted to the turns it replays.
+        let labels: HashMap<&str, bool> = match critical.and_then(|c| c.user(&user.label)) {
+            Some(map) => user
+                .turns
+                .iter()
+                .filter_map(|t| t.metadata.get(IMPORT_KEY))
+                .filter_map(|key| map.get(key).map(|c| (key.as_str(), *c)))
+                .collect(),
+            None => HashMap::new(),
+        };
+        let critical_keys: HashSet<&str> = labels.iter().filter(|(_, c)| **c).map(|(k, _)| *k).collect();
+        let sim = Sim {
+            embedder: &dyn_embedder,
+            scope: &scope,
+            gap_days: run.gap_days,
+            meter: &meter,
+            critical: &critical_keys,
+        };
 
         let none = sim.replay(user, &run.base, false, &dir.join("none.db"))?;
         let policy = if run.policy == SimPolicy::None {
@@ -548,8 +611,12 @@ pub fn run(
             Some(sim.replay(user, &policy_config, true, &dir.join("policy.db"))?)
         };
         let (policy_engine, policy_daily) = match &policy {
-            Some((engine, _, counts)) => (engine, counts.clone()),
+            Some((engine, _, counts, _)) => (engine, counts.clone()),
             None => (&none.0, none.2.clone()),
+        };
+        let policy_held = match &policy {
+            Some((_, _, _, held)) => held.clone(),
+            None => none.3.clone(),
         };
         let end = *policy_daily.last().unwrap_or(&StatusCounts::default());
         let keep = end.active as usize;
@@ -558,8 +625,23 @@ pub fn run(
 
         let kinds = if is_memorybank { vec![Kind::Turn, Kind::Fused] } else { Vec::new() };
         let mut main = BTreeMap::new();
+        let mut user_kept = None;
+        // TODO(reminiscence): once recall takes `reminisce`, add the arm
+        // ("forgetting_reminiscence", policy_engine, |r| r.reminisce = Reminisce::Always or Auto)
+        // here and in VARIANTS, report `"quality".forgetting_reminiscence`, and count
+        // `"reminiscence": {"questions","consulted_archive","answered_from_archive"}` from the
+        // hits flagged `reminisced` (`ask` already takes the request customisation).
+        let plain = |_: &mut RecallRequest| {};
         for (name, engine) in VARIANTS.into_iter().zip([policy_engine, &none.0, &fifo, &lru]) {
-            let asked = sim.ask(engine, user, ask_at, &kinds, &ks, depth, is_memorybank)?;
+            if !critical_keys.is_empty() {
+                let held = holders(engine.store().as_ref(), &scope)?;
+                let kept = critical_keys.iter().filter(|k| held.contains_key(**k)).count();
+                *critical_kept.entry(name).or_default() += kept;
+                if name == "forgetting" {
+                    user_kept = Some(kept as f64 / critical_keys.len() as f64);
+                }
+            }
+            let asked = sim.ask(engine, user, ask_at, &kinds, &ks, depth, is_memorybank, &plain)?;
             let mut means = Means::default();
             asked.iter().for_each(|o| means.add(&o.values));
             if let Some(value) = means.means().get(&main_metric) {
@@ -580,7 +662,33 @@ pub fn run(
             lru_active: active(&lru, &scope)?,
             questions: user.questions.len(),
             main,
+            critical_kept: user_kept,
         });
+        if !labels.is_empty() {
+            labelled += labels.len();
+            critical_total += critical_keys.len();
+            // The importance each labelled turn was stored with (no maintenance touched it here).
+            let all = none
+                .1
+                .list(&scope, &ListQuery { statuses: Vec::new(), limit: ALL, oldest_first: true, ..Default::default() })
+                .map_err(|e| EvalError::Engine(e.into()))?;
+            for memory in &all {
+                if let Some(label) = memory.metadata.get(IMPORT_KEY).and_then(|k| labels.get(k.as_str())) {
+                    rated.push((memory.forgetting.base_importance, *label));
+                }
+            }
+            let stored_by_day: Vec<usize> = (0..policy_daily.len())
+                .map(|day| {
+                    let through = user.first_day() + Duration::days(day as i64);
+                    user.turns
+                        .iter()
+                        .filter(|t| t.at.date_naive() <= through)
+                        .filter(|t| t.metadata.get(IMPORT_KEY).is_some_and(|k| critical_keys.contains(k.as_str())))
+                        .count()
+                })
+                .collect();
+            daily_critical.push((policy_held, stored_by_day));
+        }
         daily.push((policy_daily, none.2.clone(), user.span()));
         drop((policy, none, fifo, lru));
         // Each user's files go as soon as it is done: a long LoCoMo run keeps one user's
@@ -588,7 +696,37 @@ pub fn run(
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    let timeline = timeline(&daily);
+    if critical.is_some() && labelled == 0 {
+        return Err(EvalError::data(
+            "--critical",
+            format!(
+                "no label names a turn of the {} users replayed (is the label file for this benchmark and language?)",
+                users.len()
+            ),
+        ));
+    }
+    let mut timeline = timeline(&daily);
+    if critical.is_some() && critical_total > 0 {
+        for day in &mut timeline {
+            let at = |list: &Vec<usize>| list.get(day.day.min(list.len().saturating_sub(1))).copied().unwrap_or(0);
+            let held: usize = daily_critical.iter().map(|(held, _)| at(held)).sum();
+            let stored: usize = daily_critical.iter().map(|(_, stored)| at(stored)).sum();
+            day.critical_kept = (stored > 0).then(|| held as f64 / stored as f64);
+        }
+    }
+    let critical_report = critical.map(|_| CriticalReport {
+        labelled,
+        critical: critical_total,
+        kept: VARIANTS
+            .iter()
+            .map(|name| {
+                let kept = critical_kept.get(name).copied().unwrap_or(0);
+                let share = if critical_total == 0 { 1.0 } else { kept as f64 / critical_total as f64 };
+                (name.to_string(), share)
+            })
+            .collect(),
+        importance_auc: roc_auc(&rated),
+    });
     let end = timeline.last().copied();
     let storage = match end {
         Some(day) => Storage {
@@ -678,6 +816,7 @@ pub fn run(
         users: summaries,
         timeline,
         gap_from_day,
+        critical: critical_report,
     })
 }
 
@@ -702,6 +841,7 @@ fn timeline(daily: &[(Vec<StatusCounts>, Vec<StatusCounts>, usize)]) -> Vec<Time
                 stored: 0,
                 no_forgetting_active: 0,
                 conversing: 0,
+                critical_kept: None,
             };
             for (policy, none, span) in daily {
                 let at = |list: &Vec<StatusCounts>| {
@@ -744,24 +884,29 @@ struct Sim<'a> {
     scope: &'a Scope,
     gap_days: u32,
     meter: &'a Meter<'a>,
+    /// Import keys of the user's turns labelled critical (empty without labels).
+    critical: &'a HashSet<&'a str>,
 }
 
 impl Sim<'_> {
     /// Lives the user's days into a fresh store: recall then store each turn; maintenance at
-    /// each day's end when `maintain`. Returns the engine, its store and each day's counts.
+    /// each day's end when `maintain`. Returns the engine, its store, each day's counts and
+    /// each day's number of critical turns an active memory holds (empty without labels).
+    #[allow(clippy::type_complexity)]
     fn replay(
         &self,
         user: &UserPlan,
         config: &EngineConfig,
         maintain: bool,
         path: &Path,
-    ) -> Result<(Engine, Arc<SqliteStore>, Vec<StatusCounts>), EvalError> {
+    ) -> Result<(Engine, Arc<SqliteStore>, Vec<StatusCounts>, Vec<usize>), EvalError> {
         let store = Arc::new(SqliteStore::open(path).map_err(|e| EvalError::Engine(e.into()))?);
         let clock = Arc::new(ManualClock::new(user.turns.first().map(|t| t.at).unwrap_or_default()));
         let engine = Engine::new(store.clone(), self.embedder.clone(), clock.clone(), config.clone())?;
         let last = user.last_day() + Duration::days(i64::from(self.gap_days));
         let mut next = 0;
         let mut daily = Vec::with_capacity(user.span() + self.gap_days as usize);
+        let mut held = Vec::new();
         let mut day = user.first_day();
         while day <= last {
             while let Some(turn) = user.turns.get(next).filter(|t| t.at.date_naive() <= day) {
@@ -781,10 +926,14 @@ impl Sim<'_> {
                 engine.maintain(MaintainRequest { scope: self.scope.clone(), now: Some(end), dry_run: false })?;
             }
             daily.push(store.counts(self.scope).map_err(|e| EvalError::Engine(e.into()))?);
+            if !self.critical.is_empty() {
+                let holding = holders(store.as_ref(), self.scope)?;
+                held.push(self.critical.iter().filter(|k| holding.contains_key(**k)).count());
+            }
             day =
                 day.succ_opt().ok_or_else(|| EvalError::data("simulation", "ran past the last representable date"))?;
         }
-        Ok((engine, store, daily))
+        Ok((engine, store, daily, held))
     }
 
     fn store_turn(&self, engine: &Engine, turn: &SimTurn) -> Result<(), EvalError> {
@@ -865,7 +1014,8 @@ impl Sim<'_> {
     }
 
     /// Asks the user's questions over active memories, scoring on the memories that hold
-    /// the evidence now (see the module docs).
+    /// the evidence now (see the module docs). `customise` adjusts each inspection request
+    /// before it is sent (the plain arms pass one that changes nothing).
     #[allow(clippy::too_many_arguments)]
     fn ask(
         &self,
@@ -876,6 +1026,7 @@ impl Sim<'_> {
         ks: &[usize],
         depth: usize,
         is_memorybank: bool,
+        customise: &dyn Fn(&mut RecallRequest),
     ) -> Result<Vec<Outcome>, EvalError> {
         if user.questions.is_empty() {
             return Ok(Vec::new());
@@ -887,6 +1038,7 @@ impl Sim<'_> {
             request.now = Some(at);
             request.kinds = kinds.to_vec();
             request.strengthen = Some(false);
+            customise(&mut request);
             let response = engine.recall(request)?;
             let ranked: Vec<String> = response.results.iter().map(|hit| hit.memory.id.to_string()).collect();
             // Each evidence key stands for the memory holding it now; a lost key for

@@ -17,6 +17,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod ratelimit;
 pub mod rest;
+mod schedule;
 pub mod serve;
 pub mod state;
 pub mod web;

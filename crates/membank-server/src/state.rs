@@ -12,9 +12,9 @@ use membank_engine::core::limits::{MAX_PAGE_SIZE, MAX_RECALL_K, MAX_TEXT_BYTES};
 use membank_store::Backend;
 
 use crate::error::ApiError;
-use crate::maintenance::MaintenanceConfig;
 use crate::metrics::Metrics;
 use crate::ratelimit::{AuthFailureLimit, FailureLimiter, RateLimit, RateLimiter};
+use crate::schedule::MaintenanceConfig;
 
 /// Whether requests must carry an API key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

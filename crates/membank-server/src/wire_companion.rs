@@ -4,7 +4,6 @@
 //! everywhere. Fields are added, never renamed or removed.
 
 use membank_engine::core::Memory;
-use membank_engine::core::forgetting::RecallMode;
 use membank_engine::{ChatResponse, DayOutcome, DerivedOutcome, ProfileResponse, SummarizeResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -86,10 +85,7 @@ impl From<&ChatResponse> for ChatOut {
             recalled: r.recalled.iter().enumerate().map(|(i, h)| CitedOut::recalled(i, h)).collect(),
             omitted: r.omitted,
             strengthened: r.strengthened.iter().map(ToString::to_string).collect(),
-            recall_mode: match r.recall_mode {
-                RecallMode::Retrieved => "retrieved",
-                RecallMode::Used => "used",
-            },
+            recall_mode: r.recall_mode.as_str(),
             query_id: r.query_id.clone(),
             turn: (&r.turn).into(),
             model: r.model.clone(),

@@ -181,6 +181,9 @@ pub struct PolicyOut {
     pub unit_seconds: i64,
     /// How a sweep decides: `threshold`, `stochastic` or `rank`.
     pub mode: &'static str,
+    /// How much a memory's importance adds to its strength on MemoryBank's curve:
+    /// `exp(-t / (S + w·I))`.
+    pub importance_weight: f64,
 }
 
 /// `GET /v1/about`: who the caller is and what the server runs.

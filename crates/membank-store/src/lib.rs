@@ -23,20 +23,26 @@
 
 mod backend;
 mod cache;
+mod erasure;
 mod error;
+mod idempotency;
 mod kernels;
+mod keys;
+mod maintenance;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod search;
 pub mod sqlite;
 mod types;
+mod write;
 
 #[cfg(feature = "postgres")]
 pub use self::postgres::{PgOptions, PgStore};
 pub use backend::{Backend, Location, open, redact};
 pub use cache::{CacheCounters, CacheKind, CacheStats, DEFAULT_CACHE_MB, DenseScreen, FOUR_BIT_ROWS, StoreOptions};
 pub use error::StoreError;
-pub use sqlite::{ApiKeyRecord, ApiKeyStore, NewApiKey, SqliteStore};
+pub use keys::{ApiKeyRecord, ApiKeyStore, NewApiKey};
+pub use sqlite::SqliteStore;
 pub use types::*;
 
 use membank_core::event::Event;

@@ -44,6 +44,16 @@ impl ScriptCensus {
             self.other_script += 1;
         }
     }
+
+    /// Counts one active memory from its stored columns: a turn by its two sides (without
+    /// the `User:`/`Assistant:` labels of its content), anything else by its content.
+    pub fn count_memory(&mut self, content: Option<&str>, user_text: Option<&str>, assistant_text: Option<&str>) {
+        if user_text.is_some() || assistant_text.is_some() {
+            self.count(user_text.into_iter().chain(assistant_text));
+        } else {
+            self.count(content);
+        }
+    }
 }
 
 /// A vector and the model that made it.

@@ -3,12 +3,11 @@
 //! only what is new, a copy killed half way and run again, a target that conflicts, and bad
 //! input. The PostgreSQL halves skip (saying so) without `MEMBANK_TEST_PG_URL`.
 
-use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use chrono::{Duration, TimeZone, Utc};
-use membank_core::{ForgettingState, Kind, Memory, MemoryId, Scope, Source, Status, TenantId, UserId};
+use membank_core::{Kind, Memory, Scope, TenantId, UserId};
 use membank_store::{ApiKeyStore, EmbeddingModel, NewMemory, SqliteStore, Store};
 
 use crate::Bank;
@@ -196,23 +195,12 @@ fn generated(bank: &Bank, users: usize, per_user: usize) {
                 let mut vector: Vec<f32> = (0..384).map(|d| ((d * 7 + i * 13 + u) % 23) as f32 - 11.0).collect();
                 let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
                 vector.iter_mut().for_each(|x| *x /= norm);
-                let memory = Memory {
-                    id: MemoryId::generate(at),
-                    scope: scope.clone(),
-                    kind: Kind::Note,
-                    source: Source::User,
-                    content: Some(format!("note {i} of user {u} about the garden and the violin")),
-                    user_text: None,
-                    assistant_text: None,
-                    occurred_at: at,
-                    recorded_at: at,
-                    day: at.date_naive(),
-                    forgetting: ForgettingState::new(at),
-                    status: Status::Active,
-                    superseded_by: None,
-                    derived_from: Vec::new(),
-                    metadata: BTreeMap::new(),
-                };
+                let memory = Memory::fixture(
+                    &scope,
+                    Kind::Note,
+                    format!("note {i} of user {u} about the garden and the violin"),
+                    at,
+                );
                 NewMemory { memory, embedding: Some((model.clone(), vector)) }
             })
             .collect();
@@ -359,23 +347,7 @@ fn a_target_with_another_models_vectors_is_refused() {
     let scope = Scope::user(TenantId::default_tenant(), UserId::new("zoe").unwrap());
     let t0 = Utc.with_ymd_and_hms(2024, 5, 4, 9, 0, 0).unwrap();
     store.ensure_user(&scope.tenant, &scope.user, t0).unwrap();
-    let mut memory = Memory {
-        id: MemoryId::generate(t0),
-        scope: scope.clone(),
-        kind: Kind::Note,
-        source: Source::User,
-        content: Some("made by another model".into()),
-        user_text: None,
-        assistant_text: None,
-        occurred_at: t0,
-        recorded_at: t0,
-        day: t0.date_naive(),
-        forgetting: ForgettingState::new(t0),
-        status: Status::Active,
-        superseded_by: None,
-        derived_from: Vec::new(),
-        metadata: BTreeMap::new(),
-    };
+    let mut memory = Memory::fixture(&scope, Kind::Note, "made by another model", t0);
     memory.metadata.insert("k".into(), "v".into());
     store
         .insert(NewMemory {

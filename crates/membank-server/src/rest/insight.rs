@@ -35,11 +35,7 @@ pub const LLM_HINT: &str = "start membank serve with MEMBANK_LLM_BASE_URL (an Op
 pub async fn about(State(state): State<AppState>, caller: Caller) -> Result<Json<AboutOut>, ApiError> {
     let engine = state.engine();
     let policy = engine.config().forgetting;
-    let mode = match policy.mode {
-        membank_engine::core::DecisionMode::Threshold { .. } => "threshold",
-        membank_engine::core::DecisionMode::Stochastic { .. } => "stochastic",
-        membank_engine::core::DecisionMode::Rank => "rank",
-    };
+    let mode = policy.mode.as_str();
     let role = match (state.config().auth, caller.principal.admin, &caller.principal.user) {
         (AuthMode::LoopbackOpen, _, _) => "local",
         (_, true, _) => "admin",
@@ -62,6 +58,7 @@ pub async fn about(State(state): State<AppState>, caller: Caller) -> Result<Json
             archive_below: policy.archive_below(),
             unit_seconds: policy.unit.num_seconds(),
             mode,
+            importance_weight: policy.importance_weight,
         },
         embedding_model: engine.embedder().model_id().to_string(),
     }))

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::NaiveDate;
-use membank_engine::core::time::parse_instant;
+use membank_engine::core::time::{parse_day, parse_instant};
 use membank_engine::core::{ClockFrom, InvalidInput, Kind, MemoryId, Scope, Source, Status, Timestamp};
 use membank_engine::{
     EditRequest, Engine, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest,
@@ -32,12 +32,7 @@ pub(super) fn instant(field: &'static str, value: Option<&str>) -> Result<Option
 }
 
 fn day(field: &'static str, value: Option<&str>) -> Result<Option<NaiveDate>, ApiError> {
-    value
-        .map(|v| {
-            NaiveDate::parse_from_str(v.trim(), "%Y-%m-%d")
-                .map_err(|_| ApiError::Invalid(format!("{field}: {v:?} is not a date such as 2024-05-04")))
-        })
-        .transpose()
+    value.map(|v| parse_day(field, v).map_err(|e| ApiError::Invalid(format!("{}: {}", e.field, e.reason)))).transpose()
 }
 
 fn parse_list<T: std::str::FromStr<Err = InvalidInput>>(

@@ -1,5 +1,5 @@
-//! All-or-nothing inserts with an optional `Idempotency-Key` (the SQLite store's
-//! `idempotency.rs` is the reference).
+//! All-or-nothing inserts with an optional `Idempotency-Key` in PostgreSQL (the rules are
+//! in `crate::idempotency`).
 //!
 //! The key is claimed in the transaction that stores the memories, after the user's row is
 //! locked: two requests with one key, on one server or two, are serialised by that lock, so
@@ -7,39 +7,27 @@
 //! per user, by that user's next claim: a claim never touches other users' rows (SQLite purges
 //! every user's expired keys, which a distributed database would have to run everywhere).
 
-use membank_core::{InvalidInput, MemoryId, Scope, Timestamp};
+use membank_core::{MemoryId, Scope, Timestamp};
 use uuid::Uuid;
 
 use super::pool::Tx;
 use super::{PgStore, col, existing_user, fetch_one, memory_id, millis, scope_uid};
 use crate::StoreError;
+use crate::idempotency::{check_insert, check_key, replay};
 use crate::types::{IdempotencyClaim, IdempotencyRecord, Insertion, NewMemory};
-
-/// Longest key accepted, in bytes (as in the SQLite store).
-const MAX_KEY_BYTES: usize = 255;
 
 pub(super) fn insert_all(
     store: &PgStore,
     batch: Vec<NewMemory>,
     claim: Option<&IdempotencyClaim>,
 ) -> Result<Insertion, StoreError> {
-    let Some(first) = batch.first() else { return Ok(Insertion::Stored(Vec::new())) };
-    let scope = first.memory.scope.clone();
-    if batch.iter().any(|n| n.memory.scope.tenant != scope.tenant || n.memory.scope.user != scope.user) {
-        return Err(StoreError::Invalid(InvalidInput::new("batch", "all memories of one insert belong to one user")));
-    }
-    if let Some(claim) = claim {
-        check_key(&claim.key)?;
-    }
+    let Some(scope) = check_insert(&batch, claim)? else { return Ok(Insertion::Stored(Vec::new())) };
     store.pool.write(|tx| {
         let uid = existing_user(tx, &scope)?;
         if let Some(claim) = claim {
             tx.execute("DELETE FROM idempotency_keys WHERE uid = $1 AND created_at < $2", &[&uid, &millis(claim.expire_before)])?;
             if let Some(record) = lookup(tx, uid, &claim.key)? {
-                if record.request_hash != claim.request_hash {
-                    return Err(mismatch());
-                }
-                return Ok(Insertion::Replayed(record));
+                return replay(record, claim);
             }
         }
         let mut ids = Vec::with_capacity(batch.len());
@@ -100,21 +88,4 @@ fn lookup(tx: &mut Tx<'_>, uid: Uuid, key: &str) -> Result<Option<IdempotencyRec
         memory_ids,
         response: col(&row, 3)?,
     }))
-}
-
-fn check_key(key: &str) -> Result<(), StoreError> {
-    if key.is_empty() || key.len() > MAX_KEY_BYTES || !key.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-        return Err(StoreError::Invalid(InvalidInput::new(
-            "Idempotency-Key",
-            format!("must be 1 to {MAX_KEY_BYTES} visible ASCII characters"),
-        )));
-    }
-    Ok(())
-}
-
-fn mismatch() -> StoreError {
-    StoreError::Invalid(InvalidInput::new(
-        "Idempotency-Key",
-        "was already used with a different request; use a new key for a new request",
-    ))
 }

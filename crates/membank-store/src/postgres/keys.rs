@@ -1,17 +1,13 @@
-//! API keys of the REST and MCP server, stored as hashes (the SQLite store's `keys.rs`
-//! is the reference). One table for the whole database, not keyed by user: a key is looked
-//! up by its hash before anyone's scope is known. With Citus it is a reference table.
+//! API keys in PostgreSQL: the rows behind [`ApiKeyStore`] (its rules are in `crate::keys`).
+//! One table for the whole database, not keyed by user: a key is looked up by its hash
+//! before anyone's scope is known. With Citus it is a reference table.
 
 use postgres::Row;
 
 use super::{PgStore, col};
 use crate::StoreError;
-use crate::sqlite::{ApiKeyRecord, ApiKeyStore, NewApiKey};
+use crate::keys::{ApiKeyRecord, ApiKeyStore, KEY_COLUMNS, KEY_COLUMNS_AND_HASH, NewApiKey};
 use membank_core::{TenantId, Timestamp, UserId};
-
-const KEY_COLUMNS: &str = "key_id, tenant, user_key, admin, label, created_at, revoked_at";
-/// [`KEY_COLUMNS`] and the hash after them.
-const KEY_COLUMNS_AND_HASH: &str = "key_id, tenant, user_key, admin, label, created_at, revoked_at, hash";
 
 fn row_to_key(row: &Row) -> Result<ApiKeyRecord, StoreError> {
     let bad = |e: membank_core::InvalidInput| StoreError::Corrupt(format!("bad key row: {e}"));

@@ -1,24 +1,20 @@
 //! What maintenance cycles need from the store: a user's vectors and recent recall
 //! queries (FadeMem's relevance), where the user stands in the schedule, who is due, and
-//! applying one cycle's plan in one transaction. The SQLite store's `maintain.rs` is the
-//! reference; as there, the store decides nothing: [`apply`] carries a plan out under the
-//! user's lock and skips every item whose memory stopped being active meanwhile.
+//! applying one cycle's plan in one transaction, in PostgreSQL. The store decides nothing:
+//! [`apply`] carries out the engine's plan by the rules of `crate::maintenance`.
 
 use std::collections::HashMap;
 
-use membank_core::event::{EventKind, NewEvent};
 use membank_core::{MemoryId, Scope, Status, TenantId, Timestamp, UserId};
-use serde_json::json;
 use uuid::Uuid;
 
 use super::pool::Tx;
+use super::txn::UserWriter;
 use super::vector::{Vector, VectorRef};
-use super::{
-    PgStore, append_events, bump_revision, change_status, col, existing_user, label_filter, labels, memory_id, millis,
-    parse, scope_uid,
-};
+use super::{PgStore, change_status, col, existing_user, label_filter, labels, memory_id, millis, parse, scope_uid};
 use crate::StoreError;
-use crate::types::{MaintenanceApplied, MaintenancePlan, MaintenanceState, Replacement};
+use crate::maintenance::{PlanTx, UpdateValues, apply_plan};
+use crate::types::{MaintenanceApplied, MaintenancePlan, MaintenanceState, NewMemory};
 
 /// Keeps a recall query's vector among the user's recent ones, at most `keep` per user,
 /// in the caller's (recall's) transaction.
@@ -121,112 +117,60 @@ pub(super) fn users_due(
     })
 }
 
-/// The memory's row and status, if it belongs to the user.
-fn status_of(tx: &mut Tx<'_>, uid: Uuid, id: MemoryId) -> Result<Option<(i64, Status)>, StoreError> {
-    let row = tx.query_opt("SELECT seq, status FROM memories WHERE uid = $1 AND id = $2", &[&uid, &id.as_uuid()])?;
-    row.map(|row| Ok((col(&row, 0)?, parse("status", &col::<String>(&row, 1)?)?))).transpose()
-}
-
+/// Carries out one cycle's plan under the user's lock (the rules are in `crate::maintenance`).
 pub(super) fn apply(store: &PgStore, scope: &Scope, plan: MaintenancePlan) -> Result<MaintenanceApplied, StoreError> {
     store.pool.write(|tx| {
         let uid = existing_user(tx, scope)?;
-        let now = plan.now;
-        let mut applied = MaintenanceApplied::default();
-        let mut status_changed = false;
-
-        // New memories first, so supersessions can point at them.
-        let mut inserted: Vec<Option<MemoryId>> = Vec::with_capacity(plan.insert.len());
-        for (new, kind, data) in plan.insert {
-            // A fusion of sources that are no longer all active is not made.
-            let mut sources_active = true;
-            for source in &new.memory.derived_from {
-                if !matches!(status_of(tx, uid, *source)?, Some((_, Status::Active))) {
-                    sources_active = false;
-                }
-            }
-            if !sources_active {
-                applied.skipped += 1;
-                inserted.push(None);
-                continue;
-            }
-            let (_, id) = store.insert_in(tx, uid, new)?;
-            append_events(tx, uid, &[NewEvent::about(id, kind, now, data)])?;
-            applied.inserted += 1;
-            inserted.push(Some(id));
-        }
-
-        for update in plan.updates {
-            let Some((seq, Status::Active)) = status_of(tx, uid, update.id)? else {
-                applied.skipped += 1;
-                continue;
-            };
-            let (base, source) = match &update.base_importance {
-                Some((value, source)) => (Some(value.clamp(0.0, 1.0)), Some(source.as_str())),
-                None => (None, None),
-            };
-            let importance = if update.importance.is_finite() { update.importance.clamp(0.0, 1.0) } else { 0.0 };
-            let frequency = if update.add_frequency.is_finite() { update.add_frequency.max(0.0) } else { 0.0 };
-            let decay = update.decay_factor.filter(|v| v.is_finite() && *v > 0.0);
-            tx.execute(
-                "UPDATE memories SET importance = $3, layer = $4, base_importance = coalesce($5, base_importance),
-                   metadata = CASE WHEN $6::text IS NULL THEN metadata ELSE jsonb_set(metadata, '{importance_source}', to_jsonb($6::text)) END,
-                   recall_count = recall_count + $7, access_frequency = access_frequency + $8, decay_factor = coalesce($9, decay_factor)
-                 WHERE uid = $1 AND seq = $2",
-                &[&uid, &seq, &importance, &update.layer.as_str(), &base, &source, &i64::from(update.add_recalls), &frequency, &decay],
-            )?;
-            let events: Vec<NewEvent> = update.events.into_iter().map(|(kind, data)| NewEvent::about(update.id, kind, now, data)).collect();
-            append_events(tx, uid, &events)?;
-        }
-
-        for (id, data) in plan.archive {
-            let Some((seq, Status::Active)) = status_of(tx, uid, id)? else {
-                applied.skipped += 1;
-                continue;
-            };
-            change_status(tx, uid, &[seq], Status::Archived, None)?;
-            append_events(tx, uid, &[NewEvent::about(id, EventKind::Archived, now, data)])?;
-            applied.archived += 1;
-            status_changed = true;
-        }
-
-        for supersession in plan.supersede {
-            let by = match supersession.by {
-                Replacement::Existing(id) => Some(id),
-                Replacement::Inserted(index) => inserted.get(index).copied().flatten(),
-            };
-            let Some(by) = by else {
-                applied.skipped += 1;
-                continue;
-            };
-            let old = status_of(tx, uid, supersession.old)?;
-            let winner = status_of(tx, uid, by)?;
-            let (Some((seq, Status::Active)), Some((_, Status::Active))) = (old, winner) else {
-                applied.skipped += 1;
-                continue;
-            };
-            change_status(tx, uid, &[seq], Status::Superseded, Some(by))?;
-            let mut data = supersession.data;
-            if let Some(object) = data.as_object_mut() {
-                object.insert("by".into(), json!(by.to_string()));
-                object.insert("previous_status".into(), json!("active"));
-            }
-            append_events(tx, uid, &[NewEvent::about(supersession.old, EventKind::Superseded, now, data)])?;
-            applied.superseded += 1;
-            status_changed = true;
-        }
-
-        if status_changed {
-            bump_revision(tx, uid)?;
-        }
-        tx.execute(
-            "UPDATE users SET maintained_at = $2, maintained_seq = (SELECT coalesce(max(seq), 0) FROM memories WHERE uid = $1) WHERE uid = $1",
-            &[&uid, &millis(now)],
-        )?;
-        let mut summary = plan.summary;
-        if let Some(object) = summary.as_object_mut() {
-            object.insert("skipped_items".into(), json!(applied.skipped));
-        }
-        append_events(tx, uid, &[NewEvent { memory_id: None, kind: EventKind::Maintained, at: now, data: summary }])?;
-        Ok(applied)
+        apply_plan(&mut UserWriter { store, tx, uid }, plan)
     })
+}
+
+impl PlanTx for UserWriter<'_, '_> {
+    fn status_of(&mut self, id: MemoryId) -> Result<Option<(i64, Status)>, StoreError> {
+        let row = self
+            .tx
+            .query_opt("SELECT seq, status FROM memories WHERE uid = $1 AND id = $2", &[&self.uid, &id.as_uuid()])?;
+        row.map(|row| Ok((col(&row, 0)?, parse("status", &col::<String>(&row, 1)?)?))).transpose()
+    }
+
+    fn insert(&mut self, new: NewMemory) -> Result<MemoryId, StoreError> {
+        Ok(self.store.insert_in(self.tx, self.uid, new)?.1)
+    }
+
+    fn update(&mut self, seq: i64, values: &UpdateValues<'_>) -> Result<(), StoreError> {
+        self.tx.execute(
+            "UPDATE memories SET importance = $3, layer = $4, base_importance = coalesce($5, base_importance),
+               metadata = CASE WHEN $6::text IS NULL THEN metadata ELSE jsonb_set(metadata, '{importance_source}', to_jsonb($6::text)) END,
+               recall_count = recall_count + $7, access_frequency = access_frequency + $8, decay_factor = coalesce($9, decay_factor)
+             WHERE uid = $1 AND seq = $2",
+            &[
+                &self.uid,
+                &seq,
+                &values.importance,
+                &values.layer.as_str(),
+                &values.base,
+                &values.source,
+                &i64::from(values.add_recalls),
+                &values.add_frequency,
+                &values.decay_factor,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn archive(&mut self, seq: i64) -> Result<(), StoreError> {
+        change_status(self.tx, self.uid, &[seq], Status::Archived, None)
+    }
+
+    fn supersede(&mut self, seq: i64, by: MemoryId) -> Result<(), StoreError> {
+        change_status(self.tx, self.uid, &[seq], Status::Superseded, Some(by))
+    }
+
+    fn mark_maintained(&mut self, now: Timestamp) -> Result<(), StoreError> {
+        self.tx.execute(
+            "UPDATE users SET maintained_at = $2, maintained_seq = (SELECT coalesce(max(seq), 0) FROM memories WHERE uid = $1) WHERE uid = $1",
+            &[&self.uid, &millis(now)],
+        )?;
+        Ok(())
+    }
 }

@@ -1,6 +1,6 @@
 //! The server store: the same [`Store`] (and [`crate::ApiKeyStore`]) on PostgreSQL ≥ 15 with
 //! pgvector, for several `membank serve` processes on one database and for more users
-//! than one machine's SQLite file should hold (issue 13, DESIGN §6).
+//! than one machine's SQLite file should hold.
 //!
 //! Every invariant of the SQLite store holds, by the following means:
 //! - **Every statement is scoped to the user's row.** A user's key `uid` is a UUIDv5 of
@@ -38,16 +38,19 @@
 //! (`postgres/tls.rs`).
 
 mod erasure;
+mod error;
 mod idempotency;
 mod keys;
 mod lookup;
 mod maintain;
 mod pool;
+mod row;
 mod schema;
 mod source;
 pub mod testing;
 mod tls;
 mod transfer;
+mod txn;
 mod vector;
 
 use std::collections::HashMap;
@@ -55,17 +58,18 @@ use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, NaiveDate};
-use membank_core::event::{Event, EventKind, NewEvent};
-use membank_core::forgetting::{DecisionMode, ForgettingPolicy};
+use membank_core::event::{Event, NewEvent};
+use membank_core::event_payload as payload;
+use membank_core::forgetting::ForgettingPolicy;
 use membank_core::{EventId, ForgettingState, Memory, MemoryId, Scope, Status, Strength, TenantId, Timestamp, UserId};
 use postgres::Row;
-use postgres::types::FromSql;
-use serde_json::json;
 use uuid::Uuid;
 
+pub use error::PgError;
 pub use schema::CURRENT_VERSION;
 
 use pool::{Pool, Tx};
+use row::{col, memory_id, parse};
 use source::PgSource;
 use vector::VectorRef;
 
@@ -75,31 +79,6 @@ use crate::search::terms::TermCache;
 use crate::search::vectors::VectorCache;
 use crate::types::*;
 use crate::{Store, StoreError};
-
-/// Why talking to PostgreSQL failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PgError {
-    /// The server refused a statement, failed, or could not be reached (its message says
-    /// which; the SQLSTATE is in the source).
-    #[error("{0}")]
-    Client(#[from] postgres::Error),
-    /// Every connection of the pool stayed busy for the whole wait: the server is
-    /// overloaded or the pool is too small for the load (`PgOptions::max_connections`).
-    #[error("no database connection became free within {waited:?} ({open} open)")]
-    PoolExhausted {
-        /// How long the operation waited.
-        waited: std::time::Duration,
-        /// Connections open meanwhile.
-        open: usize,
-    },
-}
-
-impl From<postgres::Error> for StoreError {
-    fn from(err: postgres::Error) -> Self {
-        StoreError::Postgres(PgError::Client(err))
-    }
-}
 
 /// How a [`PgStore`] connects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -377,16 +356,7 @@ impl PgStore {
 /// its first strength, so that with the recalls that follow in the log the whole curve can
 /// be replayed from the log alone. Times are the stored ones (whole milliseconds).
 fn created_event(memory: &Memory) -> NewEvent {
-    let derived: Vec<String> = memory.derived_from.iter().map(ToString::to_string).collect();
-    let data = json!({
-        "kind": memory.kind.as_str(),
-        "source": memory.source.as_str(),
-        "occurred_at": millis(memory.occurred_at).to_rfc3339(),
-        "derived_from": derived,
-        "clock_started_at": millis(memory.forgetting.last_recalled_at).to_rfc3339(),
-        "strength": memory.forgetting.strength.get(),
-    });
-    NewEvent::about(memory.id, EventKind::Created, millis(memory.recorded_at), data)
+    payload::created(memory, millis)
 }
 
 /// The connection target without credentials, for `Debug`.
@@ -429,17 +399,6 @@ fn refuse_nul_json(field: &'static str, value: &serde_json::Value) -> Result<(),
     }
 }
 
-/// A column of a row, or `Corrupt` naming it if it does not hold that type.
-fn col<'a, T: FromSql<'a>>(row: &'a Row, index: usize) -> Result<T, StoreError> {
-    row.try_get(index)
-        .map_err(|e| StoreError::Corrupt(format!("column {}: {e}", row.columns().get(index).map_or("?", |c| c.name()))))
-}
-
-/// A memory id from its UUID.
-fn memory_id(uuid: Uuid) -> Result<MemoryId, StoreError> {
-    MemoryId::from_str(&uuid.hyphenated().to_string()).map_err(|e| StoreError::Corrupt(format!("bad memory id: {e}")))
-}
-
 /// `t` cut to whole milliseconds: the SQLite store keeps milliseconds, and both backends
 /// must give back the same instants.
 fn millis(t: Timestamp) -> Timestamp {
@@ -452,10 +411,6 @@ fn finite_or(x: f64, default: f64) -> f64 {
 
 fn finite01(x: f64, default: f64) -> f64 {
     finite_or(x, default).clamp(0.0, 1.0)
-}
-
-fn parse<T: FromStr>(what: &'static str, value: &str) -> Result<T, StoreError> {
-    value.parse().map_err(|_| StoreError::Corrupt(format!("bad {what} {value:?}")))
 }
 
 /// The columns [`row_to_memory`] reads, in its order, on the alias `m`.
@@ -692,15 +647,15 @@ fn strengthen_all(
         let left = remaining.get_mut(id).expect("counted above");
         *left -= 1;
         let after = final_strength.get(id).copied().unwrap_or(after_state.strength.get()) - *left as f64;
-        let data = json!({
-            "query_id": query_id,
-            "strength_before": after - 1.0,
-            "strength_after": after,
-            "v_before": policy.fademem.decay(before, now).strength,
-            "v_after": policy.fademem.decay(after_state, now).strength,
-            "frequency_after": after_state.access_frequency,
-        });
-        events.push(NewEvent::about(*id, EventKind::Strengthened, now, data));
+        let change = payload::Strengthening {
+            query_id,
+            strength_before: after - 1.0,
+            strength_after: after,
+            v_before: policy.fademem.decay(before, now).strength,
+            v_after: policy.fademem.decay(after_state, now).strength,
+            frequency_after: after_state.access_frequency,
+        };
+        events.push(payload::strengthened(*id, now, &change));
     }
     append_events(tx, uid, &events)
 }
@@ -1003,14 +958,7 @@ impl Store for PgStore {
             let events: Vec<NewEvent> = eligible
                 .iter()
                 .enumerate()
-                .map(|(rank, (id, score))| {
-                    NewEvent::about(
-                        *id,
-                        EventKind::Recalled,
-                        recall.now,
-                        json!({ "query_id": recall.query_id, "rank": rank + 1, "score": score }),
-                    )
-                })
+                .map(|(rank, (id, score))| payload::recalled(*id, recall.now, &recall.query_id, rank + 1, *score))
                 .collect();
             append_events(tx, uid, &events)?;
             let ids: Vec<MemoryId> = eligible.iter().map(|(id, _)| *id).collect();
@@ -1054,11 +1002,7 @@ impl Store for PgStore {
                 )));
             }
             set_status(tx, uid, seq, Status::Archived)?;
-            append_events(
-                tx,
-                uid,
-                &[NewEvent::about(id, EventKind::Archived, now, json!({ "policy": "request", "reason": reason }))],
-            )
+            append_events(tx, uid, &[payload::archived_on_request(id, now, reason)])
         })
     }
 
@@ -1069,8 +1013,7 @@ impl Store for PgStore {
             }
             set_status(tx, uid, seq, Status::Active)?;
             tx.execute("UPDATE memories SET last_recalled_at = greatest(last_recalled_at, $3), superseded_by = NULL WHERE uid = $1 AND seq = $2", &[&uid, &seq, &millis(now)])?;
-            let data = json!({ "previous_status": memory.status.as_str(), "last_recalled_at_before": memory.forgetting.last_recalled_at.to_rfc3339() });
-            append_events(tx, uid, &[NewEvent::about(id, EventKind::Restored, now, data)])
+            append_events(tx, uid, &[payload::restored(id, now, memory.status, memory.forgetting.last_recalled_at)])
         })
     }
 
@@ -1083,8 +1026,7 @@ impl Store for PgStore {
                 return Ok(());
             }
             tx.execute("UPDATE memories SET pinned = $3 WHERE uid = $1 AND seq = $2", &[&uid, &seq, &pinned])?;
-            let kind = if pinned { EventKind::Pinned } else { EventKind::Unpinned };
-            append_events(tx, uid, &[NewEvent::about(id, kind, now, json!({}))])
+            append_events(tx, uid, &[payload::pinned(id, now, pinned)])
         })
     }
 
@@ -1136,14 +1078,9 @@ impl Store for PgStore {
                 change_status(tx, uid, &archived, Status::Archived, None)?;
                 bump_revision(tx, uid)?;
             }
-            let mut events: Vec<NewEvent> = plan.archive.iter().map(|a| NewEvent::about(a.id, EventKind::Archived, now, policy.archive_event_data(a))).collect();
-            let mode = match policy.mode {
-                DecisionMode::Threshold { .. } => "threshold",
-                DecisionMode::Stochastic { .. } => "stochastic",
-                DecisionMode::Rank => "rank",
-            };
-            let data = json!({ "policy": policy.kind.as_str(), "mode": mode, "examined": plan.examined, "archived": plan.archive.len(), "deferred": plan.deferred });
-            events.push(NewEvent { memory_id: None, kind: EventKind::Swept, at: now, data });
+            let mut events: Vec<NewEvent> =
+                plan.archive.iter().map(|a| payload::archived(a.id, now, policy.archive_event_data(a))).collect();
+            events.push(payload::swept(now, policy, plan.examined, plan.archive.len(), plan.deferred));
             append_events(tx, uid, &events)?;
             Ok(report(plan))
         })
@@ -1186,19 +1123,7 @@ impl Store for PgStore {
             let (_, new_id) = self.insert_in(tx, uid, new)?;
             change_status(tx, uid, &[old_seq], Status::Superseded, Some(new_id))?;
             bump_revision(tx, uid)?;
-            append_events(
-                tx,
-                uid,
-                &[
-                    NewEvent::about(new_id, EventKind::Edited, at, json!({ "previous": old.to_string() })),
-                    NewEvent::about(
-                        old,
-                        EventKind::Superseded,
-                        at,
-                        json!({ "by": new_id.to_string(), "reason": "edited" }),
-                    ),
-                ],
-            )?;
+            append_events(tx, uid, &[payload::edited(new_id, at, old), payload::superseded_by_edit(old, at, new_id)])?;
             Ok(fetch_one(tx, uid, &new_scope, new_id)?.1)
         })
     }
@@ -1220,23 +1145,12 @@ impl Store for PgStore {
                     )));
                 }
                 change_status(tx, uid, &[seq], Status::Superseded, Some(id))?;
-                events.push(NewEvent::about(
-                    *old,
-                    EventKind::Superseded,
-                    now,
-                    json!({ "by": id.to_string(), "previous_status": memory.status.as_str() }),
-                ));
+                events.push(payload::superseded_by_summary(*old, now, id, memory.status));
             }
             if !replaces.is_empty() {
                 bump_revision(tx, uid)?;
             }
-            let replaced: Vec<String> = replaces.iter().map(ToString::to_string).collect();
-            events.push(NewEvent::about(
-                id,
-                EventKind::Summarized,
-                now,
-                json!({ "kind": kind.as_str(), "sources": sources, "replaces": replaced }),
-            ));
+            events.push(payload::summarized(id, now, kind, sources, replaces));
             append_events(tx, uid, &events)?;
             Ok(fetch_one(tx, uid, &scope, id)?.1)
         })
@@ -1347,12 +1261,7 @@ impl Store for PgStore {
             {
                 let (content, user_text, assistant_text): (Option<String>, Option<String>, Option<String>) =
                     (col(&row, 0)?, col(&row, 1)?, col(&row, 2)?);
-                crate::sqlite::census_count(
-                    &mut census,
-                    content.as_deref(),
-                    user_text.as_deref(),
-                    assistant_text.as_deref(),
-                );
+                census.count_memory(content.as_deref(), user_text.as_deref(), assistant_text.as_deref());
             }
             Ok(census)
         })

@@ -20,7 +20,7 @@ use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, IsolationLevel, Row, RowIter, Statement};
 
-use super::PgError;
+use super::error::PgError;
 use crate::StoreError;
 
 /// How long an operation waits for a connection when all are busy.

@@ -40,7 +40,7 @@
 
 use postgres::Client;
 
-use super::PgError;
+use super::error::PgError;
 use crate::StoreError;
 
 /// Migrations by target version (index 0 brings an empty database to version 1).

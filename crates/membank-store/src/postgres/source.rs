@@ -25,9 +25,10 @@ use membank_core::Status;
 use postgres::fallible_iterator::FallibleIterator;
 use uuid::Uuid;
 
+use super::error::PgError;
 use super::pool::Tx;
+use super::row::{col, memory_id, parse};
 use super::vector::Vector;
-use super::{PgError, col, memory_id, parse};
 use crate::StoreError;
 use crate::cache::CacheKind;
 use crate::search::{RowMeta, Source, TextSink, VectorSink};

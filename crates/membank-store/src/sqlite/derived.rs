@@ -5,10 +5,9 @@
 //! Nothing is deleted: an old summary stays readable (and restorable) for audits, which
 //! is how "what did membank think of this day last week?" stays answerable.
 
-use membank_core::event::{EventKind, NewEvent};
+use membank_core::event_payload as payload;
 use membank_core::{Memory, MemoryId, Status, Timestamp};
 use rusqlite::params;
-use serde_json::json;
 
 use super::{SqliteStore, append_event, bump_revision, fetch_one, insert_in};
 use crate::{NewMemory, StoreError};
@@ -36,31 +35,12 @@ pub(super) fn insert_superseding(
                 "UPDATE memories SET status = 'superseded', superseded_by = ?1 WHERE seq = ?2 AND user_row = ?3",
             )?
             .execute(params![id.to_string(), seq, user])?;
-            append_event(
-                tx,
-                user,
-                &NewEvent::about(
-                    *old,
-                    EventKind::Superseded,
-                    now,
-                    json!({ "by": id.to_string(), "previous_status": memory.status.as_str() }),
-                ),
-            )?;
+            append_event(tx, user, &payload::superseded_by_summary(*old, now, id, memory.status))?;
         }
         if !replaces.is_empty() {
             bump_revision(tx, user)?;
         }
-        let replaced: Vec<String> = replaces.iter().map(ToString::to_string).collect();
-        append_event(
-            tx,
-            user,
-            &NewEvent::about(
-                id,
-                EventKind::Summarized,
-                now,
-                json!({ "kind": kind.as_str(), "sources": sources, "replaces": replaced }),
-            ),
-        )?;
+        append_event(tx, user, &payload::summarized(id, now, kind, sources, replaces))?;
         Ok(fetch_one(tx, user, &scope, id)?.1)
     })
 }

@@ -3,10 +3,9 @@
 //! inspectable (and restorable, and erasable) like any other memory, and the event log
 //! stays content-free: it records *that* an edit happened and which ids it linked.
 
-use membank_core::event::{EventKind, NewEvent};
+use membank_core::event_payload as payload;
 use membank_core::{MemoryId, Scope, Status};
 use rusqlite::params;
-use serde_json::json;
 
 use super::{SqliteStore, append_event, bump_revision, fetch_one, insert_in};
 use crate::StoreError;
@@ -42,16 +41,8 @@ pub(super) fn supersede(
         )?
         .execute(params![new_id.to_string(), old_seq, user])?;
         bump_revision(tx, user)?;
-        append_event(
-            tx,
-            user,
-            &NewEvent::about(new_id, EventKind::Edited, at, json!({ "previous": old.to_string() })),
-        )?;
-        append_event(
-            tx,
-            user,
-            &NewEvent::about(old, EventKind::Superseded, at, json!({ "by": new_id.to_string(), "reason": "edited" })),
-        )?;
+        append_event(tx, user, &payload::edited(new_id, at, old))?;
+        append_event(tx, user, &payload::superseded_by_edit(old, at, new_id))?;
         Ok(fetch_one(tx, user, &new_scope, new_id)?.1)
     })
 }

@@ -1,4 +1,5 @@
-//! All-or-nothing inserts with an optional `Idempotency-Key`.
+//! All-or-nothing inserts with an optional `Idempotency-Key` in SQLite (the rules are in
+//! `crate::idempotency`).
 //!
 //! The key is claimed in the same IMMEDIATE transaction that stores the memories, so a
 //! request is stored at most once whatever happens between the two: a retry finds the
@@ -8,38 +9,26 @@
 //! write); a retry that comes before it, or after a crash in between, is answered from the
 //! stored ids. Keys older than the claim's `expire_before` are purged by later claims.
 
-use membank_core::{InvalidInput, MemoryId, Scope, Timestamp};
+use membank_core::{MemoryId, Scope, Timestamp};
 use rusqlite::{OptionalExtension, params};
 
 use super::{SqliteStore, fetch_one, from_millis, insert_in, millis, user_row};
 use crate::StoreError;
+use crate::idempotency::{check_insert, check_key, replay};
 use crate::types::{IdempotencyClaim, IdempotencyRecord, Insertion, NewMemory};
-
-/// Longest key accepted, in bytes.
-pub const MAX_KEY_BYTES: usize = 255;
 
 pub(super) fn insert_all(
     store: &SqliteStore,
     batch: Vec<NewMemory>,
     claim: Option<&IdempotencyClaim>,
 ) -> Result<Insertion, StoreError> {
-    let Some(first) = batch.first() else { return Ok(Insertion::Stored(Vec::new())) };
-    let scope = first.memory.scope.clone();
-    if batch.iter().any(|n| n.memory.scope.tenant != scope.tenant || n.memory.scope.user != scope.user) {
-        return Err(StoreError::Invalid(InvalidInput::new("batch", "all memories of one insert belong to one user")));
-    }
-    if let Some(claim) = claim {
-        check_key(&claim.key)?;
-    }
+    let Some(scope) = check_insert(&batch, claim)? else { return Ok(Insertion::Stored(Vec::new())) };
     store.write(|tx| {
         let user = SqliteStore::existing_user(tx, &scope)?;
         if let Some(claim) = claim {
             tx.prepare_cached("DELETE FROM idempotency_keys WHERE created_at < ?1")?.execute([millis(claim.expire_before)])?;
             if let Some(record) = lookup(tx, user, &claim.key)? {
-                if record.request_hash != claim.request_hash {
-                    return Err(mismatch());
-                }
-                return Ok(Insertion::Replayed(record));
+                return replay(record, claim);
             }
         }
         let mut ids = Vec::with_capacity(batch.len());
@@ -101,21 +90,4 @@ fn lookup(conn: &rusqlite::Connection, user: i64, key: &str) -> Result<Option<Id
         .map(|s| s.parse::<MemoryId>().map_err(|_| StoreError::Corrupt(format!("bad memory id {s:?}"))))
         .collect::<Result<_, _>>()?;
     Ok(Some(IdempotencyRecord { request_hash, created_at: from_millis(created_at)?, memory_ids, response }))
-}
-
-fn check_key(key: &str) -> Result<(), StoreError> {
-    if key.is_empty() || key.len() > MAX_KEY_BYTES || !key.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-        return Err(StoreError::Invalid(InvalidInput::new(
-            "Idempotency-Key",
-            format!("must be 1 to {MAX_KEY_BYTES} visible ASCII characters"),
-        )));
-    }
-    Ok(())
-}
-
-fn mismatch() -> StoreError {
-    StoreError::Invalid(InvalidInput::new(
-        "Idempotency-Key",
-        "was already used with a different request; use a new key for a new request",
-    ))
 }

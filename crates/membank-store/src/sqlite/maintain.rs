@@ -1,20 +1,16 @@
 //! What maintenance cycles need from the store: a user's vectors and recent recall
 //! queries (FadeMem's relevance), where the user stands in the schedule, who is due, and
-//! applying one cycle's plan in one transaction.
-//!
-//! The store decides nothing here: the engine plans (importance, layers, archives, merges,
-//! fusions, conflicts) from a snapshot, and [`apply`] carries the plan out, skipping any
-//! item whose memory stopped being active in the meantime (a person forgot or erased it
-//! while an LLM was thinking), so a plan can never resurrect or overwrite a newer decision.
+//! applying one cycle's plan in one transaction, in SQLite. The store decides nothing:
+//! [`apply`] carries out the engine's plan by the rules of `crate::maintenance`.
 
-use membank_core::event::{EventKind, NewEvent};
 use membank_core::{MemoryId, Scope, Status, TenantId, Timestamp, UserId};
 use rusqlite::{OptionalExtension, Transaction, named_params, params};
-use serde_json::json;
 
-use super::{LABEL_FILTER, SqliteStore, append_event, bump_revision, from_millis, insert_in, millis, user_row};
+use super::txn::UserWriter;
+use super::{LABEL_FILTER, SqliteStore, from_millis, insert_in, millis, user_row};
 use crate::StoreError;
-use crate::types::{MaintenanceApplied, MaintenancePlan, MaintenanceState, Replacement};
+use crate::maintenance::{PlanTx, UpdateValues, apply_plan};
+use crate::types::{MaintenanceApplied, MaintenancePlan, MaintenanceState, NewMemory};
 
 /// Keeps a recall query's vector among the user's recent ones, at most `keep` per user,
 /// in the caller's (recall's) transaction.
@@ -127,18 +123,7 @@ pub(super) fn users_due(
     })
 }
 
-/// The memory's row and status, if it belongs to the user.
-fn status_of(tx: &Transaction<'_>, user: i64, id: MemoryId) -> Result<Option<(i64, Status)>, StoreError> {
-    let row = tx
-        .prepare_cached("SELECT seq, status FROM memories WHERE id = ?1 AND user_row = ?2")?
-        .query_row(params![id.to_string(), user], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)))
-        .optional()?;
-    row.map(|(seq, status)| {
-        Ok((seq, status.parse().map_err(|_| StoreError::Corrupt(format!("bad status {status:?}")))?))
-    })
-    .transpose()
-}
-
+/// Carries out one cycle's plan in one transaction (the rules are in `crate::maintenance`).
 pub(super) fn apply(
     store: &SqliteStore,
     scope: &Scope,
@@ -146,41 +131,30 @@ pub(super) fn apply(
 ) -> Result<MaintenanceApplied, StoreError> {
     store.write(|tx| {
         let user = SqliteStore::existing_user(tx, scope)?;
-        let now = plan.now;
-        let mut applied = MaintenanceApplied::default();
-        let mut status_changed = false;
+        apply_plan(&mut UserWriter { tx, user }, plan)
+    })
+}
 
-        // New memories first, so supersessions can point at them.
-        let mut inserted: Vec<Option<MemoryId>> = Vec::with_capacity(plan.insert.len());
-        for (new, kind, data) in plan.insert {
-            // A fusion of sources that are no longer all active is not made.
-            let mut sources_active = true;
-            for source in &new.memory.derived_from {
-                if !matches!(status_of(tx, user, *source)?, Some((_, Status::Active))) {
-                    sources_active = false;
-                }
-            }
-            if !sources_active {
-                applied.skipped += 1;
-                inserted.push(None);
-                continue;
-            }
-            let (_, id) = insert_in(tx, new)?;
-            append_event(tx, user, &NewEvent::about(id, kind, now, data))?;
-            applied.inserted += 1;
-            inserted.push(Some(id));
-        }
+impl PlanTx for UserWriter<'_, '_> {
+    fn status_of(&mut self, id: MemoryId) -> Result<Option<(i64, Status)>, StoreError> {
+        let row = self
+            .tx
+            .prepare_cached("SELECT seq, status FROM memories WHERE id = ?1 AND user_row = ?2")?
+            .query_row(params![id.to_string(), self.user], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)))
+            .optional()?;
+        row.map(|(seq, status)| {
+            Ok((seq, status.parse().map_err(|_| StoreError::Corrupt(format!("bad status {status:?}")))?))
+        })
+        .transpose()
+    }
 
-        for update in plan.updates {
-            let Some((seq, Status::Active)) = status_of(tx, user, update.id)? else {
-                applied.skipped += 1;
-                continue;
-            };
-            let (base, source) = match &update.base_importance {
-                Some((value, source)) => (Some(value.clamp(0.0, 1.0)), Some(source.as_str())),
-                None => (None, None),
-            };
-            tx.prepare_cached(
+    fn insert(&mut self, new: NewMemory) -> Result<MemoryId, StoreError> {
+        Ok(insert_in(self.tx, new)?.1)
+    }
+
+    fn update(&mut self, seq: i64, values: &UpdateValues<'_>) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached(
                 "UPDATE memories SET importance = :importance, layer = :layer,
                    base_importance = COALESCE(:base, base_importance),
                    metadata = CASE WHEN :source IS NULL THEN metadata ELSE json_set(metadata, '$.importance_source', :source) END,
@@ -189,67 +163,33 @@ pub(super) fn apply(
                  WHERE seq = :seq",
             )?
             .execute(named_params! {
-                ":importance": if update.importance.is_finite() { update.importance.clamp(0.0, 1.0) } else { 0.0 },
-                ":layer": update.layer.as_str(),
-                ":base": base,
-                ":source": source,
-                ":recalls": update.add_recalls,
-                ":frequency": if update.add_frequency.is_finite() { update.add_frequency.max(0.0) } else { 0.0 },
-                ":decay": update.decay_factor.filter(|v| v.is_finite() && *v > 0.0),
+                ":importance": values.importance,
+                ":layer": values.layer.as_str(),
+                ":base": values.base,
+                ":source": values.source,
+                ":recalls": values.add_recalls,
+                ":frequency": values.add_frequency,
+                ":decay": values.decay_factor,
                 ":seq": seq,
             })?;
-            for (kind, data) in update.events {
-                append_event(tx, user, &NewEvent::about(update.id, kind, now, data))?;
-            }
-        }
+        Ok(())
+    }
 
-        for (id, data) in plan.archive {
-            let Some((seq, Status::Active)) = status_of(tx, user, id)? else {
-                applied.skipped += 1;
-                continue;
-            };
-            tx.prepare_cached("UPDATE memories SET status = 'archived' WHERE seq = ?1")?.execute([seq])?;
-            append_event(tx, user, &NewEvent::about(id, EventKind::Archived, now, data))?;
-            applied.archived += 1;
-            status_changed = true;
-        }
+    fn archive(&mut self, seq: i64) -> Result<(), StoreError> {
+        self.tx.prepare_cached("UPDATE memories SET status = 'archived' WHERE seq = ?1")?.execute([seq])?;
+        Ok(())
+    }
 
-        for supersession in plan.supersede {
-            let by = match supersession.by {
-                Replacement::Existing(id) => Some(id),
-                Replacement::Inserted(index) => inserted.get(index).copied().flatten(),
-            };
-            let Some(by) = by else {
-                applied.skipped += 1;
-                continue;
-            };
-            let old = status_of(tx, user, supersession.old)?;
-            let winner = status_of(tx, user, by)?;
-            let (Some((seq, Status::Active)), Some((_, Status::Active))) = (old, winner) else {
-                applied.skipped += 1;
-                continue;
-            };
-            tx.prepare_cached("UPDATE memories SET status = 'superseded', superseded_by = ?1 WHERE seq = ?2")?.execute(params![by.to_string(), seq])?;
-            let mut data = supersession.data;
-            if let Some(object) = data.as_object_mut() {
-                object.insert("by".into(), json!(by.to_string()));
-                object.insert("previous_status".into(), json!("active"));
-            }
-            append_event(tx, user, &NewEvent::about(supersession.old, EventKind::Superseded, now, data))?;
-            applied.superseded += 1;
-            status_changed = true;
-        }
+    fn supersede(&mut self, seq: i64, by: MemoryId) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached("UPDATE memories SET status = 'superseded', superseded_by = ?1 WHERE seq = ?2")?
+            .execute(params![by.to_string(), seq])?;
+        Ok(())
+    }
 
-        if status_changed {
-            bump_revision(tx, user)?;
-        }
-        tx.prepare_cached("UPDATE users SET maintained_at = ?1, maintained_seq = (SELECT COALESCE(max(seq), 0) FROM memories WHERE user_row = ?2) WHERE id = ?2")?
-            .execute(params![millis(now), user])?;
-        let mut summary = plan.summary;
-        if let Some(object) = summary.as_object_mut() {
-            object.insert("skipped_items".into(), json!(applied.skipped));
-        }
-        append_event(tx, user, &NewEvent { memory_id: None, kind: EventKind::Maintained, at: now, data: summary })?;
-        Ok(applied)
-    })
+    fn mark_maintained(&mut self, now: Timestamp) -> Result<(), StoreError> {
+        self.tx.prepare_cached("UPDATE users SET maintained_at = ?1, maintained_seq = (SELECT COALESCE(max(seq), 0) FROM memories WHERE user_row = ?2) WHERE id = ?2")?
+            .execute(params![millis(now), self.user])?;
+        Ok(())
+    }
 }

@@ -14,20 +14,21 @@ mod maintain;
 mod schema;
 mod source;
 mod transfer;
+mod txn;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, NaiveDate};
-use membank_core::event::{Event, EventKind, NewEvent};
-use membank_core::forgetting::{DecisionMode, ForgettingPolicy};
+use membank_core::event::{Event, NewEvent};
+use membank_core::event_payload as payload;
+use membank_core::forgetting::ForgettingPolicy;
 use membank_core::{
     EventId, ForgettingState, Memory, MemoryId, Scope, Status, Strength, TenantId, Timestamp, UserId, text,
 };
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior, params};
-use serde_json::json;
 
-pub use keys::{ApiKeyRecord, ApiKeyStore, NewApiKey};
+pub use crate::keys::{ApiKeyRecord, ApiKeyStore, NewApiKey};
 pub use schema::CURRENT_VERSION;
 use source::SqliteSource;
 
@@ -431,24 +432,9 @@ fn script_census(conn: &Connection) -> Result<crate::ScriptCensus, StoreError> {
     while let Some(row) = rows.next()? {
         let (content, user_text, assistant_text): (Option<String>, Option<String>, Option<String>) =
             (row.get(0)?, row.get(1)?, row.get(2)?);
-        census_count(&mut census, content.as_deref(), user_text.as_deref(), assistant_text.as_deref());
+        census.count_memory(content.as_deref(), user_text.as_deref(), assistant_text.as_deref());
     }
     Ok(census)
-}
-
-/// Counts one memory: a turn by its two sides (without the `User:`/`Assistant:` labels of
-/// its content), anything else by its content.
-pub(crate) fn census_count(
-    census: &mut crate::ScriptCensus,
-    content: Option<&str>,
-    user_text: Option<&str>,
-    assistant_text: Option<&str>,
-) {
-    if user_text.is_some() || assistant_text.is_some() {
-        census.count(user_text.into_iter().chain(assistant_text));
-    } else {
-        census.count(content);
-    }
 }
 
 /// A sweep's plan for one user: the user's row, each examined memory's row, the plan.
@@ -726,8 +712,7 @@ impl Store for SqliteStore {
                 }
             }
             for (rank, (id, score)) in eligible.iter().enumerate() {
-                let data = json!({ "query_id": recall.query_id, "rank": rank + 1, "score": score });
-                append_event(tx, user, &NewEvent::about(*id, EventKind::Recalled, recall.now, data))?;
+                append_event(tx, user, &payload::recalled(*id, recall.now, &recall.query_id, rank + 1, *score))?;
             }
             if let Some(policy) = strengthen {
                 let ids: Vec<MemoryId> = eligible.iter().map(|(id, _)| *id).collect();
@@ -772,23 +757,24 @@ impl Store for SqliteStore {
                 )));
             }
             set_status(tx, user, seq, Status::Archived)?;
-            append_event(
-                tx,
-                user,
-                &NewEvent::about(id, EventKind::Archived, now, json!({ "policy": "request", "reason": reason })),
-            )
+            append_event(tx, user, &payload::archived_on_request(id, now, reason))
         })
     }
 
     fn restore(&self, scope: &Scope, id: MemoryId, now: Timestamp) -> Result<Memory, StoreError> {
         self.mutate(scope, id, |tx, user, seq, memory| {
             if !matches!(memory.status, Status::Archived | Status::Superseded) {
-                return Err(StoreError::Conflict(format!("memory {id} is {}, only an archived or superseded memory can be restored", memory.status)));
+                return Err(StoreError::Conflict(format!(
+                    "memory {id} is {}, only an archived or superseded memory can be restored",
+                    memory.status
+                )));
             }
             set_status(tx, user, seq, Status::Active)?;
-            tx.execute("UPDATE memories SET last_recalled_at = max(last_recalled_at, ?1), superseded_by = NULL WHERE seq = ?2", params![millis(now), seq])?;
-            let data = json!({ "previous_status": memory.status.as_str(), "last_recalled_at_before": memory.forgetting.last_recalled_at.to_rfc3339() });
-            append_event(tx, user, &NewEvent::about(id, EventKind::Restored, now, data))
+            tx.execute(
+                "UPDATE memories SET last_recalled_at = max(last_recalled_at, ?1), superseded_by = NULL WHERE seq = ?2",
+                params![millis(now), seq],
+            )?;
+            append_event(tx, user, &payload::restored(id, now, memory.status, memory.forgetting.last_recalled_at))
         })
     }
 
@@ -801,8 +787,7 @@ impl Store for SqliteStore {
                 return Ok(());
             }
             tx.execute("UPDATE memories SET pinned = ?1 WHERE seq = ?2", params![pinned, seq])?;
-            let kind = if pinned { EventKind::Pinned } else { EventKind::Unpinned };
-            append_event(tx, user, &NewEvent::about(id, kind, now, json!({})))
+            append_event(tx, user, &payload::pinned(id, now, pinned))
         })
     }
 
@@ -853,20 +838,14 @@ impl Store for SqliteStore {
             let seq_of: std::collections::HashMap<MemoryId, i64> = seqs.into_iter().collect();
             for assessment in &plan.archive {
                 let seq = seq_of[&assessment.id];
-                tx.prepare_cached("UPDATE memories SET status = 'archived' WHERE seq = ?1 AND user_row = ?2")?.execute(params![seq, user])?;
-                let data = policy.archive_event_data(assessment);
-                append_event(tx, user, &NewEvent::about(assessment.id, EventKind::Archived, now, data))?;
+                tx.prepare_cached("UPDATE memories SET status = 'archived' WHERE seq = ?1 AND user_row = ?2")?
+                    .execute(params![seq, user])?;
+                append_event(tx, user, &payload::archived(assessment.id, now, policy.archive_event_data(assessment)))?;
             }
             if !plan.archive.is_empty() {
                 bump_revision(tx, user)?;
             }
-            let mode = match policy.mode {
-                DecisionMode::Threshold { .. } => "threshold",
-                DecisionMode::Stochastic { .. } => "stochastic",
-                DecisionMode::Rank => "rank",
-            };
-            let data = json!({ "policy": policy.kind.as_str(), "mode": mode, "examined": plan.examined, "archived": plan.archive.len(), "deferred": plan.deferred });
-            append_event(tx, user, &NewEvent { memory_id: None, kind: EventKind::Swept, at: now, data })?;
+            append_event(tx, user, &payload::swept(now, policy, plan.examined, plan.archive.len(), plan.deferred))?;
             Ok(report(plan))
         })
     }
@@ -1007,19 +986,7 @@ impl Store for SqliteStore {
 /// Inserts one memory with its vector, index row and event, in the caller's transaction.
 fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), StoreError> {
     let (user, _, memory) = insert_row(tx, new)?;
-    let derived: Vec<String> = memory.derived_from.iter().map(ToString::to_string).collect();
-    // Where the memory's forgetting clock started and its first strength: with the
-    // recalls that follow in the log, the whole curve can be replayed from the log alone
-    // (the clock may start at the event or at the write, `ClockFrom`).
-    let data = json!({
-        "kind": memory.kind.as_str(),
-        "source": memory.source.as_str(),
-        "occurred_at": memory.occurred_at.to_rfc3339(),
-        "derived_from": derived,
-        "clock_started_at": memory.forgetting.last_recalled_at.to_rfc3339(),
-        "strength": memory.forgetting.strength.get(),
-    });
-    append_event(tx, user, &NewEvent::about(memory.id, EventKind::Created, memory.recorded_at, data))?;
+    append_event(tx, user, &payload::created(&memory, |t| t))?;
     Ok((user, memory.id))
 }
 
@@ -1123,15 +1090,15 @@ fn strengthen_all(
                  fade_age = ?2, access_frequency = ?3 WHERE seq = ?4 RETURNING strength",
             )?
             .query_row(params![millis(now), after_state.fade_age, after_state.access_frequency, seq], |row| row.get(0))?;
-        let data = json!({
-            "query_id": query_id,
-            "strength_before": after - 1.0,
-            "strength_after": after,
-            "v_before": policy.fademem.decay(&before, now).strength,
-            "v_after": policy.fademem.decay(&after_state, now).strength,
-            "frequency_after": after_state.access_frequency,
-        });
-        append_event(tx, user, &NewEvent::about(*id, EventKind::Strengthened, now, data))?;
+        let change = payload::Strengthening {
+            query_id,
+            strength_before: after - 1.0,
+            strength_after: after,
+            v_before: policy.fademem.decay(&before, now).strength,
+            v_after: policy.fademem.decay(&after_state, now).strength,
+            frequency_after: after_state.access_frequency,
+        };
+        append_event(tx, user, &payload::strengthened(*id, now, &change))?;
     }
     Ok(())
 }

@@ -108,7 +108,7 @@ const MIGRATIONS: &[&str] = &[
     -- The lexical index's freshness check: the newest row of a user in one seek.
     CREATE INDEX memories_by_user_seq ON memories (user_row, seq);
     "#,
-    // v4: FadeMem (DESIGN §4.2) and maintenance. A memory's FadeMem effective age kept
+    // v4: FadeMem (dual-layer forgetting with adaptive decay) and maintenance. A memory's FadeMem effective age kept
     // through its last access, its time-decayed recall frequency, its importance at ingestion and its own
     // decay-rate factor; each user's last maintenance cycle (time, and the newest memory it
     // covered, so "N new turns since" is one index range); the user's recent recall

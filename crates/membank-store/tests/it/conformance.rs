@@ -803,6 +803,52 @@ conformance! {
         assert_eq!(fx.integrity(), Vec::<String>::new());
     }
 
+    fn erasure_cascades_breadth_first_in_stored_order(fx: Fixture) {
+        // Both backends erase in one order: breadth first from the erased memory, the
+        // memories found from one memory in the order they were stored. The root's event
+        // lists the cascade in that order, and the `erased` events are logged in it.
+        let store = fx.store.as_ref();
+        let ana = scope("ana");
+        ensure(store, &ana);
+        let at = |minutes: i64| t0() + Duration::minutes(minutes);
+        let derived = |kind: Kind, text: &str, minutes: i64, from: MemoryId| {
+            let mut m = memory(&ana, kind, text, at(minutes));
+            m.derived_from = vec![from];
+            plain(store, m)
+        };
+        let old = note(store, &ana, "the first draft of the plan", at(0), 1);
+        let root = store.supersede(&ana, old, NewMemory { memory: memory(&ana, Kind::Note, "the plan", at(1)), embedding: Some((model(), unit(2))) }).unwrap().id;
+        let daily = derived(Kind::DailySummary, "a day about the plan", 2, root);
+        // A later duplicate a maintenance cycle merged into the (older) root.
+        let duplicate = note(store, &ana, "the plan, again", at(3), 4);
+        let merge = Supersession { old: duplicate, by: Replacement::Existing(root), data: json!({ "rule": "duplicate" }) };
+        let applied = store
+            .apply_maintenance(&ana, MaintenancePlan { now: at(4), updates: Vec::new(), archive: Vec::new(), insert: Vec::new(), supersede: vec![merge], summary: json!({}) })
+            .unwrap();
+        assert_eq!(applied.superseded, 1);
+        let fused = derived(Kind::Fused, "the plan, fused", 5, root);
+        let global = derived(Kind::GlobalSummary, "all days: the plan", 6, daily);
+        let from_old = derived(Kind::DailyPortrait, "a planner at heart", 7, old);
+        let unrelated = note(store, &ana, "the garden needs water", at(8), 3);
+
+        store.erase(&ana, root, at(10)).unwrap();
+        // From the root, in the order they were stored, whether the root replaced them or
+        // they were made from it: the first draft, the day's summary, the merged duplicate,
+        // the fusion; then what those reached, in the same order.
+        let expected = [old, daily, duplicate, fused, from_old, global];
+        let events = store.events(&ana, &EventQuery::default()).unwrap();
+        let erased: Vec<MemoryId> = events.iter().filter(|e| e.kind == EventKind::Erased).filter_map(|e| e.memory_id).collect();
+        assert_eq!(erased, [&[root][..], &expected[..]].concat());
+        let root_event = events.iter().find(|e| e.kind == EventKind::Erased && e.memory_id == Some(root)).unwrap();
+        let cascaded: Vec<String> = expected.iter().map(ToString::to_string).collect();
+        assert_eq!(root_event.data["cascaded"], json!(cascaded));
+        for id in expected {
+            assert_eq!(store.get(&ana, id).unwrap().status, Status::Erased, "{id}");
+        }
+        assert_eq!(store.get(&ana, unrelated).unwrap().status, Status::Active);
+        assert_eq!(fx.integrity(), Vec::<String>::new());
+    }
+
     fn lexical_statistics_after_erasure_are_as_if_the_memory_had_never_been(fx: Fixture) {
         let store = fx.store.as_ref();
         let (ana, ben) = (scope("ana"), scope("ben"));

@@ -1,0 +1,55 @@
+//! Flags of `simulate`, which replays a benchmark day by day under a forgetting policy.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// Which benchmark to replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchmarkName {
+    /// The MemoryBank paper's 15 users over 10 days (hit@k, all@k, MRR with --gold).
+    Memorybank,
+    /// LoCoMo's conversations over months (evidence recall@k per category).
+    Locomo,
+}
+
+/// `simulate …`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// memorybank or locomo.
+    #[arg(value_enum)]
+    pub benchmark: BenchmarkName,
+    /// The benchmark's folder (memorybank: memory_bank_<lang>.json and
+    /// probing_questions_<lang>.jsonl; locomo: locomo10.json, or that file itself).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Gold evidence for MemoryBank (JSON lines); without it nothing is scored.
+    #[arg(long)]
+    pub gold: Option<PathBuf>,
+    /// The policy under test (default: the configured one).
+    #[arg(long, value_parser = ["memorybank", "fademem", "none"])]
+    pub policy: Option<String>,
+    /// θ under memorybank, ε under fademem: archive below this retention, in (0, 1).
+    #[arg(long)]
+    pub threshold: Option<f64>,
+    /// Days that pass, with daily maintenance, between the last conversation and the questions.
+    #[arg(long, default_value_t = 0)]
+    pub gap_days: u64,
+    /// LoCoMo conversations to replay (0-based), e.g. 0-4 or 5,6,7 (default: all).
+    #[arg(long)]
+    pub samples: Option<String>,
+    /// MemoryBank language: en or cn.
+    #[arg(long, default_value = "en")]
+    pub lang: String,
+    /// Cut-offs, comma-separated (default: 1,3,5,10 for memorybank, 5,10,25,50 for locomo).
+    #[arg(long)]
+    pub k: Option<String>,
+    /// Draw storage over time and each policy's quality into this SVG file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Critical-fact labels (JSON lines; memorybank: {"user","date","turn","critical"},
+    /// locomo: {"sample","dia_id","critical"}): report the share of critical turns each way
+    /// of keeping still holds, and the importance estimator's ROC AUC against the labels.
+    #[arg(long)]
+    pub critical: Option<PathBuf>,
+}

@@ -1,0 +1,55 @@
+//! `membank bench …`: speed measurements. Not tests: they print medians and percentiles
+//! and assert nothing. Each builds what it needs in a scratch directory unless told where.
+//!
+//! - `embed`: sentences/s of the configured embedder on N sentences from the public data
+//!   or from a sentence file (`bench/embed/compare.sh` puts it beside PyTorch).
+//! - `recall`: recall latency p50/p95 for one user with 1k/10k/100k memories, with and
+//!   without query embedding (real vectors from the configured model).
+//! - `http`: the same over real HTTP on loopback (`http.rs`).
+//! - `sweep`: time to sweep U users × M memories each.
+//! - `cache`: memory of the search caches over U users × M memories under the cache
+//!   budget (`cache.rs`).
+//!
+//! With `--json` each prints one report object (the `*Report` structs of each module, documented
+//! field by field) instead of its table; progress of database builds goes to standard
+//! error either way. The report structs are this command's output, not domain types.
+//!
+//! With a `postgres://` `--db`, `http` and `cache` measure the PostgreSQL store next to the
+//! SQLite one in the same run, on a copy of the same SQLite dataset ([`pg_dataset::copy_users`]) kept
+//! in a database of that server between runs ([`pg_dataset::pg_dataset`]).
+
+mod cache;
+mod dataset;
+mod embed;
+mod http;
+mod pg_dataset;
+mod recall;
+mod stats;
+mod sweep;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::args::bench::BenchCommand;
+use crate::context::Context;
+use crate::output::print_json;
+
+/// Runs a benchmark.
+pub fn run(ctx: &Context, command: BenchCommand) -> Result<()> {
+    match command {
+        BenchCommand::Embed { n, threads, runs, data, sentences } => {
+            finish(ctx, &embed::run(ctx, n, &threads, runs, &data, sentences.as_deref())?)
+        }
+        BenchCommand::Recall { sizes, queries, dir, data } => {
+            finish(ctx, &recall::recall(ctx, &sizes, queries, &dir, &data)?)
+        }
+        BenchCommand::Sweep { users, per_user, dir } => finish(ctx, &sweep::sweep(ctx, users, per_user, &dir)?),
+        BenchCommand::Http(args) => finish(ctx, &http::run(ctx, args)?),
+        BenchCommand::Cache(args) => finish(ctx, &cache::run(ctx, args)?),
+    }
+}
+
+/// Prints the report with `--json`; the text tables were printed as the rows came.
+fn finish(ctx: &Context, report: &impl Serialize) -> Result<()> {
+    if ctx.cli_json { print_json(report) } else { Ok(()) }
+}

@@ -1,0 +1,151 @@
+//! The value a maintenance cycle is built around: the snapshot of the user's active
+//! memories, the numbers computed for them, the plan taking shape and the report.
+
+use std::collections::{BTreeMap, HashMap};
+
+use membank_core::event::EventKind;
+use membank_core::forgetting::ForgettingPolicy;
+use membank_core::{ForgettingState, Kind, Memory, MemoryId, Scope, Status, Timestamp};
+use membank_store::{ListQuery, NewMemory, StateUpdate, Supersession};
+
+use super::types::{MaintainReport, MaintainRequest};
+use crate::{Engine, EngineError};
+
+/// At most this many of the memories new since the last cycle (the newest) are compared
+/// with every other memory for duplicates and conflicts: each comparison walks all of the
+/// user's vectors, and a first cycle over a large import would otherwise be quadratic.
+/// The rest are not compared again (the schedule moves past them); see the README.
+const MAX_NEW_COMPARED: usize = 500;
+
+/// A memory as the cycle sees it: the snapshot and the numbers computed for it.
+pub(super) struct Item {
+    pub memory: Memory,
+    pub vector: Option<Vec<f32>>,
+    pub state: ForgettingState,
+    pub is_new: bool,
+}
+
+/// One maintenance cycle over one user, planned stage by stage and applied at the end.
+pub(super) struct Cycle {
+    /// Whose memories.
+    pub scope: Scope,
+    /// The cycle's time.
+    pub now: Timestamp,
+    /// Plan and report only.
+    pub dry_run: bool,
+    /// The forgetting policy in force.
+    pub policy: ForgettingPolicy,
+    /// The active memories still in play, oldest first (archived and absorbed ones leave).
+    pub items: Vec<Item>,
+    /// The vectors of the user's recent queries (relevance, for importance).
+    pub queries: Vec<Vec<f32>>,
+    /// The state changes planned, by memory.
+    pub updates: BTreeMap<MemoryId, StateUpdate>,
+    /// The memories to archive, with their event data.
+    pub archive: Vec<(MemoryId, serde_json::Value)>,
+    /// The supersessions planned (merges, fusions, conflicts).
+    pub supersede: Vec<Supersession>,
+    /// The memories to insert (fused or merged statements), with their event.
+    pub inserts: Vec<(NewMemory, EventKind, serde_json::Value)>,
+    /// What the cycle examined and did.
+    pub report: MaintainReport,
+}
+
+impl Engine {
+    /// Checks the policy and the cycle's time and starts an empty cycle.
+    pub(super) fn start_cycle(&self, request: &MaintainRequest) -> Result<Cycle, EngineError> {
+        let policy = self.config.forgetting;
+        policy.validate()?;
+        let now = self.request_now(request.now, !request.dry_run)?;
+        let scope = request.scope.clone();
+        let report = MaintainReport {
+            user: scope.user.to_string(),
+            now,
+            dry_run: request.dry_run,
+            policy: policy.kind,
+            examined: 0,
+            promoted: 0,
+            demoted: 0,
+            archived: Vec::new(),
+            deferred: 0,
+            merged: Vec::new(),
+            fused: Vec::new(),
+            conflicts: 0,
+            rated: 0,
+            skipped: Vec::new(),
+        };
+        Ok(Cycle {
+            scope,
+            now,
+            dry_run: request.dry_run,
+            policy,
+            items: Vec::new(),
+            queries: Vec::new(),
+            updates: BTreeMap::new(),
+            archive: Vec::new(),
+            supersede: Vec::new(),
+            inserts: Vec::new(),
+            report,
+        })
+    }
+
+    /// Reads the snapshot: the user's active memories with their vectors, which are new
+    /// since the last cycle (at most [`MAX_NEW_COMPARED`] of them, the newest), and the
+    /// recent queries. Returns false for a user the store does not know.
+    pub(super) fn snapshot(&self, cycle: &mut Cycle) -> Result<bool, EngineError> {
+        let scope = &cycle.scope;
+        if self.store.find_user(&scope.tenant, &scope.user)?.is_none() {
+            return Ok(false);
+        }
+        let list = ListQuery {
+            statuses: vec![Status::Active],
+            limit: i64::MAX as usize,
+            oldest_first: true,
+            ..Default::default()
+        };
+        let memories = self.store.list(scope, &list)?;
+        cycle.report.examined = memories.len();
+        let last_cycle = self.store.maintenance_state(scope)?.maintained_at;
+        let ids: Vec<MemoryId> = memories.iter().map(|m| m.id).collect();
+        let mut vectors: HashMap<MemoryId, Vec<f32>> = self.store.vectors(scope, &ids)?.into_iter().collect();
+        cycle.queries = self.store.recent_queries(scope, cycle.policy.fademem.recent_queries)?;
+        cycle.items = memories
+            .into_iter()
+            .map(|memory| {
+                let is_new = last_cycle.is_none_or(|at| memory.recorded_at > at);
+                let vector = vectors.remove(&memory.id);
+                Item { state: memory.forgetting, memory, vector, is_new }
+            })
+            .collect();
+
+        let new_count = cycle.items.iter().filter(|item| item.is_new).count();
+        if new_count > MAX_NEW_COMPARED {
+            let mut skip = new_count - MAX_NEW_COMPARED;
+            for item in cycle.items.iter_mut().filter(|item| item.is_new) {
+                if skip == 0 {
+                    break;
+                }
+                item.is_new = false;
+                skip -= 1;
+            }
+            cycle.report.skipped.push(format!(
+                "duplicate and conflict checks of {} older new memories: at most {MAX_NEW_COMPARED} per cycle",
+                new_count - MAX_NEW_COMPARED
+            ));
+        }
+        Ok(true)
+    }
+}
+
+/// The planned update of `item`, started from its current importance and layer.
+pub(super) fn pending<'u>(updates: &'u mut BTreeMap<MemoryId, StateUpdate>, item: &Item) -> &'u mut StateUpdate {
+    updates
+        .entry(item.memory.id)
+        .or_insert_with(|| StateUpdate::new(item.memory.id, item.state.importance, item.state.layer))
+}
+
+/// Turns, notes and fused memories take part in merging, fusion and conflicts; summaries
+/// and portraits are kept current by `summarize` instead.
+pub(super) fn consolidatable(memory: &Memory) -> bool {
+    matches!(memory.kind, Kind::Turn | Kind::Note | Kind::Fused)
+}

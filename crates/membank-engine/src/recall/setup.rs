@@ -1,0 +1,58 @@
+//! The first stage of a recall: check the request and settle what every later stage shares.
+
+use membank_core::limits::MAX_RECALL_K;
+use membank_core::{InvalidInput, Timestamp};
+use membank_store::SearchFilter;
+
+use super::types::{RecallConfig, RecallRequest};
+use crate::ops::validate_text;
+use crate::{Engine, EngineError};
+
+/// A checked recall request and the settings its stages run with.
+pub(super) struct Setup<'a> {
+    /// The request as the caller made it.
+    pub request: &'a RecallRequest,
+    /// The engine's recall settings.
+    pub config: &'a RecallConfig,
+    /// The query's time: ranking weighs retention and strengthening happens at it.
+    pub now: Timestamp,
+    /// The caller's kinds, days and archive choice, as every search applies them.
+    pub filter: SearchFilter,
+    /// How many candidates each search returns (at least `k`).
+    pub candidates: usize,
+    /// Whether fused scores are multiplied by retention (the request's choice, else the
+    /// configuration's).
+    pub weight_by_retention: bool,
+}
+
+impl Engine {
+    /// Checks the request (query text, `k`, the day range, the query's time) and sets up
+    /// the recall.
+    pub(super) fn setup<'a>(&'a self, request: &'a RecallRequest) -> Result<Setup<'a>, EngineError> {
+        validate_text("query", &request.query)?;
+        if request.k == 0 || request.k > MAX_RECALL_K {
+            return Err(InvalidInput::new("k", format!("must be between 1 and {MAX_RECALL_K}")).into());
+        }
+        if let (Some(from), Some(to)) = (request.day_from, request.day_to)
+            && from > to
+        {
+            return Err(InvalidInput::new("date range", format!("starts ({from}) after it ends ({to})")).into());
+        }
+        let now = self.request_now(request.now, request.strengthen != Some(false))?;
+        let config = &self.config.recall;
+        let filter = SearchFilter {
+            kinds: request.kinds.clone(),
+            day_from: request.day_from,
+            day_to: request.day_to,
+            include_archived: request.include_archived,
+        };
+        Ok(Setup {
+            request,
+            config,
+            now,
+            filter,
+            candidates: config.candidates.max(request.k),
+            weight_by_retention: request.weight_by_retention.unwrap_or(config.weight_by_retention),
+        })
+    }
+}

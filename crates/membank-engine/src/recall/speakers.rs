@@ -1,0 +1,23 @@
+//! Who said a memory, and which of the candidates' speakers a query names.
+
+use std::collections::HashSet;
+
+use membank_core::{Memory, text};
+
+/// The metadata key naming who said a memory (a participant of a group conversation).
+pub const SPEAKER: &str = "speaker";
+
+/// A memory's speaker as lowercase index terms (`"Mary Ann"` → `"mary ann"`), if it has one.
+pub(super) fn speaker_of(memory: &Memory) -> Option<String> {
+    let name = text::terms(memory.metadata.get(SPEAKER)?).join(" ");
+    (!name.is_empty()).then_some(name)
+}
+
+/// The speakers among `candidates` that the query names, every word of the name present
+/// ("What did Caroline say…", "Melanie's kids"). In a conversation among several people a
+/// question about one of them is mostly answered by what that person said; a speaker is
+/// only ever boosted, never required, because the answer may be in what another said.
+pub fn named_speakers<'a>(query: &str, candidates: impl IntoIterator<Item = &'a Memory>) -> HashSet<String> {
+    let words: HashSet<String> = text::terms(query).into_iter().collect();
+    candidates.into_iter().filter_map(speaker_of).filter(|name| name.split(' ').all(|w| words.contains(w))).collect()
+}
