@@ -12,6 +12,7 @@
 mod cache;
 pub mod critical;
 mod error;
+pub mod importance;
 pub mod locomo;
 pub mod longmemeval;
 pub mod memorybank;

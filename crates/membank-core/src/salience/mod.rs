@@ -1,0 +1,396 @@
+//! A memory's base importance at ingestion, estimated from its text alone: no LLM, no
+//! model, no I/O. FadeMem needs an importance in [0, 1] for every memory; when a caller
+//! gives one explicitly it wins, and this estimator is the fallback.
+//!
+//! The estimate is a logistic over hand-weighted cues, each documented below with its
+//! weight in logit units. Positive cues are what a companion should remember for weeks:
+//! the person stating facts about themselves, preferences, plans, names, numbers, dates,
+//! and health, family, work and money. Negative cues are greetings, thanks, farewells and
+//! filler; very short texts; questions or requests to the assistant that disclose nothing
+//! about the person; and words about the passing moment ("today", "brb"). Text
+//! of five words or more with no cue scores exactly 0.5, so the neutral case neither
+//! promotes nor demotes a memory and a caller's explicit importance, when given, is the
+//! one that matters; the whole range is squeezed into [0.05, 0.95] because a word list
+//! should never claim certainty.
+//!
+//! A dialogue turn is stored as `"User: …\nAssistant: …"` (see
+//! [`crate::memory::turn_content`]). Only the person's words are scored when they said
+//! anything: a reply either echoes the person (already counted) or is the assistant's
+//! own text, which is not something the person told us, and crediting it would let a
+//! chatty assistant inflate every turn. Plain notes are scored as a whole.
+//!
+//! English is read as words (contractions expanded, so "I'm" is "i am"); Chinese, which
+//! has no spaces, by substrings over the characters. Other scripts get only the
+//! script-free cues (digits, capitalised words, length, punctuation).
+//!
+//! Everything is a single pass or a bounded number of passes over the text, so the cost
+//! is linear in its length; counts saturate, so a 32 KB text cannot run off to 0 or 1
+//! by repetition alone.
+//!
+//! Calibration: `tests/fixtures/importance_labels.jsonl` holds hand-labelled
+//! companion-app messages, English and Chinese, `high` (worth remembering for weeks) or
+//! `low`. Line `i` (counting from 0) is held out when `i % 3 == 0`; the weights were set
+//! by reading only the other lines, and the test reports ROC AUC and accuracy at 0.5
+//! (above 0.5 means high) on both parts. The first 163 lines were written first; the
+//! first version separated them perfectly, which said more about the set than the
+//! estimator, so a harder batch followed (lines 163 on: first-person small talk,
+//! requests phrased "I'd like …", facts without "I", questions that disclose), labelled
+//! before it was scored and reported on its own; its held-out lines were never looked at
+//! one by one (the first batch's were, once, in a listing where they all scored right,
+//! and nothing was changed for them). Both batches were written by the estimator's
+//! author, so the numbers are optimistic for real conversations.
+//!
+//! What this does not do: understand negation ("I don't have a sister" still reads as
+//! family), sarcasm, or which of two facts matters more; words outside the lexicons
+//! ("celiac" was added, "shellfish" alone is not a diet cue) count only through the
+//! general cues.
+
+mod chinese;
+mod english;
+mod evidence;
+
+use evidence::Evidence;
+
+/// Version of this estimator, to record next to importances it produced: a later
+/// version may score the same text differently.
+pub const ESTIMATOR_VERSION: &str = "salience-v1";
+
+/// Logit weight of a first-person statement ("i" + a verb that is not a hedge, "my X",
+/// "our X", "we …"; in Chinese "我" as a subject): +1.0.
+const SELF_DISCLOSURE: f64 = 1.0;
+/// Extra logit weight of identity phrasing ("i am a", "i work", "i live", "my name",
+/// "called", "named", "years old", "我是", "叫", "住在"): +0.6.
+const IDENTITY: f64 = 0.6;
+/// Logit weight of a preference ("i like/love/hate/prefer", "favorite", "allergic",
+/// "vegetarian", "我喜欢", "讨厌", "过敏"): +1.0.
+const PREFERENCE: f64 = 1.0;
+/// Logit weight of a plan, commitment or routine ("i will", "i'm going to",
+/// "planning", "decided", "next week", "tomorrow", "every", "打算", "计划", "明天"): +0.9.
+const PLAN: f64 = 0.9;
+/// Logit weight of a named entity: an English word capitalised where a sentence does
+/// not start, or a Chinese 《title》: +0.6.
+const NAMED_ENTITY: f64 = 0.6;
+/// Logit weight of a number (digits, "two" … "thousand", Chinese numeral + unit): +0.5.
+const NUMBER: f64 = 0.5;
+/// Logit weight of a date or time (month and weekday names, "3rd", "9am", "yesterday",
+/// "ago", "birthday", "10月5日", "上周"): +0.8.
+const DATE_OR_TIME: f64 = 0.8;
+/// Logit weight of a health, relationship, work/school or money word ("surgery", "wife",
+/// "promoted", "rent", "医院", "老公", "面试", "房租"): +0.7.
+const LIFE_TOPIC: f64 = 0.7;
+/// Logit weight per unit of filler share: the fraction of the words (or Chinese
+/// characters) that are greetings, thanks, farewells or filler ("hi", "thanks", "ok",
+/// "good morning", "你好", "谢谢", "再见"). All filler gives −2.0.
+const FILLER_SHARE: f64 = -2.0;
+/// Logit weight of a word about the passing moment ("today", "now", "earlier", "brb",
+/// "breakfast", "今天", "现在", "刚"): −0.7. "I'm going to grab a coffee now" is a plan
+/// and a first-person statement, but not one worth weeks.
+const MOMENTARY: f64 = -0.7;
+/// Logit weight of a text of at most two words (a Chinese word counted as two
+/// characters): −0.8.
+const VERY_SHORT: f64 = -0.8;
+/// Logit weight of a text of three or four words: −0.4.
+const SHORT: f64 = -0.4;
+/// Logit weight of a question or request to the assistant that has no first-person
+/// statement in it ("what's the capital of …?", "tell me a joke", "你叫什么名字"): −1.0.
+/// Such a text's positive cues are also halved, since names and numbers in a trivia
+/// question are about the world, not the person.
+const QUESTION_WITHOUT_DISCLOSURE: f64 = -1.0;
+/// Factor on the positive cues of a question or request without self-disclosure.
+const QUESTION_DAMPING: f64 = 0.5;
+/// Factor on the logit of a turn in which only the assistant spoke: its words are not
+/// the person's, so they move the estimate only half as far.
+const ASSISTANT_ONLY_DAMPING: f64 = 0.5;
+/// Lowest and (by symmetry) 1 − highest importance the estimator returns.
+const FLOOR: f64 = 0.05;
+
+/// A memory's base importance in [0, 1], estimated from its text. 0.5 means "no
+/// evidence either way"; see the module documentation for the cues and weights.
+///
+/// Deterministic, linear in the text's length, and total: empty, huge, control-character
+/// or mixed-script text all give a finite value in [0.05, 0.95].
+pub fn estimate_importance(text: &str) -> f64 {
+    let turn = Turn::split(text);
+    let logit = if turn.person.trim().is_empty() && !turn.assistant.trim().is_empty() {
+        ASSISTANT_ONLY_DAMPING * Evidence::of(&turn.assistant).logit()
+    } else {
+        Evidence::of(&turn.person).logit()
+    };
+    squash(logit)
+}
+
+/// Maps a logit to [FLOOR, 1 − FLOOR], 0 to exactly 0.5. A non-finite logit cannot
+/// occur (every term is bounded), but it is mapped to neutral rather than trusted.
+fn squash(logit: f64) -> f64 {
+    if !logit.is_finite() {
+        return 0.5;
+    }
+    let probability = 1.0 / (1.0 + (-logit).exp());
+    FLOOR + (1.0 - 2.0 * FLOOR) * probability
+}
+
+/// The two sides of a stored turn. Text before any role marker, and text with no marker
+/// at all (a note), counts as the person's.
+struct Turn {
+    person: String,
+    assistant: String,
+}
+
+/// Line prefixes that start the person's part of a turn, compared ignoring ASCII case.
+const PERSON_MARKERS: &[&str] = &["user:", "human:", "用户：", "用户:"];
+/// Line prefixes that start the assistant's part of a turn.
+const ASSISTANT_MARKERS: &[&str] = &["assistant:", "助手：", "助手:"];
+
+impl Turn {
+    fn split(text: &str) -> Turn {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Role {
+            Person,
+            Assistant,
+        }
+        let mut turn = Turn { person: String::new(), assistant: String::new() };
+        let mut role = Role::Person;
+        for line in text.split('\n') {
+            let trimmed = line.trim_start();
+            let content = if let Some(rest) = strip_any_marker(trimmed, PERSON_MARKERS) {
+                role = Role::Person;
+                rest
+            } else if let Some(rest) = strip_any_marker(trimmed, ASSISTANT_MARKERS) {
+                role = Role::Assistant;
+                rest
+            } else {
+                line
+            };
+            let side = if role == Role::Person { &mut turn.person } else { &mut turn.assistant };
+            // A newline between lines keeps each line's first word a sentence start.
+            side.push_str(content);
+            side.push('\n');
+        }
+        turn
+    }
+}
+
+fn strip_any_marker<'a>(line: &'a str, markers: &[&str]) -> Option<&'a str> {
+    markers.iter().find_map(|marker| {
+        let head = line.get(..marker.len())?;
+        head.eq_ignore_ascii_case(marker).then(|| &line[marker.len()..])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const LABELS: &str = include_str!("../../tests/fixtures/importance_labels.jsonl");
+
+    /// The labelled set as (text, is_high) pairs, in file order.
+    fn labelled() -> Vec<(String, bool)> {
+        LABELS
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| {
+                let item: serde_json::Value = serde_json::from_str(line).expect("a JSON object per line");
+                let text = item["text"].as_str().expect("text").to_string();
+                let high = match item["label"].as_str() {
+                    Some("high") => true,
+                    Some("low") => false,
+                    other => panic!("unknown label {other:?}"),
+                };
+                (text, high)
+            })
+            .collect()
+    }
+
+    /// ROC AUC: the probability that a random high item scores above a random low one,
+    /// ties counting half.
+    fn roc_auc(scored: &[(f64, bool)]) -> f64 {
+        let highs: Vec<f64> = scored.iter().filter(|(_, high)| *high).map(|(s, _)| *s).collect();
+        let lows: Vec<f64> = scored.iter().filter(|(_, high)| !*high).map(|(s, _)| *s).collect();
+        let mut wins = 0.0;
+        for high in &highs {
+            for low in &lows {
+                wins += if high > low {
+                    1.0
+                } else if high == low {
+                    0.5
+                } else {
+                    0.0
+                };
+            }
+        }
+        wins / (highs.len() * lows.len()) as f64
+    }
+
+    /// Share of items on the right side of 0.5: high above it, low at or below it (a
+    /// neutral 0.5 is "no evidence of importance").
+    fn accuracy(scored: &[(f64, bool)]) -> f64 {
+        let right = scored.iter().filter(|(score, high)| (*score > 0.5) == *high).count();
+        right as f64 / scored.len() as f64
+    }
+
+    /// Lines of the fixture written first; the lines after them are a harder batch (see
+    /// the module documentation).
+    const FIRST_BATCH_LINES: usize = 163;
+
+    /// AUC and accuracy of the items whose line index passes `keep`.
+    fn evaluate(items: &[(String, bool)], keep: impl Fn(usize) -> bool) -> (usize, f64, f64) {
+        let scored: Vec<(f64, bool)> = items
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| keep(*index))
+            .map(|(_, (text, high))| (estimate_importance(text), *high))
+            .collect();
+        (scored.len(), roc_auc(&scored), accuracy(&scored))
+    }
+
+    #[test]
+    fn separates_the_labelled_set_and_generalises_to_the_held_out_third() {
+        let items = labelled();
+        assert!(items.len() > FIRST_BATCH_LINES, "the fixture lost its second batch");
+        let held_out = |index: usize| index.is_multiple_of(3);
+        let hard = |index: usize| index >= FIRST_BATCH_LINES;
+        let report = |name: &str, (n, auc, accuracy): (usize, f64, f64)| {
+            eprintln!("{ESTIMATOR_VERSION} {name}: n={n} AUC {auc:.3} accuracy@0.5 {accuracy:.3}");
+        };
+        let tuning_all = evaluate(&items, |i| !held_out(i));
+        let held_out_all = evaluate(&items, held_out);
+        let tuning_hard = evaluate(&items, |i| !held_out(i) && hard(i));
+        let held_out_hard = evaluate(&items, |i| held_out(i) && hard(i));
+        report("tuning", tuning_all);
+        report("held-out", held_out_all);
+        report("tuning, hard batch", tuning_hard);
+        report("held-out, hard batch", held_out_hard);
+        let (_, held_out_auc, held_out_accuracy) = held_out_all;
+        assert!(held_out_auc >= HELD_OUT_AUC_BOUND, "held-out AUC {held_out_auc:.3}");
+        assert!(held_out_accuracy >= HELD_OUT_ACCURACY_BOUND, "held-out accuracy {held_out_accuracy:.3}");
+        let (_, hard_auc, _) = held_out_hard;
+        assert!(hard_auc >= HARD_HELD_OUT_AUC_BOUND, "held-out AUC on the hard batch {hard_auc:.3}");
+    }
+
+    /// Bounds below what the estimator reaches on the held-out third, with margin, so a
+    /// regression fails and a harmless reweighting does not.
+    const HELD_OUT_AUC_BOUND: f64 = 0.9;
+    const HELD_OUT_ACCURACY_BOUND: f64 = 0.85;
+    /// The hard batch's held-out third has only 21 items; one swapped pair moves its AUC
+    /// by about 0.01, so the margin is wider.
+    const HARD_HELD_OUT_AUC_BOUND: f64 = 0.85;
+
+    #[test]
+    fn a_dated_family_fact_beats_a_greeting() {
+        let fact = estimate_importance(
+            "User: My daughter Lena starts school on September 3rd.\nAssistant: That's exciting, I hope she loves it!",
+        );
+        let greeting = estimate_importance("User: hi\nAssistant: Hello! How are you?");
+        assert!(fact > greeting + 0.3, "fact {fact:.3}, greeting {greeting:.3}");
+        assert!(fact > 0.7 && greeting < 0.3, "fact {fact:.3}, greeting {greeting:.3}");
+    }
+
+    #[test]
+    fn an_assistant_pleasantry_does_not_change_a_fact() {
+        let bare = estimate_importance("User: My daughter Lena starts school on September 3rd.");
+        let with_reply = estimate_importance(
+            "User: My daughter Lena starts school on September 3rd.\nAssistant: Thank you so much for sharing! Have a \
+             wonderful day, and good luck!",
+        );
+        assert!((bare - with_reply).abs() <= 0.05, "bare {bare:.3}, with reply {with_reply:.3}");
+    }
+
+    #[test]
+    fn an_important_sounding_reply_does_not_lift_an_ok() {
+        let ok = estimate_importance(
+            "User: ok\nAssistant: To recap: your appointment with Dr. Patel is on Monday, May 6th at 10:00.",
+        );
+        assert!(ok < 0.3, "{ok:.3}");
+    }
+
+    #[test]
+    fn a_chinese_plan_beats_a_chinese_greeting() {
+        let plan = estimate_importance("我下周三要去北京面试");
+        let greeting = estimate_importance("你好");
+        assert!(plan > greeting + 0.3, "plan {plan:.3}, greeting {greeting:.3}");
+        assert!(plan > 0.7 && greeting < 0.3, "plan {plan:.3}, greeting {greeting:.3}");
+    }
+
+    #[test]
+    fn short_facts_count_and_trivia_questions_do_not() {
+        let sister = estimate_importance("My sister is Ana.");
+        let trivia = estimate_importance("User: who won the World Cup in 2018?\nAssistant: France did.");
+        assert!(sister > 0.7, "{sister:.3}");
+        assert!(trivia < 0.5, "{trivia:.3}");
+    }
+
+    #[test]
+    fn text_without_cues_is_neutral() {
+        assert_eq!(estimate_importance("The package is on the table by the door."), 0.5);
+    }
+
+    #[test]
+    fn degenerate_inputs_stay_in_range() {
+        let huge_fact = "My sister Ana moved to Lisbon on May 3rd. ".repeat(800);
+        let huge_filler = "ok thanks lol ".repeat(2_500);
+        let huge_cjk = "我喜欢猫。你好！".repeat(4_000);
+        assert!(huge_fact.len() >= 32 * 1024 && huge_filler.len() >= 32 * 1024 && huge_cjk.len() >= 32 * 1024);
+        for text in [
+            "",
+            " \n\t ",
+            "\u{0}\u{7}\u{1b}[31m",
+            "😀😀😀 🎉",
+            "User:",
+            "Assistant:",
+            "User:\nAssistant:",
+            "Assistant: I'll remind you on Friday at 5pm.",
+            "ok 我的 Мама 2024 ☕",
+            &huge_fact,
+            &huge_filler,
+            &huge_cjk,
+        ] {
+            let score = estimate_importance(text);
+            assert!((0.0..=1.0).contains(&score), "{score} for {:?}", text.get(..40));
+        }
+        assert!(estimate_importance(&huge_fact) > 0.9);
+        assert!(estimate_importance(&huge_filler) < 0.2);
+    }
+
+    /// Fragments that exercise the turn markers, both scripts and the cues.
+    fn chat_like() -> impl Strategy<Value = String> {
+        let fragment = prop_oneof![
+            Just("User: ".to_string()),
+            Just("\nAssistant: ".to_string()),
+            Just("I'm ".to_string()),
+            Just("my ".to_string()),
+            Just("hi ".to_string()),
+            Just("我的".to_string()),
+            Just("你好".to_string()),
+            Just("? ".to_string()),
+            "[A-Za-z0-9 '.,]{0,12}",
+            "\\PC{0,6}",
+        ];
+        proptest::collection::vec(fragment, 0..24).prop_map(|parts| parts.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn any_text_scores_in_the_unit_interval(text in any::<String>()) {
+            let score = estimate_importance(&text);
+            prop_assert!((0.0..=1.0).contains(&score), "{score}");
+        }
+
+        #[test]
+        fn chat_like_text_scores_in_the_unit_interval(text in chat_like()) {
+            let score = estimate_importance(&text);
+            prop_assert!((0.0..=1.0).contains(&score), "{score}");
+        }
+
+        /// Whatever the assistant replies, a turn in which the person spoke keeps the
+        /// person's score: replies are never credited.
+        #[test]
+        fn a_reply_never_changes_what_the_person_said(person in "[A-Za-z0-9 '.,]{1,40}", reply in chat_like()) {
+            prop_assume!(!person.trim().is_empty());
+            let reply = reply.replace("User:", "");
+            let alone = estimate_importance(&format!("User: {person}"));
+            let answered = estimate_importance(&format!("User: {person}\nAssistant: {reply}"));
+            prop_assert_eq!(alone, answered);
+        }
+    }
+}

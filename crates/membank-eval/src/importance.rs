@@ -1,0 +1,350 @@
+//! Importance estimators against the critical-turn labels (`bench/critical`): builds one
+//! example per labelled turn — the text the memory holds, exactly as the importer stores it,
+//! its label, its set, its half and its group (the user, conversation or question) — and
+//! scores any scorer by ROC AUC per set × half.
+//!
+//! The text is what the engine's importers build, so a score here is the score the memory
+//! would get at import: MemoryBank turns are `"User: …\nAssistant: …"` (the person is the
+//! `query` side), LoCoMo lines are the speaker's text (plus `[shared an image: …]` when a
+//! caption is attached), LongMemEval memories are the user's messages alone.
+//!
+//! Halves follow `bench/critical/RULES.md`: MemoryBank users 1–8 in the bank's key order tune
+//! and the rest report; LoCoMo conversations at positions 0–4 tune, 5–9 report; LongMemEval
+//! questions in the first half of the question file tune, the second half report.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+
+use membank_engine::import::{ImportRecord, locomo, longmemeval, memorybank};
+use serde::Deserialize;
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde_json::Value;
+
+use crate::EvalError;
+
+/// Which labelled set an example comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Set {
+    /// MemoryBank, English bank.
+    MemoryBankEn,
+    /// MemoryBank, Chinese bank.
+    MemoryBankCn,
+    /// LoCoMo.
+    Locomo,
+    /// LongMemEval S (cleaned).
+    LongMemEval,
+}
+
+impl Set {
+    /// Every set, in report order.
+    pub const ALL: [Set; 4] = [Set::MemoryBankEn, Set::MemoryBankCn, Set::Locomo, Set::LongMemEval];
+
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Set::MemoryBankEn => "memorybank_en",
+            Set::MemoryBankCn => "memorybank_cn",
+            Set::Locomo => "locomo",
+            Set::LongMemEval => "longmemeval",
+        }
+    }
+
+    /// True for the sets whose memories the store embeds with the multilingual model.
+    pub fn is_chinese(self) -> bool {
+        self == Set::MemoryBankCn
+    }
+}
+
+/// The tuning half or the reporting half.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Split {
+    /// Fit and choose on these.
+    Tune,
+    /// Only ever reported.
+    Report,
+}
+
+/// One labelled turn.
+#[derive(Debug, Clone)]
+pub struct Example {
+    /// Its set.
+    pub set: Set,
+    /// Its half.
+    pub split: Split,
+    /// The user, conversation or question it belongs to (cross-validation folds are groups).
+    pub group: String,
+    /// The memory's content, as the importer stores it.
+    pub text: String,
+    /// Critical by the written rules.
+    pub critical: bool,
+    /// Days since the Unix epoch at which it was said (for repetition across days).
+    pub day: i64,
+}
+
+/// Where the data and the labels are.
+#[derive(Debug, Clone)]
+pub struct Sources<'a> {
+    /// `bench/critical`.
+    pub labels: &'a Path,
+    /// `memory_bank_en.json`.
+    pub memorybank_en: &'a Path,
+    /// `memory_bank_cn.json`.
+    pub memorybank_cn: &'a Path,
+    /// `locomo10.json`.
+    pub locomo: &'a Path,
+    /// `longmemeval_s_cleaned.json`, decompressed.
+    pub longmemeval: &'a Path,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, EvalError> {
+    std::fs::read(path).map_err(|source| EvalError::Read { path: path.display().to_string(), source })
+}
+
+fn data(path: &Path, reason: impl fmt::Display) -> EvalError {
+    EvalError::Data { path: path.display().to_string(), reason: reason.to_string() }
+}
+
+fn labels(path: &Path) -> Result<Vec<Value>, EvalError> {
+    let bytes = read(path)?;
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| serde_json::from_str(line).map_err(|e| data(path, format!("line {}: {e}", i + 1))))
+        .collect()
+}
+
+fn field<'a>(line: &'a Value, name: &str) -> String {
+    match line.get(name) {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+fn critical(line: &Value) -> bool {
+    line.get("critical").and_then(Value::as_i64) == Some(1)
+}
+
+fn day(record: &ImportRecord) -> i64 {
+    record.occurred_at.timestamp().div_euclid(86_400)
+}
+
+/// The top-level keys of a JSON object in file order (serde_json's map sorts them).
+fn ordered_keys(bytes: &[u8]) -> Result<Vec<String>, serde_json::Error> {
+    struct Keys;
+    impl<'de> Visitor<'de> for Keys {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+            let mut keys = Vec::new();
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<IgnoredAny>()?;
+                keys.push(key);
+            }
+            Ok(keys)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    serde::Deserializer::deserialize_map(&mut de, Keys)
+}
+
+fn memorybank_examples(set: Set, bank: &Path, label_file: &Path, out: &mut Vec<Example>) -> Result<(), EvalError> {
+    let bytes = read(bank)?;
+    let order = ordered_keys(&bytes).map_err(|e| data(bank, e))?;
+    let tune: Vec<&String> = order.iter().take(8).collect();
+    let parsed = memorybank::parse(&bytes).map_err(|e| data(bank, e))?;
+    let mut turns = HashMap::new();
+    for user in &parsed.users {
+        for record in &user.records {
+            let (Some(key), Some(date), Some(turn)) = (
+                record.metadata.get(memorybank::SOURCE_USER_KEY),
+                record.metadata.get("date"),
+                record.metadata.get("turn"),
+            ) else {
+                continue;
+            };
+            if record.user_text.is_some() {
+                turns.insert((key.clone(), date.clone(), turn.clone()), record);
+            }
+        }
+    }
+    for line in labels(label_file)? {
+        let key = (field(&line, "user"), field(&line, "date"), field(&line, "turn"));
+        let record = turns.get(&key).ok_or_else(|| data(label_file, format!("no turn {key:?} in the bank")))?;
+        out.push(Example {
+            set,
+            split: if tune.contains(&&key.0) { Split::Tune } else { Split::Report },
+            group: key.0.clone(),
+            text: record.content(),
+            critical: critical(&line),
+            day: day(record),
+        });
+    }
+    Ok(())
+}
+
+fn locomo_examples(file: &Path, label_file: &Path, out: &mut Vec<Example>) -> Result<(), EvalError> {
+    let root: Value = serde_json::from_slice(&read(file)?).map_err(|e| data(file, e))?;
+    let samples = root.as_array().ok_or_else(|| data(file, "expected a list of samples"))?;
+    let mut turns = HashMap::new();
+    for (position, sample) in samples.iter().enumerate() {
+        let user = locomo::parse_sample(sample, &format!("$[{position}]")).map_err(|e| data(file, e))?;
+        let name = field(sample, "sample_id");
+        for record in user.records {
+            if let Some(dia) = record.metadata.get("dia_id").cloned() {
+                turns.insert((name.clone(), dia), (position, record));
+            }
+        }
+    }
+    for line in labels(label_file)? {
+        let key = (field(&line, "sample"), field(&line, "dia_id"));
+        let (position, record) = turns.get(&key).ok_or_else(|| data(label_file, format!("no turn {key:?}")))?;
+        out.push(Example {
+            set: Set::Locomo,
+            split: if *position < 5 { Split::Tune } else { Split::Report },
+            group: key.0.clone(),
+            text: record.content(),
+            critical: critical(&line),
+            day: day(record),
+        });
+    }
+    Ok(())
+}
+
+fn longmemeval_examples(file: &Path, label_file: &Path, out: &mut Vec<Example>) -> Result<(), EvalError> {
+    #[derive(Deserialize)]
+    struct Question {
+        question_id: String,
+    }
+    let lines = labels(label_file)?;
+    let wanted: std::collections::HashSet<String> = lines.iter().map(|l| field(l, "question_id")).collect();
+    let root: Vec<Value> = serde_json::from_slice(&read(file)?).map_err(|e| data(file, e))?;
+    let middle = root.len().div_ceil(2);
+    let mut turns = HashMap::new();
+    for (position, question) in root.iter().enumerate() {
+        let id = Question::deserialize(question).map_err(|e| data(file, e))?.question_id;
+        if !wanted.contains(&id) {
+            continue;
+        }
+        let user = longmemeval::parse_question(question, &format!("$[{position}]")).map_err(|e| data(file, e))?;
+        for record in user.records {
+            if let Some(turn_id) = record.metadata.get("turn_id").cloned() {
+                turns.insert((id.clone(), turn_id), (position, record));
+            }
+        }
+    }
+    for line in lines {
+        let id = field(&line, "question_id");
+        let turn: usize = field(&line, "turn").parse().map_err(|_| data(label_file, "turn is not a number"))?;
+        let turn_id = format!("{}_{}", field(&line, "session_id"), turn + 1);
+        let (position, record) =
+            turns.get(&(id.clone(), turn_id.clone())).ok_or_else(|| data(label_file, format!("no turn {turn_id}")))?;
+        out.push(Example {
+            set: Set::LongMemEval,
+            split: if *position < middle { Split::Tune } else { Split::Report },
+            group: id,
+            text: record.content(),
+            critical: critical(&line),
+            day: day(record),
+        });
+    }
+    Ok(())
+}
+
+/// Every labelled turn of the four sets, in label-file order.
+///
+/// Errors: a file is unreadable or malformed, or a label names a turn the data lacks.
+pub fn load(sources: &Sources<'_>) -> Result<Vec<Example>, EvalError> {
+    let mut out = Vec::new();
+    let dir = sources.labels;
+    memorybank_examples(Set::MemoryBankEn, sources.memorybank_en, &dir.join("memorybank_en.jsonl"), &mut out)?;
+    memorybank_examples(Set::MemoryBankCn, sources.memorybank_cn, &dir.join("memorybank_cn.jsonl"), &mut out)?;
+    locomo_examples(sources.locomo, &dir.join("locomo.jsonl"), &mut out)?;
+    longmemeval_examples(sources.longmemeval, &dir.join("longmemeval.jsonl"), &mut out)?;
+    Ok(out)
+}
+
+/// ROC AUC of scores against labels (ties count half); `None` without both classes.
+pub fn roc_auc(scored: &[(f64, bool)]) -> Option<f64> {
+    let mut sorted: Vec<(f64, bool)> = scored.to_vec();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let positives = sorted.iter().filter(|(_, y)| *y).count();
+    let negatives = sorted.len() - positives;
+    if positives == 0 || negatives == 0 {
+        return None;
+    }
+    // Sum of the positives' mid-ranks (1-based), ties sharing their average rank.
+    let mut rank_sum = 0.0;
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j < sorted.len() && sorted[j].0 == sorted[i].0 {
+            j += 1;
+        }
+        let mid = (i + 1 + j) as f64 / 2.0;
+        rank_sum += mid * sorted[i..j].iter().filter(|(_, y)| *y).count() as f64;
+        i = j;
+    }
+    let p = positives as f64;
+    Some((rank_sum - p * (p + 1.0) / 2.0) / (p * negatives as f64))
+}
+
+/// One cell of an AUC table.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AucRow {
+    /// The set's name.
+    pub set: &'static str,
+    /// `tune` or `report`.
+    pub half: &'static str,
+    /// Labelled turns.
+    pub turns: usize,
+    /// Of which critical.
+    pub critical: usize,
+    /// ROC AUC (`None` without both classes).
+    pub auc: Option<f64>,
+}
+
+/// AUC per set × half for the given splits, from one score per example (same order).
+pub fn auc_table(examples: &[Example], scores: &[f64], splits: &[Split]) -> Vec<AucRow> {
+    let mut rows = Vec::new();
+    for set in Set::ALL {
+        for &split in splits {
+            let scored: Vec<(f64, bool)> = examples
+                .iter()
+                .zip(scores)
+                .filter(|(e, _)| e.set == set && e.split == split)
+                .map(|(e, s)| (*s, e.critical))
+                .collect();
+            rows.push(AucRow {
+                set: set.name(),
+                half: if split == Split::Tune { "tune" } else { "report" },
+                turns: scored.len(),
+                critical: scored.iter().filter(|(_, y)| *y).count(),
+                auc: roc_auc(&scored),
+            });
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auc_counts_ties_half_and_needs_both_classes() {
+        assert_eq!(roc_auc(&[(0.1, false), (0.9, true)]), Some(1.0));
+        assert_eq!(roc_auc(&[(0.5, false), (0.5, true)]), Some(0.5));
+        assert_eq!(roc_auc(&[(0.9, false), (0.1, true)]), Some(0.0));
+        assert_eq!(roc_auc(&[(0.9, true)]), None);
+    }
+
+    #[test]
+    fn keys_keep_file_order() {
+        assert_eq!(ordered_keys(br#"{"b": 1, "a": {"x": [1]}, "c": null}"#).unwrap(), ["b", "a", "c"]);
+    }
+}
