@@ -381,3 +381,25 @@ pub(crate) fn read_gold(path: &std::path::Path) -> Result<Vec<(usize, GoldLine)>
     }
     Ok(out)
 }
+
+/// The bank file's user keys in the order the file lists them (a parsed JSON map sorts
+/// them); the labelled halves and `simulate --samples` count users in this order.
+pub fn key_order(bytes: &[u8]) -> Result<Vec<String>, String> {
+    struct Keys;
+    impl<'de> serde::de::Visitor<'de> for Keys {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object of users")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+            let mut keys = Vec::new();
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                keys.push(key);
+            }
+            Ok(keys)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    serde::Deserializer::deserialize_map(&mut de, Keys).map_err(|e| e.to_string())
+}

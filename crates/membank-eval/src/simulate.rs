@@ -88,6 +88,9 @@ pub enum Benchmark {
         gold: Option<PathBuf>,
         /// Language (qid scheme).
         lang: Lang,
+        /// Which users (0-based positions in the bank file's key order, as the labelled
+        /// halves are cut); `None`: all.
+        users: Option<Vec<usize>>,
     },
     /// LoCoMo conversations.
     Locomo {
@@ -544,8 +547,8 @@ pub fn run_with_labels(
 ) -> Result<SimulateReport, EvalError> {
     let policy_config = run.policy_config()?;
     let users = match &run.benchmark {
-        Benchmark::MemoryBank { bank, questions, gold, lang } => {
-            memorybank_plans(bank, questions, gold.as_deref(), *lang)?
+        Benchmark::MemoryBank { bank, questions, gold, lang, users } => {
+            memorybank_plans(bank, questions, gold.as_deref(), *lang, users.as_deref())?
         }
         Benchmark::Locomo { data, samples } => locomo_plans(data, samples.as_deref())?,
     };
@@ -1121,8 +1124,21 @@ fn memorybank_plans(
     questions_path: &Path,
     gold: Option<&Path>,
     lang: Lang,
+    chosen: Option<&[usize]>,
 ) -> Result<Vec<UserPlan>, EvalError> {
-    let set = memorybank::parse(&read(bank)?).map_err(|e| EvalError::data(bank.display(), e.reason))?;
+    let bytes = read(bank)?;
+    let set = memorybank::parse(&bytes).map_err(|e| EvalError::data(bank.display(), e.reason))?;
+    let chosen_keys: Option<HashSet<String>> = match chosen {
+        None => None,
+        Some(positions) => {
+            let order = memorybank_eval::key_order(&bytes).map_err(|e| EvalError::data(bank.display(), e))?;
+            if let Some(&bad) = positions.iter().find(|&&p| p >= order.len()) {
+                let reason = format!("user {bad} is past the bank's last user ({} users, 0-based)", order.len());
+                return Err(EvalError::Engine(EngineError::Invalid(InvalidInput::new("samples", reason))));
+            }
+            Some(positions.iter().map(|&p| order[p].clone()).collect())
+        }
+    };
     let mut plans = Vec::new();
     let mut raw_keys: HashMap<UserId, String> = HashMap::new();
     for user in set.users {
@@ -1133,6 +1149,9 @@ fn memorybank_plans(
             .cloned()
             .unwrap_or_else(|| user.user.to_string());
         raw_keys.insert(user.user.clone(), raw.clone());
+        if chosen_keys.as_ref().is_some_and(|keys| !keys.contains(&raw)) {
+            continue;
+        }
         // Only the conversation is lived; summaries and profile records of the file are not turns.
         let mut turns: Vec<SimTurn> = user
             .records
@@ -1197,6 +1216,10 @@ fn memorybank_plans(
                     record.user
                 ),
             ));
+        }
+        if !known.contains_key(user) {
+            // A user the run does not replay (`--samples`): their questions are not asked.
+            continue;
         }
         let mut evidence: Vec<String> = Vec::new();
         for turn in &record.evidence {

@@ -35,7 +35,9 @@ pub struct SimulateArgs {
     /// Days that pass, with daily maintenance, between the last conversation and the questions.
     #[arg(long, default_value_t = 0)]
     pub gap_days: u64,
-    /// LoCoMo conversations to replay (0-based), e.g. 0-4 or 5,6,7 (default: all).
+    /// LoCoMo conversations, or MemoryBank users, to replay: 0-based positions in the data
+    /// file's order, e.g. 0-4 or 5,6,7 (default: all). The labelled halves are MemoryBank
+    /// users 0-7 (tuning) and 8-14 (reporting), LoCoMo conversations 0-4 and 5-9.
     #[arg(long)]
     pub samples: Option<String>,
     /// MemoryBank language: en or cn.

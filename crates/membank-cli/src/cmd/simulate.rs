@@ -102,9 +102,6 @@ pub fn run(ctx: &Context, args: SimulateArgs) -> Result<()> {
     };
     let (benchmark, default_ks) = match args.benchmark {
         BenchmarkName::Memorybank => {
-            if args.samples.is_some() {
-                return Err(invalid("samples", "selects LoCoMo conversations; MemoryBank replays every user"));
-            }
             let lang = match args.lang.as_str() {
                 "en" => Lang::En,
                 "cn" | "zh" => Lang::Cn,
@@ -127,7 +124,8 @@ pub fn run(ctx: &Context, args: SimulateArgs) -> Result<()> {
                 "the probing questions",
             )?;
             let gold = args.gold.clone().map(|g| existing(g, "the gold file given with --gold")).transpose()?;
-            (Benchmark::MemoryBank { bank, questions, gold, lang }, "1,3,5,10")
+            let users = args.samples.as_deref().map(parse_samples).transpose()?;
+            (Benchmark::MemoryBank { bank, questions, gold, lang, users }, "1,3,5,10")
         }
         BenchmarkName::Locomo => {
             if args.gold.is_some() {

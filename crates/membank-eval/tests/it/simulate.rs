@@ -86,6 +86,7 @@ impl Data {
                 questions: self.path("probing_questions_en.jsonl"),
                 gold: Some(self.path("gold.jsonl")),
                 lang: Lang::En,
+                users: None,
             },
             policy,
             base: base(),
@@ -353,4 +354,65 @@ fn bad_input_is_refused_with_a_reason() {
     };
     let err = error(&sim);
     assert!(err.contains("broken_locomo.json") && err.contains("sample_id"), "{err}");
+}
+
+/// Ann's four turns of 04-27 and 04-28 labelled, two critical; a line about a turn the bank
+/// does not have is ignored.
+const CRITICAL: &str = r#"{"user": " Ann ", "date": "2023-04-27", "turn": 0, "critical": 1}
+{"user": " Ann ", "date": "2023-04-27", "turn": 1, "critical": 0}
+{"user": " Ann ", "date": "2023-04-28", "turn": 0, "critical": 1}
+{"user": " Ann ", "date": "2023-04-28", "turn": 1, "critical": 0}
+{"user": "Nobody", "date": "2023-04-28", "turn": 1, "critical": 1}
+"#;
+
+fn labelled(run: &SimulateRun, text: &str) -> Result<SimulateReport, EvalError> {
+    let labels = membank_eval::critical::parse(text, "critical.jsonl", membank_eval::critical::LabelShape::MemoryBank)?;
+    simulate::run_with_labels(embedder(), run, Some(&labels), &quiet)
+}
+
+#[test]
+fn critical_labels_are_reported_per_way_of_keeping_with_the_estimator_auc() {
+    let data = Data::new();
+    let report = labelled(&data.memorybank(SimPolicy::MemoryBank, None, 30), CRITICAL).unwrap();
+    let json = serde_json::to_value(&report).unwrap();
+    let critical = &json["critical"];
+    assert_eq!(critical["labelled"], 4, "{critical}");
+    assert_eq!(critical["critical"], 2);
+    for way in ["forgetting", "fifo", "lru", "no_forgetting"] {
+        let kept = critical["kept"][way].as_f64().unwrap_or_else(|| panic!("kept.{way} in {critical}"));
+        assert!((0.0..=1.0).contains(&kept), "{way}: {kept}");
+    }
+    assert_eq!(critical["kept"]["no_forgetting"], 1.0);
+    // A month of silence archives Ann's unrecalled turns of April under the paper's curve.
+    assert!(critical["kept"]["forgetting"].as_f64().unwrap() < 1.0, "{critical}");
+    let auc = critical["importance_auc"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&auc));
+    // Each timeline day says how much of what was critical so far is still held.
+    assert!(json["timeline"].as_array().unwrap().iter().any(|d| d.get("critical_kept").is_some()));
+    // Without labels the block is absent.
+    let plain = serde_json::to_value(run(&data.memorybank(SimPolicy::MemoryBank, None, 30))).unwrap();
+    assert!(plain.get("critical").is_none_or(|c| c.is_null()), "{plain}");
+}
+
+#[test]
+fn labels_that_match_no_replayed_turn_are_refused() {
+    let data = Data::new();
+    let only_strangers = "{\"user\": \"Nobody\", \"date\": \"2023-04-28\", \"turn\": 1, \"critical\": 1}\n";
+    let err = labelled(&data.memorybank(SimPolicy::MemoryBank, None, 0), only_strangers).unwrap_err().to_string();
+    assert!(err.contains("label"), "{err}");
+}
+
+#[test]
+fn memorybank_users_are_chosen_by_their_position_in_the_bank() {
+    let data = Data::new();
+    let choose = |positions: Vec<usize>| {
+        let mut sim = data.memorybank(SimPolicy::None, None, 0);
+        let Benchmark::MemoryBank { users, .. } = &mut sim.benchmark else { unreachable!() };
+        *users = Some(positions);
+        sim
+    };
+    let report = serde_json::to_value(run(&choose(vec![1]))).unwrap();
+    let names: Vec<&str> = report["users"].as_array().unwrap().iter().map(|u| u["user"].as_str().unwrap()).collect();
+    assert_eq!(names, ["Bo"], "{report}");
+    assert!(error(&choose(vec![2])).contains("past the bank's last user"));
 }
