@@ -292,6 +292,9 @@ pub struct RecallFile {
     /// With an LLM configured: fusion weight of the question rewritten by the model into
     /// search queries (0: off).
     pub query_rewrite_weight: Option<f64>,
+    /// How much closer to the query than the best active memory an archived one must be for
+    /// a recall (`reminisce = auto`) to consult the archive, in cosine.
+    pub reminisce_margin: Option<f64>,
 }
 
 /// Reads the file named by `explicit` (must exist) or the default location (may be absent).
@@ -383,6 +386,12 @@ pub fn engine_config(
             }
             *field = value;
         }
+    }
+    if let Some(margin) = file.recall.reminisce_margin {
+        if !(margin.is_finite() && (-1.0..=1.0).contains(&margin)) {
+            bail!("recall.reminisce_margin must be between -1 and 1");
+        }
+        recall.reminisce_margin = margin;
     }
     Ok(EngineConfig { forgetting: policy, recall })
 }

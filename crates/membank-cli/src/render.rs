@@ -30,14 +30,15 @@ pub fn recall(r: &RecallResponse) -> String {
             String::new()
         };
         out.push_str(&format!(
-            "{:>2}. [{}] {} {}  score {:.4}  R {:.2}{before}  S {}\n",
+            "{:>2}. [{}] {} {}  score {:.4}  R {:.2}{before}  S {}{}\n",
             i + 1,
             m.day,
             m.kind,
             m.id,
             hit.score,
             hit.retention,
-            m.forgetting.strength.get()
+            m.forgetting.strength.get(),
+            if hit.reminisced { "  (from the archive)" } else { "" }
         ));
         out.push_str(&format!("    {}\n    {}\n", score_parts(hit), content(m)));
     }

@@ -4,7 +4,7 @@
 //! is the arithmetic the sweep runs, not a second copy of the formula.
 //!
 //! The caller supplies the state the clock started in, the steps that changed the state
-//! (strengthening recalls, pins, unpins, restores: from the event log) and the memory's
+//! (strengthening recalls, pins, unpins, restores, reminiscences: from the event log) and the memory's
 //! stored state now. Between steps the state is the replayed one; after the last step it
 //! is the stored one, so the curve at `now` is the retention every other view shows and
 //! the projection is what the next sweeps will see.
@@ -26,6 +26,13 @@ pub enum Step {
     Unpin,
     /// Restored from the archive: the clock restarts (never backwards).
     Restore,
+    /// Brought back from the archive by a strengthening recall that found it there: a
+    /// restore and a recall with savings ([`ForgettingPolicy::reminisce`]), as from the
+    /// moment it was archived (when known).
+    Reminisce {
+        /// When it was archived.
+        archived_at: Option<Timestamp>,
+    },
 }
 
 /// One point of the curve.
@@ -69,6 +76,7 @@ impl ForgettingPolicy {
             Step::Pin => ForgettingState { pinned: true, ..*state },
             Step::Unpin => ForgettingState { pinned: false, ..*state },
             Step::Restore => ForgettingState { last_recalled_at: state.last_recalled_at.max(at), ..*state },
+            Step::Reminisce { archived_at } => self.reminisce(state, archived_at, at),
         }
     }
 
@@ -239,6 +247,25 @@ mod tests {
         assert!(curve.points.iter().filter(|p| p.at >= pinned_at).all(|p| p.retention == 1.0));
         assert!(curve.points.iter().any(|p| p.at < pinned_at && p.retention < 1.0));
         assert_eq!(curve.crosses_threshold_at, None);
+    }
+
+    #[test]
+    fn a_reminiscence_is_a_jump_back_to_full_retention_with_savings() {
+        let policy = ForgettingPolicy::default();
+        let start = ForgettingState::new(t0());
+        let recalled = t0() + Duration::days(2);
+        let archived_at = t0() + Duration::days(20);
+        let reminisced = t0() + Duration::days(60);
+        let steps = [(recalled, Step::Recall), (reminisced, Step::Reminisce { archived_at: Some(archived_at) })];
+        let after_recall = policy.apply(&start, Step::Recall, recalled);
+        let current = policy.apply(&after_recall, steps[1].1, reminisced);
+        assert_eq!(current.strength.get(), 3.0, "S at archive (2) plus one");
+        let now = reminisced + Duration::days(1);
+        let curve = policy.curve(&start, &steps, &current, now, now + Duration::days(10));
+        let (before, after) = curve.at_steps[1];
+        assert!(before < 0.05 && after == 1.0, "{before} → {after}");
+        let at = curve.points.iter().find(|p| p.at == reminisced).unwrap();
+        assert_eq!(at.strength, 3.0);
     }
 
     #[test]

@@ -74,6 +74,11 @@ event_kinds! {
     Conflict = "conflict",
     /// A maintenance cycle ran over the scope (data: its counts).
     Maintained = "maintained",
+    /// A strengthening recall returned an archived memory it found in the archive, and the
+    /// memory came back with Ebbinghaus's savings (data: query id, rank, score,
+    /// `strength_before`, `strength_after`, `strength_at_archive`, `archived_at` and
+    /// FadeMem's `v` before, at archive and after).
+    Reminisced = "reminisced",
 }
 
 impl fmt::Display for EventKind {

@@ -31,6 +31,15 @@ pub fn recalled(id: MemoryId, at: Timestamp, query_id: &str, rank: usize, score:
     NewEvent::about(id, EventKind::Recalled, at, json!({ "query_id": query_id, "rank": rank, "score": score }))
 }
 
+/// `reminisced`: a recall (`query_id`, at `rank` with `score`) brought an archived memory
+/// back; `data` is [`ForgettingPolicy::reminisce_event_data`]'s numbers (the savings).
+pub fn reminisced(id: MemoryId, at: Timestamp, query_id: &str, rank: usize, score: f64, mut data: Value) -> NewEvent {
+    data["query_id"] = json!(query_id);
+    data["rank"] = json!(rank);
+    data["score"] = json!(score);
+    NewEvent::about(id, EventKind::Reminisced, at, data)
+}
+
 /// What one strengthening did to a memory: Ebbinghaus strength and FadeMem's value, each
 /// before and after, and the access frequency after.
 #[derive(Debug, Clone, Copy, PartialEq)]

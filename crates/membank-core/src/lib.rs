@@ -17,6 +17,7 @@ pub mod fusion;
 pub mod id;
 pub mod limits;
 pub mod memory;
+pub mod reminisce;
 pub mod salience;
 pub mod scope;
 pub mod script;

@@ -37,7 +37,10 @@ pub use membank_embed::Embedder;
 pub use membank_llm::Llm;
 pub use membank_store::{Store, SweepReport};
 pub use ops::*;
-pub use recall::{DateFilter, RecallConfig, RecallHit, RecallRequest, RecallResponse, ScoreParts, YearChoice};
+pub use recall::{
+    DEFAULT_REMINISCE_MARGIN, DateFilter, RecallConfig, RecallHit, RecallRequest, RecallResponse, Reminisce,
+    Reminiscence, ScoreParts, YearChoice,
+};
 pub use transfer::import::{ImportReport, ImportRequest, ImportSet};
 pub use transfer::{export, import};
 

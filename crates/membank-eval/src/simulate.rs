@@ -52,7 +52,8 @@ use membank_engine::import::IMPORT_KEY;
 use membank_engine::import::locomo::parse_sample;
 use membank_engine::import::memorybank::{self, turn_time};
 use membank_engine::{
-    Embedder, Engine, EngineConfig, EngineError, MaintainRequest, RecallRequest, RememberNote, RememberTurn, Store,
+    Embedder, Engine, EngineConfig, EngineError, MaintainRequest, RecallRequest, RememberNote, RememberTurn, Reminisce,
+    Store,
 };
 use membank_store::{ListQuery, MaintenancePlan, SqliteStore, StatusCounts};
 use serde::Serialize;
@@ -249,6 +250,21 @@ pub struct Quality {
     pub fifo: BTreeMap<String, f64>,
     /// The N most recently recalled per user.
     pub lru: BTreeMap<String, f64>,
+    /// The policy under test, its recalls consulting the archive when the active memories
+    /// do not answer well (`reminisce: auto`); the other arms never consult it.
+    pub forgetting_reminiscence: BTreeMap<String, f64>,
+}
+
+/// How the `forgetting_reminiscence` arm used the archive.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct ReminiscenceCounts {
+    /// Questions asked in that arm.
+    pub questions: usize,
+    /// Of those, recalls that consulted the archive.
+    pub consulted_archive: usize,
+    /// Of those, recalls where a memory brought back from the archive holds gold evidence
+    /// within the main metric's depth.
+    pub answered_from_archive: usize,
 }
 
 /// What was asked.
@@ -398,6 +414,8 @@ pub struct SimulateReport {
     pub no_forgetting_active: u64,
     /// The metrics of each way of keeping.
     pub quality: Quality,
+    /// How the `forgetting_reminiscence` arm used the archive.
+    pub reminiscence: ReminiscenceCounts,
     /// What was asked.
     pub questions: Questions,
     /// Per way of keeping: groups and evidence still held.
@@ -475,7 +493,7 @@ impl UserPlan {
 }
 
 /// The four ways of keeping, in report order.
-const VARIANTS: [&str; 4] = ["forgetting", "no_forgetting", "fifo", "lru"];
+const VARIANTS: [&str; 5] = ["forgetting", "no_forgetting", "fifo", "lru", "forgetting_reminiscence"];
 
 /// An embedder that also keeps query vectors: every replayed turn is asked as a query in
 /// each replay, and every question in each of the four rounds.
@@ -524,6 +542,10 @@ struct Outcome {
     values: BTreeMap<String, f64>,
     evidence: usize,
     held: usize,
+    /// The recall consulted the archive.
+    consulted: bool,
+    /// A memory it brought back from the archive holds gold evidence within `main_k`.
+    from_archive: bool,
 }
 
 /// Runs the simulation: replays every user under the policy and without forgetting, builds
@@ -558,6 +580,7 @@ pub fn run_with_labels(
     ks.dedup();
     let depth = ks.last().copied().unwrap_or(10);
     let main_metric = run.benchmark.main_metric(&ks);
+    let main_k: usize = main_metric.rsplit('@').next().and_then(|k| k.parse().ok()).unwrap_or(depth);
     let is_memorybank = matches!(run.benchmark, Benchmark::MemoryBank { .. });
     let tenant = TenantId::new(EVAL_TENANT).map_err(|e| EvalError::data("tenant", e.reason))?;
 
@@ -629,22 +652,20 @@ pub fn run_with_labels(
         let kinds = if is_memorybank { vec![Kind::Turn, Kind::Fused] } else { Vec::new() };
         let mut main = BTreeMap::new();
         let mut user_kept = None;
-        // TODO(reminiscence): once recall takes `reminisce`, add the arm
-        // ("forgetting_reminiscence", policy_engine, |r| r.reminisce = Reminisce::Always or Auto)
-        // here and in VARIANTS, report `"quality".forgetting_reminiscence`, and count
-        // `"reminiscence": {"questions","consulted_archive","answered_from_archive"}` from the
-        // hits flagged `reminisced` (`ask` already takes the request customisation).
-        let plain = |_: &mut RecallRequest| {};
-        for (name, engine) in VARIANTS.into_iter().zip([policy_engine, &none.0, &fifo, &lru]) {
-            if !critical_keys.is_empty() {
-                let held = holders(engine.store().as_ref(), &scope)?;
+        let never = |r: &mut RecallRequest| r.reminisce = Reminisce::Never;
+        let auto = |r: &mut RecallRequest| r.reminisce = Reminisce::Auto;
+        for (name, engine) in VARIANTS.into_iter().zip([policy_engine, &none.0, &fifo, &lru, policy_engine]) {
+            let reminiscing = name == "forgetting_reminiscence";
+            if !critical_keys.is_empty() && !reminiscing {
+                let held = holders(engine.store().as_ref(), &scope, false)?;
                 let kept = critical_keys.iter().filter(|k| held.contains_key(**k)).count();
                 *critical_kept.entry(name).or_default() += kept;
                 if name == "forgetting" {
                     user_kept = Some(kept as f64 / critical_keys.len() as f64);
                 }
             }
-            let asked = sim.ask(engine, user, ask_at, &kinds, &ks, depth, is_memorybank, &plain)?;
+            let customise: &dyn Fn(&mut RecallRequest) = if reminiscing { &auto } else { &never };
+            let asked = sim.ask(engine, user, ask_at, &kinds, &ks, main_k, depth, is_memorybank, customise)?;
             let mut means = Means::default();
             asked.iter().for_each(|o| means.add(&o.values));
             if let Some(value) = means.means().get(&main_metric) {
@@ -722,6 +743,7 @@ pub fn run_with_labels(
         critical: critical_total,
         kept: VARIANTS
             .iter()
+            .filter(|name| **name != "forgetting_reminiscence")
             .map(|name| {
                 let kept = critical_kept.get(name).copied().unwrap_or(0);
                 let share = if critical_total == 0 { 1.0 } else { kept as f64 / critical_total as f64 };
@@ -742,6 +764,7 @@ pub fn run_with_labels(
         None => Storage { stored: 0, active: 0, archived: 0, superseded: 0, reduction: 0.0 },
     };
     let mut quality = Quality::default();
+    let mut reminiscence = ReminiscenceCounts::default();
     let mut breakdown = BTreeMap::new();
     for name in VARIANTS {
         let list = outcomes.remove(name).unwrap_or_default();
@@ -766,7 +789,13 @@ pub fn run_with_labels(
             "forgetting" => &mut quality.forgetting,
             "no_forgetting" => &mut quality.no_forgetting,
             "fifo" => &mut quality.fifo,
-            _ => &mut quality.lru,
+            "lru" => &mut quality.lru,
+            _ => {
+                reminiscence.questions += list.len();
+                reminiscence.consulted_archive += list.iter().filter(|o| o.consulted).count();
+                reminiscence.answered_from_archive += list.iter().filter(|o| o.from_archive).count();
+                &mut quality.forgetting_reminiscence
+            }
         };
         *slot = overall.means();
         let (by_kind, by_category) = if is_memorybank { (Some(groups), None) } else { (None, Some(groups)) };
@@ -816,6 +845,7 @@ pub fn run_with_labels(
         storage,
         no_forgetting_active: end.map_or(0, |d| d.no_forgetting_active),
         quality,
+        reminiscence,
         questions: Questions { asked: questions, scored: questions, main_metric, note },
         breakdown,
         users: summaries,
@@ -932,7 +962,7 @@ impl Sim<'_> {
             }
             daily.push(store.counts(self.scope).map_err(|e| EvalError::Engine(e.into()))?);
             if !self.critical.is_empty() {
-                let holding = holders(store.as_ref(), self.scope)?;
+                let holding = holders(store.as_ref(), self.scope, false)?;
                 held.push(self.critical.iter().filter(|k| holding.contains_key(**k)).count());
             }
             day =
@@ -1029,6 +1059,7 @@ impl Sim<'_> {
         at: Timestamp,
         kinds: &[Kind],
         ks: &[usize],
+        main_k: usize,
         depth: usize,
         is_memorybank: bool,
         customise: &dyn Fn(&mut RecallRequest),
@@ -1036,7 +1067,11 @@ impl Sim<'_> {
         if user.questions.is_empty() {
             return Ok(Vec::new());
         }
-        let holders = holders(engine.store().as_ref(), self.scope)?;
+        // A recall that may reminisce can return archived memories: their evidence counts.
+        let mut probe = RecallRequest::new(self.scope.clone(), String::new(), 1);
+        customise(&mut probe);
+        let archived_count = probe.reminisce != Reminisce::Never;
+        let holders = holders(engine.store().as_ref(), self.scope, archived_count)?;
         let mut out = Vec::with_capacity(user.questions.len());
         for question in &user.questions {
             let mut request = RecallRequest::new(self.scope.clone(), question.text.clone(), depth);
@@ -1056,7 +1091,21 @@ impl Sim<'_> {
             let held = question.evidence.iter().filter(|key| holders.contains_key(*key)).count();
             let values =
                 if is_memorybank { memorybank_values(&ranked, &gold, ks) } else { locomo_values(&ranked, &gold, ks) };
-            out.push(Outcome { group: question.group.clone(), values, evidence: question.evidence.len(), held });
+            let gold_ids: HashSet<&String> = gold.iter().collect();
+            let from_archive = response
+                .results
+                .iter()
+                .take(main_k)
+                .zip(&ranked)
+                .any(|(hit, id)| hit.reminisced && gold_ids.contains(id));
+            out.push(Outcome {
+                group: question.group.clone(),
+                values,
+                evidence: question.evidence.len(),
+                held,
+                consulted: response.reminiscence.consulted,
+                from_archive,
+            });
             self.meter.tick();
         }
         Ok(out)
@@ -1094,7 +1143,7 @@ fn locomo_values(ranked: &[String], gold: &[String], ks: &[usize]) -> BTreeMap<S
 
 /// Import key → the active memory holding it now (itself, or the end of its
 /// `superseded_by` chain); keys whose chain ends in an archived memory are absent.
-fn holders(store: &dyn Store, scope: &Scope) -> Result<HashMap<String, MemoryId>, EvalError> {
+fn holders(store: &dyn Store, scope: &Scope, archived_count: bool) -> Result<HashMap<String, MemoryId>, EvalError> {
     let all = store
         .list(scope, &ListQuery { statuses: Vec::new(), limit: ALL, oldest_first: true, ..Default::default() })
         .map_err(|e| EvalError::Engine(e.into()))?;
@@ -1107,6 +1156,10 @@ fn holders(store: &dyn Store, scope: &Scope) -> Result<HashMap<String, MemoryId>
         for _ in 0..=all.len() {
             match (current.status, current.superseded_by.and_then(|id| by_id.get(&id))) {
                 (Status::Active, _) => {
+                    out.insert(key.clone(), current.id);
+                    break;
+                }
+                (Status::Archived, _) if archived_count => {
                     out.insert(key.clone(), current.id);
                     break;
                 }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use membank_engine::core::limits::MAX_PAGE_SIZE;
 use membank_engine::core::time::parse_instant;
 use membank_engine::core::{Kind, MemoryId, Scope, Source, Status, UserId};
-use membank_engine::{Engine, EngineError, ListRequest, RecallRequest, RememberNote};
+use membank_engine::{Engine, EngineError, ListRequest, RecallRequest, RememberNote, Reminisce};
 use membank_store::ListQuery;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -63,6 +63,12 @@ pub struct RecallArgs {
     /// How many memories to return (default 5, at most 50).
     #[serde(default)]
     pub k: Option<u32>,
+    /// Whether to look among forgotten (archived) memories too: "auto" (default) when the
+    /// remembered ones do not answer well, "never", or "always". Memories found there are
+    /// marked as brought back from the archive, and recalling them restores them.
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^(auto|never|always)$"))]
+    pub reminisce: Option<String>,
 }
 
 /// Arguments of `forget`.
@@ -321,7 +327,11 @@ impl MemoryTools {
             Err(e) => return fail(e),
         };
         let k = args.k.unwrap_or(5).clamp(1, 50) as usize;
-        let request = RecallRequest::new(scope, args.query, k);
+        let reminisce = match args.reminisce.as_deref().map(str::parse::<Reminisce>).transpose() {
+            Ok(mode) => mode.unwrap_or_default(),
+            Err(e) => return fail(e.to_string()),
+        };
+        let request = RecallRequest { reminisce, ..RecallRequest::new(scope, args.query, k) };
         match self.run(move |e| e.recall(request)).await? {
             Ok(response) if response.results.is_empty() => {
                 Ok(CallToolResult::success(vec![ContentBlock::text("No memories match this query.")]))
@@ -331,7 +341,12 @@ impl MemoryTools {
                     .results
                     .iter()
                     .enumerate()
-                    .map(|(i, h)| format!("{}. {}", i + 1, entry(&h.memory)))
+                    .map(|(i, h)| {
+                        // Said on its header line, before the quoted text.
+                        let e = entry(&h.memory);
+                        let e = if h.reminisced { e.replacen('\n', ", brought back from the archive\n", 1) } else { e };
+                        format!("{}. {e}", i + 1)
+                    })
                     .collect();
                 let out = wire::RecallOut::from(&response);
                 // The JSON text block as well, as the MCP spec asks of structured results

@@ -164,6 +164,10 @@ pub struct RecallHitOut {
     pub lexical_rank: Option<usize>,
     /// How `score` was made.
     pub score_parts: ScorePartsOut,
+    /// Found in the archive by reminiscence: archived when this recall ranked it (a
+    /// strengthening recall has brought it back, so `status` is then `active`). Always
+    /// false in an audit (`include_archived`).
+    pub reminisced: bool,
 }
 
 /// The terms of a recall score:
@@ -217,6 +221,50 @@ impl From<&RecallHit> for RecallHitOut {
                 diversity: p.diversity,
                 day_summary: p.day_summary,
             },
+            reminisced: h.reminisced,
+        }
+    }
+}
+
+/// What reminiscence did in a recall:
+/// `{"mode","probed","consulted","archived_hits","active_best","archived_best","margin"}`.
+///
+/// In `auto` mode the recall runs over the active memories; one dense search with the
+/// archive admitted then finds the best archived cosine to the query (`archived_best`,
+/// `b`), and the archive is consulted when `b > active_best + margin`, `active_best`
+/// (`a`) being the best cosine among the active dense candidates (or when there are no
+/// active candidates and there are archived ones). Consulted, the ranking is made again
+/// over the active and the archived memories and the archived hits are `reminisced`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReminiscenceOut {
+    /// `auto`, `never` or `always`: the mode the recall ran in.
+    #[schema(value_type = String, pattern = r"^(auto|never|always)$")]
+    pub mode: &'static str,
+    /// Whether the archive was searched to decide (`auto`, outside audits).
+    pub probed: bool,
+    /// Whether the ranking was made over the active and the archived memories.
+    pub consulted: bool,
+    /// How many of the results came from the archive (`reminisced`).
+    pub archived_hits: usize,
+    /// `a`: the best cosine among the active dense candidates (`auto`; null without any).
+    pub active_best: Option<f64>,
+    /// `b`: the best cosine among the archived memories the probe found (`auto`; null when
+    /// none was among its first candidates).
+    pub archived_best: Option<f64>,
+    /// The lead `b` needed over `a` (`[recall] reminisce_margin`).
+    pub margin: f64,
+}
+
+impl From<&membank_engine::Reminiscence> for ReminiscenceOut {
+    fn from(r: &membank_engine::Reminiscence) -> Self {
+        Self {
+            mode: r.mode.as_str(),
+            probed: r.probed,
+            consulted: r.consulted,
+            archived_hits: r.archived_hits,
+            active_best: r.active_best,
+            archived_best: r.archived_best,
+            margin: r.margin,
         }
     }
 }
@@ -246,7 +294,7 @@ pub struct DateFilterOut {
     pub year_inferred: Option<&'static str>,
 }
 
-/// A recall's answer: `{"query_id", "now", "strengthened", "results": [...]}`.
+/// A recall's answer: `{"query_id", "now", "strengthened", "results": [...], "reminiscence": {...}}`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RecallOut {
     /// Identifies the recall in the event log.
@@ -264,6 +312,8 @@ pub struct RecallOut {
     /// absent when it looked at every day.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub date_filter: Option<DateFilterOut>,
+    /// Whether the archive was consulted, and the scores that decided it.
+    pub reminiscence: ReminiscenceOut,
 }
 
 impl From<&RecallResponse> for RecallOut {
@@ -282,6 +332,7 @@ impl From<&RecallResponse> for RecallOut {
                 exact: d.exact,
                 year_inferred: d.year_inferred.map(|y| y.as_str()),
             }),
+            reminiscence: (&r.reminiscence).into(),
         }
     }
 }

@@ -30,10 +30,13 @@ pub struct CitedOut {
     /// Its fused recall score (for recalled memories).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
+    /// The recall found it in the archive (reminiscence) and brought it back.
+    pub reminisced: bool,
 }
 
-fn cited(label: String, m: &Memory, score: Option<f64>) -> CitedOut {
+fn cited(label: String, m: &Memory, score: Option<f64>, reminisced: bool) -> CitedOut {
     CitedOut {
+        reminisced,
         label,
         id: m.id.to_string(),
         kind: m.kind.as_str(),
@@ -48,7 +51,7 @@ fn cited(label: String, m: &Memory, score: Option<f64>) -> CitedOut {
 impl CitedOut {
     /// The `index`-th memory of the prompt (label `M{index+1}`) with its recall score.
     pub fn recalled(index: usize, hit: &membank_engine::RecallHit) -> Self {
-        cited(format!("M{}", index + 1), &hit.memory, Some(hit.score))
+        cited(format!("M{}", index + 1), &hit.memory, Some(hit.score), hit.reminisced)
     }
 }
 
@@ -81,7 +84,14 @@ impl From<&ChatResponse> for ChatOut {
     fn from(r: &ChatResponse) -> Self {
         Self {
             reply: r.reply.clone(),
-            used: r.used.iter().map(|c| cited(c.label.clone(), &c.memory, None)).collect(),
+            used: r
+                .used
+                .iter()
+                .map(|c| {
+                    let reminisced = r.recalled.iter().any(|h| h.memory.id == c.memory.id && h.reminisced);
+                    cited(c.label.clone(), &c.memory, None, reminisced)
+                })
+                .collect(),
             recalled: r.recalled.iter().enumerate().map(|(i, h)| CitedOut::recalled(i, h)).collect(),
             omitted: r.omitted,
             strengthened: r.strengthened.iter().map(ToString::to_string).collect(),

@@ -147,6 +147,7 @@ fn run(name: &str, store: &dyn Store, memories: &[NewMemory], queries: &[(Vec<f3
             results: hits.iter().take(10).map(|h| (h.id, h.score)).collect(),
             query_vector: Some(queries[i].0.clone()),
             include_archived: false,
+            reminisced: Vec::new(),
         };
         let (_, ms) = time(|| store.record_recall(scope, &record, Some(&policy)).unwrap());
         recall.push(ms);

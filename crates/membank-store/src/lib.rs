@@ -102,6 +102,8 @@ pub trait Store: Send + Sync {
 
     /// Logs `recalled` events and, when `strengthen` is given, strengthens each memory
     /// (`S += 1`, `last_recalled_at = now`) with atomic increments in one transaction.
+    /// An archived result the recall found in the archive (`recall.reminisced`) is brought
+    /// back to active with savings instead and logged as `reminisced`.
     fn record_recall(
         &self,
         scope: &Scope,

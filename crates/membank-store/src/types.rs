@@ -166,6 +166,15 @@ pub struct RecallRecord {
     /// recall). Results that stopped being eligible since they were found (archived or
     /// erased while the recall ran) are dropped, never logged or strengthened.
     pub include_archived: bool,
+    /// The results the recall found in the archive (reminiscence): eligible while still
+    /// archived (never superseded or erased ones). A strengthening recall brings each back
+    /// to active with Ebbinghaus's savings ([`ForgettingPolicy::reminisce`]) and logs it
+    /// as `reminisced` instead of `strengthened`; one that does not strengthen only logs
+    /// it as `recalled`. Ignored in an audit recall (`include_archived`), which never
+    /// restores or strengthens anything archived.
+    ///
+    /// [`ForgettingPolicy::reminisce`]: membank_core::ForgettingPolicy::reminisce
+    pub reminisced: Vec<MemoryId>,
 }
 
 /// Filters and paging of the event log.

@@ -113,6 +113,11 @@ pub struct RecallArgs {
     /// Rank fading memories lower.
     #[arg(long)]
     pub weight_by_retention: bool,
+    /// Consult the archived memories: auto (when the active ones do not answer well: an
+    /// archived memory closer to the query than the best active one by the margin), never,
+    /// or always. A strengthening recall brings back what it returns from the archive.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "never", "always"])]
+    pub reminisce: String,
     /// Agent label to narrow to.
     #[arg(long)]
     pub agent: Option<String>,

@@ -25,6 +25,7 @@ pub fn recall(ctx: &Context, a: RecallArgs) -> Result<()> {
     request.include_archived = a.include_archived;
     request.strengthen = a.no_strengthen.then_some(false);
     request.weight_by_retention = a.weight_by_retention.then_some(true);
+    request.reminisce = a.reminisce.parse()?;
     let response = engine.recall(request)?;
     if json {
         print_json(&wire::RecallOut::from(&response))

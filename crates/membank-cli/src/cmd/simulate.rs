@@ -217,8 +217,9 @@ fn print_table(report: &SimulateReport, plot: Option<&Path>) {
         print!("{:<15} {:>7}", "", "active");
         columns.iter().for_each(|c| print!(" {c:>10}"));
         println!();
-        let rows: [(&str, &BTreeMap<String, f64>, u64); 4] = [
+        let rows: [(&str, &BTreeMap<String, f64>, u64); 5] = [
             (report.policy, &report.quality.forgetting, s.active),
+            ("+ reminiscence", &report.quality.forgetting_reminiscence, s.active),
             ("no forgetting", &report.quality.no_forgetting, report.no_forgetting_active),
             ("fifo", &report.quality.fifo, s.active),
             ("lru", &report.quality.lru, s.active),
@@ -228,6 +229,13 @@ fn print_table(report: &SimulateReport, plot: Option<&Path>) {
             columns.iter().for_each(|c| print!(" {:>10}", fmt(metrics.get(*c))));
             println!();
         }
+    }
+    let r = &report.reminiscence;
+    if r.questions > 0 {
+        println!(
+            "reminiscence: {} of {} questions consulted the archive, {} found evidence there",
+            r.consulted_archive, r.questions, r.answered_from_archive
+        );
     }
     if let Some(c) = &report.critical {
         let kept = |name: &str| fmt(c.kept.get(name));

@@ -286,3 +286,20 @@ fn unusable_database_locations_are_refused_without_leaking_a_password() {
         "a database file was created"
     );
 }
+
+#[test]
+fn reminisce_takes_three_values_and_anything_else_is_a_usage_error() {
+    let bank = Bank::new();
+    bank.remember("alice", "I adopted a grey cat named Miso", "2024-05-04T10:00:00Z");
+    let long = "a".repeat(10_000);
+    for bad in ["", "AUTO", " auto", "sometimes", "auto\u{0}", "<script>", long.as_str()] {
+        let stderr = bank.fails(&["recall", "--user", "alice", "--query", "cat", "--reminisce", bad], 2);
+        assert!(stderr.contains("auto") && stderr.contains("never") && stderr.contains("always"), "{bad:?}: {stderr}");
+    }
+    for good in ["auto", "never", "always"] {
+        let out = bank.json(&["recall", "--user", "alice", "--query", "cat", "--reminisce", good, "--no-strengthen"]);
+        assert_eq!(out["reminiscence"]["mode"], good, "{out}");
+        assert_eq!(out["results"][0]["reminisced"], false, "{out}");
+    }
+    assert_eq!(memory_count(&bank, "alice"), 1);
+}

@@ -57,12 +57,15 @@ pub struct Overview {
 /// Events are read in pages of this many.
 const PAGE: usize = 5_000;
 
-fn step_of(kind: EventKind) -> Option<Step> {
-    match kind {
+fn step_of(event: &Event) -> Option<Step> {
+    match event.kind {
         EventKind::Strengthened => Some(Step::Recall),
         EventKind::Pinned => Some(Step::Pin),
         EventKind::Unpinned => Some(Step::Unpin),
         EventKind::Restored => Some(Step::Restore),
+        // A recall that brought the memory back from the archive: restored and strengthened
+        // with savings, as from when it was archived.
+        EventKind::Reminisced => Some(Step::Reminisce { archived_at: timestamp(&event.data, "archived_at") }),
         _ => None,
     }
 }
@@ -106,7 +109,7 @@ impl Engine {
     ///
     /// The state the clock started in comes from the `created` event (its
     /// `clock_started_at` and `strength`; older logs fall back to the memory's time); each
-    /// strengthening recall, pin, unpin and restore is a step; the stored state holds after
+    /// strengthening recall, pin, unpin, restore and reminiscence is a step; the stored state holds after
     /// the last step, so the curve's value now is the retention every other view shows.
     pub fn curve(&self, scope: &Scope, id: MemoryId, days_ahead: Option<u32>) -> Result<CurveResponse, EngineError> {
         if let Some(days) = days_ahead
@@ -141,7 +144,7 @@ impl Engine {
             access_frequency: 0.0,
             ..memory.forgetting
         };
-        let steps: Vec<(Timestamp, Step)> = events.iter().filter_map(|e| Some((e.at, step_of(e.kind)?))).collect();
+        let steps: Vec<(Timestamp, Step)> = events.iter().filter_map(|e| Some((e.at, step_of(e)?))).collect();
         let mut sorted = steps.clone();
         sorted.sort_by_key(|(at, _)| *at);
         let span_end = {
@@ -170,7 +173,7 @@ impl Engine {
         let events = events
             .into_iter()
             .map(|e| {
-                let jump = if step_of(e.kind).is_some() { jumps.next().flatten() } else { None };
+                let jump = if step_of(&e).is_some() { jumps.next().flatten() } else { None };
                 (e, jump)
             })
             .collect();
@@ -187,7 +190,7 @@ impl Engine {
     }
 
     /// A user's memories by status at the end of each day that had events, replayed from
-    /// the event log (created, archived, restored, superseded, erased), days in the user's
+    /// the event log (created, archived, restored or reminisced, superseded, erased), days in the user's
     /// time zone, with the store's counts now.
     pub fn overview(&self, scope: &Scope) -> Result<Overview, EngineError> {
         let zone = self.time_zone_of(scope)?;
@@ -211,7 +214,7 @@ impl Engine {
             let next = match kind {
                 EventKind::Created => Some(Status::Active),
                 EventKind::Archived => Some(Status::Archived),
-                EventKind::Restored => Some(Status::Active),
+                EventKind::Restored | EventKind::Reminisced => Some(Status::Active),
                 EventKind::Superseded => Some(Status::Superseded),
                 EventKind::Erased => Some(Status::Erased),
                 _ => None,

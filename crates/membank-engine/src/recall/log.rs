@@ -40,6 +40,7 @@ impl Engine {
                 results: hits.iter().map(|h| (h.memory.id, h.score)).collect(),
                 query_vector: Some(query_vector),
                 include_archived: request.include_archived,
+                reminisced: hits.iter().filter(|h| h.reminisced).map(|h| h.memory.id).collect(),
             };
             let mut updated: HashMap<MemoryId, Memory> = self
                 .store

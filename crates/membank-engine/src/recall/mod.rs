@@ -20,10 +20,13 @@
 //! file: `setup` (check the request), `time` (resolve a time expression, the day-restricted
 //! rankings), `search` (the first searches and the speaker re-query), `rankings` (the named
 //! rankings and each candidate's record), `second_stage` (rewrites, feedback), `select`
-//! (hits from the fused candidates, day diversity, summaries first) and `log`.
+//! (hits from the fused candidates), `reminisce` (consult the archive when the active
+//! memories do not answer well: [`Reminisce`]), then `select` again (day diversity, summaries
+//! first) and `log`.
 
 mod log;
 mod rankings;
+mod reminisce;
 mod search;
 mod second_stage;
 mod select;
@@ -32,41 +35,70 @@ pub(crate) mod speakers;
 mod time;
 mod types;
 
-pub use types::{DateFilter, RecallConfig, RecallHit, RecallRequest, RecallResponse, ScoreParts, YearChoice};
+pub use types::{
+    DEFAULT_REMINISCE_MARGIN, DateFilter, RecallConfig, RecallHit, RecallRequest, RecallResponse, Reminisce,
+    Reminiscence, ScoreParts, YearChoice,
+};
+
+use membank_store::Hit;
 
 use crate::{Engine, EngineError};
 use rankings::Rankings;
+use setup::Setup;
+use time::QueryTime;
+
+/// The selected hits of one ranking and what later stages need of it.
+struct Ranked {
+    /// The hits, best first.
+    hits: Vec<RecallHit>,
+    /// The rankings they were fused from.
+    rankings: Rankings,
+    /// The query vector the searches used.
+    vector: Vec<f32>,
+    /// The unrestricted dense candidates, best first.
+    dense: Vec<Hit>,
+}
 
 impl Engine {
     /// Recalls the memories most relevant to a query.
     pub fn recall(&self, request: RecallRequest) -> Result<RecallResponse, EngineError> {
-        let setup = self.setup(&request)?;
+        let mut setup = self.setup(&request)?;
         let config = setup.config;
         let time = self.resolve_time(&setup)?;
-        let mut search = self.first_search(&setup, time::search_text(&setup, time.as_ref()))?;
-        self.speaker_requery(&setup, &mut search)?;
-        let mut rankings = Rankings::first_stage(&search.dense, &search.lexical, config);
-        self.day_lists(&setup, time.as_ref(), &search, &mut rankings)?;
-        self.rewrite(&setup, &search, &mut rankings)?;
-        let fused = self.feedback(&setup, &search, &mut rankings)?;
-        let (weight, exchange_weight) = (config.neighbour_weight, config.exchange_neighbour_weight);
-        let fused = self.expand_neighbours(&request.scope, &setup.filter, &fused, weight, exchange_weight)?;
-        let hits = self.select(&setup, search.seen, &rankings, fused)?;
-        // Stages that reorder the selected hits take them and return them. A new one (such
-        // as reminiscence) is a function of that shape called here, between select and
-        // diversify.
-        let hits = select::diversify_days(&setup, hits);
-        let mut hits = self.promote_summaries(&setup, time.as_ref(), &rankings, hits)?;
+        let ranked = self.rank(&setup, time.as_ref())?;
+        // Stages that reorder the selected hits take them and return them, between select
+        // and diversify.
+        let (ranked, reminiscence) = self.reminisce(&mut setup, time.as_ref(), ranked)?;
+        let hits = select::diversify_days(&setup, ranked.hits);
+        let mut hits = self.promote_summaries(&setup, time.as_ref(), &ranked.rankings, hits)?;
         hits.truncate(request.k);
-        let logged = self.log_and_strengthen(&setup, search.vector, &mut hits)?;
+        let logged = self.log_and_strengthen(&setup, ranked.vector, &mut hits)?;
         Ok(RecallResponse {
             query_id: logged.query_id,
             now: setup.now,
             strengthened: logged.strengthened,
+            reminiscence: Reminiscence { archived_hits: hits.iter().filter(|h| h.reminisced).count(), ..reminiscence },
             results: hits,
             date_filter: time::date_filter(&setup, time.as_ref()),
             time_range: time.map(|t| (t.boost.from, t.boost.to)),
             rrf_k: config.rrf_k,
         })
+    }
+
+    /// From the searches to the selected hits: the first searches and the speaker
+    /// re-query, the named rankings, the second stage, neighbour expansion, selection.
+    fn rank(&self, setup: &Setup, time: Option<&QueryTime>) -> Result<Ranked, EngineError> {
+        let (request, config) = (setup.request, setup.config);
+        let mut search = self.first_search(setup, time::search_text(setup, time))?;
+        self.speaker_requery(setup, &mut search)?;
+        let mut rankings = Rankings::first_stage(&search.dense, &search.lexical, config);
+        self.day_lists(setup, time, &search, &mut rankings)?;
+        self.rewrite(setup, &search, &mut rankings)?;
+        let fused = self.feedback(setup, &search, &mut rankings)?;
+        let (weight, exchange_weight) = (config.neighbour_weight, config.exchange_neighbour_weight);
+        let fused = self.expand_neighbours(&request.scope, &setup.filter, &fused, weight, exchange_weight)?;
+        let seen = std::mem::take(&mut search.seen);
+        let hits = self.select(setup, seen, &rankings, fused)?;
+        Ok(Ranked { hits, rankings, vector: search.vector, dense: search.dense })
     }
 }

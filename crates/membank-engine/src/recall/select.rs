@@ -44,9 +44,11 @@ impl Engine {
         let fused_ids: Vec<MemoryId> = fused.iter().take(needed).map(|(id, _, _)| *id).collect();
         // The searches read earlier snapshots than this: a memory archived or erased since
         // is dropped here (and re-checked once more by the recall's write).
+        // Reminiscence admits archived memories, never superseded ones.
         let eligible = |m: &Memory| match m.status {
             Status::Active => true,
-            Status::Archived | Status::Superseded => request.include_archived,
+            Status::Archived => request.include_archived || setup.reminiscing,
+            Status::Superseded => request.include_archived,
             Status::Erased => false,
         };
         let unread: Vec<MemoryId> = fused_ids.iter().filter(|id| !seen.contains_key(id)).copied().collect();
@@ -87,6 +89,7 @@ impl Engine {
                     day_summary: false,
                 };
                 Some(RecallHit {
+                    reminisced: setup.reminiscing && memory.status == Status::Archived,
                     memory,
                     score,
                     dense: candidate.cosine,
@@ -116,7 +119,8 @@ impl Engine {
         let request = setup.request;
         let summaries = match time {
             Some(t) if setup.config.day_summaries => {
-                self.day_summaries(&request.scope, t.boost.from, t.boost.to, &request.kinds, request.include_archived)?
+                let archived = request.include_archived || setup.reminiscing;
+                self.day_summaries(&request.scope, t.boost.from, t.boost.to, &request.kinds, archived)?
             }
             _ => Vec::new(),
         };
@@ -147,6 +151,7 @@ impl Engine {
                     };
                     let candidate = rankings.candidate(&memory.id);
                     RecallHit {
+                        reminisced: setup.reminiscing && memory.status == Status::Archived,
                         dense: candidate.cosine,
                         lexical: candidate.bm25,
                         memory,

@@ -4,7 +4,7 @@ use membank_core::limits::MAX_RECALL_K;
 use membank_core::{InvalidInput, Timestamp};
 use membank_store::SearchFilter;
 
-use super::types::{RecallConfig, RecallRequest};
+use super::types::{RecallConfig, RecallRequest, Reminisce};
 use crate::ops::validate_text;
 use crate::{Engine, EngineError};
 
@@ -23,6 +23,25 @@ pub(super) struct Setup<'a> {
     /// Whether fused scores are multiplied by retention (the request's choice, else the
     /// configuration's).
     pub weight_by_retention: bool,
+    /// Whether this ranking is made over the active and the archived memories by
+    /// reminiscence (`filter` then admits archived memories, and selection admits archived
+    /// but never superseded ones); see [`super::Reminisce`].
+    pub reminiscing: bool,
+}
+
+impl Setup<'_> {
+    /// The same recall made over the active and the archived memories (reminiscence).
+    pub fn with_archive(&self) -> Self {
+        Setup {
+            request: self.request,
+            config: self.config,
+            now: self.now,
+            filter: SearchFilter { include_archived: true, ..self.filter.clone() },
+            candidates: self.candidates,
+            weight_by_retention: self.weight_by_retention,
+            reminiscing: true,
+        }
+    }
 }
 
 impl Engine {
@@ -46,13 +65,20 @@ impl Engine {
             day_to: request.day_to,
             include_archived: request.include_archived,
         };
-        Ok(Setup {
+        let setup = Setup {
             request,
             config,
             now,
             filter,
             candidates: config.candidates.max(request.k),
             weight_by_retention: request.weight_by_retention.unwrap_or(config.weight_by_retention),
+            reminiscing: false,
+        };
+        // `always` ranks over the archive from the start; an audit sees it anyway.
+        Ok(if request.reminisce == Reminisce::Always && !request.include_archived {
+            setup.with_archive()
+        } else {
+            setup
         })
     }
 }

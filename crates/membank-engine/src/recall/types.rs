@@ -1,7 +1,7 @@
 //! The request, response and settings of a recall, and how a hit's score was made.
 
 use chrono::NaiveDate;
-use membank_core::{Kind, Memory, Scope, Timestamp};
+use membank_core::{InvalidInput, Kind, Memory, Scope, Timestamp};
 
 /// Settings of the recall pipeline.
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +50,9 @@ pub struct RecallConfig {
     /// With a model (`Engine::with_llm`): fusion weight of the rankings of the question
     /// rewritten by the model into up to three search queries (0: off; see `feedback`).
     pub query_rewrite_weight: f64,
+    /// Reminiscence in `auto` mode (see [`Reminisce`]): the archive is consulted when its
+    /// best cosine to the query is above the active memories' best by more than this.
+    pub reminisce_margin: f64,
 }
 
 impl Default for RecallConfig {
@@ -72,8 +75,93 @@ impl Default for RecallConfig {
             day_summaries: true,
             speaker_query: true,
             query_rewrite_weight: 0.0,
+            reminisce_margin: DEFAULT_REMINISCE_MARGIN,
         }
     }
+}
+
+/// The default [`RecallConfig::reminisce_margin`]: 0.05 of cosine, chosen before any
+/// measurement and tuned on no question: a small but clear lead. An archived memory that
+/// only restates what an active one says scores about as high as it and leaves the archive
+/// closed; an archived fact the active memories do not hold leads by more.
+pub const DEFAULT_REMINISCE_MARGIN: f64 = 0.05;
+
+/// Whether a recall consults the archive: archived memories stay searchable as a cold tier
+/// (reminiscence). Superseded and erased memories are never consulted.
+///
+/// **The `auto` rule.** The recall runs over the active memories as it always did. Then one
+/// dense search over the person's memories including the archived ones, with the same
+/// query vector and filters, finds the best archived cosine `b`; `a` is the best cosine
+/// among the active dense candidates. The active memories "do not answer well" when
+/// `b > a + margin` ([`RecallConfig::reminisce_margin`]), or when there are no active
+/// candidates and there are archived ones. Then the ranking is made again, by the same
+/// pipeline, over the active and the archived memories, and the archived hits are marked
+/// [`RecallHit::reminisced`]; otherwise the hits are exactly the active recall's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reminisce {
+    /// Consult the archive when the active memories do not answer well (the default).
+    #[default]
+    Auto,
+    /// Never: only active memories, as before reminiscence existed.
+    Never,
+    /// Always rank over the active and the archived memories.
+    Always,
+}
+
+impl Reminisce {
+    /// Every value, in declaration order.
+    pub const ALL: &'static [Reminisce] = &[Reminisce::Auto, Reminisce::Never, Reminisce::Always];
+
+    /// `auto`, `never` or `always`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reminisce::Auto => "auto",
+            Reminisce::Never => "never",
+            Reminisce::Always => "always",
+        }
+    }
+}
+
+impl std::fmt::Display for Reminisce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Reminisce {
+    type Err = InvalidInput;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Reminisce::Auto),
+            "never" => Ok(Reminisce::Never),
+            "always" => Ok(Reminisce::Always),
+            other => {
+                let shown: String = other.chars().take(40).collect();
+                let more = if other.chars().count() > 40 { "…" } else { "" };
+                Err(InvalidInput::new("reminisce", format!("{shown:?}{more} is not one of: auto, never, always")))
+            }
+        }
+    }
+}
+
+/// What reminiscence did in one recall.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reminiscence {
+    /// The mode the recall ran in.
+    pub mode: Reminisce,
+    /// Whether the archive was searched to decide (`auto` outside audits).
+    pub probed: bool,
+    /// Whether the ranking was made over the active and the archived memories.
+    pub consulted: bool,
+    /// How many of the returned hits came from the archive.
+    pub archived_hits: usize,
+    /// `a`: the best cosine among the active dense candidates (`auto`; `None` without any).
+    pub active_best: Option<f64>,
+    /// `b`: the best cosine among the archived memories the probe found (`auto`; `None`
+    /// when none was among its first candidates).
+    pub archived_best: Option<f64>,
+    /// The margin `b` had to exceed `a` by.
+    pub margin: f64,
 }
 
 /// Find the memories relevant to a query.
@@ -99,6 +187,9 @@ pub struct RecallRequest {
     pub strengthen: Option<bool>,
     /// Override retention weighting (default: per configuration).
     pub weight_by_retention: Option<bool>,
+    /// Whether to consult the archive (default `auto`; see [`Reminisce`]). An audit
+    /// (`include_archived`) sees the archive anyway and never reminisces.
+    pub reminisce: Reminisce,
 }
 
 impl RecallRequest {
@@ -115,6 +206,7 @@ impl RecallRequest {
             include_archived: false,
             strengthen: None,
             weight_by_retention: None,
+            reminisce: Reminisce::Auto,
         }
     }
 }
@@ -141,6 +233,10 @@ pub struct RecallHit {
     pub retention_before: f64,
     /// How `score` was made.
     pub parts: ScoreParts,
+    /// Found in the archive by reminiscence: archived when this recall ranked it. A
+    /// strengthening recall has brought it back (`memory.status` is then active again).
+    /// Never set in an audit (`include_archived`).
+    pub reminisced: bool,
 }
 
 /// How a hit's fused score was made:
@@ -237,4 +333,6 @@ pub struct RecallResponse {
     pub date_filter: Option<DateFilter>,
     /// The RRF constant `k` the scores were fused with (see [`ScoreParts`]).
     pub rrf_k: f64,
+    /// What reminiscence did.
+    pub reminiscence: Reminiscence,
 }

@@ -4,7 +4,7 @@
 use chrono::Duration;
 use membank_engine::core::forgetting::{DecisionMode, ForgettingPolicy};
 use membank_engine::core::{EventKind, Status};
-use membank_engine::{EngineConfig, EngineError, RecallRequest, SweepRequest};
+use membank_engine::{EngineConfig, EngineError, RecallRequest, Reminisce, SweepRequest};
 use membank_store::{EventQuery, Store};
 
 use crate::{scope, world_with};
@@ -40,8 +40,11 @@ fn recalled_memories_outlive_unrecalled_ones() {
     assert_eq!(numbers.strength, 1.0);
     assert!((numbers.retention - (-4.0f64).exp()).abs() < 1e-12);
     assert_eq!(w.engine.show(&scope("ana"), recalled.id).unwrap().0.status, Status::Active);
-    // Archived memories are not recalled, and the log says why they went.
-    let hits = w.engine.recall(RecallRequest::new(scope("ana"), "weather grey", 5)).unwrap();
+    // Archived memories are not recalled without reminiscence, and the log says why they went.
+    let hits = w
+        .engine
+        .recall(RecallRequest { reminisce: Reminisce::Never, ..RecallRequest::new(scope("ana"), "weather grey", 5) })
+        .unwrap();
     assert!(hits.results.iter().all(|h| h.memory.id != ignored.id));
     let events =
         w.store.events(&scope("ana"), &EventQuery { memory_id: Some(ignored.id), ..Default::default() }).unwrap();

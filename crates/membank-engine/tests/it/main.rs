@@ -13,6 +13,7 @@ mod isolation;
 mod llm_world;
 mod maintain;
 mod recall;
+mod reminisce;
 mod summarize;
 mod transfer;
 

@@ -147,6 +147,7 @@ fn a_recall_never_returns_or_strengthens_what_was_erased_while_it_ran() {
         results: vec![(bees.id, 0.9), (hives.id, 0.8)],
         query_vector: None,
         include_archived: false,
+        reminisced: Vec::new(),
     };
     let policy = EngineConfig::default().forgetting;
     assert!(w.store.record_recall(&scope("ana"), &record, Some(&policy)).unwrap().is_empty());

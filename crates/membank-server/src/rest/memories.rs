@@ -11,7 +11,8 @@ use chrono::NaiveDate;
 use membank_engine::core::time::{parse_day, parse_instant};
 use membank_engine::core::{ClockFrom, InvalidInput, Kind, MemoryId, Scope, Source, Status, Timestamp};
 use membank_engine::{
-    EditRequest, Engine, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, SweepRequest,
+    EditRequest, Engine, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, Reminisce,
+    SweepRequest,
 };
 use membank_store::{EventQuery, IdempotencyRecord, Insertion, ListQuery};
 
@@ -71,6 +72,11 @@ fn importance(value: Option<f64>) -> Result<Option<f64>, ApiError> {
 /// Where a new memory's forgetting clock starts (default: when it is stored).
 fn clock_from(value: Option<&str>) -> Result<ClockFrom, ApiError> {
     value.map(str::parse::<ClockFrom>).transpose().map(Option::unwrap_or_default).map_err(invalid)
+}
+
+/// A recall's `reminisce` (default `auto`); anything but `auto`, `never` or `always` is a 422.
+fn reminisce(value: Option<&str>) -> Result<Reminisce, ApiError> {
+    value.map(str::parse::<Reminisce>).transpose().map(Option::unwrap_or_default).map_err(invalid)
 }
 
 fn turn_request(state: &AppState, caller: &Caller, user: &str, turn: TurnIn) -> Result<RememberTurn, ApiError> {
@@ -342,6 +348,7 @@ pub async fn recall(
     request.include_archived = body.include_archived.unwrap_or(false);
     request.strengthen = body.strengthen;
     request.weight_by_retention = body.weight_by_retention;
+    request.reminisce = reminisce(body.reminisce.as_deref())?;
     let response = state.run(move |engine| Ok(engine.recall(request)?)).await?;
     Metrics::add(&state.metrics().recalls, 1);
     if response.strengthened {

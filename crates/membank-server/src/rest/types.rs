@@ -158,6 +158,14 @@ pub struct RecallIn {
     /// Rank fading memories lower.
     #[serde(default)]
     pub weight_by_retention: Option<bool>,
+    /// Whether to consult the archive (reminiscence): `auto` (default) when the active
+    /// memories do not answer well (the best archived cosine to the query leads the best
+    /// active one by more than `[recall] reminisce_margin`), `never`, or `always`. Hits
+    /// from the archive carry `reminisced: true`, and a strengthening recall brings them
+    /// back with savings. Ignored by audits (`include_archived`).
+    #[serde(default)]
+    #[schema(pattern = r"^(auto|never|always)$", example = "auto")]
+    pub reminisce: Option<String>,
     /// Narrow to an agent label.
     #[serde(default)]
     #[schema(

@@ -10,6 +10,7 @@ mod errors;
 mod isolation;
 mod maintain;
 mod mcp;
+mod reminisce;
 mod security;
 mod support;
 mod web;

@@ -660,6 +660,66 @@ fn strengthen_all(
     append_events(tx, uid, &events)
 }
 
+/// Brings the archived memories a recall found in the archive (`(rank − 1, id, score)`)
+/// back to active with savings ([`ForgettingPolicy::reminisce`], as from each one's last
+/// `archived` event) and logs each as `reminisced` with the recall's query id, its rank and
+/// score. One no longer archived is left alone.
+fn reminisce_all(
+    tx: &mut Tx<'_>,
+    uid: Uuid,
+    found: &[(usize, MemoryId, f64)],
+    query_id: &str,
+    policy: &ForgettingPolicy,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    if found.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<Uuid> = found.iter().map(|(_, id, _)| id.as_uuid()).collect();
+    let sql = format!(
+        "SELECT m.id, m.seq, {FORGETTING_COLUMNS} FROM memories m WHERE m.uid = $1 AND m.id = ANY($2) AND m.status = 'archived' FOR UPDATE"
+    );
+    let mut states: HashMap<MemoryId, (i64, ForgettingState)> = HashMap::new();
+    for row in tx.query(&sql, &[&uid, &list])? {
+        states.insert(memory_id(col(&row, 0)?)?, (col(&row, 1)?, forgetting_state(&row, 2)?));
+    }
+    let mut archived_at: HashMap<MemoryId, Timestamp> = HashMap::new();
+    for row in tx.query(
+        "SELECT DISTINCT ON (memory_id) memory_id, at FROM events WHERE uid = $1 AND memory_id = ANY($2) AND kind = 'archived' ORDER BY memory_id, seq DESC",
+        &[&uid, &list],
+    )? {
+        archived_at.insert(memory_id(col(&row, 0)?)?, col(&row, 1)?);
+    }
+    let mut events = Vec::with_capacity(found.len());
+    let mut seqs = Vec::with_capacity(found.len());
+    for (at, id, score) in found {
+        let Some((seq, before)) = states.get(id).copied() else { continue };
+        let archived = archived_at.get(id).copied();
+        let after = policy.reminisce(&before, archived, now);
+        tx.execute(
+            "UPDATE memories SET strength = $3, recall_count = $4, last_recalled_at = $5, fade_age = $6, access_frequency = $7 WHERE uid = $1 AND seq = $2",
+            &[
+                &uid,
+                &seq,
+                &after.strength.get(),
+                &i64::from(after.recall_count),
+                &millis(after.last_recalled_at),
+                &after.fade_age,
+                &after.access_frequency,
+            ],
+        )?;
+        let data = policy.reminisce_event_data(&before, &after, archived, now);
+        events.push(payload::reminisced(*id, now, query_id, at + 1, *score, data));
+        seqs.push(seq);
+    }
+    if seqs.is_empty() {
+        return Ok(());
+    }
+    change_status(tx, uid, &seqs, Status::Active, None)?;
+    bump_revision(tx, uid)?;
+    append_events(tx, uid, &events)
+}
+
 /// Changes a memory's status and bumps the user's revision, in the caller's transaction.
 fn set_status(tx: &mut Tx<'_>, uid: Uuid, seq: i64, status: Status) -> Result<(), StoreError> {
     change_status(tx, uid, &[seq], status, None)?;
@@ -945,16 +1005,32 @@ impl Store for PgStore {
             for row in tx.query(&sql, &[&uid, &ids, &agent, &session])? {
                 statuses.insert(memory_id(col(&row, 0)?)?, parse("status", &col::<String>(&row, 1)?)?);
             }
+            // An archived result the recall found in the archive (reminiscence) is eligible
+            // too; in an audit recall nothing archived is brought back.
+            let reminisced: std::collections::HashSet<MemoryId> = recall.reminisced.iter().copied().collect();
             let eligible: Vec<(MemoryId, f64)> = recall
                 .results
                 .iter()
                 .filter(|(id, _)| match statuses.get(id) {
                     Some(Status::Active) => true,
-                    Some(Status::Archived | Status::Superseded) => recall.include_archived,
+                    Some(Status::Archived) => recall.include_archived || reminisced.contains(id),
+                    Some(Status::Superseded) => recall.include_archived,
                     Some(Status::Erased) | None => false,
                 })
                 .copied()
                 .collect();
+            // The first occurrence of each: its place in `eligible`.
+            let mut from_archive: Vec<(usize, MemoryId, f64)> = Vec::new();
+            if !recall.include_archived {
+                for (at, (id, score)) in eligible.iter().enumerate() {
+                    if statuses.get(id) == Some(&Status::Archived)
+                        && reminisced.contains(id)
+                        && !from_archive.iter().any(|(_, seen, _)| seen == id)
+                    {
+                        from_archive.push((at, *id, *score));
+                    }
+                }
+            }
             let events: Vec<NewEvent> = eligible
                 .iter()
                 .enumerate()
@@ -963,7 +1039,16 @@ impl Store for PgStore {
             append_events(tx, uid, &events)?;
             let ids: Vec<MemoryId> = eligible.iter().map(|(id, _)| *id).collect();
             if let Some(policy) = strengthen {
-                strengthen_all(tx, uid, &ids, Some(&recall.query_id), policy, recall.now)?;
+                // Each memory found in the archive comes back once, with savings; any later
+                // occurrence of it in the results is an ordinary strengthening.
+                reminisce_all(tx, uid, &from_archive, &recall.query_id, policy, recall.now)?;
+                let others: Vec<MemoryId> = eligible
+                    .iter()
+                    .enumerate()
+                    .filter(|(at, _)| !from_archive.iter().any(|(first, _, _)| first == at))
+                    .map(|(_, (id, _))| *id)
+                    .collect();
+                strengthen_all(tx, uid, &others, Some(&recall.query_id), policy, recall.now)?;
             }
             if let Some(vector) = &recall.query_vector {
                 let keep = strengthen

@@ -691,7 +691,11 @@ impl Store for SqliteStore {
             let user = Self::existing_user(tx, scope)?;
             // Re-read in the write transaction: a result archived or erased since the
             // searches read their snapshots is dropped here, not returned or strengthened.
+            // An archived result the recall found in the archive (reminiscence) is eligible
+            // too; in an audit recall nothing archived is brought back.
+            let reminisced: std::collections::HashSet<MemoryId> = recall.reminisced.iter().copied().collect();
             let mut eligible = Vec::with_capacity(recall.results.len());
+            let mut from_archive: Vec<(usize, MemoryId, f64)> = Vec::new();
             let sql = format!("SELECT m.status FROM memories m WHERE m.id = :id AND m.user_row = :user {LABEL_FILTER}");
             for (id, score) in &recall.results {
                 let status: Option<String> = tx
@@ -702,11 +706,20 @@ impl Store for SqliteStore {
                     )
                     .optional()?;
                 let Some(status) = status else { continue };
-                let ok = match status.parse::<Status>().map_err(|_| StoreError::Corrupt(format!("bad status {status:?}")))? {
+                let status = status.parse::<Status>().map_err(|_| StoreError::Corrupt(format!("bad status {status:?}")))?;
+                let back = status == Status::Archived
+                    && !recall.include_archived
+                    && reminisced.contains(id)
+                    && !from_archive.iter().any(|(_, seen, _)| seen == id);
+                let ok = match status {
                     Status::Active => true,
-                    Status::Archived | Status::Superseded => recall.include_archived,
+                    Status::Archived => recall.include_archived || reminisced.contains(id),
+                    Status::Superseded => recall.include_archived,
                     Status::Erased => false,
                 };
+                if back {
+                    from_archive.push((eligible.len(), *id, *score));
+                }
                 if ok {
                     eligible.push((*id, *score));
                 }
@@ -715,7 +728,17 @@ impl Store for SqliteStore {
                 append_event(tx, user, &payload::recalled(*id, recall.now, &recall.query_id, rank + 1, *score))?;
             }
             if let Some(policy) = strengthen {
-                let ids: Vec<MemoryId> = eligible.iter().map(|(id, _)| *id).collect();
+                // Each memory found in the archive comes back once, with savings; any later
+                // occurrence of it in the results is an ordinary strengthening.
+                for (at, id, score) in &from_archive {
+                    reminisce_one(tx, user, *id, (&recall.query_id, at + 1, *score), policy, recall.now)?;
+                }
+                let ids: Vec<MemoryId> = eligible
+                    .iter()
+                    .enumerate()
+                    .filter(|(at, _)| !from_archive.iter().any(|(first, _, _)| first == at))
+                    .map(|(_, (id, _))| *id)
+                    .collect();
                 strengthen_all(tx, user, &ids, Some(&recall.query_id), policy, recall.now)?;
             }
             if let Some(vector) = &recall.query_vector {
@@ -1101,6 +1124,49 @@ fn strengthen_all(
         append_event(tx, user, &payload::strengthened(*id, now, &change))?;
     }
     Ok(())
+}
+
+/// Brings one archived memory a recall found in the archive back to active with savings
+/// ([`ForgettingPolicy::reminisce`], as from its last `archived` event) and logs it as
+/// `reminisced` with the recall's query id, the memory's rank and score. Does nothing when
+/// it is no longer archived.
+fn reminisce_one(
+    tx: &Transaction<'_>,
+    user: i64,
+    id: MemoryId,
+    (query_id, rank, score): (&str, usize, f64),
+    policy: &ForgettingPolicy,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    let row = tx
+        .prepare_cached(&format!(
+            "SELECT seq, {FORGETTING_COLUMNS} FROM memories WHERE id = ?1 AND user_row = ?2 AND status = 'archived'"
+        ))?
+        .query_row(params![id.to_string(), user], |row| Ok((row.get::<_, i64>(0)?, forgetting_state(row, 1)?)))
+        .optional()?;
+    let Some((seq, before)) = row else { return Ok(()) };
+    let archived_at: Option<i64> = tx
+        .prepare_cached(
+            "SELECT at FROM events WHERE memory_id = ?1 AND user_row = ?2 AND kind = 'archived' ORDER BY seq DESC LIMIT 1",
+        )?
+        .query_row(params![id.to_string(), user], |row| row.get(0))
+        .optional()?;
+    let archived_at = archived_at.map(from_millis).transpose()?;
+    let after = policy.reminisce(&before, archived_at, now);
+    set_status(tx, user, seq, Status::Active)?;
+    tx.prepare_cached(
+        "UPDATE memories SET strength = ?1, recall_count = ?2, last_recalled_at = ?3, fade_age = ?4, access_frequency = ?5 WHERE seq = ?6",
+    )?
+    .execute(params![
+        after.strength.get(),
+        after.recall_count,
+        millis(after.last_recalled_at),
+        after.fade_age,
+        after.access_frequency,
+        seq
+    ])?;
+    let data = policy.reminisce_event_data(&before, &after, archived_at, now);
+    append_event(tx, user, &payload::reminisced(id, now, query_id, rank, score, data))
 }
 
 /// The ten forgetting columns `FORGETTING_COLUMNS` selected from position `first` on.

@@ -418,6 +418,7 @@ mod model_based {
                             results: vec![(id, 0.5)],
                             query_vector: None,
                             include_archived: false,
+                            reminisced: Vec::new(),
                         };
                         handles[handle].record_recall(&user_scope(e.user), &record, Some(&policy)).unwrap();
                         if e.status == Status::Active {
@@ -561,7 +562,7 @@ conformance! {
         assert!(store.events(&ben, &EventQuery { memory_id: Some(anas), ..Default::default() }).unwrap().is_empty());
         assert!(store.adjacent(&ben, &[anas], &audit()).unwrap().is_empty());
         // A recall naming another user's memory logs and strengthens nothing of it.
-        let record = RecallRecord { query_id: "q".into(), now, results: vec![(anas, 1.0)], query_vector: None, include_archived: true };
+        let record = RecallRecord { query_id: "q".into(), now, results: vec![(anas, 1.0)], query_vector: None, include_archived: true, reminisced: Vec::new() };
         assert!(store.record_recall(&ben, &record, Some(&policy)).unwrap().is_empty());
         let untouched = store.get(&ana, anas).unwrap();
         assert_eq!(untouched.status, Status::Active);
@@ -727,7 +728,7 @@ conformance! {
         let id = store.insert(NewMemory { memory: m, embedding: Some((model(), unit(7))) }).unwrap().id;
         let keep = note(store, &ana, "an ordinary note about fish", t0() + Duration::minutes(1), 8);
         // A recall logs it (events carry no text), a stored idempotent answer quotes it.
-        let record = RecallRecord { query_id: "q1".into(), now: t0(), results: vec![(id, 0.9)], query_vector: Some(unit(7)), include_archived: false };
+        let record = RecallRecord { query_id: "q1".into(), now: t0(), results: vec![(id, 0.9)], query_vector: Some(unit(7)), include_archived: false, reminisced: Vec::new() };
         store.record_recall(&ana, &record, Some(&ForgettingPolicy::default())).unwrap();
         let claim = IdempotencyClaim { key: "k-erase".into(), request_hash: "h".into(), now: t0(), expire_before: t0() - Duration::days(1) };
         let batch = vec![NewMemory { memory: memory(&ana, Kind::Note, "stored with a key", t0()), embedding: None }];
@@ -887,7 +888,7 @@ conformance! {
         // Pinning twice changes nothing and logs once.
         store.set_pinned(&ana, pinned, true, t0()).unwrap();
         assert_eq!(store.events(&ana, &EventQuery { memory_id: Some(pinned), ..Default::default() }).unwrap().iter().filter(|e| e.kind == EventKind::Pinned).count(), 1);
-        let record = RecallRecord { query_id: "q".into(), now: t0() + Duration::days(20), results: vec![(recalled, 0.5)], query_vector: None, include_archived: false };
+        let record = RecallRecord { query_id: "q".into(), now: t0() + Duration::days(20), results: vec![(recalled, 0.5)], query_vector: None, include_archived: false, reminisced: Vec::new() };
         store.record_recall(&ana, &record, Some(&policy)).unwrap();
         let now = t0() + Duration::days(30);
         let states: Vec<(MemoryId, ForgettingState)> = store.list(&ana, &ListQuery::default()).unwrap().into_iter().map(|m| (m.id, m.forgetting)).collect();
@@ -933,7 +934,7 @@ conformance! {
         store.archive(&ana, b, "x", t0()).unwrap();
         store.erase(&ana, gone, t0()).unwrap();
         let now = t0() + Duration::days(2);
-        let record = RecallRecord { query_id: "q1".into(), now, results: vec![(a, 0.9), (b, 0.8), (gone, 0.7)], query_vector: Some(unit(5)), include_archived: false };
+        let record = RecallRecord { query_id: "q1".into(), now, results: vec![(a, 0.9), (b, 0.8), (gone, 0.7)], query_vector: Some(unit(5)), include_archived: false, reminisced: Vec::new() };
         let returned = store.record_recall(&ana, &record, Some(&policy)).unwrap();
         assert_eq!(returned.iter().map(|m| m.id).collect::<Vec<_>>(), [a]);
         let want = policy.strengthen(&ForgettingState::new(t0()), now);
@@ -961,7 +962,7 @@ conformance! {
         // Recent queries are bounded per user.
         let keep = policy.fademem.recent_queries;
         for i in 0..keep + 3 {
-            let record = RecallRecord { query_id: format!("r{i}"), now, results: vec![(a, 0.5)], query_vector: Some(unit(100 + i as u64)), include_archived: false };
+            let record = RecallRecord { query_id: format!("r{i}"), now, results: vec![(a, 0.5)], query_vector: Some(unit(100 + i as u64)), include_archived: false, reminisced: Vec::new() };
             store.record_recall(&ana, &record, None).unwrap();
         }
         let recent = store.recent_queries(&ana, 1000).unwrap();
@@ -983,7 +984,7 @@ conformance! {
                 let ana = ana.clone();
                 s.spawn(move || {
                     for i in 0..EACH {
-                        let record = RecallRecord { query_id: format!("{t}-{i}"), now: t0() + Duration::minutes(i as i64), results: vec![(id, 0.5)], query_vector: None, include_archived: false };
+                        let record = RecallRecord { query_id: format!("{t}-{i}"), now: t0() + Duration::minutes(i as i64), results: vec![(id, 0.5)], query_vector: None, include_archived: false, reminisced: Vec::new() };
                         store.record_recall(&ana, &record, Some(&policy)).unwrap();
                     }
                 });
@@ -1515,6 +1516,7 @@ pub(crate) fn populate(store: &dyn Store, ana: &Scope) {
         results: vec![(ids[3], 0.9), (ids[0], 0.5)],
         query_vector: Some(unit(30)),
         include_archived: false,
+        reminisced: Vec::new(),
     };
     store.record_recall(ana, &record, Some(&policy)).unwrap();
     let mut p = plan(t0() + Duration::days(2));
@@ -1653,5 +1655,161 @@ conformance! {
         to.import_users(vec![empty("zed"), empty("bea"), empty("max")], false).unwrap();
         let order: Vec<String> = to.all_users().unwrap().into_iter().map(|(_, u)| u.as_str().to_string()).collect();
         assert_eq!(order, ["ana", "zed", "bea", "max"]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reminiscence: a recall that found archived memories in the archive
+// ---------------------------------------------------------------------------------------
+
+/// A recall of `results` at `now` naming `reminisced` as found in the archive.
+fn reminiscing(query_id: &str, now: Timestamp, results: &[(MemoryId, f64)], reminisced: &[MemoryId]) -> RecallRecord {
+    RecallRecord {
+        query_id: query_id.into(),
+        now,
+        results: results.to_vec(),
+        query_vector: None,
+        include_archived: false,
+        reminisced: reminisced.to_vec(),
+    }
+}
+
+conformance! {
+    fn a_reminisced_memory_comes_back_with_savings_and_its_event(fx: Fixture) {
+        let store = fx.store.as_ref();
+        let ana = scope("ana");
+        ensure(store, &ana);
+        let policy = ForgettingPolicy::default();
+        let active = note(store, &ana, "still active", t0(), 1);
+        let old = note(store, &ana, "the dog is called Rex", t0(), 2);
+        // Recalled twice (S = 3), then archived on day 20.
+        for day in [1, 2] {
+            let record = reminiscing(&format!("early{day}"), t0() + Duration::days(day), &[(old, 0.5)], &[]);
+            store.record_recall(&ana, &record, Some(&policy)).unwrap();
+        }
+        let archived_at = t0() + Duration::days(20);
+        store.archive(&ana, old, "test", archived_at).unwrap();
+        let before = store.get(&ana, old).unwrap().forgetting;
+        assert_eq!(before.strength.get(), 3.0);
+
+        let now = t0() + Duration::days(60);
+        let record = reminiscing("q-rem", now, &[(active, 0.9), (old, 0.8)], &[old]);
+        let returned = store.record_recall(&ana, &record, Some(&policy)).unwrap();
+        assert_eq!(returned.iter().map(|m| m.id).collect::<Vec<_>>(), [active, old]);
+        let back = &returned[1];
+        assert_eq!(back.status, Status::Active);
+        assert_eq!(back.forgetting, policy.reminisce(&before, Some(archived_at), now));
+        assert_eq!(back.forgetting.strength.get(), 4.0, "S at archive (3) plus one");
+        assert_eq!(back.forgetting.recall_count, 3);
+        assert_eq!(back.forgetting.last_recalled_at, now);
+        assert_eq!(store.get(&ana, old).unwrap(), *back);
+        assert_eq!(store.counts(&ana).unwrap().archived, 0);
+        // Searches see it as active again.
+        assert!(dense(store, &ana, &unit(2), &SearchFilter::default()).contains(&old));
+        assert_eq!(lexical(store, &ana, "Rex", &SearchFilter::default()), [old]);
+
+        let log = store.events(&ana, &EventQuery { memory_id: Some(old), ..Default::default() }).unwrap();
+        let last: Vec<EventKind> = log.iter().rev().take(2).rev().map(|e| e.kind).collect();
+        assert_eq!(last, [EventKind::Recalled, EventKind::Reminisced], "no plain strengthening, no separate restore");
+        let event = log.last().unwrap();
+        assert_eq!(event.at, now);
+        assert_eq!(event.data["query_id"], "q-rem");
+        assert_eq!(event.data["rank"], 2);
+        assert_eq!(event.data["score"], 0.8);
+        assert_eq!(event.data["strength_before"], 3.0);
+        assert_eq!(event.data["strength_at_archive"], 3.0);
+        assert_eq!(event.data["strength_after"], 4.0);
+        assert_eq!(event.data["previous_status"], "archived");
+        let at = chrono::DateTime::parse_from_rfc3339(event.data["archived_at"].as_str().unwrap()).unwrap();
+        assert_eq!(at.with_timezone(&Utc), archived_at);
+        // The active one was strengthened as usual.
+        let strengthened: Vec<Option<MemoryId>> = store.events(&ana, &EventQuery::default()).unwrap().iter().filter(|e| e.kind == EventKind::Strengthened && e.data["query_id"] == "q-rem").map(|e| e.memory_id).collect();
+        assert_eq!(strengthened, [Some(active)]);
+        assert!(fx.integrity().is_empty(), "{:?}", fx.integrity());
+    }
+
+    fn fademem_reminiscence_reinforces_as_from_the_archive(fx: Fixture) {
+        let store = fx.store.as_ref();
+        let ana = scope("ana");
+        ensure(store, &ana);
+        let policy = ForgettingPolicy { kind: membank_core::PolicyKind::FadeMem, ..ForgettingPolicy::default() };
+        let old = note(store, &ana, "an old fact", t0(), 3);
+        let plan = store.sweep(&ana, &policy, t0() + Duration::days(400), false).unwrap();
+        assert_eq!(plan.archived.iter().map(|a| a.id).collect::<Vec<_>>(), [old]);
+        let before = store.get(&ana, old).unwrap().forgetting;
+        let now = t0() + Duration::days(700);
+        let returned = store.record_recall(&ana, &reminiscing("q", now, &[(old, 0.4)], &[old]), Some(&policy)).unwrap();
+        let after = returned[0].forgetting;
+        assert_eq!(after, policy.reminisce(&before, Some(t0() + Duration::days(400)), now));
+        let v = policy.fademem.decay(&after, now).strength;
+        assert!(v > policy.fademem.epsilon && v >= policy.fademem.decay(&policy.strengthen(&before, now), now).strength, "v = {v}");
+        let event = store.events(&ana, &EventQuery { memory_id: Some(old), ..Default::default() }).unwrap().pop().unwrap();
+        assert_eq!(event.kind, EventKind::Reminisced);
+        assert!(event.data["v_after"].as_f64().unwrap() > event.data["v_before"].as_f64().unwrap());
+    }
+
+    fn reminiscence_never_brings_back_erased_superseded_unnamed_or_foreign_memories(fx: Fixture) {
+        let store = fx.store.as_ref();
+        let (ana, ben) = (scope("ana"), scope("ben"));
+        ensure(store, &ana);
+        ensure(store, &ben);
+        let policy = ForgettingPolicy::default();
+        let erased = note(store, &ana, "erased", t0(), 1);
+        let superseded = note(store, &ana, "superseded", t0(), 2);
+        let unnamed = note(store, &ana, "archived, not found in the archive by this recall", t0(), 3);
+        let foreign = note(store, &ben, "ben's archived memory", t0(), 4);
+        store.archive(&ana, erased, "x", t0()).unwrap();
+        store.erase(&ana, erased, t0()).unwrap();
+        let mut fused = memory(&ana, Kind::DailySummary, "the summary", t0());
+        fused.derived_from = vec![superseded];
+        store.insert_superseding(NewMemory { memory: fused, embedding: None }, &[superseded], t0()).unwrap();
+        store.archive(&ana, unnamed, "x", t0()).unwrap();
+        store.archive(&ben, foreign, "x", t0()).unwrap();
+        let now = t0() + Duration::days(5);
+        let results = [(erased, 0.9), (superseded, 0.8), (unnamed, 0.7), (foreign, 0.6)];
+        let named = [erased, superseded, foreign];
+        let returned = store.record_recall(&ana, &reminiscing("q", now, &results, &named), Some(&policy)).unwrap();
+        assert!(returned.is_empty(), "{returned:?}");
+        assert_eq!(store.get(&ana, superseded).unwrap().status, Status::Superseded);
+        assert_eq!(store.get(&ana, unnamed).unwrap().status, Status::Archived);
+        assert_eq!(store.get(&ana, erased).unwrap().status, Status::Erased);
+        assert_eq!(store.get(&ben, foreign).unwrap().status, Status::Archived);
+        assert!(store.events(&ben, &EventQuery::default()).unwrap().iter().all(|e| e.kind != EventKind::Reminisced && e.kind != EventKind::Recalled));
+        assert!(store.events(&ana, &EventQuery::default()).unwrap().iter().all(|e| e.kind != EventKind::Reminisced && e.kind != EventKind::Recalled));
+    }
+
+    fn reminiscence_in_audits_and_inspections_restores_nothing(fx: Fixture) {
+        let store = fx.store.as_ref();
+        let ana = scope("ana");
+        ensure(store, &ana);
+        let policy = ForgettingPolicy::default();
+        let old = note(store, &ana, "archived", t0(), 1);
+        store.archive(&ana, old, "x", t0()).unwrap();
+        let now = t0() + Duration::days(5);
+        // A recall that does not strengthen logs it as returned, and it stays archived.
+        let returned = store.record_recall(&ana, &reminiscing("look", now, &[(old, 0.5)], &[old]), None).unwrap();
+        assert_eq!(returned.iter().map(|m| (m.id, m.status)).collect::<Vec<_>>(), [(old, Status::Archived)]);
+        // An audit never restores, even when told the memory came from the archive.
+        let audit = RecallRecord { include_archived: true, ..reminiscing("audit", now, &[(old, 0.5)], &[old]) };
+        let returned = store.record_recall(&ana, &audit, Some(&policy)).unwrap();
+        assert_eq!(returned.iter().map(|m| (m.id, m.status)).collect::<Vec<_>>(), [(old, Status::Archived)]);
+        assert_eq!(returned[0].forgetting.strength.get(), 1.0);
+        let kinds: Vec<EventKind> = store.events(&ana, &EventQuery { memory_id: Some(old), ..Default::default() }).unwrap().iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [EventKind::Created, EventKind::Archived, EventKind::Recalled, EventKind::Recalled]);
+    }
+
+    fn a_memory_twice_in_one_reminiscing_recall_comes_back_once_then_strengthens(fx: Fixture) {
+        let store = fx.store.as_ref();
+        let ana = scope("ana");
+        ensure(store, &ana);
+        let policy = ForgettingPolicy::default();
+        let old = note(store, &ana, "archived", t0(), 1);
+        store.archive(&ana, old, "x", t0()).unwrap();
+        let now = t0() + Duration::days(5);
+        let returned = store.record_recall(&ana, &reminiscing("q", now, &[(old, 0.5), (old, 0.4)], &[old]), Some(&policy)).unwrap();
+        assert!(returned.iter().all(|m| m.id == old && m.status == Status::Active));
+        assert_eq!(store.get(&ana, old).unwrap().forgetting.strength.get(), 3.0);
+        let kinds: Vec<EventKind> = store.events(&ana, &EventQuery { memory_id: Some(old), ..Default::default() }).unwrap().iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [EventKind::Created, EventKind::Archived, EventKind::Recalled, EventKind::Recalled, EventKind::Reminisced, EventKind::Strengthened]);
     }
 }

@@ -197,7 +197,7 @@ proptest! {
                 },
                 Op::Recall { handle, target } => if let Some(id) = pick(target) {
                     let e = model.get_mut(&id).unwrap();
-                    let record = RecallRecord { query_id: "q".into(), now, results: vec![(id, 0.5)], query_vector: None, include_archived: false };
+                    let record = RecallRecord { query_id: "q".into(), now, results: vec![(id, 0.5)], query_vector: None, include_archived: false, reminisced: Vec::new() };
                     handles[handle].record_recall(&scope(e.user), &record, Some(&policy)).unwrap();
                     if e.status == Status::Active { e.state = policy.strengthen(&e.state, now); }
                 },
