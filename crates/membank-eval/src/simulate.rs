@@ -1409,8 +1409,10 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
+            .right_y_label_area_size(60)
             .build_cartesian_2d(1f64..(days as f64).max(2.0), 0f64..top)
-            .map_err(|e| draw_error(&e))?;
+            .map_err(|e| draw_error(&e))?
+            .set_secondary_coord(1f64..(days as f64).max(2.0), 0f64..1.08);
         chart
             .configure_mesh()
             .light_line_style(RGBColor(245, 245, 245))
@@ -1451,6 +1453,23 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
                 .label(name)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
         }
+        // With labels: the share of critical turns still active, on the right-hand scale.
+        let critical: Vec<(f64, f64)> =
+            report.timeline.iter().filter_map(|d| d.critical_kept.map(|k| (d.day as f64 + 1.0, k))).collect();
+        if !critical.is_empty() {
+            let green = RGBColor(0, 140, 70);
+            chart
+                .configure_secondary_axes()
+                .y_desc("critical turns still active")
+                .y_label_formatter(&|y| format!("{:.0}%", y * 100.0))
+                .draw()
+                .map_err(|e| draw_error(&e))?;
+            chart
+                .draw_secondary_series(LineSeries::new(critical, green.stroke_width(2)))
+                .map_err(|e| draw_error(&e))?
+                .label(format!("critical kept ({}, right scale)", report.policy))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], green.stroke_width(2)));
+        }
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperLeft)
@@ -1460,9 +1479,14 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
             .map_err(|e| draw_error(&e))?;
 
         let metric = &report.questions.main_metric;
-        let names = [report.policy, "no forgetting", "fifo", "lru"];
-        let maps =
-            [&report.quality.forgetting, &report.quality.no_forgetting, &report.quality.fifo, &report.quality.lru];
+        let names = [report.policy, "+ reminiscence", "no forgetting", "fifo", "lru"];
+        let maps = [
+            &report.quality.forgetting,
+            &report.quality.forgetting_reminiscence,
+            &report.quality.no_forgetting,
+            &report.quality.fifo,
+            &report.quality.lru,
+        ];
         let values: Vec<Option<f64>> = maps.iter().map(|m| m.get(metric).copied()).collect();
         let caption = match &report.questions.note {
             Some(_) => format!("{metric}: nothing scored"),
@@ -1487,7 +1511,7 @@ pub fn plot(report: &SimulateReport, path: &Path) -> Result<(), EvalError> {
             })
             .draw()
             .map_err(|e| draw_error(&e))?;
-        let colors = [BLUE, RED, RGBColor(120, 120, 120), RGBColor(0, 150, 80)];
+        let colors = [BLUE, RGBColor(90, 60, 200), RED, RGBColor(120, 120, 120), RGBColor(0, 150, 80)];
         bars.draw_series(values.iter().enumerate().filter_map(|(i, v)| {
             v.map(|v| {
                 let mut bar = Rectangle::new(

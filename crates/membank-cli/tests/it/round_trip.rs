@@ -150,10 +150,30 @@ fn lifecycle_commands_and_sweep_report(bank: &Bank) {
     assert_eq!(listed["memories"].as_array().unwrap().len(), 2);
     let counts = &bank.json(&["list", "--user", "u1"])["counts"];
     assert_eq!((counts["active"].as_u64(), counts["archived"].as_u64()), (Some(1), Some(2)));
-    // Only the pinned memory is recallable now; an audit still finds the archived ones.
-    let recall =
-        bank.json(&["recall", "--user", "u1", "--query", "what did I eat for lunch?", "--k", "3", "--no-strengthen"]);
+    // Only the pinned memory is active now: a recall of the active memories alone returns
+    // it, one that may reminisce brings the better-matching archived ones along, flagged (and,
+    // not strengthening, restores nothing); an audit still finds the archived ones.
+    let recall = bank.json(&[
+        "recall",
+        "--user",
+        "u1",
+        "--query",
+        "what did I eat for lunch?",
+        "--k",
+        "3",
+        "--no-strengthen",
+        "--reminisce",
+        "never",
+    ]);
     assert_eq!(result_ids(&recall), [keep.as_str()]);
+    let reminiscing =
+        bank.json(&["recall", "--user", "u1", "--query", "what did I eat for lunch?", "--k", "3", "--no-strengthen"]);
+    assert_eq!(reminiscing["reminiscence"]["consulted"], true, "{reminiscing}");
+    for hit in reminiscing["results"].as_array().unwrap() {
+        assert_eq!(hit["reminisced"], hit["status"] == "archived", "{hit}");
+    }
+    let counts = &bank.json(&["list", "--user", "u1"])["counts"];
+    assert_eq!((counts["active"].as_u64(), counts["archived"].as_u64()), (Some(1), Some(2)));
     let audit = bank.json(&[
         "recall",
         "--user",
@@ -282,8 +302,11 @@ fn forget_with_a_reason_then_restore(bank: &Bank) {
     // Only an active memory can be forgotten.
     bank.fails(&["forget", "--user", "dave", &sister], 5);
 
-    // A recall no longer returns it (so does not strengthen it); an audit does.
-    let recall = bank.json(&["recall", "--user", "dave", "--query", query, "--k", "2", "--now", now]);
+    // A recall of the active memories no longer returns it (so does not strengthen it); an
+    // audit does. (A recall that may reminisce would bring it back as the best match: `erase`
+    // is the way to make sure it never returns.)
+    let recall =
+        bank.json(&["recall", "--user", "dave", "--query", query, "--k", "2", "--now", now, "--reminisce", "never"]);
     assert_eq!(result_ids(&recall), [chess.as_str()]);
     let audit =
         bank.json(&["recall", "--user", "dave", "--query", query, "--k", "2", "--include-archived", "--no-strengthen"]);

@@ -389,6 +389,11 @@ fn critical_labels_are_reported_per_way_of_keeping_with_the_estimator_auc() {
     assert!((0.0..=1.0).contains(&auc));
     // Each timeline day says how much of what was critical so far is still held.
     assert!(json["timeline"].as_array().unwrap().iter().any(|d| d.get("critical_kept").is_some()));
+    // The plot draws critical retention over time on its own scale.
+    let path = data.path("critical.svg");
+    simulate::plot(&report, &path).unwrap();
+    let svg = std::fs::read_to_string(&path).unwrap();
+    assert!(svg.contains("critical kept") && svg.contains("critical turns still active"), "{svg}");
     // Without labels the block is absent.
     let plain = serde_json::to_value(run(&data.memorybank(SimPolicy::MemoryBank, None, 30))).unwrap();
     assert!(plain.get("critical").is_none_or(|c| c.is_null()), "{plain}");
