@@ -57,6 +57,11 @@ const LAMBDAS: [f64; 12] = [10.0, 3.0, 1.0, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 
 /// Folds of the grouped cross-validation (groups dealt round-robin within each set).
 const FOLDS: usize = 5;
 
+type Error = Box<dyn std::error::Error>;
+
+/// A strength's mean out-of-fold AUC, the strength, and the AUC per set.
+type Choice = (f64, f64, Vec<(Set, f64)>);
+
 /// One row per example: the memory's embedding, the lexical logit, and 1 (the bias).
 fn features(embedding: &[f32], lexical: f64) -> Vec<f64> {
     let l = lexical.clamp(1e-6, 1.0 - 1e-6);
@@ -72,7 +77,7 @@ fn embed_rows(
     lexical: &[f64],
     ids: &[usize],
     dir: &std::path::Path,
-) -> Result<(String, Vec<Vec<f64>>), Box<dyn std::error::Error>> {
+) -> Result<(String, Vec<Vec<f64>>), Error> {
     use membank_embed::{Embedder, LocalEmbedder, LocalOptions};
     let embedder = LocalEmbedder::open(dir, LocalOptions::default())?;
     let mut rows = Vec::with_capacity(ids.len());
@@ -125,7 +130,7 @@ fn fit(examples: &[Example], lexical: &[f64]) -> Result<(), Box<dyn std::error::
             }
         }
         let sets: Vec<Set> = Set::ALL.into_iter().filter(|s| ids.iter().any(|&i| examples[i].set == *s)).collect();
-        let mut best: Option<(f64, f64, Vec<(Set, f64)>)> = None;
+        let mut best: Option<Choice> = None;
         let mut warm: Vec<Vec<f64>> = vec![vec![0.0; rows[0].len()]; FOLDS];
         for lambda in LAMBDAS {
             let mut oof = vec![0.0; ids.len()];

@@ -115,7 +115,7 @@ fn labels(path: &Path) -> Result<Vec<Value>, EvalError> {
         .collect()
 }
 
-fn field<'a>(line: &'a Value, name: &str) -> String {
+fn field(line: &Value, name: &str) -> String {
     match line.get(name) {
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
