@@ -3,11 +3,14 @@
 //! ```text
 //! xz -dk --stdout /work/shared/data/longmemeval/longmemeval_s_cleaned.json.xz > /tmp/longmemeval_s_cleaned.json
 //! cargo run --release -p membank-eval --example importance -- tune   [DATA_DIR] [LONGMEMEVAL_JSON]
+//! cargo run --release -p membank-eval --example importance -- fit    [DATA_DIR] [LONGMEMEVAL_JSON]
 //! cargo run --release -p membank-eval --example importance -- report [DATA_DIR] [LONGMEMEVAL_JSON]
 //! ```
 //!
-//! `tune` prints AUC on the tuning halves only; `report` adds the reporting halves (look at
-//! them once, at the end). DATA_DIR defaults to `../shared/data` (holding `memorybank/`,
+//! `tune` prints the lexical estimate's AUC on the tuning halves only; `fit` adds the probe's
+//! cross-validation on them and writes its weights; `report` scores the shipped estimator
+//! (the probe) and the lexical one on both halves (look at the reporting halves once, at the
+//! end). DATA_DIR defaults to `../shared/data` (holding `memorybank/`,
 //! `locomo/`), the LongMemEval file to `/tmp/longmemeval_s_cleaned.json`; the labels are read
 //! from `bench/critical` (run from the repository root).
 
@@ -24,7 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "tune" => &[Split::Tune],
         "report" => &[Split::Tune, Split::Report],
         "fit" => &[Split::Tune],
-        other => return Err(format!("unknown command {other:?}: tune or report").into()),
+        other => return Err(format!("unknown command {other:?}: tune, fit or report").into()),
     };
     let examples = load(&Sources {
         labels: &PathBuf::from("bench/critical"),
@@ -34,10 +37,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         longmemeval: &longmemeval,
     })?;
     let lexical: Vec<f64> = examples.iter().map(|e| membank_core::salience::estimate_importance(&e.text)).collect();
-    println!("{:<14} {:<7} {:>6} {:>9} {:>8}", "set", "half", "turns", "critical", "lexical");
-    for row in auc_table(&examples, &lexical, splits) {
-        let auc = row.auc.map_or("-".to_string(), |a| format!("{a:.3}"));
-        println!("{:<14} {:<7} {:>6} {:>9} {:>8}", row.set, row.half, row.turns, row.critical, auc);
+    let probe = if command == "report" { Some(shipped(&examples, splits)?) } else { None };
+    println!("{:<14} {:<7} {:>6} {:>9} {:>8} {:>8}", "set", "half", "turns", "critical", "lexical", "probe");
+    let probe_rows = probe.as_ref().map(|p| auc_table(&examples, p, splits));
+    for (k, row) in auc_table(&examples, &lexical, splits).into_iter().enumerate() {
+        let show = |a: Option<f64>| a.map_or("-".to_string(), |a| format!("{a:.3}"));
+        let p = probe_rows.as_ref().map_or("-".to_string(), |rows| show(rows[k].auc));
+        println!("{:<14} {:<7} {:>6} {:>9} {:>8} {:>8}", row.set, row.half, row.turns, row.critical, show(row.auc), p);
+    }
+    if probe.is_some() {
+        println!("(probe on the tune halves is in-sample: it was fitted there; its CV AUC is in the weight files)");
     }
     if command == "fit" {
         fit(&examples, &lexical)?;
@@ -61,6 +70,32 @@ type Error = Box<dyn std::error::Error>;
 
 /// A strength's mean out-of-fold AUC, the strength, and the AUC per set.
 type Choice = (f64, f64, Vec<(Set, f64)>);
+
+/// The shipped estimator's score (`estimate_importance_with`, the probe where the model
+/// has weights) for every example of `splits`, embedded by the model its set is stored with.
+fn shipped(examples: &[Example], splits: &[Split]) -> Result<Vec<f64>, Error> {
+    use membank_embed::{Embedder, LocalEmbedder, LocalOptions};
+    let models = membank_embed::default_model_dir().parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    let mut scores = vec![f64::NAN; examples.len()];
+    for (dir, _, chinese) in MODELS {
+        let embedder = LocalEmbedder::open(&models.join(dir), LocalOptions::default())?;
+        let ids: Vec<usize> = (0..examples.len())
+            .filter(|&i| splits.contains(&examples[i].split) && examples[i].set.is_chinese() == chinese)
+            .collect();
+        for chunk in ids.chunks(32) {
+            let texts: Vec<&str> = chunk.iter().map(|&i| examples[i].text.as_str()).collect();
+            for (&i, v) in chunk.iter().zip(embedder.embed(&texts)?) {
+                let (p, version) =
+                    membank_core::salience::estimate_importance_with(&examples[i].text, embedder.model_id(), Some(&v));
+                if version != membank_core::salience::PROBE_VERSION {
+                    return Err(format!("{} has no probe weights", embedder.model_id()).into());
+                }
+                scores[i] = p;
+            }
+        }
+    }
+    Ok(scores)
+}
 
 /// One row per example: the memory's embedding, the lexical logit, and 1 (the bias).
 fn features(embedding: &[f32], lexical: f64) -> Vec<f64> {
