@@ -39,6 +39,11 @@ pub fn validate_text(field: &'static str, text: &str) -> Result<(), InvalidInput
 /// `llm` (rated by the configured chat model during maintenance).
 pub const IMPORTANCE_SOURCE: &str = "importance_source";
 
+/// The metadata key naming the version of the text estimator that set an `estimator`
+/// importance: `importance-probe-v1` (the probe over the memory's embedding, for the models
+/// it has weights for) or `salience-v1` (the lexical estimate alone).
+pub const IMPORTANCE_ESTIMATOR: &str = "importance_estimator";
+
 /// Checks an explicit importance: a finite number in [0, 1].
 pub fn validate_importance(value: f64) -> Result<f64, InvalidInput> {
     if value.is_finite() && (0.0..=1.0).contains(&value) {
@@ -59,6 +64,20 @@ pub(crate) fn set_base_importance(memory: &mut Memory, explicit: Option<f64>, te
     memory.forgetting.importance = value;
     memory.metadata.insert(IMPORTANCE_SOURCE.into(), source.into());
     Ok(())
+}
+
+/// Once the memory's embedding is known: an `estimator` importance is estimated again from
+/// the text and the embedding ([`membank_core::salience::estimate_importance_with`]), and
+/// the estimator's version recorded. An explicit importance is left alone.
+pub(crate) fn estimate_with_embedding(memory: &mut Memory, model_id: &str, vector: &[f32]) {
+    if memory.metadata.get(IMPORTANCE_SOURCE).map(String::as_str) != Some("estimator") {
+        return;
+    }
+    let text = memory.content.as_deref().unwrap_or_default();
+    let (value, version) = membank_core::salience::estimate_importance_with(text, model_id, Some(vector));
+    memory.forgetting.base_importance = value;
+    memory.forgetting.importance = value;
+    memory.metadata.insert(IMPORTANCE_ESTIMATOR.into(), version.into());
 }
 
 /// A new active memory with fresh forgetting state, not yet stored.
@@ -212,7 +231,7 @@ impl Engine {
         Ok((now, occurred_at, zone.day_of(occurred_at)))
     }
 
-    fn store_new(&self, memory: Memory, embed_text: &str) -> Result<Memory, EngineError> {
+    fn store_new(&self, mut memory: Memory, embed_text: &str) -> Result<Memory, EngineError> {
         let vector = self
             .embedder
             .embed(&[embed_text])?
@@ -221,6 +240,7 @@ impl Engine {
         // The model is asked after embedding: an embedder that picks its model by the text
         // (the CLI's automatic choice for a new store) has picked it by now.
         let model = self.model();
+        estimate_with_embedding(&mut memory, &model.id, &vector);
         self.note_writing(&model, [&memory]);
         let memory = self.store.insert(NewMemory { memory, embedding: Some((model, vector)) })?;
         tracing::debug!(id = %memory.id, kind = %memory.kind, "stored memory");
@@ -330,6 +350,9 @@ impl Engine {
             )));
         }
         let model = self.model();
+        for ((memory, _), vector) in prepared.iter_mut().zip(&vectors) {
+            estimate_with_embedding(memory, &model.id, vector);
+        }
         self.note_writing(&model, prepared.iter().map(|(memory, _)| memory));
         let batch = prepared
             .into_iter()

@@ -196,4 +196,19 @@ mod tests {
         }
         assert!(importance.contains("Answer ONLY this JSON object"));
     }
+
+    #[test]
+    fn the_importance_prompt_follows_the_critical_turn_rules() {
+        let text = IMPORTANCE.template.to_lowercase();
+        for rule in [
+            "a month from now",
+            "negation states a fact",
+            "generic question or request to the assistant",
+            "greetings, thanks",
+            "comes back to on another day",
+            "asked to be remembered",
+        ] {
+            assert!(text.contains(rule), "importance prompt lacks {rule:?}");
+        }
+    }
 }

@@ -48,6 +48,9 @@
 mod chinese;
 mod english;
 mod evidence;
+mod probe;
+
+pub use probe::PROBE_VERSION;
 
 use evidence::Evidence;
 
@@ -117,6 +120,22 @@ pub fn estimate_importance(text: &str) -> f64 {
         Evidence::of(&turn.person).logit()
     };
     squash(logit)
+}
+
+/// A memory's base importance in [0, 1] from its text and its embedding by `model_id`, and
+/// the version of the estimator that produced it.
+///
+/// With weights for that model (all-MiniLM-L6-v2, multilingual-e5-small, any `@variant`)
+/// and an embedding of its size, the probability that the memory is critical by the
+/// importance probe ([`PROBE_VERSION`]): a logistic over the embedding and this module's
+/// lexical estimate, fitted on labelled turns (see `probe.rs`). Otherwise the lexical
+/// [`estimate_importance`] ([`ESTIMATOR_VERSION`]).
+pub fn estimate_importance_with(text: &str, model_id: &str, embedding: Option<&[f32]>) -> (f64, &'static str) {
+    let lexical = estimate_importance(text);
+    embedding
+        .zip(probe::probe_for(model_id))
+        .and_then(|(embedding, probe)| probe.score(embedding, lexical))
+        .map_or((lexical, ESTIMATOR_VERSION), |p| (p, PROBE_VERSION))
 }
 
 /// Maps a logit to [FLOOR, 1 − FLOOR], 0 to exactly 0.5. A non-finite logit cannot

@@ -98,3 +98,18 @@ fn a_store_of_another_model_is_refused() {
     let err = b.recall(RecallRequest::new(scope("ana"), "hello", 5)).unwrap_err();
     assert_eq!(err.code(), "incompatible", "{err}");
 }
+
+#[test]
+fn an_estimated_importance_records_its_estimator_and_an_explicit_one_does_not() {
+    // The hashing embedder's model has no probe weights: the lexical estimate, unchanged.
+    let w = world();
+    let text = "My sister Anna lives in Berlin and works as a nurse.";
+    let estimated = w.turn("u", text);
+    let expected = membank_engine::core::salience::estimate_importance(&format!("User: {text}"));
+    assert_eq!(estimated.forgetting.base_importance, expected);
+    assert_eq!(estimated.metadata.get("importance_source").map(String::as_str), Some("estimator"));
+    assert_eq!(estimated.metadata.get("importance_estimator").map(String::as_str), Some("salience-v1"));
+    let explicit = w.engine.remember_turn(RememberTurn { importance: Some(0.3), ..turn(text, None) }).unwrap();
+    assert_eq!(explicit.forgetting.base_importance, 0.3);
+    assert_eq!(explicit.metadata.get("importance_estimator"), None);
+}

@@ -17,6 +17,7 @@ use membank_eval::memorybank::{Lang, MemoryBankRun};
 use membank_eval::{CachingEmbedder, locomo, longmemeval, memorybank};
 use membank_store::SqliteStore;
 
+mod importance;
 mod simulate;
 
 struct Fixture {

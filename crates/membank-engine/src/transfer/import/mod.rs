@@ -314,10 +314,13 @@ impl Engine {
                 let mut metadata = record.metadata;
                 metadata.insert(IMPORT_KEY.to_string(), record.key.clone());
                 let derived_from = record.derived_from.iter().filter_map(|key| ids.get(key).copied()).collect();
-                let base = membank_core::salience::estimate_importance(&content);
+                let model_id = model.as_ref().map_or("", |m| m.id.as_str());
+                let (base, version) =
+                    membank_core::salience::estimate_importance_with(&content, model_id, Some(&vector));
                 forgetting.base_importance = base;
                 forgetting.importance = base;
                 metadata.insert(crate::ops::IMPORTANCE_SOURCE.to_string(), "estimator".to_string());
+                metadata.insert(crate::ops::IMPORTANCE_ESTIMATOR.to_string(), version.to_string());
                 let memory = Memory {
                     id: ids[&record.key],
                     scope: scope.clone(),

