@@ -18,7 +18,6 @@ use std::path::Path;
 
 use membank_engine::import::{ImportRecord, locomo, longmemeval, memorybank};
 use serde::Deserialize;
-use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use crate::EvalError;
@@ -131,30 +130,9 @@ fn day(record: &ImportRecord) -> i64 {
     record.occurred_at.timestamp().div_euclid(86_400)
 }
 
-/// The top-level keys of a JSON object in file order (serde_json's map sorts them).
-fn ordered_keys(bytes: &[u8]) -> Result<Vec<String>, serde_json::Error> {
-    struct Keys;
-    impl<'de> Visitor<'de> for Keys {
-        type Value = Vec<String>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an object")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
-            let mut keys = Vec::new();
-            while let Some(key) = map.next_key::<String>()? {
-                map.next_value::<IgnoredAny>()?;
-                keys.push(key);
-            }
-            Ok(keys)
-        }
-    }
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    serde::Deserializer::deserialize_map(&mut de, Keys)
-}
-
 fn memorybank_examples(set: Set, bank: &Path, label_file: &Path, out: &mut Vec<Example>) -> Result<(), EvalError> {
     let bytes = read(bank)?;
-    let order = ordered_keys(&bytes).map_err(|e| data(bank, e))?;
+    let order = crate::memorybank::key_order(&bytes).map_err(|e| data(bank, e))?;
     let tune: Vec<&String> = order.iter().take(8).collect();
     let parsed = memorybank::parse(&bytes).map_err(|e| data(bank, e))?;
     let mut turns = HashMap::new();
@@ -268,30 +246,8 @@ pub fn load(sources: &Sources<'_>) -> Result<Vec<Example>, EvalError> {
     Ok(out)
 }
 
-/// ROC AUC of scores against labels (ties count half); `None` without both classes.
-pub fn roc_auc(scored: &[(f64, bool)]) -> Option<f64> {
-    let mut sorted: Vec<(f64, bool)> = scored.to_vec();
-    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let positives = sorted.iter().filter(|(_, y)| *y).count();
-    let negatives = sorted.len() - positives;
-    if positives == 0 || negatives == 0 {
-        return None;
-    }
-    // Sum of the positives' mid-ranks (1-based), ties sharing their average rank.
-    let mut rank_sum = 0.0;
-    let mut i = 0;
-    while i < sorted.len() {
-        let mut j = i;
-        while j < sorted.len() && sorted[j].0 == sorted[i].0 {
-            j += 1;
-        }
-        let mid = (i + 1 + j) as f64 / 2.0;
-        rank_sum += mid * sorted[i..j].iter().filter(|(_, y)| *y).count() as f64;
-        i = j;
-    }
-    let p = positives as f64;
-    Some((rank_sum - p * (p + 1.0) / 2.0) / (p * negatives as f64))
-}
+/// ROC AUC, ties counted half: the one in [`crate::metrics`].
+pub use crate::metrics::roc_auc;
 
 /// One cell of an AUC table.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -345,6 +301,6 @@ mod tests {
 
     #[test]
     fn keys_keep_file_order() {
-        assert_eq!(ordered_keys(br#"{"b": 1, "a": {"x": [1]}, "c": null}"#).unwrap(), ["b", "a", "c"]);
+        assert_eq!(crate::memorybank::key_order(br#"{"b": 1, "a": {"x": [1]}, "c": null}"#).unwrap(), ["b", "a", "c"]);
     }
 }
