@@ -1,5 +1,5 @@
 //! Benchmark runners for membank: the MemoryBank paper's probing questions, LoCoMo and
-//! LongMemEval (DESIGN §10).
+//! LongMemEval.
 //!
 //! Each runner imports a benchmark's history through [`membank_engine::Engine::import`],
 //! asks every question as an ordinary [`membank_engine::RecallRequest`] for the right user

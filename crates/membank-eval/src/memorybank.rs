@@ -1,4 +1,4 @@
-//! The MemoryBank paper's probing questions (DESIGN §10): 15 simulated users, 10 days of
+//! The MemoryBank paper's probing questions: 15 simulated users, 10 days of
 //! chat each, questions asked "the day after".
 //!
 //! The bank is imported as it is (`memory_bank_<lang>.json`), each question of

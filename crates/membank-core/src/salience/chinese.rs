@@ -1,6 +1,6 @@
 //! Chinese cues: substrings over the characters, since Chinese has no spaces.
 
-use super::evidence::Evidence;
+use super::counts::Evidence;
 use crate::text::is_cjk;
 
 /// Characters before "我" that make it an object, not a subject ("帮我", "给我讲").

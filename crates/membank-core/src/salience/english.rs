@@ -1,6 +1,6 @@
 //! English cues: the text read as words (contractions expanded, so "I'm" is "i am").
 
-use super::evidence::Evidence;
+use super::counts::Evidence;
 use crate::text::is_cjk;
 
 /// One lowercase word, with what capitalisation tells about it.

@@ -1,33 +1,14 @@
-//! The evidence both languages' cues add to, and how it becomes a logit.
+//! How a text's cues are counted (both languages' cues add to one [`Evidence`]) and how
+//! the counts become a logit.
 
 use super::chinese::chinese_cues;
+use super::counts::Evidence;
 use super::english::{english_cues, words};
-use super::{
+use super::weights::{
     DATE_OR_TIME, FILLER_SHARE, IDENTITY, LIFE_TOPIC, MOMENTARY, NAMED_ENTITY, NUMBER, PLAN, PREFERENCE,
     QUESTION_DAMPING, QUESTION_WITHOUT_DISCLOSURE, SELF_DISCLOSURE, SHORT, VERY_SHORT,
 };
 use crate::text::is_cjk;
-
-/// Cue counts of one text, before weighting.
-#[derive(Debug, Default)]
-pub(super) struct Evidence {
-    pub(super) self_disclosure: u32,
-    pub(super) identity: u32,
-    pub(super) preference: u32,
-    pub(super) plan: u32,
-    pub(super) named_entity: u32,
-    pub(super) number: u32,
-    pub(super) date_or_time: u32,
-    pub(super) life_topic: u32,
-    pub(super) momentary: u32,
-    /// Words plus Chinese characters that are filler.
-    pub(super) filler_units: usize,
-    /// Words plus Chinese characters.
-    pub(super) all_units: usize,
-    /// Length in words, a Chinese run counted as one word per two characters.
-    pub(super) length_in_words: usize,
-    pub(super) question_or_request: bool,
-}
 
 impl Evidence {
     pub(super) fn of(text: &str) -> Evidence {
