@@ -343,6 +343,17 @@ def verify(http, model, seed, trial):
                 break
             after = page[-1]["seq"]
         events[user] = evs
+    # A recall that reminisces brings an archived memory back, logged as `reminisced` after
+    # the `archived` event; such a recall may have committed without its answer arriving.
+    last = {}
+    for evs in events.values():
+        for ev in evs:
+            if ev.get("memory_id") and ev["kind"] in ("archived", "reminisced"):
+                last[(ev["memory_id"], ev["kind"])] = ev["seq"]
+
+    def brought_back(mid):
+        return last.get((mid, "reminisced"), -1) > last.get((mid, "archived"), -1)
+
     where = f"seed {seed} trial {trial}"
     m = model
     with m.lock:
@@ -368,7 +379,7 @@ def verify(http, model, seed, trial):
                     lost.append(f"{where}: {mid} lost its text: {text[:80]!r} instead of {rec['token']}…")
             if mid in m.recall_counts and mem["status"] != "erased" and mem["recall_count"] < m.recall_counts[mid]:
                 lost.append(f"{where}: {mid} has recall_count {mem['recall_count']} < acknowledged {m.recall_counts[mid]}")
-            if mid in m.archived and mem["status"] == "active":
+            if mid in m.archived and mem["status"] == "active" and not brought_back(mid):
                 lost.append(f"{where}: {mid} archived by an acknowledged sweep is active again")
         for user, tok, t in m.acked_tokens:
             if (user, tok) not in by_token:
