@@ -314,7 +314,7 @@ pub fn events(events: &[Event]) -> String {
 #[cfg(test)]
 mod tests {
     use chrono::{TimeZone, Utc};
-    use membank_engine::core::{ForgettingState, Kind, MemoryId, Scope, Source, Status, TenantId, UserId};
+    use membank_engine::core::{Kind, Scope, Status, TenantId, UserId};
     use membank_store::StatusCounts;
 
     use super::*;
@@ -322,23 +322,8 @@ mod tests {
     /// An active turn of user ana, said and stored at 2024-05-04 09:00 UTC.
     fn sample(text: &str) -> Memory {
         let at = Utc.with_ymd_and_hms(2024, 5, 4, 9, 0, 0).unwrap();
-        Memory {
-            id: MemoryId::generate(at),
-            scope: Scope::user(TenantId::default_tenant(), UserId::new("ana").unwrap()),
-            kind: Kind::Turn,
-            source: Source::User,
-            content: Some(text.into()),
-            user_text: Some(text.into()),
-            assistant_text: None,
-            occurred_at: at,
-            recorded_at: at,
-            day: at.date_naive(),
-            forgetting: ForgettingState::new(at),
-            status: Status::Active,
-            superseded_by: None,
-            derived_from: Vec::new(),
-            metadata: Default::default(),
-        }
+        let scope = Scope::user(TenantId::default_tenant(), UserId::new("ana").unwrap());
+        Memory { user_text: Some(text.into()), ..Memory::fixture(&scope, Kind::Turn, text, at) }
     }
 
     const PAST: &str = "(past threshold: the next sweep archives it)";

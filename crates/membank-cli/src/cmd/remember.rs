@@ -29,12 +29,7 @@ pub fn remember(ctx: &Context, a: RememberArgs) -> Result<()> {
         importance: a.importance,
         clock_from: a.clock_from,
     })?;
-    if json {
-        print_json(&wire::MemoryOut::from(&memory))
-    } else {
-        println!("{}", memory.id);
-        Ok(())
-    }
+    print_stored(json, &memory)
 }
 
 /// `note`: stores a free-form note and prints its id.
@@ -53,8 +48,13 @@ pub fn note(ctx: &Context, a: NoteArgs) -> Result<()> {
         importance: a.importance,
         clock_from: a.clock_from,
     })?;
+    print_stored(json, &memory)
+}
+
+/// What `remember` and `note` print: the stored memory as JSON, else its id.
+fn print_stored(json: bool, memory: &membank_engine::core::Memory) -> Result<()> {
     if json {
-        print_json(&wire::MemoryOut::from(&memory))
+        print_json(&wire::MemoryOut::from(memory))
     } else {
         println!("{}", memory.id);
         Ok(())
