@@ -40,7 +40,7 @@ pub fn validate_text(field: &'static str, text: &str) -> Result<(), InvalidInput
 pub const IMPORTANCE_SOURCE: &str = "importance_source";
 
 /// The metadata key naming the version of the text estimator that set an `estimator`
-/// importance: `importance-probe-v1` (the probe over the memory's embedding, for the models
+/// importance: `importance-probe-v2` (the probe over the embedding of the person's words, for the models
 /// it has weights for) or `salience-v1` (the lexical estimate alone).
 pub const IMPORTANCE_ESTIMATOR: &str = "importance_estimator";
 
@@ -66,9 +66,21 @@ pub(crate) fn set_base_importance(memory: &mut Memory, explicit: Option<f64>, te
     Ok(())
 }
 
-/// Once the memory's embedding is known: an `estimator` importance is estimated again from
-/// the text and the embedding ([`membank_core::salience::estimate_importance_with`]), and
-/// the estimator's version recorded. An explicit importance is left alone.
+/// The text the importance probe needs embedded besides the memory's own `embedded` text:
+/// the person's words of a turn with a reply ([`membank_core::salience::probe_text`]), for
+/// an `estimator` importance only. `None` when the memory's own embedding serves.
+pub(crate) fn probe_input(memory: &Memory, embedded: &str) -> Option<String> {
+    if memory.metadata.get(IMPORTANCE_SOURCE).map(String::as_str) != Some("estimator") {
+        return None;
+    }
+    let words = membank_core::salience::probe_text(memory.content.as_deref().unwrap_or_default());
+    (words != embedded).then(|| words.to_owned())
+}
+
+/// Once the embeddings are known: an `estimator` importance is estimated again from the text
+/// and `vector`, the embedding of [`probe_input`]'s text where it named one, else the memory's
+/// own ([`membank_core::salience::estimate_importance_with`]), and the estimator's version
+/// recorded. An explicit importance is left alone.
 pub(crate) fn estimate_with_embedding(memory: &mut Memory, model_id: &str, vector: &[f32]) {
     if memory.metadata.get(IMPORTANCE_SOURCE).map(String::as_str) != Some("estimator") {
         return;
@@ -232,15 +244,23 @@ impl Engine {
     }
 
     fn store_new(&self, mut memory: Memory, embed_text: &str) -> Result<Memory, EngineError> {
-        let vector = self
-            .embedder
-            .embed(&[embed_text])?
-            .pop()
-            .ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
+        let words = probe_input(&memory, embed_text);
+        let mut texts = vec![embed_text];
+        texts.extend(words.as_deref());
+        let mut vectors = self.embedder.embed(&texts)?;
+        if vectors.len() != texts.len() {
+            return Err(EngineError::Storage(format!(
+                "the embedder returned {} vectors for {} texts",
+                vectors.len(),
+                texts.len()
+            )));
+        }
+        let probe_vector = if words.is_some() { vectors.pop() } else { None };
+        let vector = vectors.pop().ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
         // The model is asked after embedding: an embedder that picks its model by the text
         // (the CLI's automatic choice for a new store) has picked it by now.
         let model = self.model();
-        estimate_with_embedding(&mut memory, &model.id, &vector);
+        estimate_with_embedding(&mut memory, &model.id, probe_vector.as_deref().unwrap_or(&vector));
         self.note_writing(&model, [&memory]);
         let memory = self.store.insert(NewMemory { memory, embedding: Some((model, vector)) })?;
         tracing::debug!(id = %memory.id, kind = %memory.kind, "stored memory");
@@ -340,18 +360,24 @@ impl Engine {
         if prepared.iter().any(|(m, _)| m.scope.tenant != first.tenant || m.scope.user != first.user) {
             return Err(InvalidInput::new("entries", "all entries of one request belong to one user").into());
         }
-        let texts: Vec<&str> = prepared.iter().map(|(_, text)| text.as_str()).collect();
-        let vectors = self.embedder.embed(&texts)?;
-        if vectors.len() != prepared.len() {
+        // The memories' own texts, then the person's words the importance probe reads where
+        // they differ, in one batch.
+        let words: Vec<Option<String>> = prepared.iter().map(|(memory, text)| probe_input(memory, text)).collect();
+        let mut texts: Vec<&str> = prepared.iter().map(|(_, text)| text.as_str()).collect();
+        texts.extend(words.iter().flatten().map(String::as_str));
+        let mut vectors = self.embedder.embed(&texts)?;
+        if vectors.len() != texts.len() {
             return Err(EngineError::Storage(format!(
                 "the embedder returned {} vectors for {} texts",
                 vectors.len(),
-                prepared.len()
+                texts.len()
             )));
         }
+        let mut probe_vectors = vectors.split_off(prepared.len()).into_iter();
         let model = self.model();
-        for ((memory, _), vector) in prepared.iter_mut().zip(&vectors) {
-            estimate_with_embedding(memory, &model.id, vector);
+        for (((memory, _), vector), words) in prepared.iter_mut().zip(&vectors).zip(&words) {
+            let extra = words.as_ref().and_then(|_| probe_vectors.next());
+            estimate_with_embedding(memory, &model.id, extra.as_deref().unwrap_or(vector));
         }
         self.note_writing(&model, prepared.iter().map(|(memory, _)| memory));
         let batch = prepared

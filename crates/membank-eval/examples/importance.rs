@@ -27,7 +27,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "tune" => &[Split::Tune],
         "report" => &[Split::Tune, Split::Report],
         "fit" => &[Split::Tune],
-        other => return Err(format!("unknown command {other:?}: tune, fit or report").into()),
+        "dump" => &[Split::Tune, Split::Report],
+        other => return Err(format!("unknown command {other:?}: tune, fit, report or dump").into()),
     };
     let examples = load(&Sources {
         labels: &PathBuf::from("bench/critical"),
@@ -37,6 +38,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         longmemeval: &longmemeval,
     })?;
     let lexical: Vec<f64> = examples.iter().map(|e| membank_core::salience::estimate_importance(&e.text)).collect();
+    if command == "dump" {
+        return dump(&examples, &lexical, args.get(3).map_or("/tmp/importance-dump.jsonl", String::as_str));
+    }
     let probe = if command == "report" { Some(shipped(&examples, splits)?) } else { None };
     println!("{:<14} {:<7} {:>6} {:>9} {:>8} {:>8}", "set", "half", "turns", "critical", "lexical", "probe");
     let probe_rows = probe.as_ref().map(|p| auc_table(&examples, p, splits));
@@ -83,7 +87,8 @@ fn shipped(examples: &[Example], splits: &[Split]) -> Result<Vec<f64>, Error> {
             .filter(|&i| splits.contains(&examples[i].split) && examples[i].set.is_chinese() == chinese)
             .collect();
         for chunk in ids.chunks(32) {
-            let texts: Vec<&str> = chunk.iter().map(|&i| examples[i].text.as_str()).collect();
+            let texts: Vec<&str> =
+                chunk.iter().map(|&i| membank_core::salience::probe_text(&examples[i].text)).collect();
             for (&i, v) in chunk.iter().zip(embedder.embed(&texts)?) {
                 let (p, version) =
                     membank_core::salience::estimate_importance_with(&examples[i].text, embedder.model_id(), Some(&v));
@@ -95,6 +100,42 @@ fn shipped(examples: &[Example], splits: &[Split]) -> Result<Vec<f64>, Error> {
         }
     }
     Ok(scores)
+}
+
+/// Writes one JSON line per example (both halves: for offline analysis of which signals
+/// to add, read only on the tuning half until the end): its set, half, group, day,
+/// label, lexical estimate, shipped estimate and embedding.
+fn dump(examples: &[Example], lexical: &[f64], out: &str) -> Result<(), Error> {
+    use membank_embed::{Embedder, LocalEmbedder, LocalOptions};
+    use std::io::Write;
+    let models = membank_embed::default_model_dir().parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    let mut file = std::io::BufWriter::new(std::fs::File::create(out)?);
+    for (dir, _, chinese) in MODELS {
+        let embedder = LocalEmbedder::open(&models.join(dir), LocalOptions::default())?;
+        let other_dir = MODELS.iter().find(|m| m.0 != dir).map_or(dir, |m| m.0);
+        let other = LocalEmbedder::open(&models.join(other_dir), LocalOptions::default())?;
+        let ids: Vec<usize> = (0..examples.len()).filter(|&i| examples[i].set.is_chinese() == chinese).collect();
+        for chunk in ids.chunks(32) {
+            let texts: Vec<&str> = chunk.iter().map(|&i| examples[i].text.as_str()).collect();
+            // The person's words alone (before the assistant's reply), and the other model's view.
+            let users: Vec<&str> = texts.iter().map(|t| t.split("\nAssistant:").next().unwrap_or(t)).collect();
+            let user_vectors = embedder.embed(&users)?;
+            let other_vectors = other.embed(&texts)?;
+            for (k, (&i, v)) in chunk.iter().zip(embedder.embed(&texts)?).enumerate() {
+                let e = &examples[i];
+                let (p, _) = membank_core::salience::estimate_importance_with(&e.text, embedder.model_id(), Some(&v));
+                let line = serde_json::json!({
+                    "set": e.set.name(), "tune": e.split == Split::Tune, "group": e.group, "day": e.day,
+                    "critical": e.critical, "lexical": lexical[i], "probe": p, "text": e.text, "emb": v,
+                    "emb_user": user_vectors[k], "emb_other": other_vectors[k],
+                });
+                writeln!(file, "{line}")?;
+            }
+        }
+    }
+    file.flush()?;
+    println!("wrote {out}");
+    Ok(())
 }
 
 /// One row per example: the memory's embedding, the lexical logit, and 1 (the bias).
@@ -117,7 +158,8 @@ fn embed_rows(
     let embedder = LocalEmbedder::open(dir, LocalOptions::default())?;
     let mut rows = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(32) {
-        let texts: Vec<&str> = chunk.iter().map(|&i| examples[i].text.as_str()).collect();
+        let texts: Vec<&str> =
+            chunk.iter().map(|&i| membank_core::salience::probe_text(&examples[i].text)).collect();
         for (&i, v) in chunk.iter().zip(embedder.embed(&texts)?) {
             rows.push(features(&v, lexical[i]));
         }
@@ -205,9 +247,9 @@ fn fit(examples: &[Example], lexical: &[f64]) -> Result<(), Box<dyn std::error::
             .map(|(s, a)| (s.name().to_owned(), serde_json::json!((a * 1000.0).round() / 1000.0)))
             .collect();
         let out = serde_json::json!({
-            "version": "importance-probe-v1",
+            "version": "importance-probe-v2",
             "model": model_id,
-            "about": "Logistic probe: P(critical) = sigmoid(embedding . weights + lexical * logit(salience-v1) + bias). \
+            "about": "Logistic probe: P(critical) = sigmoid(embedding(probe_text) . weights + lexical * logit(salience-v1) + bias). \
                       Fitted on the tuning halves of bench/critical only (crates/membank-eval/examples/importance.rs fit).",
             "lambda": lambda,
             "tune_examples": ids.len(),
@@ -217,7 +259,7 @@ fn fit(examples: &[Example], lexical: &[f64]) -> Result<(), Box<dyn std::error::
             "lexical": w[d - 2],
             "weights": raw,
         });
-        let path = format!("crates/membank-core/data/importance-probe-v1.{file}.json");
+        let path = format!("crates/membank-core/data/importance-probe-v2.{file}.json");
         std::fs::create_dir_all("crates/membank-core/data")?;
         std::fs::write(&path, serde_json::to_string(&out)? + "\n")?;
         println!("{model_id}: chose lambda {lambda} (CV mean AUC {mean:.3}); wrote {path}");

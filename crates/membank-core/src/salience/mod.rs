@@ -79,8 +79,10 @@ pub fn estimate_importance(text: &str) -> f64 {
 /// A memory's base importance in [0, 1] from its text and its embedding by `model_id`, and
 /// the version of the estimator that produced it.
 ///
-/// With weights for that model (all-MiniLM-L6-v2, multilingual-e5-small, any `@variant`)
-/// and an embedding of its size, the probability that the memory is critical by the
+/// `embedding` is that model's embedding of [`probe_text`]`(text)` (for a turn with a
+/// reply, the person's words alone; otherwise the memory's own embedding). With weights for
+/// that model (all-MiniLM-L6-v2, multilingual-e5-small, any `@variant`) and an embedding of
+/// its size, the probability that the memory is critical by the
 /// importance probe ([`PROBE_VERSION`]): a logistic over the embedding and this module's
 /// lexical estimate, fitted on labelled turns (see `probe.rs`). Otherwise the lexical
 /// [`estimate_importance`] ([`ESTIMATOR_VERSION`]).
@@ -91,6 +93,22 @@ pub fn estimate_importance_with(text: &str, model_id: &str, embedding: Option<&[
         .and_then(|(embedding, probe)| probe.score(embedding, lexical))
         .map_or((lexical, ESTIMATOR_VERSION), |p| (p, PROBE_VERSION))
 }
+
+/// The text whose embedding the importance probe reads: a stored turn's own words (from the
+/// start up to the line that opens the assistant's reply, `"\nAssistant:"`, see
+/// [`crate::memory::turn_content`]), or the whole text when it holds no reply. The labels the
+/// probe was fitted on judge the person's words, and a long reply dilutes them in an
+/// embedding of the whole turn. When this is the whole text, the memory's own embedding is
+/// the one to pass.
+pub fn probe_text(text: &str) -> &str {
+    match text.find(REPLY_MARKER) {
+        Some(at) if !text[..at].trim().is_empty() => &text[..at],
+        _ => text,
+    }
+}
+
+/// How [`crate::memory::turn_content`] opens the assistant's side of a turn.
+const REPLY_MARKER: &str = "\nAssistant:";
 
 /// Maps a logit to [FLOOR, 1 − FLOOR], 0 to exactly 0.5. A non-finite logit cannot
 /// occur (every term is bounded), but it is mapped to neutral rather than trusted.

@@ -1,5 +1,7 @@
-//! The importance probe: a logistic regression over the memory's embedding plus the lexical
-//! estimate's logit, one set of weights per embedding model.
+//! The importance probe: a logistic regression over the embedding of the person's words
+//! ([`super::probe_text`]) plus the lexical estimate's logit, one set of weights per embedding
+//! model. (v1 read the whole turn's embedding, the assistant's reply included; reading the
+//! person's words alone, as the labels do, raised the tuning halves' cross-validated AUC.)
 //!
 //! `P(critical) = sigmoid(embedding · weights + lexical · logit(salience-v1) + bias)`.
 //!
@@ -16,12 +18,12 @@
 use std::sync::OnceLock;
 
 /// Version of the probe, recorded next to importances it produced.
-pub const PROBE_VERSION: &str = "importance-probe-v1";
+pub const PROBE_VERSION: &str = "importance-probe-v2";
 
 /// The shipped weight files, one per embedding model.
 const FILES: [&str; 2] = [
-    include_str!("../../data/importance-probe-v1.all-MiniLM-L6-v2.json"),
-    include_str!("../../data/importance-probe-v1.multilingual-e5-small.json"),
+    include_str!("../../data/importance-probe-v2.all-MiniLM-L6-v2.json"),
+    include_str!("../../data/importance-probe-v2.multilingual-e5-small.json"),
 ];
 
 /// One model's fitted probe.
@@ -111,6 +113,19 @@ mod tests {
         for id in ["", "hash-256", "text-embedding-3-small", "intfloat/multilingual-e5-large"] {
             assert!(probe_for(id).is_none(), "{id}");
         }
+    }
+
+    #[test]
+    fn the_probe_reads_the_persons_words_of_a_turn_and_a_note_whole() {
+        use crate::salience::probe_text;
+        assert_eq!(probe_text("User: I have a cat\nAssistant: Lovely!\nMore"), "User: I have a cat");
+        assert_eq!(probe_text("User: I have a cat"), "User: I have a cat");
+        assert_eq!(probe_text("A note\nwith two lines"), "A note\nwith two lines");
+        // A reply with no words of the person before it is read whole, never as "".
+        assert_eq!(probe_text("\nAssistant: only a reply"), "\nAssistant: only a reply");
+        assert_eq!(probe_text(""), "");
+        let turn = crate::memory::turn_content("我养了一只猫", Some("真好"));
+        assert_eq!(probe_text(&turn), "User: 我养了一只猫");
     }
 
     #[test]

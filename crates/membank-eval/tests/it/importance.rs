@@ -2,7 +2,7 @@
 //! estimator got wrong: negation, Chinese, questions to the assistant, and thanks. Needs the
 //! models under `membank_embed::fetch::default_model_dir()`'s parent; skips without them.
 
-use membank_core::salience::{PROBE_VERSION, estimate_importance_with};
+use membank_core::salience::{PROBE_VERSION, estimate_importance_with, probe_text};
 use membank_embed::{Embedder, LocalEmbedder, LocalOptions};
 
 fn embedder(dir: &str) -> Option<LocalEmbedder> {
@@ -17,7 +17,9 @@ fn embedder(dir: &str) -> Option<LocalEmbedder> {
 }
 
 fn scores(embedder: &LocalEmbedder, texts: &[&str]) -> Vec<f64> {
-    let vectors = embedder.embed(texts).unwrap();
+    // The probe reads the embedding of the person's words, as the engine passes it.
+    let words: Vec<&str> = texts.iter().map(|t| probe_text(t)).collect();
+    let vectors = embedder.embed(&words).unwrap();
     texts
         .iter()
         .zip(&vectors)
