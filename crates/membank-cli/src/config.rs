@@ -179,7 +179,7 @@ pub struct ForgettingFile {
     pub threshold: Option<f64>,
     /// Seed of stochastic draws.
     pub seed: Option<u64>,
-    /// Unit of t in seconds (default 259200, three days; see `DEFAULT_UNIT_DAYS`).
+    /// Unit of t in seconds (default 86400, one day; see `DEFAULT_UNIT_DAYS`).
     pub unit_seconds: Option<i64>,
     /// `retrieved` (default) or `used`.
     pub recall_mode: Option<String>,

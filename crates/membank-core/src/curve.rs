@@ -192,7 +192,9 @@ mod tests {
 
     #[test]
     fn each_recall_is_a_jump_and_the_projection_crosses_at_the_sweeps_moment() {
-        let policy = ForgettingPolicy::default();
+        // The paper's curve on a three-day unit (importance weight 0), so S is the whole strength.
+        let policy =
+            ForgettingPolicy { unit: Duration::days(3), importance_weight: 0.0, ..ForgettingPolicy::default() };
         let start = ForgettingState::new(t0());
         let recalls = [t0() + Duration::days(2), t0() + Duration::days(5)];
         let steps: Vec<(Timestamp, Step)> = recalls.iter().map(|at| (*at, Step::Recall)).collect();
@@ -223,7 +225,7 @@ mod tests {
             );
         }
         assert!(curve.points.windows(2).all(|w| w[0].at < w[1].at), "ascending in time");
-        let crosses = curve.crosses_threshold_at.expect("the default policy has a threshold");
+        let crosses = curve.crosses_threshold_at.expect("the policy has a threshold");
         // S = 3 after two recalls: R = exp(-t/3) < 0.05 once t > 3·ln 20 units of 3 days.
         let expected = recalls[1] + Duration::milliseconds((3.0 * 20f64.ln() * 3.0 * 86_400_000.0) as i64);
         assert!((crosses - expected).num_seconds().abs() <= 1, "{crosses} vs {expected}");

@@ -158,8 +158,7 @@ fn embed_rows(
     let embedder = LocalEmbedder::open(dir, LocalOptions::default())?;
     let mut rows = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(32) {
-        let texts: Vec<&str> =
-            chunk.iter().map(|&i| membank_core::salience::probe_text(&examples[i].text)).collect();
+        let texts: Vec<&str> = chunk.iter().map(|&i| membank_core::salience::probe_text(&examples[i].text)).collect();
         for (&i, v) in chunk.iter().zip(embedder.embed(&texts)?) {
             rows.push(features(&v, lexical[i]));
         }

@@ -227,14 +227,14 @@ impl From<&RecallHit> for RecallHitOut {
 }
 
 /// What reminiscence did in a recall:
-/// `{"mode","probed","consulted","archived_hits","active_best","archived_best","margin"}`.
+/// `{"mode","probed","consulted","archived_hits","active_best","active_bar","archived_best","margin"}`.
 ///
 /// In `auto` mode the recall runs over the active memories; one dense search with the
 /// archive admitted then finds the best archived cosine to the query (`archived_best`,
-/// `b`), and the archive is consulted when `b > active_best + margin`, `active_best`
-/// (`a`) being the best cosine among the active dense candidates (or when there are no
-/// active candidates and there are archived ones). Consulted, the ranking is made again
-/// over the active and the archived memories and the archived hits are `reminisced`.
+/// `b`), and the archive is consulted when `b > active_bar + margin`, `active_bar` (`a_k`)
+/// being the cosine of the k-th best active dense candidate (or when fewer than k active
+/// memories are candidates and there are archived ones). Consulted, the ranking is made
+/// again over the active and the archived memories and the archived hits are `reminisced`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReminiscenceOut {
     /// `auto`, `never` or `always`: the mode the recall ran in.
@@ -248,10 +248,13 @@ pub struct ReminiscenceOut {
     pub archived_hits: usize,
     /// `a`: the best cosine among the active dense candidates (`auto`; null without any).
     pub active_best: Option<f64>,
+    /// `a_k`: the cosine of the k-th active dense candidate, the bar (`auto`; null when
+    /// fewer than k active memories are candidates).
+    pub active_bar: Option<f64>,
     /// `b`: the best cosine among the archived memories the probe found (`auto`; null when
     /// none was among its first candidates).
     pub archived_best: Option<f64>,
-    /// The lead `b` needed over `a` (`[recall] reminisce_margin`).
+    /// The lead `b` needed over `a_k` (`[recall] reminisce_margin`).
     pub margin: f64,
 }
 
@@ -263,6 +266,7 @@ impl From<&membank_engine::Reminiscence> for ReminiscenceOut {
             consulted: r.consulted,
             archived_hits: r.archived_hits,
             active_best: r.active_best,
+            active_bar: r.active_bar,
             archived_best: r.archived_best,
             margin: r.margin,
         }

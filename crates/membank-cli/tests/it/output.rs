@@ -66,7 +66,10 @@ fn a_recall_shows_one_moment_its_score_terms_and_the_day_it_used() {
         (Some(3.0), Some("2023-03-20T10:00:00.000Z"), Some(1.0))
     );
     let before = hit["retention_before"].as_f64().unwrap();
-    assert!((before - (-19.0f64 / 3.0 / 2.0).exp()).abs() < 1e-9, "19 days at S = 2 with a 3-day unit: {before}");
+    // 19 days at S = 2 on the default one-day unit, S counting as 2 + 14·I.
+    let importance = hit["base_importance"].as_f64().unwrap();
+    let expected = (-19.0f64 / (2.0 + 14.0 * importance)).exp();
+    assert!((before - expected).abs() < 1e-9, "19 days at S = 2 + 14·{importance}: {before} vs {expected}");
     assert_eq!(hit["score_parts"]["dense"], hit["score_parts"]["lexical"], "first in both rankings: {hit}");
     assert!(json.get("date_filter").is_none(), "no date in the query: {json}");
 

@@ -128,22 +128,26 @@ fn lifecycle_commands_and_sweep_report(bank: &Bank) {
     bank.ok(&["pin", "--user", "u1", &keep]);
 
     // Dry run first: reports, changes nothing.
-    let dry = bank.json(&["sweep", "--user", "u1", "--now", "2024-01-28T00:00:00Z", "--dry-run"]);
+    // Two months on: under the default (a one-day unit, S + 14·I) nothing unpinned and
+    // unrecalled lasts that long, whatever its importance (at most 3·15 = 45 days).
+    let dry = bank.json(&["sweep", "--user", "u1", "--now", "2024-03-01T00:00:00Z", "--dry-run"]);
     assert_eq!(dry["dry_run"], true);
     assert_eq!(dry["archived"].as_array().unwrap().len(), 2);
     assert_eq!(bank.json(&["list", "--user", "u1"])["counts"]["active"], 3);
 
-    let report = bank.json(&["sweep", "--user", "u1", "--now", "2024-01-28T00:00:00Z"]);
+    let report = bank.json(&["sweep", "--user", "u1", "--now", "2024-03-01T00:00:00Z"]);
     assert_eq!(report["examined"], 3);
     let archived = report["archived"].as_array().unwrap();
     let ids: Vec<&str> = archived.iter().map(|a| a["id"].as_str().unwrap()).collect();
     assert!(ids.contains(&old.as_str()) && ids.contains(&other.as_str()) && !ids.contains(&keep.as_str()));
     let pasta = archived.iter().find(|a| a["id"] == old.as_str()).unwrap();
-    assert_eq!(pasta["S"], 1.0);
+    // S is the effective strength, 1 + 14·I, I the estimated importance in (0, 1).
+    let s = pasta["S"].as_f64().unwrap();
+    assert!(s > 1.0 && s < 15.0, "S = {s}");
     let t = pasta["t"].as_f64().unwrap();
-    // 26.5 days in the default unit of three days.
-    assert!((t - (27.0 - 0.5) / 3.0).abs() < 1e-6, "t = {t}");
-    assert!((pasta["R"].as_f64().unwrap() - (-t).exp()).abs() < 1e-9);
+    // 59.5 days (2024 is a leap year) in the default unit of one day.
+    assert!((t - 59.5).abs() < 1e-6, "t = {t}");
+    assert!((pasta["R"].as_f64().unwrap() - (-t / s).exp()).abs() < 1e-9);
 
     // Archived memories are listed with --status archived, and can be restored.
     let listed = bank.json(&["list", "--user", "u1", "--status", "archived"]);

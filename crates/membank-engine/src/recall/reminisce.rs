@@ -13,8 +13,8 @@
 //! together, so a probe candidate is known to be archived by its row: a candidate that is
 //! not among the active dense candidates cannot be active (the active search kept more
 //! candidates than the probe does), and only those rows are read. `b` is the best cosine
-//! of the archived ones (superseded ones never count), `a` the best of the active dense
-//! candidates.
+//! of the archived ones (superseded ones never count), `a_k` the cosine of the k-th active
+//! dense candidate.
 
 use std::collections::HashSet;
 
@@ -47,6 +47,7 @@ impl Engine {
             consulted: setup.reminiscing,
             archived_hits: 0,
             active_best: None,
+            active_bar: None,
             archived_best: None,
             margin: setup.config.reminisce_margin,
         };
@@ -54,11 +55,16 @@ impl Engine {
             return Ok((ranked, summary));
         }
         let active_best = ranked.dense.first().map(|h| h.score);
+        // The bar: the cosine of the k-th active dense candidate, the last one that could be
+        // returned on cosine alone (none when fewer than k are active: then any archived
+        // candidate may fill a place).
+        let bar = ranked.dense.get(request.k.saturating_sub(1)).map(|h| h.score);
         let archived_best = self.best_archived(setup, &ranked.vector, &ranked.dense)?;
         summary.probed = true;
         summary.active_best = active_best;
+        summary.active_bar = bar;
         summary.archived_best = archived_best;
-        let consult = match (active_best, archived_best) {
+        let consult = match (bar, archived_best) {
             (_, None) => false,
             (None, Some(_)) => true,
             (Some(a), Some(b)) => b > a + summary.margin,
@@ -68,13 +74,8 @@ impl Engine {
         }
         *setup = setup.with_archive();
         summary.consulted = true;
-        let mut ranked = self.rank(setup, time)?;
-        // Only the archived memories that match the query better than every active one come
-        // back: one that merely fills a place in the top k was not what was missing, and a
-        // strengthening recall would restore it for nothing.
-        if let Some(a) = active_best {
-            ranked.hits.retain(|h| !h.reminisced || h.dense.is_some_and(|d| d > a));
-        }
+        // The same pipeline over both tiers decides which archived memories come back.
+        let ranked = self.rank(setup, time)?;
         Ok((ranked, summary))
     }
 

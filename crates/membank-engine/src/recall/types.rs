@@ -80,23 +80,27 @@ impl Default for RecallConfig {
     }
 }
 
-/// The default [`RecallConfig::reminisce_margin`]: 0.05 of cosine, chosen before any
-/// measurement and tuned on no question: a small but clear lead. An archived memory that
-/// only restates what an active one says scores about as high as it and leaves the archive
-/// closed; an archived fact the active memories do not hold leads by more.
-pub const DEFAULT_REMINISCE_MARGIN: f64 = 0.05;
+/// The default [`RecallConfig::reminisce_margin`]: 0, tuned on the tuning halves only
+/// (LoCoMo conversations 0–4 and MemoryBank users 0–7; see the README): any archived memory
+/// that matches the query better than the last active one that could be returned is worth
+/// the ranking's second look. A positive margin consults less and loses more of what was
+/// archived; a negative one consults even when the archive would only tie.
+pub const DEFAULT_REMINISCE_MARGIN: f64 = 0.0;
 
 /// Whether a recall consults the archive: archived memories stay searchable as a cold tier
 /// (reminiscence). Superseded and erased memories are never consulted.
 ///
 /// **The `auto` rule.** The recall runs over the active memories as it always did. Then one
 /// dense search over the person's memories including the archived ones, with the same
-/// query vector and filters, finds the best archived cosine `b`; `a` is the best cosine
-/// among the active dense candidates. The active memories "do not answer well" when
-/// `b > a + margin` ([`RecallConfig::reminisce_margin`]), or when there are no active
+/// query vector and filters, finds the best archived cosine `b`; `a_k` is the cosine of the
+/// k-th best active dense candidate (k the recall's `k`), the weakest active memory that
+/// could be returned on meaning. The active memories "do not answer well" when
+/// `b > a_k + margin` ([`RecallConfig::reminisce_margin`]): some archived memory matches
+/// better than an answer the recall would give; or when fewer than k active memories are
 /// candidates and there are archived ones. Then the ranking is made again, by the same
-/// pipeline, over the active and the archived memories, and the archived hits are marked
-/// [`RecallHit::reminisced`]; otherwise the hits are exactly the active recall's.
+/// pipeline (dense, BM25, fusion, time, selection), over the active and the archived
+/// memories, and the archived hits it returns are marked [`RecallHit::reminisced`];
+/// otherwise the hits are exactly the active recall's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Reminisce {
     /// Consult the archive when the active memories do not answer well (the default).
@@ -157,10 +161,13 @@ pub struct Reminiscence {
     pub archived_hits: usize,
     /// `a`: the best cosine among the active dense candidates (`auto`; `None` without any).
     pub active_best: Option<f64>,
+    /// `a_k`: the cosine of the k-th active dense candidate, the bar `b` had to clear by the
+    /// margin (`auto`; `None` when fewer than k active memories are candidates).
+    pub active_bar: Option<f64>,
     /// `b`: the best cosine among the archived memories the probe found (`auto`; `None`
     /// when none was among its first candidates).
     pub archived_best: Option<f64>,
-    /// The margin `b` had to exceed `a` by.
+    /// The margin `b` had to exceed `a_k` by.
     pub margin: f64,
 }
 

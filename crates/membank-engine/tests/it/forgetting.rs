@@ -9,10 +9,11 @@ use membank_store::{EventQuery, Store};
 
 use crate::{scope, world_with};
 
-/// These tests pin the curve's arithmetic in days: a one-day unit (the default is three).
+/// These tests pin the paper's arithmetic in days: a one-day unit and no importance on the
+/// curve (the default weighs importance in, `S + 14·I`).
 fn world() -> crate::World {
     world_with(EngineConfig {
-        forgetting: ForgettingPolicy { unit: Duration::days(1), ..ForgettingPolicy::default() },
+        forgetting: ForgettingPolicy { unit: Duration::days(1), importance_weight: 0.0, ..ForgettingPolicy::default() },
         ..EngineConfig::default()
     })
 }

@@ -41,6 +41,19 @@ pub fn world() -> World {
     world_with(EngineConfig::default())
 }
 
+/// The paper's curve on a three-day unit (importance weight 0), for tests that pin its
+/// arithmetic: the project's default before importance was weighed in.
+pub fn paper_world() -> World {
+    world_with(EngineConfig {
+        forgetting: membank_engine::core::forgetting::ForgettingPolicy {
+            unit: chrono::Duration::days(3),
+            importance_weight: 0.0,
+            ..Default::default()
+        },
+        ..EngineConfig::default()
+    })
+}
+
 pub fn world_with(config: EngineConfig) -> World {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(dir.path().join("memory.db")).unwrap());

@@ -221,7 +221,7 @@ fn at(text: &str) -> membank_engine::core::Timestamp {
 
 #[test]
 fn a_hit_shows_the_memory_after_the_recall_and_names_the_retention_before_it() {
-    let w = world();
+    let w = crate::paper_world();
     let m = w.turn("ana", "I am allergic to peanuts");
     w.advance_days(6);
     let policy = w.engine.config().forgetting;
@@ -247,7 +247,7 @@ fn a_hit_shows_the_memory_after_the_recall_and_names_the_retention_before_it() {
 
 #[test]
 fn retention_weighting_ranks_by_the_retention_before_the_recall() {
-    let w = world();
+    let w = crate::paper_world();
     w.turn("ana", "my bicycle has a flat tyre");
     w.advance_days(9);
     w.turn("ana", "my bicycle needs a new bell");

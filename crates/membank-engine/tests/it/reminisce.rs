@@ -21,13 +21,17 @@ fn ids(response: &RecallResponse) -> Vec<membank_engine::core::MemoryId> {
     response.results.iter().map(|h| h.memory.id).collect()
 }
 
-/// Ana's day: a fact about her sister, archived, and three active turns about other things.
+/// Ana's day: a fact about her sister, archived, and six active turns about other things
+/// (more than a recall's k = 5, so the bar `a_k` is an active memory's cosine).
 fn ana_with_an_archived_fact(w: &crate::World) -> (Memory, Vec<Memory>) {
     let fact = w.turn("ana", "my sister Lena lives in Porto and works as a nurse");
     let others = vec![
         w.turn("ana", "I had pasta for lunch"),
         w.turn("ana", "the weather is grey"),
         w.turn("ana", "my bike has a flat tyre"),
+        w.turn("ana", "the train was late again"),
+        w.turn("ana", "I watched a film about whales"),
+        w.turn("ana", "our kitchen tap drips"),
     ];
     w.engine.forget(&scope("ana"), fact.id, Some("test")).unwrap();
     w.advance_days(1);
@@ -41,8 +45,9 @@ fn the_archive_is_consulted_for_a_question_about_an_archived_fact() {
     let response = recall(&w, "ana", "where does my sister Lena live", Reminisce::Auto, Some(false));
     let r = response.reminiscence;
     assert!(r.probed && r.consulted, "{r:?}");
-    let (a, b) = (r.active_best.unwrap_or(f64::NEG_INFINITY), r.archived_best.unwrap());
-    assert!(b > a + r.margin, "b = {b} should lead a = {a} by more than {}", r.margin);
+    let (a, b) = (r.active_bar.expect("six active memories, k = 5"), r.archived_best.unwrap());
+    assert!(b > a + r.margin, "b = {b} should lead a_k = {a} by more than {}", r.margin);
+    assert!(r.active_best.is_some_and(|best| best >= a), "{r:?}");
     let hit = response.results.iter().find(|h| h.memory.id == fact.id).expect("the archived fact is recalled");
     assert!(hit.reminisced);
     assert_eq!(response.results[0].memory.id, fact.id, "it answers best");
@@ -55,14 +60,21 @@ fn the_archive_is_consulted_for_a_question_about_an_archived_fact() {
 #[test]
 fn the_archive_stays_closed_when_the_active_memories_answer() {
     let w = world();
+    // Five active memories about Lena (a recall's k), each a better match than the archived
+    // umbrella: the archive has nothing that would enter the top five.
     let answer = w.turn("ana", "my sister Lena lives in Porto");
+    w.turn("ana", "Lena is my older sister and she lives by the sea");
+    w.turn("ana", "my sister Lena moved to Porto last year");
+    w.turn("ana", "I visit my sister Lena in Porto every summer");
+    w.turn("ana", "Lena says Porto is where she will live for good");
     let old = w.turn("ana", "I bought a new umbrella");
-    w.turn("ana", "I had pasta for lunch");
     w.engine.forget(&scope("ana"), old.id, None).unwrap();
     w.advance_days(1);
     let auto = recall(&w, "ana", "where does my sister Lena live", Reminisce::Auto, Some(false));
     let never = recall(&w, "ana", "where does my sister Lena live", Reminisce::Never, Some(false));
-    assert!(auto.reminiscence.probed && !auto.reminiscence.consulted, "{:?}", auto.reminiscence);
+    let r = auto.reminiscence;
+    assert!(r.probed && !r.consulted, "{r:?}");
+    assert!(r.archived_best.is_none_or(|b| b <= r.active_bar.expect("five active") + r.margin), "{r:?}");
     assert_eq!(auto.results[0].memory.id, answer.id);
     // Exactly the active recall's hits, scores and parts.
     assert_eq!(ids(&auto), ids(&never));
@@ -91,8 +103,8 @@ fn reminisce_never_behaves_like_before() {
 
 #[test]
 fn a_restored_memory_gets_its_savings_and_the_event() {
-    // A one-day unit so the sweep archives within days.
-    let policy = ForgettingPolicy { unit: Duration::days(1), ..ForgettingPolicy::default() };
+    // The paper's curve on a one-day unit, so the sweep archives within days.
+    let policy = ForgettingPolicy { unit: Duration::days(1), importance_weight: 0.0, ..ForgettingPolicy::default() };
     let w = world_with(EngineConfig { forgetting: policy, ..EngineConfig::default() });
     let fact = w.turn("ana", "my sister Lena lives in Porto and works as a nurse");
     w.turn("ana", "I had pasta for lunch");

@@ -156,9 +156,15 @@ async fn a_dry_run_changes_nothing_and_a_real_run_archives_what_the_curve_says()
     assert_eq!(at(&real["now"]), start() + chrono::Duration::days(30));
     let archived = &real["archived_memories"][0];
     assert_eq!(archived["id"], id.as_str());
-    // exp(-t/S) with t in the policy's units: far below the default θ = 0.05.
-    let units = 30.0 * 86_400.0 / server.state.engine().config().forgetting.unit.num_seconds() as f64;
-    assert!((archived["R"].as_f64().unwrap() - (-units).exp()).abs() < 1e-9, "{archived}");
+    // exp(-t/S) with t in the policy's units and S the effective strength, 1 + w·I (the
+    // default weighs importance in): below the default θ = 0.05.
+    let policy = server.state.engine().config().forgetting;
+    let units = 30.0 * 86_400.0 / policy.unit.num_seconds() as f64;
+    let (_, stored) = call(&app, "GET", &format!("/v1/users/alice/memories/{id}"), None, None).await;
+    let s = 1.0 + policy.importance_weight * stored["base_importance"].as_f64().unwrap();
+    assert!((archived["S"].as_f64().unwrap() - s).abs() < 1e-9, "{archived}");
+    assert!((archived["R"].as_f64().unwrap() - (-units / s).exp()).abs() < 1e-9, "{archived}");
+    assert!(archived["R"].as_f64().unwrap() < 0.05, "{archived}");
     let (_, memory) = call(&app, "GET", &format!("/v1/users/alice/memories/{id}"), None, None).await;
     assert_eq!(memory["status"], "archived");
     let log = events(&app, None, "alice").await;
@@ -379,7 +385,12 @@ async fn a_year_of_days_archives_each_memory_on_the_day_its_curve_falls_below_th
     let mut expected = Vec::new();
     for id in [&forgotten, &recalled] {
         let (_, memory) = call(&app, "GET", &format!("/v1/users/alice/memories/{id}"), None, None).await;
-        let strength = Strength::new(memory["strength"].as_f64().unwrap()).unwrap();
+        // The effective strength, S + w·I (the default weighs importance in).
+        let strength = Strength::new(
+            memory["strength"].as_f64().unwrap()
+                + policy.importance_weight * memory["base_importance"].as_f64().unwrap(),
+        )
+        .unwrap();
         let last = at(&memory["last_recalled_at"]);
         let day = (1..=365)
             .find(|&d| {

@@ -56,7 +56,7 @@ async fn a_recall_reminisces_when_the_active_memories_do_not_answer_and_says_so(
     assert!(never["results"].as_array().unwrap().iter().all(|h| h["id"] != id.as_str() && h["reminisced"] == false));
     assert_eq!(
         never["reminiscence"],
-        json!({ "mode": "never", "probed": false, "consulted": false, "archived_hits": 0, "active_best": null, "archived_best": null, "margin": 0.05 })
+        json!({ "mode": "never", "probed": false, "consulted": false, "archived_hits": 0, "active_best": null, "active_bar": null, "archived_best": null, "margin": 0.0 })
     );
 
     // The default (`auto`) consults the archive: the fact is first, marked, and brought back.
@@ -74,7 +74,7 @@ async fn a_recall_reminisces_when_the_active_memories_do_not_answer_and_says_so(
     assert_eq!(summary["archived_hits"], 1);
     assert!(
         summary["archived_best"].as_f64().unwrap()
-            > summary["active_best"].as_f64().unwrap_or(f64::NEG_INFINITY) + 0.05,
+            > summary["active_bar"].as_f64().unwrap_or(f64::NEG_INFINITY) + summary["margin"].as_f64().unwrap(),
         "{summary}"
     );
     assert!(auto["results"].as_array().unwrap().iter().skip(1).all(|h| h["reminisced"] == false));
@@ -192,7 +192,8 @@ async fn the_openapi_document_describes_reminisce_and_reminisced() {
     assert_eq!(hit["properties"]["reminisced"]["type"], "boolean", "{hit}");
     assert!(hit["required"].as_array().unwrap().contains(&json!("reminisced")), "{hit}");
     assert!(schemas["RecallOut"]["required"].as_array().unwrap().contains(&json!("reminiscence")));
-    for name in ["mode", "probed", "consulted", "archived_hits", "active_best", "archived_best", "margin"] {
+    for name in ["mode", "probed", "consulted", "archived_hits", "active_best", "active_bar", "archived_best", "margin"]
+    {
         assert!(schemas["ReminiscenceOut"]["properties"][name].is_object(), "{name}: {}", schemas["ReminiscenceOut"]);
     }
     assert_eq!(schemas["CitedOut"]["properties"]["reminisced"]["type"], "boolean");

@@ -31,13 +31,33 @@ impl TestServer {
 
     /// A server whose engine reads `clock` (a `ManualClock` in tests that move time).
     pub fn with_clock(auth: AuthMode, clock: Arc<dyn Clock>, adjust: impl FnOnce(&mut ServerConfig)) -> Self {
+        Self::with_engine(auth, clock, membank_engine::EngineConfig::default(), adjust)
+    }
+
+    /// A server on `clock` whose engine runs the paper's curve on a three-day unit
+    /// (importance weight 0), for tests that pin its arithmetic.
+    pub fn paper_curve(auth: AuthMode, clock: Arc<dyn Clock>) -> Self {
+        let forgetting = membank_engine::core::forgetting::ForgettingPolicy {
+            unit: chrono::Duration::days(3),
+            importance_weight: 0.0,
+            ..Default::default()
+        };
+        Self::with_engine(auth, clock, membank_engine::EngineConfig { forgetting, ..Default::default() }, |_| {})
+    }
+
+    /// A server on `clock` with `engine` as the engine's configuration.
+    pub fn with_engine(
+        auth: AuthMode,
+        clock: Arc<dyn Clock>,
+        engine: membank_engine::EngineConfig,
+        adjust: impl FnOnce(&mut ServerConfig),
+    ) -> Self {
         // On tmpfs when there is one: these tests are about behaviour, not durability,
         // and a per-commit fsync on a shared disk would make them slow for nothing.
         let shm = std::path::Path::new("/dev/shm");
         let dir = if shm.is_dir() { tempfile::tempdir_in(shm).unwrap() } else { tempfile::tempdir().unwrap() };
         let store = Arc::new(SqliteStore::open(dir.path().join("t.db")).unwrap());
-        let engine =
-            Arc::new(Engine::new(store.clone(), Arc::new(HashEmbedder::new(64)), clock, Default::default()).unwrap());
+        let engine = Arc::new(Engine::new(store.clone(), Arc::new(HashEmbedder::new(64)), clock, engine).unwrap());
         let mut config = ServerConfig::new(TenantId::new("default").unwrap(), auth);
         config.rate_limit = RateLimit { per_second: 0.0, burst: 1.0 };
         adjust(&mut config);

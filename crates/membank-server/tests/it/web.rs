@@ -106,7 +106,8 @@ async fn about_says_who_the_caller_is_and_what_the_server_runs() {
     assert!(about["llm"].is_null() && about["llm_hint"].as_str().unwrap().contains("MEMBANK_LLM_BASE_URL"));
     assert_eq!(about["forgetting"]["policy"], "memorybank");
     assert_eq!(about["forgetting"]["archive_below"], 0.05);
-    assert_eq!(about["forgetting"]["unit_seconds"], 3 * 86_400);
+    assert_eq!(about["forgetting"]["unit_seconds"], 86_400);
+    assert_eq!(about["forgetting"]["importance_weight"], 14.0);
 
     let keyed = TestServer::new(AuthMode::Keys);
     let app = keyed.router();
@@ -134,7 +135,7 @@ fn t0() -> chrono::DateTime<Utc> {
 #[tokio::test]
 async fn a_memorys_curve_jumps_at_each_recall_and_projects_the_sweeps_archive_date() {
     let clock = Arc::new(ManualClock::new(t0()));
-    let server = TestServer::with_clock(AuthMode::Keys, clock.clone(), |_| {});
+    let server = TestServer::paper_curve(AuthMode::Keys, clock.clone());
     let app = server.router();
     let alice = server.key("acme", Some("alice"), false);
     let (status, turn) = call(
@@ -328,7 +329,7 @@ async fn a_backdated_sweep_over_imported_history_counts_from_when_the_memory_was
     // Stored on day 10 about day −20 with its clock from the event; a sweep dated day 5 (before
     // the memory was stored) archives it. The overview must end archived, not active.
     let clock = Arc::new(ManualClock::new(t0() + Duration::days(10)));
-    let server = TestServer::with_clock(AuthMode::LoopbackOpen, clock.clone(), |_| {});
+    let server = TestServer::paper_curve(AuthMode::LoopbackOpen, clock.clone());
     let app = server.router();
     let occurred = (t0() - Duration::days(20)).to_rfc3339();
     let (status, turn) = call(

@@ -327,12 +327,11 @@ impl Engine {
                 metadata.insert(IMPORT_KEY.to_string(), record.key.clone());
                 let derived_from = record.derived_from.iter().filter_map(|key| ids.get(key).copied()).collect();
                 let model_id = model.as_ref().map_or("", |m| m.id.as_str());
-                let (base, version) =
-                    membank_core::salience::estimate_importance_with(
-                        &content,
-                        model_id,
-                        Some(probe_vector.as_deref().unwrap_or(&vector)),
-                    );
+                let (base, version) = membank_core::salience::estimate_importance_with(
+                    &content,
+                    model_id,
+                    Some(probe_vector.as_deref().unwrap_or(&vector)),
+                );
                 forgetting.base_importance = base;
                 forgetting.importance = base;
                 metadata.insert(crate::ops::IMPORTANCE_SOURCE.to_string(), "estimator".to_string());
