@@ -292,8 +292,8 @@ pub struct RecallFile {
     /// With an LLM configured: fusion weight of the question rewritten by the model into
     /// search queries (0: off).
     pub query_rewrite_weight: Option<f64>,
-    /// How much closer to the query than the best active memory an archived one must be for
-    /// a recall (`reminisce = auto`) to consult the archive, in cosine.
+    /// How much closer to the query than the k-th best active memory an archived one must be
+    /// for a recall (`reminisce = auto`) to consult the archive, in cosine (default 0).
     pub reminisce_margin: Option<f64>,
 }
 
