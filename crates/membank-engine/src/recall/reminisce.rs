@@ -27,8 +27,9 @@ use super::time::QueryTime;
 use super::types::{Reminisce, Reminiscence};
 use crate::{Engine, EngineError};
 
-/// How many candidates the probe of the archive takes. Only its best archived cosine is
-/// used, and it is within the first few whenever it leads the active memories' best.
+/// How many candidates the probe of the archive takes at least (it takes k when k is more,
+/// up to the recall's candidates). Only its best archived cosine is used: whenever an
+/// archived memory beats the k-th active one, some archived memory is among the first k.
 pub(super) const PROBE: usize = 16;
 
 impl Engine {
@@ -84,7 +85,13 @@ impl Engine {
     fn best_archived(&self, setup: &Setup, vector: &[f32], active: &[Hit]) -> Result<Option<f64>, EngineError> {
         let scope = &setup.request.scope;
         let filter = SearchFilter { include_archived: true, ..setup.filter.clone() };
-        let probe = self.store.dense_search(scope, &self.model(), vector, &filter, PROBE.min(setup.candidates))?;
+        let probe = self.store.dense_search(
+            scope,
+            &self.model(),
+            vector,
+            &filter,
+            PROBE.max(setup.request.k).min(setup.candidates),
+        )?;
         let active: HashSet<MemoryId> = active.iter().map(|h| h.id).collect();
         let others: Vec<&Hit> = probe.iter().filter(|h| !active.contains(&h.id)).collect();
         if others.is_empty() {
