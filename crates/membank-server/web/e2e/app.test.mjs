@@ -15,7 +15,7 @@ const TIMEOUT = 15_000;
 // The turns alice remembers, over several days (`clock_from: event`: the forgetting clock
 // starts at the day they were said, so the oldest is already past the archive threshold).
 const TURNS = [
-  { ago: 12, text: 'I adopted a grey cat named Miso from the shelter.', reply: 'Miso sounds lovely!' },
+  { ago: 60, text: 'I adopted a grey cat named Miso from the shelter.', reply: 'Miso sounds lovely!' },
   { ago: 3, text: 'I started learning the cello this week.', reply: 'How exciting, the cello is beautiful.' },
   { ago: 2, text: 'My sister Lena is visiting from Berlin next month.', reply: 'You must be looking forward to it.' },
   { ago: 1, text: 'I prefer green tea over coffee in the mornings.', reply: 'Green tea is a gentle start.' },
@@ -133,7 +133,8 @@ describe('membank web app (API keys, stub LLM)', () => {
     const r = await card(page, ids[TURNS[1].text]).getByTestId('memory-retention').textContent();
     assert.ok(Math.abs(Number(r.trim()) - shown.retention) < 0.01, `R shown ${r} vs API ${shown.retention}`);
     assert.equal((await card(page, ids[TURNS[1].text]).getByTestId('memory-strength').textContent()).trim(), '1.00');
-    // The oldest is past the archive threshold already (its clock started 12 days ago).
+    // The oldest is past the archive threshold already: its clock started 60 days ago, longer than
+    // any importance buys under the default (ln 20 · (1 + 14) ≈ 45 days unrecalled).
     assert.equal(await card(page, ids[TURNS[0].text]).getByTestId('memory-past-threshold').count(), 1);
     // Filters: only one day.
     const day = daysAgo(1).day;
