@@ -229,12 +229,12 @@ impl From<&RecallHit> for RecallHitOut {
 /// What reminiscence did in a recall:
 /// `{"mode","probed","consulted","archived_hits","active_best","active_bar","archived_best","margin"}`.
 ///
-/// In `auto` mode the recall runs over the active memories; one dense search with the
-/// archive admitted then finds the best archived cosine to the query (`archived_best`,
-/// `b`), and the archive is consulted when `b > active_bar + margin`, `active_bar` (`a_k`)
-/// being the cosine of the k-th best active dense candidate (or when fewer than k active
-/// memories are candidates and there are archived ones). Consulted, the ranking is made
-/// again over the active and the archived memories and the archived hits are `reminisced`.
+/// In `auto` mode, before the ranking, one dense search with the archive admitted takes the
+/// first k + 16 candidates: `archived_best` (`b`) is the best archived cosine among them,
+/// `active_bar` (`a_k`) the cosine of the k-th active one, and the archive is consulted when
+/// `b > active_bar + margin` (or when fewer than k of the candidates are active and some are
+/// archived). Consulted, the ranking is made over the active and the archived memories and
+/// the archived hits are `reminisced`; otherwise over the active memories alone.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReminiscenceOut {
     /// `auto`, `never` or `always`: the mode the recall ran in.

@@ -18,11 +18,11 @@
 //!
 //! **Stages.** [`Engine::recall`] runs the stages in order, each a function of its own
 //! file: `setup` (check the request), `time` (resolve a time expression, the day-restricted
-//! rankings), `search` (the first searches and the speaker re-query), `rankings` (the named
-//! rankings and each candidate's record), `second_stage` (rewrites, feedback), `select`
-//! (hits from the fused candidates), `reminisce` (consult the archive when the active
-//! memories do not answer well: [`Reminisce`]), then `select` again (day diversity, summaries
-//! first) and `log`.
+//! rankings), `reminisce` (whether to rank over the archive too, because the active
+//! memories do not answer well: [`Reminisce`]), `search` (the first searches and the speaker
+//! re-query), `rankings` (the named rankings and each candidate's record), `second_stage`
+//! (rewrites, feedback), `select` (hits from the fused candidates), then `select` again (day
+//! diversity, summaries first) and `log`.
 
 mod log;
 mod rankings;
@@ -40,8 +40,6 @@ pub use types::{
     Reminiscence, ScoreParts, YearChoice,
 };
 
-use membank_store::Hit;
-
 use crate::{Engine, EngineError};
 use rankings::Rankings;
 use setup::Setup;
@@ -55,8 +53,6 @@ struct Ranked {
     rankings: Rankings,
     /// The query vector the searches used.
     vector: Vec<f32>,
-    /// The unrestricted dense candidates, best first.
-    dense: Vec<Hit>,
 }
 
 impl Engine {
@@ -65,10 +61,9 @@ impl Engine {
         let mut setup = self.setup(&request)?;
         let config = setup.config;
         let time = self.resolve_time(&setup)?;
+        // Whether the ranking is made over the archive too is decided before it.
+        let reminiscence = self.reminisce(&mut setup, time.as_ref())?;
         let ranked = self.rank(&setup, time.as_ref())?;
-        // Stages that reorder the selected hits take them and return them, between select
-        // and diversify.
-        let (ranked, reminiscence) = self.reminisce(&mut setup, time.as_ref(), ranked)?;
         let hits = select::diversify_days(&setup, ranked.hits);
         let mut hits = self.promote_summaries(&setup, time.as_ref(), &ranked.rankings, hits)?;
         hits.truncate(request.k);
@@ -99,6 +94,6 @@ impl Engine {
         let fused = self.expand_neighbours(&request.scope, &setup.filter, &fused, weight, exchange_weight)?;
         let seen = std::mem::take(&mut search.seen);
         let hits = self.select(setup, seen, &rankings, fused)?;
-        Ok(Ranked { hits, rankings, vector: search.vector, dense: search.dense })
+        Ok(Ranked { hits, rankings, vector: search.vector })
     }
 }

@@ -1,46 +1,40 @@
 //! Reminiscence: archived memories stay searchable as a cold tier, and a recall consults
 //! them when the active memories do not answer well ([`Reminisce`] has the rule).
 //!
-//! The stage takes the hits selected over the active memories and returns them unchanged,
-//! or, when the archive is consulted, the hits of the same pipeline run again over the
-//! active and the archived memories, the archived ones marked [`reminisced`](super::RecallHit::reminisced).
-//! `always` made the first ranking over both already (see `setup`); `never` and audits
-//! (`include_archived`) pass through.
+//! The stage runs before the first search and decides whether the recall's one ranking is
+//! made over the active memories alone or over the active and the archived ones (the archived
+//! hits then marked [`reminisced`](super::RecallHit::reminisced)). `always` decided that
+//! already (see `setup`); `never` and audits (`include_archived`) pass through.
 //!
 //! **The probe.** One dense search over the person's memories with the archived ones
-//! admitted, with the query vector and the filters of the active recall, limited to its
-//! first [`PROBE`] candidates. The store's search admits archived and superseded memories
-//! together, so a probe candidate is known to be archived by its row: a candidate that is
-//! not among the active dense candidates cannot be active (the active search kept more
-//! candidates than the probe does), and only those rows are read. `b` is the best cosine
-//! of the archived ones (superseded ones never count), `a_k` the cosine of the k-th active
-//! dense candidate.
+//! admitted, with the query's vector (the search text's, which the first search then reuses)
+//! and the recall's filters, for its first k + [`PROBE`] candidates, whose rows are read for
+//! their status. `a_k` is the cosine of the k-th active one, `b` the best cosine of the
+//! archived ones (superseded ones never count). When fewer than k of them are active, either
+//! the person has fewer than k matching active memories or more than [`PROBE`] archived ones
+//! rank above the k-th active one: either way the archive is worth the ranking's look.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use membank_core::{MemoryId, Status};
-use membank_store::{Hit, SearchFilter};
+use membank_store::SearchFilter;
 
-use super::Ranked;
 use super::setup::Setup;
-use super::time::QueryTime;
+use super::time::{self, QueryTime};
 use super::types::{Reminisce, Reminiscence};
 use crate::{Engine, EngineError};
 
-/// How many candidates the probe of the archive takes at least (it takes k when k is more,
-/// up to the recall's candidates). Only its best archived cosine is used: whenever an
-/// archived memory beats the k-th active one, some archived memory is among the first k.
+/// How many candidates beyond k the probe of the archive takes.
 pub(super) const PROBE: usize = 16;
 
 impl Engine {
-    /// Decides whether this recall consults the archive and, when it does, ranks again
-    /// over the active and the archived memories; `setup` is then the archive's.
+    /// Decides whether this recall consults the archive; when it does, `setup` becomes the
+    /// archive's. Either way a probing `setup` keeps the query's vector for the first search.
     pub(super) fn reminisce<'a>(
         &'a self,
         setup: &mut Setup<'a>,
         time: Option<&QueryTime>,
-        ranked: Ranked,
-    ) -> Result<(Ranked, Reminiscence), EngineError> {
+    ) -> Result<Reminiscence, EngineError> {
         let request = setup.request;
         let mut summary = Reminiscence {
             mode: request.reminisce,
@@ -53,58 +47,34 @@ impl Engine {
             margin: setup.config.reminisce_margin,
         };
         if request.reminisce != Reminisce::Auto || request.include_archived || setup.reminiscing {
-            return Ok((ranked, summary));
+            return Ok(summary);
         }
-        let active_best = ranked.dense.first().map(|h| h.score);
-        // The bar: the cosine of the k-th active dense candidate, the last one that could be
-        // returned on cosine alone (none when fewer than k are active: then any archived
-        // candidate may fill a place).
-        let bar = ranked.dense.get(request.k.saturating_sub(1)).map(|h| h.score);
-        let archived_best = self.best_archived(setup, &ranked.vector, &ranked.dense)?;
+        let vector = self.embedder.embed_query(&time::search_text(setup, time))?;
+        let scope = &request.scope;
+        let filter = SearchFilter { include_archived: true, ..setup.filter.clone() };
+        let probe = self.store.dense_search(scope, &self.model(), &vector, &filter, request.k + PROBE)?;
+        let ids: Vec<MemoryId> = probe.iter().map(|h| h.id).collect();
+        let status: HashMap<MemoryId, Status> =
+            self.store.get_many(scope, &ids)?.into_iter().map(|m| (m.id, m.status)).collect();
+        let is = |id: &MemoryId, wanted: Status| status.get(id) == Some(&wanted);
+        let active: Vec<f64> = probe.iter().filter(|h| is(&h.id, Status::Active)).map(|h| h.score).collect();
+        let archived_best = probe.iter().find(|h| is(&h.id, Status::Archived)).map(|h| h.score);
         summary.probed = true;
-        summary.active_best = active_best;
-        summary.active_bar = bar;
+        summary.active_best = active.first().copied();
+        // The bar: the k-th active cosine, the last active memory the recall could return
+        // on meaning alone.
+        summary.active_bar = active.get(request.k.saturating_sub(1)).copied();
         summary.archived_best = archived_best;
-        let consult = match (bar, archived_best) {
+        let consult = match (summary.active_bar, archived_best) {
             (_, None) => false,
             (None, Some(_)) => true,
             (Some(a), Some(b)) => b > a + summary.margin,
         };
-        if !consult {
-            return Ok((ranked, summary));
+        setup.query_vector = Some(vector);
+        if consult {
+            *setup = setup.with_archive();
+            summary.consulted = true;
         }
-        *setup = setup.with_archive();
-        summary.consulted = true;
-        // The same pipeline over both tiers decides which archived memories come back.
-        let ranked = self.rank(setup, time)?;
-        Ok((ranked, summary))
-    }
-
-    /// The best cosine to `vector` among the person's archived memories under the recall's
-    /// filters (`None` when none is among the probe's candidates).
-    fn best_archived(&self, setup: &Setup, vector: &[f32], active: &[Hit]) -> Result<Option<f64>, EngineError> {
-        let scope = &setup.request.scope;
-        let filter = SearchFilter { include_archived: true, ..setup.filter.clone() };
-        let probe = self.store.dense_search(
-            scope,
-            &self.model(),
-            vector,
-            &filter,
-            PROBE.max(setup.request.k).min(setup.candidates),
-        )?;
-        let active: HashSet<MemoryId> = active.iter().map(|h| h.id).collect();
-        let others: Vec<&Hit> = probe.iter().filter(|h| !active.contains(&h.id)).collect();
-        if others.is_empty() {
-            return Ok(None);
-        }
-        let ids: Vec<MemoryId> = others.iter().map(|h| h.id).collect();
-        let archived: HashSet<MemoryId> = self
-            .store
-            .get_many(scope, &ids)?
-            .into_iter()
-            .filter(|m| m.status == Status::Archived)
-            .map(|m| m.id)
-            .collect();
-        Ok(others.iter().find(|h| archived.contains(&h.id)).map(|h| h.score))
+        Ok(summary)
     }
 }

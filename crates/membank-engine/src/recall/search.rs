@@ -30,9 +30,13 @@ pub(super) struct Search {
 }
 
 impl Engine {
-    /// Embeds the search text and takes the dense and lexical candidates.
+    /// Embeds the search text (unless reminiscence already did) and takes the dense and
+    /// lexical candidates.
     pub(super) fn first_search(&self, setup: &Setup, text: String) -> Result<Search, EngineError> {
-        let vector = self.embedder.embed_query(text.as_str())?;
+        let vector = match &setup.query_vector {
+            Some(vector) => vector.clone(),
+            None => self.embedder.embed_query(text.as_str())?,
+        };
         let terms = text::query_terms(&text);
         let (dense, lexical) = self.searches(setup, &vector, &terms, &setup.filter)?;
         Ok(Search { text, vector, terms, dense, lexical, seen: HashMap::new() })

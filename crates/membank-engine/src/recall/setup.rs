@@ -27,6 +27,9 @@ pub(super) struct Setup<'a> {
     /// reminiscence (`filter` then admits archived memories, and selection admits archived
     /// but never superseded ones); see [`super::Reminisce`].
     pub reminiscing: bool,
+    /// The search text's embedding, when reminiscence needed it before the first search
+    /// (which then uses it rather than embedding the text again).
+    pub query_vector: Option<Vec<f32>>,
 }
 
 impl Setup<'_> {
@@ -40,6 +43,7 @@ impl Setup<'_> {
             candidates: self.candidates,
             weight_by_retention: self.weight_by_retention,
             reminiscing: true,
+            query_vector: self.query_vector.clone(),
         }
     }
 }
@@ -73,6 +77,7 @@ impl Engine {
             candidates: config.candidates.max(request.k),
             weight_by_retention: request.weight_by_retention.unwrap_or(config.weight_by_retention),
             reminiscing: false,
+            query_vector: None,
         };
         // `always` ranks over the archive from the start; an audit sees it anyway.
         Ok(if request.reminisce == Reminisce::Always && !request.include_archived {

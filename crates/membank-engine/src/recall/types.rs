@@ -90,17 +90,17 @@ pub const DEFAULT_REMINISCE_MARGIN: f64 = 0.0;
 /// Whether a recall consults the archive: archived memories stay searchable as a cold tier
 /// (reminiscence). Superseded and erased memories are never consulted.
 ///
-/// **The `auto` rule.** The recall runs over the active memories as it always did. Then one
-/// dense search over the person's memories including the archived ones, with the same
-/// query vector and filters, finds the best archived cosine `b`; `a_k` is the cosine of the
-/// k-th best active dense candidate (k the recall's `k`), the weakest active memory that
+/// **The `auto` rule.** Before the ranking, one dense search over the person's memories
+/// including the archived ones, with the query's vector and the recall's filters, takes its
+/// first k + 16 candidates. `b` is the best cosine among the archived ones; `a_k` is the
+/// cosine of the k-th best active one (k the recall's `k`), the weakest active memory that
 /// could be returned on meaning. The active memories "do not answer well" when
 /// `b > a_k + margin` ([`RecallConfig::reminisce_margin`]): some archived memory matches
 /// better than an answer the recall would give; or when fewer than k active memories are
-/// candidates and there are archived ones. Then the ranking is made again, by the same
-/// pipeline (dense, BM25, fusion, time, selection), over the active and the archived
+/// among the candidates and archived ones are. Then the ranking, by the same pipeline
+/// (dense, BM25, fusion, time, selection), is made over the active and the archived
 /// memories, and the archived hits it returns are marked [`RecallHit::reminisced`];
-/// otherwise the hits are exactly the active recall's.
+/// otherwise it is made over the active memories alone, exactly as with `never`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Reminisce {
     /// Consult the archive when the active memories do not answer well (the default).
