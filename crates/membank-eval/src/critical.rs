@@ -3,7 +3,9 @@
 //!
 //! - MemoryBank: `{"user": <the bank's user key>, "date": "YYYY-MM-DD", "turn": <0-based
 //!   index in that date's list>, "critical": 0|1}`;
-//! - LoCoMo: `{"sample": "conv-26", "dia_id": "D1:3", "critical": 0|1}`.
+//! - LoCoMo: `{"sample": "conv-26", "dia_id": "D1:3", "critical": 0|1}`;
+//! - LongMemEval: `{"question_id": "9aaed6a3", "session_id": "answer_…_1", "turn": <0-based
+//!   index in the session's list of messages>, "critical": 0|1}`.
 //!
 //! Blank lines are skipped. A line that is not such an object (bad JSON, a missing or
 //! unknown field, `critical` other than 0 or 1, a line longer than [`MAX_LINE`]) is an
@@ -26,6 +28,8 @@ pub enum LabelShape {
     MemoryBank,
     /// `{"sample","dia_id","critical"}`.
     Locomo,
+    /// `{"question_id","session_id","turn","critical"}`.
+    LongMemEval,
 }
 
 #[derive(Deserialize)]
@@ -42,6 +46,15 @@ struct MemoryBankLine {
 struct LocomoLine {
     sample: String,
     dia_id: String,
+    critical: u8,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LongMemEvalLine {
+    question_id: String,
+    session_id: String,
+    turn: u32,
     critical: u8,
 }
 
@@ -85,6 +98,7 @@ pub fn parse(text: &str, path: &str, shape: LabelShape) -> Result<CriticalLabels
             let expected = match shape {
                 LabelShape::MemoryBank => r#"{"user","date","turn","critical"}"#,
                 LabelShape::Locomo => r#"{"sample","dia_id","critical"}"#,
+                LabelShape::LongMemEval => r#"{"question_id","session_id","turn","critical"}"#,
             };
             EvalError::data(&at, format!("not a label line {expected}: {e}"))
         };
@@ -100,6 +114,15 @@ pub fn parse(text: &str, path: &str, shape: LabelShape) -> Result<CriticalLabels
             LabelShape::Locomo => {
                 let l: LocomoLine = serde_json::from_str(line).map_err(bad)?;
                 (l.sample, format!("locomo:{}", l.dia_id.trim()), l.critical)
+            }
+            LabelShape::LongMemEval => {
+                let l: LongMemEvalLine = serde_json::from_str(line).map_err(bad)?;
+                let session = l.session_id.trim();
+                if session.is_empty() {
+                    return Err(EvalError::data(&at, "\"session_id\" is empty"));
+                }
+                // The import's key: the session id and the message's 1-based position.
+                (l.question_id, format!("{session}_{}", u64::from(l.turn) + 1), l.critical)
             }
         };
         if critical > 1 {
@@ -128,6 +151,31 @@ mod tests {
         let labels =
             parse("{\"sample\": \"conv-26\", \"dia_id\": \"D1:3\", \"critical\": 1}", "f", LabelShape::Locomo).unwrap();
         assert!(labels.user("conv-26").unwrap()["locomo:D1:3"]);
+    }
+
+    #[test]
+    fn reads_longmemeval_lines_as_the_import_keys_its_messages() {
+        let text = "{\"question_id\": \"9aaed6a3\", \"session_id\": \"answer_1\", \"turn\": 0, \"critical\": 1}\n\
+                    {\"question_id\": \"9aaed6a3\", \"session_id\": \" s2 \", \"turn\": 4, \"critical\": 0}\n";
+        let labels = parse(text, "f", LabelShape::LongMemEval).unwrap();
+        let user = labels.user("9aaed6a3").unwrap();
+        // Message i of a session is imported as `<session>_<i + 1>`.
+        assert!(user["answer_1_1"]);
+        assert!(!user["s2_5"]);
+        assert_eq!(labels.len(), 2);
+        let e = error(
+            "{\"question_id\": \"q\", \"session_id\": \"  \", \"turn\": 0, \"critical\": 1}",
+            LabelShape::LongMemEval,
+        );
+        assert!(e.contains(":1") && e.contains("session_id"), "{e}");
+        let e = error(
+            "{\"question_id\": \"q\", \"session_id\": \"s\", \"turn\": -1, \"critical\": 1}",
+            LabelShape::LongMemEval,
+        );
+        assert!(e.contains(":1"), "{e}");
+        // A LoCoMo line is not a LongMemEval line.
+        let e = error("{\"sample\": \"conv-26\", \"dia_id\": \"D1:3\", \"critical\": 1}", LabelShape::LongMemEval);
+        assert!(e.contains("question_id"), "{e}");
     }
 
     fn error(text: &str, shape: LabelShape) -> String {

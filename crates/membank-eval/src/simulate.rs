@@ -1,7 +1,8 @@
 //! `simulate`: replays a benchmark the way the product would live it, into throw-away
 //! stores, and measures what forgetting costs and saves.
 //!
-//! Each user (a MemoryBank user, a LoCoMo conversation) is replayed on its own, in a fresh
+//! Each user (a MemoryBank user, a LoCoMo conversation, a LongMemEval question's haystack)
+//! is replayed on its own, in a fresh
 //! SQLite file in a temporary directory, by one engine driven by a [`ManualClock`]. Every
 //! calendar day from the user's first conversation day to the last is lived, quiet days
 //! too: each turn of the day, in time order, is first used as a recall query (k = 5, the
@@ -10,7 +11,12 @@
 //! policy. `gap_days` more days with their maintenance may follow. Then the benchmark's
 //! questions are asked as `membank eval` asks them (inspection recalls that strengthen
 //! nothing, at the day after the last conversation day plus the gap, over active memories
-//! only; turns only for MemoryBank) and scored with the same metrics.
+//! only; turns only for MemoryBank) and scored with the same metrics. LongMemEval: each
+//! question is its own user (its haystack is its history, the person's messages its turns,
+//! as `membank eval longmemeval` imports them), asked once at its `question_date` — or at
+//! the start of the day after its last session, when that is later, so every replayed
+//! day's maintenance has run — plus the gap; the protocol's abstention questions and
+//! questions without a gold user turn are replayed but not asked.
 //!
 //! In the same run, at equal storage:
 //! - `no_forgetting`: the same replay with no maintenance at all (everything stays active);
@@ -50,6 +56,7 @@ use membank_engine::core::{
 use membank_engine::embed::EmbedError;
 use membank_engine::import::IMPORT_KEY;
 use membank_engine::import::locomo::parse_sample;
+use membank_engine::import::longmemeval as longmemeval_import;
 use membank_engine::import::memorybank::{self, turn_time};
 use membank_engine::{
     Embedder, Engine, EngineConfig, EngineError, MaintainRequest, RecallRequest, RememberNote, RememberTurn, Reminisce,
@@ -100,23 +107,58 @@ pub enum Benchmark {
         /// Which conversations (0-based positions in the file); `None`: all.
         samples: Option<Vec<usize>>,
     },
+    /// LongMemEval questions, each with its own haystack.
+    LongMemEval {
+        /// `longmemeval_s_cleaned.json` or `longmemeval_oracle.json`.
+        data: PathBuf,
+        /// Which questions (0-based positions in the file); `None`: all.
+        samples: Option<Vec<usize>>,
+    },
+}
+
+/// How a benchmark's questions are scored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scoring {
+    /// hit@k, all@k, MRR over turns and fused memories.
+    MemoryBank,
+    /// recall@k per evidence item.
+    Locomo,
+    /// recall@k per evidence item, and the protocol's recall_any@k and recall_all@k.
+    LongMemEval,
 }
 
 impl Benchmark {
-    /// `memorybank` or `locomo`.
+    /// `memorybank`, `locomo` or `longmemeval`.
     pub fn name(&self) -> &'static str {
         match self {
             Benchmark::MemoryBank { .. } => "memorybank",
             Benchmark::Locomo { .. } => "locomo",
+            Benchmark::LongMemEval { .. } => "longmemeval",
         }
     }
 
-    /// The metric the summary and the plot lead with: hit@5 (MemoryBank), recall@10 (LoCoMo),
-    /// or the largest cut-off asked when that one is not.
+    fn scoring(&self) -> Scoring {
+        match self {
+            Benchmark::MemoryBank { .. } => Scoring::MemoryBank,
+            Benchmark::Locomo { .. } => Scoring::Locomo,
+            Benchmark::LongMemEval { .. } => Scoring::LongMemEval,
+        }
+    }
+
+    /// The positions chosen with `--samples` (LoCoMo, LongMemEval).
+    fn samples(&self) -> Option<Vec<usize>> {
+        match self {
+            Benchmark::Locomo { samples, .. } | Benchmark::LongMemEval { samples, .. } => samples.clone(),
+            Benchmark::MemoryBank { .. } => None,
+        }
+    }
+
+    /// The metric the summary and the plot lead with: hit@5 (MemoryBank), recall@10 (LoCoMo,
+    /// LongMemEval), or the largest cut-off asked when that one is not.
     pub fn main_metric(&self, ks: &[usize]) -> String {
         let (name, k) = match self {
             Benchmark::MemoryBank { .. } => ("hit", 5),
-            Benchmark::Locomo { .. } => ("recall", 10),
+            Benchmark::Locomo { .. } | Benchmark::LongMemEval { .. } => ("recall", 10),
         };
         let k = if ks.contains(&k) { k } else { ks.iter().copied().max().unwrap_or(k) };
         format!("{name}@{k}")
@@ -290,6 +332,9 @@ pub struct Breakdown {
     /// LoCoMo: the metrics per category code, each with its count `n`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by_category: Option<BTreeMap<String, BTreeMap<String, f64>>>,
+    /// LongMemEval: the metrics per `question_type`, each with its count `n`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_type: Option<BTreeMap<String, BTreeMap<String, f64>>>,
     /// Evidence items of the scored questions.
     pub evidence: usize,
     /// Of those, how many an active memory still holds (itself or its survivor).
@@ -299,7 +344,7 @@ pub struct Breakdown {
 /// One user's (conversation's) numbers.
 #[derive(Debug, Clone, Serialize)]
 pub struct UserSummary {
-    /// The user key (MemoryBank) or sample id (LoCoMo).
+    /// The user key (MemoryBank), sample id (LoCoMo) or question id (LongMemEval).
     pub user: String,
     /// Days lived, the gap included.
     pub days: usize,
@@ -373,7 +418,7 @@ pub struct Parameters {
     /// The memorybank decision mode: threshold, stochastic or rank.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<&'static str>,
-    /// LoCoMo conversations replayed (0-based positions).
+    /// LoCoMo conversations or LongMemEval questions replayed (0-based positions).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<Vec<usize>>,
     /// MemoryBank language.
@@ -402,7 +447,7 @@ pub struct CriticalReport {
 /// The outcome: `{"benchmark","policy","storage","quality","timeline",…}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct SimulateReport {
-    /// `memorybank` or `locomo`.
+    /// `memorybank`, `locomo` or `longmemeval`.
     pub benchmark: &'static str,
     /// `memorybank`, `fademem` or `none`.
     pub policy: &'static str,
@@ -463,7 +508,7 @@ struct SimTurn {
 #[derive(Debug, Clone)]
 struct SimQuestion {
     text: String,
-    /// Gold kind (MemoryBank) or category code (LoCoMo).
+    /// Gold kind (MemoryBank), category code (LoCoMo) or question type (LongMemEval).
     group: String,
     /// Import keys of the evidence, distinct.
     evidence: Vec<String>,
@@ -573,6 +618,7 @@ pub fn run_with_labels(
             memorybank_plans(bank, questions, gold.as_deref(), *lang, users.as_deref())?
         }
         Benchmark::Locomo { data, samples } => locomo_plans(data, samples.as_deref())?,
+        Benchmark::LongMemEval { data, samples } => longmemeval_plans(data, samples.as_deref())?,
     };
     let gap = Duration::days(i64::from(run.gap_days));
     let mut ks = run.ks.clone();
@@ -581,7 +627,8 @@ pub fn run_with_labels(
     let depth = ks.last().copied().unwrap_or(10);
     let main_metric = run.benchmark.main_metric(&ks);
     let main_k: usize = main_metric.rsplit('@').next().and_then(|k| k.parse().ok()).unwrap_or(depth);
-    let is_memorybank = matches!(run.benchmark, Benchmark::MemoryBank { .. });
+    let scoring = run.benchmark.scoring();
+    let is_memorybank = scoring == Scoring::MemoryBank;
     let tenant = TenantId::new(EVAL_TENANT).map_err(|e| EvalError::data("tenant", e.reason))?;
 
     let embedder =
@@ -665,7 +712,7 @@ pub fn run_with_labels(
                 }
             }
             let customise: &dyn Fn(&mut RecallRequest) = if reminiscing { &auto } else { &never };
-            let asked = sim.ask(engine, user, ask_at, &kinds, &ks, main_k, depth, is_memorybank, customise)?;
+            let asked = sim.ask(engine, user, ask_at, &kinds, &ks, main_k, depth, scoring, customise)?;
             let mut means = Means::default();
             asked.iter().for_each(|o| means.add(&o.values));
             if let Some(value) = means.means().get(&main_metric) {
@@ -798,8 +845,12 @@ pub fn run_with_labels(
             }
         };
         *slot = overall.means();
-        let (by_kind, by_category) = if is_memorybank { (Some(groups), None) } else { (None, Some(groups)) };
-        breakdown.insert(name.to_string(), Breakdown { by_kind, by_category, evidence, evidence_held: held });
+        let (by_kind, by_category, by_type) = match scoring {
+            Scoring::MemoryBank => (Some(groups), None, None),
+            Scoring::Locomo => (None, Some(groups), None),
+            Scoring::LongMemEval => (None, None, Some(groups)),
+        };
+        breakdown.insert(name.to_string(), Breakdown { by_kind, by_category, by_type, evidence, evidence_held: held });
     }
     let note = match &run.benchmark {
         Benchmark::MemoryBank { gold: None, .. } => {
@@ -832,13 +883,10 @@ pub fn run_with_labels(
             theta,
             epsilon,
             mode,
-            samples: match &run.benchmark {
-                Benchmark::Locomo { samples, .. } => samples.clone(),
-                Benchmark::MemoryBank { .. } => None,
-            },
+            samples: run.benchmark.samples(),
             lang: match &run.benchmark {
                 Benchmark::MemoryBank { lang, .. } => Some(lang.as_str()),
-                Benchmark::Locomo { .. } => None,
+                Benchmark::Locomo { .. } | Benchmark::LongMemEval { .. } => None,
             },
             users: users.len(),
         },
@@ -1061,7 +1109,7 @@ impl Sim<'_> {
         ks: &[usize],
         main_k: usize,
         depth: usize,
-        is_memorybank: bool,
+        scoring: Scoring,
         customise: &dyn Fn(&mut RecallRequest),
     ) -> Result<Vec<Outcome>, EvalError> {
         if user.questions.is_empty() {
@@ -1089,8 +1137,11 @@ impl Sim<'_> {
                 .map(|key| holders.get(key).map_or_else(|| format!("lost:{key}"), ToString::to_string))
                 .collect();
             let held = question.evidence.iter().filter(|key| holders.contains_key(*key)).count();
-            let values =
-                if is_memorybank { memorybank_values(&ranked, &gold, ks) } else { locomo_values(&ranked, &gold, ks) };
+            let values = match scoring {
+                Scoring::MemoryBank => memorybank_values(&ranked, &gold, ks),
+                Scoring::Locomo => locomo_values(&ranked, &gold, ks),
+                Scoring::LongMemEval => longmemeval_values(&ranked, &gold, ks),
+            };
             let gold_ids: HashSet<&String> = gold.iter().collect();
             let from_archive = response
                 .results
@@ -1139,6 +1190,20 @@ fn locomo_values(ranked: &[String], gold: &[String], ks: &[usize]) -> BTreeMap<S
             (format!("recall@{k}"), value)
         })
         .collect()
+}
+
+/// LoCoMo's recall@k per evidence item, and LongMemEval's own recall_any@k (some gold turn in
+/// the top k) and recall_all@k (every one), as `membank eval longmemeval` scores turns.
+fn longmemeval_values(ranked: &[String], gold: &[String], ks: &[usize]) -> BTreeMap<String, f64> {
+    let mut values = locomo_values(ranked, gold, ks);
+    for &k in ks {
+        let top: HashSet<&String> = ranked.iter().take(k).collect();
+        let any = gold.iter().any(|g| top.contains(g));
+        let all = gold.iter().all(|g| top.contains(g));
+        values.insert(format!("recall_any@{k}"), f64::from(u8::from(any)));
+        values.insert(format!("recall_all@{k}"), f64::from(u8::from(all)));
+    }
+    values
 }
 
 /// Import key → the active memory holding it now (itself, or the end of its
@@ -1378,6 +1443,88 @@ fn locomo_plans(data: &Path, samples: Option<&[usize]>) -> Result<Vec<UserPlan>,
             questions.push(SimQuestion { text: text.to_string(), group: category.to_string(), evidence });
         }
         plans.push(UserPlan { user: parsed.user, label, turns, questions, ask_at });
+    }
+    Ok(plans)
+}
+
+/// LongMemEval questions (the selected ones), each its own user: the person's messages of
+/// its haystack as turns and, unless the protocol skips it, the question itself.
+fn longmemeval_plans(data: &Path, samples: Option<&[usize]>) -> Result<Vec<UserPlan>, EvalError> {
+    let bytes = read(data)?;
+    let root: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| EvalError::data(format!("{}:{}", data.display(), e.line()), format!("not valid JSON: {e}")))?;
+    drop(bytes);
+    let all = root.as_array().ok_or_else(|| EvalError::data(data.display(), "expected a list of questions"))?;
+    let chosen: Vec<usize> = match samples {
+        Some(list) => {
+            if let Some(bad) = list.iter().find(|&&i| i >= all.len()) {
+                let reason = format!(
+                    "there is no question {bad}: the file holds {} (0–{})",
+                    all.len(),
+                    all.len().saturating_sub(1)
+                );
+                return Err(EvalError::Engine(EngineError::Invalid(InvalidInput::new("samples", reason))));
+            }
+            list.to_vec()
+        }
+        None => (0..all.len()).collect(),
+    };
+    let mut plans = Vec::with_capacity(chosen.len());
+    for i in chosen {
+        let record = &all[i];
+        let at = format!("{} $[{i}]", data.display());
+        let field = |name: &str| {
+            record
+                .get(name)
+                .and_then(|v| v.as_str())
+                .ok_or_else(|| EvalError::data(&at, format!("missing string field {name:?}")))
+        };
+        let question_id = field("question_id")?.to_string();
+        let question_type = field("question_type")?.to_string();
+        let question = field("question")?.to_string();
+        let date = field("question_date")?;
+        let asked_at = longmemeval_import::parse_time(date).ok_or_else(|| {
+            EvalError::data(&at, format!("question_date {date:?} is not a time such as \"2023/05/30 (Tue) 23:40\""))
+        })?;
+        let user = longmemeval_import::parse_question(record, &format!("$[{i}]"))
+            .map_err(|e| EvalError::data(data.display(), e.reason))?;
+        // The protocol's gold: a message carrying `has_answer` in an evidence session.
+        let gold: Vec<String> = user
+            .records
+            .iter()
+            .filter(|r| {
+                r.metadata.get("has_answer").is_some_and(|h| h == "true")
+                    && r.metadata.get("session_id").is_some_and(|s| s.contains("answer"))
+            })
+            .map(|r| r.key.clone())
+            .collect();
+        let mut turns: Vec<SimTurn> = user
+            .records
+            .into_iter()
+            .map(|r| {
+                let mut metadata = r.metadata;
+                metadata.insert(IMPORT_KEY.into(), r.key);
+                let user_text = r.user_text.unwrap_or_default();
+                SimTurn {
+                    at: r.occurred_at,
+                    query: user_text.clone(),
+                    body: Body::Turn { user_text, assistant_text: r.assistant_text },
+                    metadata,
+                }
+            })
+            .collect();
+        if turns.is_empty() {
+            continue;
+        }
+        turns.sort_by_key(|t| t.at);
+        let last = turns.last().map(|t| t.at.date_naive()).unwrap_or_default();
+        let day_after = (last + Duration::days(1)).and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
+        let questions = if question_id.ends_with("_abs") || gold.is_empty() {
+            Vec::new()
+        } else {
+            vec![SimQuestion { text: question, group: question_type, evidence: gold }]
+        };
+        plans.push(UserPlan { user: user.user, label: question_id, turns, questions, ask_at: asked_at.max(day_after) });
     }
     Ok(plans)
 }

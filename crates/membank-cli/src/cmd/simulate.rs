@@ -1,4 +1,4 @@
-//! `membank simulate memorybank|locomo`: replays a benchmark day by day into throw-away
+//! `membank simulate memorybank|locomo|longmemeval`: replays a benchmark day by day into throw-away
 //! stores under a forgetting policy (see `membank_eval::simulate`), prints a short table
 //! of storage and quality against no forgetting and the fifo/lru baselines, or with
 //! `--json` the report, and with `--plot FILE.svg` draws it.
@@ -136,11 +136,42 @@ pub fn run(ctx: &Context, args: SimulateArgs) -> Result<()> {
             let samples = args.samples.as_deref().map(parse_samples).transpose()?;
             (Benchmark::Locomo { data, samples }, "5,10,25,50")
         }
+        BenchmarkName::Longmemeval => {
+            if args.gold.is_some() {
+                return Err(invalid("gold", "is for MemoryBank; LongMemEval's evidence is in its own file"));
+            }
+            let data = if args.data.is_dir() {
+                let file = args.data.join("longmemeval_s_cleaned.json");
+                if !file.is_file() && args.data.join("longmemeval_s_cleaned.json.xz").is_file() {
+                    return Err(invalid(
+                        "data",
+                        format!(
+                            "{} holds longmemeval_s_cleaned.json.xz only: decompress it first (xz -dk), or pass \
+                             --data with the .json file",
+                            args.data.display()
+                        ),
+                    ));
+                }
+                file
+            } else {
+                args.data.clone()
+            };
+            if data.extension().is_some_and(|e| e == "xz") {
+                return Err(invalid(
+                    "data",
+                    format!("{} is compressed: decompress it first (xz -dk) and pass the .json", data.display()),
+                ));
+            }
+            let data = existing(data, "the LongMemEval questions")?;
+            let samples = args.samples.as_deref().map(parse_samples).transpose()?;
+            (Benchmark::LongMemEval { data, samples }, "1,3,5,10,30,50")
+        }
     };
     let ks = parse_ks(args.k.as_deref().unwrap_or(default_ks))?;
     let shape = match args.benchmark {
         BenchmarkName::Memorybank => membank_eval::critical::LabelShape::MemoryBank,
         BenchmarkName::Locomo => membank_eval::critical::LabelShape::Locomo,
+        BenchmarkName::Longmemeval => membank_eval::critical::LabelShape::LongMemEval,
     };
     let labels = match &args.critical {
         Some(path) => {
@@ -164,7 +195,9 @@ pub fn run(ctx: &Context, args: SimulateArgs) -> Result<()> {
     #[allow(unreachable_patterns)]
     let choice = match &run.benchmark {
         Benchmark::MemoryBank { bank, .. } => ctx.embedder_for_files(&[bank.as_path()]),
-        Benchmark::Locomo { data, .. } => ctx.embedder_for_files(&[data.as_path()]),
+        Benchmark::Locomo { data, .. } | Benchmark::LongMemEval { data, .. } => {
+            ctx.embedder_for_files(&[data.as_path()])
+        }
         _ => ctx.embedder.clone(),
     };
     let embedder: Arc<dyn Embedder> = Arc::new(LazyEmbedder::one_shot(choice));
@@ -209,7 +242,8 @@ fn print_table(report: &SimulateReport, plot: Option<&Path>) {
         let mut columns: Vec<&String> = report.quality.no_forgetting.keys().collect();
         let order = |name: &str| {
             let (family, k) = name.split_once('@').unwrap_or((name, ""));
-            let rank = ["hit", "all", "recall"].iter().position(|f| *f == family).unwrap_or(3);
+            let rank =
+                ["hit", "all", "recall", "recall_any", "recall_all"].iter().position(|f| *f == family).unwrap_or(3);
             (rank, k.parse::<usize>().unwrap_or(0))
         };
         columns.sort_by_key(|c| order(c));

@@ -303,3 +303,73 @@ fn reminisce_takes_three_values_and_anything_else_is_a_usage_error() {
     }
     assert_eq!(memory_count(&bank, "alice"), 1);
 }
+
+#[test]
+fn simulate_longmemeval_refuses_bad_data_and_flags_and_runs_a_small_file() {
+    let bank = Bank::new();
+    let lme = |args: &[&str]| {
+        let mut all = vec!["simulate", "longmemeval"];
+        all.extend_from_slice(args);
+        all.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let fails = |args: &[&str], code| {
+        let owned = lme(args);
+        bank.fails(&owned.iter().map(String::as_str).collect::<Vec<_>>(), code)
+    };
+    // Only the compressed file in the folder, or the compressed file itself.
+    let folder = bank.path("lme");
+    std::fs::create_dir_all(&folder).unwrap();
+    write(&folder.join("longmemeval_s_cleaned.json.xz"), b"\xfd7zXZ\0");
+    let stderr = fails(&["--data", folder.to_str().unwrap()], 3);
+    assert!(stderr.contains("xz -dk"), "{stderr}");
+    let stderr = fails(&["--data", folder.join("longmemeval_s_cleaned.json.xz").to_str().unwrap()], 3);
+    assert!(stderr.contains("compressed"), "{stderr}");
+    // Missing, empty, not JSON, hostile JSON.
+    let stderr = fails(&["--data", bank.path("nowhere.json").to_str().unwrap()], 3);
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    let file = bank.path("lme.json");
+    for (bytes, needle) in [
+        (&b""[..], "JSON"),
+        (b"[{\"question_id\": ", "JSON"),
+        (b"{\"a\": 1}", "list of questions"),
+        (b"[{\"question_id\": \"../../etc\", \"question_type\": \"t\", \"question\": \"?\", \"question_date\": \"<script>\"}]", "<script>"),
+    ] {
+        write(&file, bytes);
+        let stderr = fails(&["--data", file.to_str().unwrap()], 3);
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
+    }
+    let good = br#"[{"question_id": "q1", "question_type": "single-session-user", "question": "Where did I adopt my cat?",
+      "answer": "x", "question_date": "2023/05/22 (Mon) 12:00", "haystack_session_ids": ["s_a", "answer_x_1"],
+      "haystack_dates": ["2023/05/20 (Sat) 10:00", "2023/05/22 (Mon) 09:00"],
+      "haystack_sessions": [[{"role": "user", "content": "Can you recommend a pasta recipe?"}, {"role": "assistant", "content": "Sure."}],
+       [{"role": "user", "content": "I adopted my cat Miso from the shelter on Elm Street.", "has_answer": true}]]}]"#;
+    write(&file, good);
+    let data = file.to_str().unwrap();
+    let stderr = fails(&["--data", data, "--gold", data], 3);
+    assert!(stderr.contains("gold"), "{stderr}");
+    let stderr = fails(&["--data", data, "--samples", "1"], 3);
+    assert!(stderr.contains("no question 1"), "{stderr}");
+    let stderr = fails(&["--data", data, "--samples", "two"], 3);
+    assert!(stderr.contains("samples"), "{stderr}");
+    let labels = bank.path("labels.jsonl");
+    write(&labels, b"{\"sample\": \"conv-26\", \"dia_id\": \"D1:3\", \"critical\": 1}\n");
+    let stderr = fails(&["--data", data, "--critical", labels.to_str().unwrap()], 3);
+    assert!(stderr.contains("labels.jsonl:1") && stderr.contains("question_id"), "{stderr}");
+
+    // The real model on the small file: two messages stored, the question asked and found.
+    write(&labels, b"{\"question_id\": \"q1\", \"session_id\": \"answer_x_1\", \"turn\": 0, \"critical\": 1}\n");
+    let mut args = vec!["--json".to_string()];
+    args.extend(lme(&["--data", data, "--gap-days", "30", "--critical", labels.to_str().unwrap()]));
+    let out: serde_json::Value =
+        serde_json::from_str(&bank.ok(&args.iter().map(String::as_str).collect::<Vec<_>>())).unwrap();
+    assert_eq!(out["benchmark"], "longmemeval", "{out}");
+    assert_eq!(out["storage"]["stored"], 2, "{out}");
+    assert_eq!(out["questions"]["scored"], 1, "{out}");
+    assert_eq!(out["quality"]["no_forgetting"]["recall@10"], 1.0, "{out}");
+    assert_eq!(out["critical"]["labelled"], 1, "{out}");
+    assert!(out["breakdown"]["forgetting"]["by_type"]["single-session-user"]["n"] == 1.0, "{out}");
+    // Nothing was written to the configured database.
+    assert!(
+        !std::fs::read_dir(bank.dir.path()).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".db"))
+    );
+}

@@ -421,3 +421,100 @@ fn memorybank_users_are_chosen_by_their_position_in_the_bank() {
     assert_eq!(names, ["Bo"], "{report}");
     assert!(error(&choose(vec![2])).contains("past the bank's last user"));
 }
+
+/// Two LongMemEval questions. `q1` has a distractor session and an evidence session whose
+/// first message carries `has_answer`; `q2_abs` is an abstention question, replayed but not
+/// asked. Times are LongMemEval's own format.
+const LONGMEMEVAL: &str = r#"[
+ {"question_id": "q1", "question_type": "single-session-user", "question": "copper tulip glacier?",
+  "answer": "x", "question_date": "2023/05/22 (Mon) 12:00",
+  "haystack_session_ids": ["s_a", "answer_x_1"],
+  "haystack_dates": ["2023/05/20 (Sat) 10:00", "2023/05/22 (Mon) 09:00"],
+  "haystack_sessions": [
+   [{"role": "user", "content": "zebra violin harbor"}, {"role": "assistant", "content": "ok"},
+    {"role": "user", "content": "quartz meadow lantern"}, {"role": "assistant", "content": "fine"}],
+   [{"role": "user", "content": "copper tulip glacier", "has_answer": true}, {"role": "assistant", "content": "noted"}]],
+  "answer_session_ids": ["answer_x_1"]},
+ {"question_id": "q2_abs", "question_type": "single-session-user", "question": "amber falcon?",
+  "answer": "x", "question_date": "2023/05/21 (Sun) 12:00",
+  "haystack_session_ids": ["answer_y_1"], "haystack_dates": ["2023/05/21 (Sun) 08:00"],
+  "haystack_sessions": [[{"role": "user", "content": "saffron kettle orbit", "has_answer": true}]],
+  "answer_session_ids": ["answer_y_1"]}
+]"#;
+
+fn longmemeval(data: &Data, samples: Option<Vec<usize>>, gap_days: u32) -> SimulateRun {
+    SimulateRun {
+        benchmark: Benchmark::LongMemEval { data: data.write("longmemeval_s_cleaned.json", LONGMEMEVAL), samples },
+        policy: SimPolicy::MemoryBank,
+        base: base(),
+        threshold: None,
+        gap_days,
+        ks: vec![1, 10],
+    }
+}
+
+#[test]
+fn longmemeval_replays_each_haystack_and_asks_its_question() {
+    let data = Data::new();
+    let report = run(&longmemeval(&data, None, 0));
+    assert_eq!(report.benchmark, "longmemeval");
+    // The person's messages only: three in q1's haystack, one in q2's.
+    assert_eq!(report.storage.stored, 4);
+    assert_eq!(report.users.len(), 2);
+    assert_eq!(report.users[0].user, "q1");
+    // The abstention question is replayed but not asked.
+    assert_eq!(report.questions.scored, 1);
+    assert_eq!(report.users[1].questions, 0);
+    assert_eq!(report.questions.main_metric, "recall@10");
+    assert_eq!(report.quality.no_forgetting["recall@10"], 1.0);
+    assert_eq!(report.quality.no_forgetting["recall_any@1"], 1.0);
+    assert_eq!(report.quality.no_forgetting["recall_all@10"], 1.0);
+    let types = report.breakdown["no_forgetting"].by_type.as_ref().unwrap();
+    assert_eq!(types["single-session-user"]["n"], 1.0);
+    // 20 May to 22 May: three calendar days.
+    assert_eq!(report.users[0].days, 3);
+
+    // A month of silence under a one-day unit archives the evidence; the archive wins it back.
+    let report = run(&longmemeval(&data, Some(vec![0]), 30));
+    assert_eq!(report.users.len(), 1);
+    assert_eq!(report.parameters.samples, Some(vec![0]));
+    assert_eq!(report.storage.active, 0, "{:?}", report.storage);
+    assert_eq!(report.quality.forgetting["recall@10"], 0.0);
+    assert_eq!(report.quality.forgetting_reminiscence["recall@10"], 1.0);
+    assert_eq!(report.reminiscence.answered_from_archive, 1);
+}
+
+#[test]
+fn longmemeval_labels_and_bad_input() {
+    let data = Data::new();
+    let labels = "{\"question_id\": \"q1\", \"session_id\": \"answer_x_1\", \"turn\": 0, \"critical\": 1}\n\
+                  {\"question_id\": \"q1\", \"session_id\": \"s_a\", \"turn\": 0, \"critical\": 0}\n\
+                  {\"question_id\": \"q1\", \"session_id\": \"s_a\", \"turn\": 2, \"critical\": 0}\n";
+    let labels =
+        membank_eval::critical::parse(labels, "lme.jsonl", membank_eval::critical::LabelShape::LongMemEval).unwrap();
+    let report = simulate::run_with_labels(embedder(), &longmemeval(&data, None, 0), Some(&labels), &quiet).unwrap();
+    let critical = report.critical.unwrap();
+    assert_eq!((critical.labelled, critical.critical), (3, 1));
+    assert_eq!(critical.kept["no_forgetting"], 1.0);
+
+    let err = error(&longmemeval(&data, Some(vec![0, 2]), 0));
+    assert!(err.contains("no question 2") && err.contains("holds 2"), "{err}");
+    let broken = |text: &str| SimulateRun {
+        benchmark: Benchmark::LongMemEval { data: data.write("broken_lme.json", text), samples: None },
+        ..longmemeval(&data, None, 0)
+    };
+    let err = error(&broken("[{\"question_id\": \"q\""));
+    assert!(err.contains("broken_lme.json") && err.contains("JSON"), "{err}");
+    let err = error(&broken("{\"question_id\": \"q\"}"));
+    assert!(err.contains("list of questions"), "{err}");
+    let err = error(&broken("[{\"question_id\": \"q\", \"question_type\": \"t\", \"question\": \"?\"}]"));
+    assert!(err.contains("question_date"), "{err}");
+    let err = error(&broken(
+        "[{\"question_id\": \"q\", \"question_type\": \"t\", \"question\": \"?\", \"question_date\": \"yesterday\"}]",
+    ));
+    assert!(err.contains("yesterday"), "{err}");
+    let err = error(&broken(
+        "[{\"question_id\": \"q\", \"question_type\": \"t\", \"question\": \"?\", \"question_date\": \"2023/05/22 (Mon) 12:00\", \"haystack_session_ids\": [\"a\"], \"haystack_dates\": [], \"haystack_sessions\": [[]]}]",
+    ));
+    assert!(err.contains("must match"), "{err}");
+}
