@@ -43,6 +43,45 @@ pub struct FileConfig {
     /// The in-process search caches.
     #[serde(default)]
     pub cache: CacheFile,
+    /// `membank serve`'s connections: timeouts and trusted proxies.
+    #[serde(default)]
+    pub server: ServerFile,
+}
+
+/// `[server]`: how `membank serve` treats its connections.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerFile {
+    /// Reverse proxies whose `X-Forwarded-For` names the client (addresses or CIDR blocks;
+    /// default none: the header is ignored).
+    pub trusted_proxies: Option<Vec<String>>,
+    /// A request head must arrive within this long, also the idle keep-alive bound (`10s`).
+    pub header_timeout: Option<toml::Value>,
+    /// A request body must arrive within this long after its head (`30s`).
+    pub body_timeout: Option<toml::Value>,
+    /// The longest one write may wait on a client that does not read (`30s`).
+    pub write_timeout: Option<toml::Value>,
+    /// After SIGTERM, connections still open after this long are dropped (`10s`).
+    pub shutdown_timeout: Option<toml::Value>,
+}
+
+/// `[server]` resolved against the server's defaults.
+pub fn server(file: &FileConfig) -> Result<(membank_server::TrustedProxies, membank_server::Timeouts)> {
+    let f = &file.server;
+    let proxies = membank_server::TrustedProxies::parse(f.trusted_proxies.as_deref().unwrap_or_default())
+        .map_err(|reason| crate::errors::UsageError(format!("server.trusted_proxies in the config file: {reason}")))?;
+    let mut t = membank_server::Timeouts::default();
+    for (field, value, slot) in [
+        ("server.header_timeout", &f.header_timeout, &mut t.header),
+        ("server.body_timeout", &f.body_timeout, &mut t.body),
+        ("server.write_timeout", &f.write_timeout, &mut t.write),
+        ("server.shutdown_timeout", &f.shutdown_timeout, &mut t.shutdown),
+    ] {
+        if let Some(value) = value {
+            *slot = parse_interval(field, value)?;
+        }
+    }
+    Ok((proxies, t))
 }
 
 /// `[maintenance]`: the cycles `membank serve` runs by itself.
@@ -394,4 +433,37 @@ pub fn engine_config(
         recall.reminisce_margin = margin;
     }
     Ok(EngineConfig { forgetting: policy, recall })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> FileConfig {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn server_section_defaults_parses_and_refuses_bad_values() {
+        let (proxies, timeouts) = server(&FileConfig::default()).unwrap();
+        assert!(proxies.is_empty(), "no proxy is trusted by default");
+        assert_eq!(timeouts, membank_server::Timeouts::default());
+        let (proxies, timeouts) = server(&file(
+            "[server]\ntrusted_proxies = [\"127.0.0.1\", \"10.0.0.0/8\"]\nheader_timeout = \"5s\"\nshutdown_timeout = 3",
+        ))
+        .unwrap();
+        assert!(proxies.contains("10.1.2.3".parse().unwrap()));
+        assert_eq!(timeouts.header, std::time::Duration::from_secs(5));
+        assert_eq!(timeouts.shutdown, std::time::Duration::from_secs(3));
+        for bad in [
+            "[server]\ntrusted_proxies = [\"proxy.local\"]",
+            "[server]\ntrusted_proxies = [\"10.0.0.0/40\"]",
+            "[server]\nbody_timeout = \"0s\"",
+            "[server]\nwrite_timeout = \"5 fortnights\"",
+            "[server]\nheader_timeout = -1",
+        ] {
+            assert!(server(&file(bad)).is_err(), "{bad}");
+        }
+        assert!(toml::from_str::<FileConfig>("[server]\nidle = 3").is_err(), "unknown keys are refused");
+    }
 }

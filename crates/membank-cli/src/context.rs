@@ -44,6 +44,10 @@ pub struct Context {
     pub maintenance: config::Maintenance,
     /// The search caches' budget in MiB (`--cache-mb`, `[cache] max_mb`).
     pub cache_mb: u64,
+    /// `[server] trusted_proxies`.
+    pub trusted_proxies: membank_server::TrustedProxies,
+    /// `[server]` timeouts.
+    pub timeouts: membank_server::Timeouts,
 }
 
 impl Context {
@@ -114,6 +118,7 @@ impl Context {
         let llm = LlmSettings::resolve(&cli.llm, &file.llm);
         let model_dir_configured = e.model_dir.is_some() || file.embedding.model_dir.is_some();
         let maintenance = config::maintenance(&file)?;
+        let (trusted_proxies, timeouts) = config::server(&file)?;
         let local_model_given = e.local_model.clone().or_else(|| file.embedding.local_model.clone());
         let cache_mb = config::cache_mb(&file, cli.cache_mb)?;
         let auto_model = provider == "local" && local_model_given.is_none() && !model_dir_configured;
@@ -131,6 +136,8 @@ impl Context {
             llm,
             maintenance,
             cache_mb,
+            trusted_proxies,
+            timeouts,
         })
     }
 

@@ -6,7 +6,12 @@
 //! - [`FailureLimiter`]: failed authentications per client address, checked before a
 //!   presented key is looked up, so guessing keys costs the guesser, not the database.
 //!   Its table is bounded: an attacker with many addresses cannot grow it past
-//!   [`AuthFailureLimit::max_addresses`].
+//!   [`AuthFailureLimit::max_addresses`]. An address over its limit still has a key it
+//!   presents judged: a valid key goes through, so a stranger's guesses from a shared
+//!   address (a NAT, a reverse proxy) never lock out the people with good keys; an invalid
+//!   one is answered 429 and not counted again.
+//! - [`TrustedProxies`]: the opt-in list of reverse proxies whose `X-Forwarded-For` names
+//!   the client. Off by default, so a client cannot pick the address it is counted by.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -105,6 +110,94 @@ impl ClientAddr {
             },
             v4 => v4,
         }))
+    }
+}
+
+/// Reverse proxies whose `X-Forwarded-For` header is believed: addresses or CIDR blocks
+/// (`127.0.0.1`, `10.0.0.0/8`, `fd00::/8`). Empty (the default) believes no header: the
+/// client is the socket's peer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustedProxies(Vec<(IpAddr, u8)>);
+
+impl TrustedProxies {
+    /// Most entries: the list is scanned per request.
+    pub const MAX: usize = 64;
+
+    /// Parses `ADDR` or `ADDR/PREFIX` entries; a bad one is refused with the reason.
+    pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<Self, String> {
+        if entries.len() > Self::MAX {
+            return Err(format!("at most {} trusted proxies (got {})", Self::MAX, entries.len()));
+        }
+        let mut nets = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let entry = entry.as_ref().trim();
+            let (addr, prefix) = match entry.split_once('/') {
+                Some((addr, prefix)) => (addr, Some(prefix)),
+                None => (entry, None),
+            };
+            let ip: IpAddr = addr
+                .parse()
+                .map_err(|_| format!("{entry:?} is not an IP address or CIDR block (e.g. 127.0.0.1 or 10.0.0.0/8)"))?;
+            let max = if ip.is_ipv4() { 32 } else { 128 };
+            let prefix = match prefix {
+                None => max,
+                Some(p) => match p.parse::<u8>() {
+                    Ok(p) if p <= max => p,
+                    _ => return Err(format!("{entry:?}: the prefix length must be a number from 0 to {max}")),
+                },
+            };
+            nets.push((ip, prefix));
+        }
+        Ok(Self(nets))
+    }
+
+    /// Whether any proxy is trusted.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `ip` is one of the trusted proxies.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
+        self.0.iter().any(|&(net, prefix)| match (canonical(net), ip) {
+            (IpAddr::V4(n), IpAddr::V4(a)) => {
+                let mask = if prefix == 0 { 0 } else { u32::MAX << (32 - u32::from(prefix)) };
+                u32::from(n) & mask == u32::from(a) & mask
+            }
+            (IpAddr::V6(n), IpAddr::V6(a)) => {
+                let mask = if prefix == 0 { 0 } else { u128::MAX << (128 - u32::from(prefix)) };
+                u128::from(n) & mask == u128::from(a) & mask
+            }
+            _ => false,
+        })
+    }
+
+    /// The client behind `peer`: the peer itself unless it is a trusted proxy; then the
+    /// right-most address of the `X-Forwarded-For` values (in header order) that is not a
+    /// trusted proxy. Entries a proxy could not have written (not an IP address) end the
+    /// walk at the last address believed, so a forged or garbled header never names a
+    /// client of the sender's choosing beyond the first untrusted hop.
+    pub fn client<'a>(&self, peer: IpAddr, forwarded_for: impl Iterator<Item = &'a str>) -> IpAddr {
+        if !self.contains(peer) {
+            return peer;
+        }
+        let hops: Vec<&str> = forwarded_for.flat_map(|v| v.split(',')).map(str::trim).collect();
+        let mut client = peer;
+        for hop in hops.iter().rev() {
+            let Ok(ip) = hop.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() else { break };
+            client = ip;
+            if !self.contains(ip) {
+                break;
+            }
+        }
+        client
+    }
+}
+
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
     }
 }
 
@@ -265,6 +358,33 @@ mod tests {
         let later = t0 + Duration::from_secs(600);
         limiter.failed(ip("192.0.2.201"), later);
         assert_eq!(limiter.tracked(), 1);
+    }
+
+    #[test]
+    fn trusted_proxies_parse_match_and_name_the_client() {
+        let none = TrustedProxies::default();
+        let peer: IpAddr = "127.0.0.1".parse().unwrap();
+        assert_eq!(none.client(peer, ["203.0.113.7"].into_iter()), peer, "off by default: the header is ignored");
+        let proxies = TrustedProxies::parse(&["127.0.0.1", "10.0.0.0/8", "fd00::/8"]).unwrap();
+        assert!(proxies.contains("10.9.8.7".parse().unwrap()));
+        assert!(proxies.contains("::ffff:127.0.0.1".parse().unwrap()));
+        assert!(proxies.contains("fd12::1".parse().unwrap()));
+        assert!(!proxies.contains("11.0.0.1".parse().unwrap()));
+        let client = |values: &[&str]| proxies.client(peer, values.iter().copied());
+        assert_eq!(client(&["203.0.113.7"]), "203.0.113.7".parse::<IpAddr>().unwrap());
+        // The right-most untrusted hop: what the client wrote itself further left is ignored.
+        assert_eq!(client(&["6.6.6.6, 203.0.113.7, 10.1.1.1"]), "203.0.113.7".parse::<IpAddr>().unwrap());
+        assert_eq!(client(&["6.6.6.6", "203.0.113.7"]), "203.0.113.7".parse::<IpAddr>().unwrap());
+        assert_eq!(client(&[]), peer);
+        assert_eq!(client(&["not-an-ip"]), peer);
+        assert_eq!(client(&["203.0.113.7, garbage"]), peer);
+        // An untrusted peer's header is never believed.
+        let stranger: IpAddr = "198.51.100.9".parse().unwrap();
+        assert_eq!(proxies.client(stranger, ["203.0.113.7"].into_iter()), stranger);
+        for bad in ["", "10.0.0.0/33", "localhost", "10.0.0.0/x", "::1/129"] {
+            assert!(TrustedProxies::parse(&[bad]).is_err(), "{bad:?}");
+        }
+        assert!(TrustedProxies::parse(&vec!["127.0.0.1"; TrustedProxies::MAX + 1]).is_err());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use membank_store::Backend;
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
-use crate::ratelimit::{AuthFailureLimit, FailureLimiter, RateLimit, RateLimiter};
+use crate::ratelimit::{AuthFailureLimit, FailureLimiter, RateLimit, RateLimiter, TrustedProxies};
 use crate::schedule::MaintenanceConfig;
 
 /// Whether requests must carry an API key.
@@ -68,6 +68,10 @@ pub struct ServerConfig {
     pub rate_limit: RateLimit,
     /// Failed authentications allowed per client address.
     pub auth_failures: AuthFailureLimit,
+    /// Reverse proxies whose `X-Forwarded-For` names the client (none by default).
+    pub trusted_proxies: TrustedProxies,
+    /// How long a connection may wait on its client.
+    pub timeouts: crate::serve::Timeouts,
     /// Background maintenance (started by [`crate::serve::serve`] when enabled).
     pub maintenance: MaintenanceConfig,
 }
@@ -81,6 +85,8 @@ impl ServerConfig {
             limits: Limits::default(),
             rate_limit: RateLimit::default(),
             auth_failures: AuthFailureLimit::default(),
+            trusted_proxies: TrustedProxies::default(),
+            timeouts: crate::serve::Timeouts::default(),
             maintenance: MaintenanceConfig::default(),
         }
     }

@@ -88,6 +88,8 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
         ..AuthFailureLimit::default()
     };
     config.maintenance = maintenance(ctx, &args);
+    config.trusted_proxies = ctx.trusted_proxies.clone();
+    config.timeouts = ctx.timeouts;
     let embedder: Arc<LazyEmbedder> = Arc::new(ctx.lazy_embedder(store.clone(), false));
     // Recall queries go through the micro-batcher; documents go straight to the model.
     let queries: Arc<dyn membank_embed::Embedder> = if args.query_batch > 1 {

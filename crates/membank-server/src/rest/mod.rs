@@ -218,25 +218,27 @@ fn check_loopback_request(request: &Request) -> Result<(), ApiError> {
 }
 
 /// The address failed authentications are counted by: the peer's IP when the server runs
-/// with connection info ([`crate::serve::serve`] does); in-process callers share one.
-fn client_addr(request: &Request) -> ClientAddr {
-    ClientAddr::new(request.extensions().get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(addr)| addr.ip()))
+/// with connection info ([`crate::serve::serve`] does), or the client a trusted proxy names
+/// in `X-Forwarded-For`; in-process callers share one.
+fn client_addr(state: &AppState, request: &Request) -> ClientAddr {
+    let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(addr)| addr.ip());
+    ClientAddr::new(peer.map(|peer| {
+        let forwarded = request.headers().get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok());
+        state.config().trusted_proxies.client(peer, forwarded)
+    }))
 }
 
 /// Establishes the caller: a valid bearer key, or the local principal in loopback no-auth
-/// mode; then applies the caller's rate limit. A client address with too many failed
-/// authentications is answered 429 before its key is looked up, so guessing keys costs
-/// the database nothing.
+/// mode; then applies the caller's rate limit. Failures are counted per client address;
+/// an address over its limit still has its key judged, and only a failure is answered 429
+/// (so one client's guesses behind a shared address lock out no one with a good key).
 async fn auth(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let principal = match state.config().auth {
         AuthMode::LoopbackOpen => Principal::local(state.config().tenant.clone()),
         AuthMode::Keys => {
-            let client = client_addr(&request);
+            let client = client_addr(&state, &request);
             let failures = &state.inner.auth_failures;
-            if let Err(wait) = failures.check(client, Instant::now()) {
-                return ApiError::RateLimited { retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64 }
-                    .into_response();
-            }
+            let over_limit = failures.check(client, Instant::now()).err();
             let looked_up = match bearer(&request) {
                 Ok(presented) => {
                     let store = state.store().clone();
@@ -249,9 +251,13 @@ async fn auth(State(state): State<AppState>, mut request: Request, next: Next) -
                 }
                 Err(err) => Err(err),
             };
-            match looked_up {
-                Ok(principal) => principal,
-                Err(err) => {
+            match (looked_up, over_limit) {
+                (Ok(principal), _) => principal,
+                (Err(_), Some(wait)) => {
+                    return ApiError::RateLimited { retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64 }
+                        .into_response();
+                }
+                (Err(err), None) => {
                     failures.failed(client, Instant::now());
                     return err.into_response();
                 }

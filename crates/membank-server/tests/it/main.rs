@@ -13,5 +13,6 @@ mod mcp;
 mod reminisce;
 mod security;
 mod support;
+mod timeouts;
 mod web;
 mod writes;

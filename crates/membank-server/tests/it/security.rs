@@ -157,7 +157,7 @@ fn from(addr: &str, mut req: Request<Body>) -> Request<Body> {
 }
 
 #[tokio::test]
-async fn failed_authentication_is_limited_per_client_address_before_the_database() {
+async fn failed_authentication_is_limited_per_client_address_and_good_keys_still_pass() {
     let server = TestServer::new(AuthMode::Keys);
     let app = server.router();
     let key = server.key("acme", None, false);
@@ -197,9 +197,18 @@ async fn failed_authentication_is_limited_per_client_address_before_the_database
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     let retry_after: u64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     assert!(retry_after >= 1);
-    // Decided before any lookup: even a valid key from the blocked address waits.
-    let blocked = send(&app, from(attacker, request("GET", "/v1/users/a/memories", Some(&key), None))).await;
-    assert_error(&blocked, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    // Failures are throttled, not successes: a valid key from the same address (another
+    // person behind the same NAT or proxy) still goes through, every time.
+    for _ in 0..6 {
+        let (status, body) = send(&app, from(attacker, request("GET", "/v1/users/a/memories", Some(&key), None))).await;
+        assert_eq!(status, StatusCode::OK, "a good key was locked out: {body}");
+    }
+    // ... and the next bad key from there is still refused as limited.
+    assert_error(
+        &send(&app, from(attacker, request("GET", "/v1/users/a/memories", Some("mbk_1_x"), None))).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limited",
+    );
     // Other addresses are not affected.
     let (status, body) =
         send(&app, from("198.51.100.1:5000", request("GET", "/v1/users/a/memories", Some(&key), None))).await;
@@ -222,6 +231,41 @@ async fn failed_authentication_is_limited_per_client_address_before_the_database
 }
 
 #[tokio::test]
+async fn x_forwarded_for_names_the_client_only_behind_a_trusted_proxy() {
+    let guess = |i: usize, forwarded: &str| {
+        let mut req =
+            from("127.0.0.1:9000", request("GET", "/v1/users/a/memories", Some(&format!("mbk_{i}_guess")), None));
+        req.headers_mut().insert("x-forwarded-for", forwarded.parse().unwrap());
+        req
+    };
+    // Off by default: the header is ignored, so every client behind the proxy is one address.
+    let server = TestServer::with(AuthMode::Keys, |c| {
+        c.auth_failures = membank_server::AuthFailureLimit { burst: 3.0, per_minute: 1.0, max_addresses: 100 };
+    });
+    let app = server.router();
+    for i in 0..5 {
+        send(&app, guess(i, "203.0.113.7")).await;
+    }
+    assert_error(&send(&app, guess(9, "198.51.100.1")).await, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+
+    // Trusted: each forwarded client has its own bucket, and a header the client wrote
+    // itself (left of what the proxy appended) changes nothing.
+    let server = TestServer::with(AuthMode::Keys, |c| {
+        c.auth_failures = membank_server::AuthFailureLimit { burst: 3.0, per_minute: 1.0, max_addresses: 100 };
+        c.trusted_proxies = membank_server::TrustedProxies::parse(&["127.0.0.0/8"]).unwrap();
+    });
+    let app = server.router();
+    for i in 0..5 {
+        send(&app, guess(i, &format!("10.{i}.0.1, 203.0.113.7"))).await;
+    }
+    assert_error(&send(&app, guess(9, "203.0.113.7")).await, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    assert_error(&send(&app, guess(9, "198.51.100.1")).await, StatusCode::UNAUTHORIZED, "unauthorized");
+    // The proxy itself, without the header, is its own client.
+    let bare = from("127.0.0.1:9000", request("GET", "/v1/users/a/memories", Some("mbk_1_guess"), None));
+    assert_error(&send(&app, bare).await, StatusCode::UNAUTHORIZED, "unauthorized");
+}
+
+#[tokio::test]
 async fn a_real_socket_limits_failed_authentication_by_the_peer_address() {
     let server = TestServer::new(AuthMode::Keys);
     let key = server.key("acme", None, false);
@@ -240,9 +284,13 @@ async fn a_real_socket_limits_failed_authentication_by_the_peer_address() {
         statuses.push(fresh.get(&url).bearer_auth(format!("mbk_{i}_guess")).send().await.unwrap().status().as_u16());
     }
     assert!(statuses.contains(&401) && statuses.contains(&429), "{statuses:?}");
-    let last = client.get(&url).bearer_auth(&key).send().await.unwrap();
+    let last = client.get(&url).bearer_auth("mbk_61_guess").send().await.unwrap();
     assert_eq!(last.status().as_u16(), 429, "the loopback address is blocked for a while");
     assert!(last.headers().contains_key("retry-after"));
+    for _ in 0..6 {
+        let good = client.get(&url).bearer_auth(&key).send().await.unwrap();
+        assert_eq!(good.status().as_u16(), 200, "a valid key from the blocked address was refused");
+    }
     let _ = stop.send(());
     handle.await.unwrap().unwrap();
 }
