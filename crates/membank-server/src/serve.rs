@@ -1,5 +1,6 @@
 //! Running the HTTP server: `serve(listener, state, shutdown)` serves until `shutdown`
-//! resolves, then stops accepting, lets in-flight requests finish, and returns, after
+//! resolves, then stops accepting, lets in-flight requests finish (for up to
+//! [`Timeouts::shutdown`]), and returns, after
 //! which the caller drops the state and with it the database connections. With
 //! maintenance enabled it also runs the background scheduler ([`crate::maintenance`]),
 //! which the same shutdown stops: `serve` returns only once the scheduler has exited, so
