@@ -106,12 +106,15 @@ fn pinned_memories_survive_any_sweep_and_restore_resets_the_clock() {
 fn stochastic_sweeps_log_their_draws_and_rank_mode_never_archives() {
     let policy = ForgettingPolicy { mode: DecisionMode::Stochastic { seed: 11 }, ..Default::default() };
     let w = world_with(EngineConfig { forgetting: policy, ..Default::default() });
-    for i in 0..20 {
+    // Each draw is keyed on the memory's id, which is new every run: enough memories, and
+    // retentions near the middle, that "some but not all archived" cannot fail by chance
+    // (after one day it did, about one run in ten).
+    for i in 0..60 {
         w.turn("ana", &format!("note {i}"));
     }
-    w.advance_days(1);
+    w.advance_days(3);
     let report = sweep(&w, false);
-    assert!(!report.archived.is_empty() && report.archived.len() < 20, "{}", report.archived.len());
+    assert!(!report.archived.is_empty() && report.archived.len() < 60, "{}", report.archived.len());
     let events = w.store.events(&scope("ana"), &EventQuery::default()).unwrap();
     let draws: Vec<_> = events.iter().filter(|e| e.kind == EventKind::Archived).collect();
     assert_eq!(draws.len(), report.archived.len());
