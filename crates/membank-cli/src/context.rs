@@ -14,7 +14,7 @@ use membank_store::{Backend, Location, StoreOptions};
 use crate::args::Cli;
 use crate::config;
 use crate::embedder::{EmbedderChoice, LazyEmbedder};
-use crate::errors::UsageError;
+use crate::errors::{Missing, UsageError};
 use crate::language::{self, SwitchFlags};
 use crate::llm_config::LlmSettings;
 use crate::output::shell_word;
@@ -146,14 +146,25 @@ impl Context {
         StoreOptions { cache_budget: Some(self.cache_mb << 20), ..Default::default() }
     }
 
-    /// Opens the configured database: a SQLite file (created with its directory when
-    /// missing) or a PostgreSQL database (its schema created when empty).
+    /// Opens the configured database for a command that writes: a SQLite file (created
+    /// when missing; its directory too, but only at the default location, so a mistyped
+    /// `--db nodir/x.db` is an error rather than a new empty database) or a PostgreSQL
+    /// database (its schema created when empty).
     pub fn open_store(&self) -> Result<Arc<dyn Backend>> {
         let new = match &self.db {
             Location::Sqlite(path) => {
                 if let Some(parent) = path.parent()
                     && !parent.as_os_str().is_empty()
+                    && !parent.is_dir()
                 {
+                    if self.db_given && default_db().ok().as_deref() != Some(path.as_path()) {
+                        return Err(Missing(format!(
+                            "no directory {} for the database {}: membank creates a new database only in an existing directory (or at the default location); create it first, or check --db",
+                            parent.display(),
+                            path.display()
+                        ))
+                        .into());
+                    }
                     std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
                 }
                 !path.exists()
@@ -167,6 +178,27 @@ impl Context {
             eprintln!("membank: created the database {} (choose another with --db or MEMBANK_DB)", self.db.display());
         }
         Ok(store)
+    }
+
+    /// Opens the configured database for a command that only reads (`list`, `show`,
+    /// `recall`, `events`, `users`, `export`, `profile`): a SQLite file that does not exist
+    /// is an error, and nothing is created.
+    pub fn open_store_to_read(&self) -> Result<Arc<dyn Backend>> {
+        if let Location::Sqlite(path) = &self.db
+            && !path.exists()
+        {
+            let start = if self.db_given {
+                "check --db (or MEMBANK_DB, or the configuration file's db)"
+            } else {
+                "nothing has been stored yet: `membank remember` or `membank note` creates it"
+            };
+            return Err(Missing(format!(
+                "no database {}: a command that only reads does not create one; {start}",
+                path.display()
+            ))
+            .into());
+        }
+        self.open_store()
     }
 
     /// The SQLite file, for commands that only work on one (`backup`, `check FILE`).
@@ -225,8 +257,17 @@ impl Context {
         out
     }
 
+    /// The engine over the database, for a command that writes ([`Self::open_store`]).
     pub fn engine(&self) -> Result<Engine> {
-        let store = self.open_store()?;
+        self.engine_on(self.open_store()?)
+    }
+
+    /// The engine for a command that only reads ([`Self::open_store_to_read`]).
+    pub fn engine_to_read(&self) -> Result<Engine> {
+        self.engine_on(self.open_store_to_read()?)
+    }
+
+    fn engine_on(&self, store: Arc<dyn Backend>) -> Result<Engine> {
         let embedder = Arc::new(self.lazy_embedder(store.clone(), true));
         Ok(Engine::new(store, embedder, Arc::new(SystemClock), self.engine_config.clone())?
             .with_switch_advice(language::switch_advice(self.switch_flags(), &self.db)))

@@ -17,6 +17,19 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// Something the command needs that is not there, found by the binary itself (a database
+/// file a read-only command was pointed at, a directory; exit code 4, "not found").
+#[derive(Debug)]
+pub struct Missing(pub String);
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Missing {}
+
 /// A next step printed under an error (`hint: …`), with the flags the person used.
 #[derive(Debug)]
 pub struct Hint(pub String);
@@ -86,6 +99,9 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
     for cause in err.chain() {
         if cause.downcast_ref::<UsageError>().is_some() {
             return 2;
+        }
+        if cause.downcast_ref::<Missing>().is_some() {
+            return 4;
         }
         if let Some(e) = cause.downcast_ref::<EngineError>() {
             return match e {

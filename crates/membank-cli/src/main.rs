@@ -38,7 +38,8 @@ use crate::context::Context;
 fn main() -> ExitCode {
     // A closed stdout (`membank sweep --json | head -c 400`) ends the command quietly
     // instead of with a panic and a backtrace: `println!` panics on EPIPE, and Rust
-    // ignores SIGPIPE, so the panic is where it shows.
+    // ignores SIGPIPE, so the panic is where it shows. Any other failed write to stdout is
+    // an error with exit 1, not a panic's 101.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let payload = info.payload();
@@ -47,8 +48,14 @@ fn main() -> ExitCode {
             .map(String::as_str)
             .or_else(|| payload.downcast_ref::<&str>().copied())
             .unwrap_or("");
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(0);
+        if message.starts_with("failed printing to stdout") {
+            if message.contains("Broken pipe") {
+                std::process::exit(0);
+            }
+            // Any other write error (a full disk, `> /dev/full`): a plain error, exit 1.
+            let cause = message.trim_start_matches("failed printing to stdout").trim_start_matches(": ");
+            eprintln!("error: cannot write to standard output: {cause}");
+            std::process::exit(1);
         }
         default_hook(info);
     }));
@@ -71,7 +78,12 @@ fn main() -> ExitCode {
             .with_writer(std::io::stderr)
             .init(),
     }
-    match run(cli) {
+    // What is still buffered is written here, so its failure is seen too.
+    let result = run(cli).and_then(|()| {
+        std::io::Write::flush(&mut std::io::stdout())
+            .map_err(|e| anyhow::Error::new(e).context("cannot write to standard output"))
+    });
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if errors::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {

@@ -13,6 +13,14 @@ fn content(m: &Memory) -> String {
     m.content.as_deref().map(|c| one_line(c, 160)).unwrap_or_else(|| "(erased)".into())
 }
 
+/// What a recall or listing says of a user nothing was ever stored for, instead of an
+/// empty answer that would look like a user without matching memories.
+pub fn no_such_user(user: &str) -> String {
+    format!(
+        "no such user: nothing was ever stored for {user:?} in this database (`membank users` lists its users; check --user, --tenant and --db)\n"
+    )
+}
+
 pub fn recall(r: &RecallResponse) -> String {
     let mut out = String::new();
     out.push_str(&date_filter(r));
@@ -341,6 +349,7 @@ mod tests {
             memories: vec![(faded, 0.01), (pinned, 0.01), (archived, 0.01), (fresh, 0.9)],
             counts: StatusCounts { active: 3, archived: 1, superseded: 0, erased: 0 },
             archive_below: Some(0.05),
+            user_known: true,
         };
         let text = list(&page);
         let marked: Vec<&str> = text.lines().filter(|l| l.contains(PAST)).collect();

@@ -208,6 +208,8 @@ pub struct ListResponse {
     /// The retention below which the next sweep archives an active, unpinned memory
     /// (`None` when the policy does not archive by a threshold).
     pub archive_below: Option<f64>,
+    /// Whether anything was ever stored for this user (`false`: no such user).
+    pub user_known: bool,
 }
 
 /// Run the forgetting policy over one scope.
@@ -417,7 +419,10 @@ impl Engine {
         let policy = &self.config.forgetting;
         let memories = self.store.list(&request.scope, &request.query)?;
         let counts = self.store.counts(&request.scope)?;
+        let stored = counts.active + counts.archived + counts.superseded + counts.erased;
+        let user_known = stored > 0 || self.store.find_user(&request.scope.tenant, &request.scope.user)?.is_some();
         Ok(ListResponse {
+            user_known,
             now,
             memories: memories
                 .into_iter()

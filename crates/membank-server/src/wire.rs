@@ -309,15 +309,17 @@ pub struct RecallOut {
     pub strengthened: bool,
     /// Best first.
     pub results: Vec<RecallHitOut>,
-    /// The days a time expression in the query referred to (`[from, to]`), if one was used.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The days a time expression in the query referred to (`[from, to]`, the days whose
+    /// memories were boosted or kept); `null` when the query named no time.
     pub time_range: Option<[String; 2]>,
-    /// The days the recall was restricted to or boosted towards, and where they came from;
-    /// absent when it looked at every day.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The days the recall was restricted to or boosted towards, and where they came from
+    /// (the query's words, or `from`/`to`); `null` when it looked at every day alike.
     pub date_filter: Option<DateFilterOut>,
     /// Whether the archive was consulted, and the scores that decided it.
     pub reminiscence: ReminiscenceOut,
+    /// Whether anything was ever stored for this user; `false` means no such user (a
+    /// mistyped name, say), not memories that did not match.
+    pub user_known: bool,
 }
 
 impl From<&RecallResponse> for RecallOut {
@@ -337,6 +339,7 @@ impl From<&RecallResponse> for RecallOut {
                 year_inferred: d.year_inferred.map(|y| y.as_str()),
             }),
             reminiscence: (&r.reminiscence).into(),
+            user_known: r.user_known,
         }
     }
 }
@@ -355,6 +358,8 @@ pub struct ListOut {
     pub archive_below: Option<f64>,
     /// How many of the listed memories are past it.
     pub past_threshold: usize,
+    /// Whether anything was ever stored for this user (`false`: no such user).
+    pub user_known: bool,
 }
 
 /// Counts per status.
@@ -387,6 +392,7 @@ impl From<&ListResponse> for ListOut {
                 .iter()
                 .filter(|(m, r)| MemoryWithRetention::new(m, *r, l.archive_below).past_threshold)
                 .count(),
+            user_known: l.user_known,
         }
     }
 }

@@ -38,7 +38,7 @@ pub fn summarize(ctx: &Context, args: SummarizeArgs) -> Result<()> {
     for user in &users {
         let response = engine.summarize(SummarizeRequest { scope: ctx.scope(user, None, None)?, force: args.force })?;
         if !ctx.cli_json {
-            print!("{}", render_summarize(user, &response));
+            crate::output::print_text(&render_summarize(user, &response))?;
         }
         out.push((user.clone(), response));
     }
@@ -88,12 +88,12 @@ fn render_summarize(user: &str, r: &SummarizeResponse) -> String {
 
 /// `membank profile`.
 pub fn profile(ctx: &Context, args: ProfileArgs) -> Result<()> {
-    let engine = ctx.engine()?;
+    let engine = ctx.engine_to_read()?;
     let response = engine.profile(ProfileRequest { scope: ctx.scope(&args.user, None, None)? })?;
     if ctx.cli_json {
         return print_json(&wire_companion::ProfileOut::from(&response));
     }
-    print!("{}", render_profile(args.user.trim(), &response));
+    crate::output::print_text(&render_profile(args.user.trim(), &response))?;
     Ok(())
 }
 
@@ -196,7 +196,7 @@ impl Session<'_> {
         if self.ctx.cli_json {
             print_json(&wire_companion::ChatOut::from(&response))?;
         } else {
-            print!("{}", render_reply(&response));
+            crate::output::print_text(&render_reply(&response))?;
         }
         Ok(Flow::Continue)
     }
@@ -258,7 +258,7 @@ impl Session<'_> {
                         .collect();
                     print_json(&json!({ "memories": out }))?;
                 } else {
-                    print!("{}", crate::render::list(&list));
+                    crate::output::print_text(&crate::render::list(&list))?;
                 }
             }
             "help" => println!(

@@ -13,7 +13,7 @@ use crate::render;
 /// `events`.
 pub fn events(ctx: &Context, a: EventsArgs) -> Result<()> {
     let json = ctx.cli_json;
-    let engine = ctx.engine()?;
+    let engine = ctx.engine_to_read()?;
     let query =
         EventQuery { memory_id: a.memory.as_deref().map(str::parse).transpose()?, after_seq: a.after, limit: a.limit };
     let events = engine.events(&ctx.scope(&a.user, None, None)?, &query)?;
@@ -21,7 +21,7 @@ pub fn events(ctx: &Context, a: EventsArgs) -> Result<()> {
         let out: Vec<wire::EventOut> = events.iter().map(Into::into).collect();
         print_json(&json!({ "events": out }))
     } else {
-        print!("{}", render::events(&events));
+        crate::output::print_text(&render::events(&events))?;
         Ok(())
     }
 }

@@ -52,8 +52,8 @@ pub fn run(ctx: &Context, command: KeysCommand) -> Result<()> {
                         None => "active".into(),
                     };
                     let user = k.user.as_ref().map_or_else(|| "(any user)".to_string(), |u| u.as_str().to_string());
-                    println!(
-                        "{}\t{}\t{}\t{}\t{}\t{}",
+                    crate::output::print_text(&format!(
+                        "{}\t{}\t{}\t{}\t{}\t{}\n",
                         k.key_id,
                         k.tenant,
                         user,
@@ -66,7 +66,7 @@ pub fn run(ctx: &Context, command: KeysCommand) -> Result<()> {
                         },
                         state,
                         k.label.unwrap_or_default()
-                    );
+                    ))?;
                 }
             }
         }

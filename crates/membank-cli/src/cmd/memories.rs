@@ -20,7 +20,7 @@ use crate::render;
 /// `list`.
 pub fn list(ctx: &Context, a: ListArgs) -> Result<()> {
     let json = ctx.cli_json;
-    let engine = ctx.engine()?;
+    let engine = ctx.engine_to_read()?;
     let statuses = if a.all {
         vec![Status::Active, Status::Archived, Status::Superseded]
     } else {
@@ -40,7 +40,10 @@ pub fn list(ctx: &Context, a: ListArgs) -> Result<()> {
     if json {
         print_json(&wire::ListOut::from(&response))
     } else {
-        print!("{}", render::list(&response));
+        if !response.user_known {
+            return crate::output::print_text(&render::no_such_user(a.user.trim()));
+        }
+        crate::output::print_text(&render::list(&response))?;
         Ok(())
     }
 }
@@ -48,7 +51,7 @@ pub fn list(ctx: &Context, a: ListArgs) -> Result<()> {
 /// `show`.
 pub fn show(ctx: &Context, a: IdsArgs) -> Result<()> {
     let json = ctx.cli_json;
-    let engine = ctx.engine()?;
+    let engine = ctx.engine_to_read()?;
     let scope = ctx.scope(&a.user, None, None)?;
     let ids = parse_all::<MemoryId>(&a.ids)?;
     let shown = ids.iter().map(|id| engine.show(&scope, *id)).collect::<Result<Vec<_>, _>>()?;
@@ -57,11 +60,9 @@ pub fn show(ctx: &Context, a: IdsArgs) -> Result<()> {
             shown.iter().map(|(m, r)| wire::MemoryWithRetention::new(m, *r, engine.archive_below())).collect();
         print_json(&json!({ "memories": out }))
     } else {
-        print!(
-            "{}",
-            shown.iter().map(|(m, r)| render::memory(m, *r, engine.archive_below())).collect::<Vec<_>>().join("\n")
-        );
-        Ok(())
+        crate::output::print_text(
+            &shown.iter().map(|(m, r)| render::memory(m, *r, engine.archive_below())).collect::<Vec<_>>().join("\n"),
+        )
     }
 }
 

@@ -14,7 +14,8 @@ use crate::render;
 /// `recall`.
 pub fn recall(ctx: &Context, a: RecallArgs) -> Result<()> {
     let json = ctx.cli_json;
-    let engine = ctx.engine()?;
+    // A recall only reads where it matters: a missing file holds nothing to strengthen.
+    let engine = ctx.engine_to_read()?;
     let scope = ctx.scope(&a.user, a.agent.as_deref(), a.session.as_deref())?;
     let now = at(&engine, &scope, "now", a.now.as_deref())?;
     let mut request = RecallRequest::new(scope, a.query, a.k);
@@ -30,7 +31,9 @@ pub fn recall(ctx: &Context, a: RecallArgs) -> Result<()> {
     if json {
         print_json(&wire::RecallOut::from(&response))
     } else {
-        print!("{}", render::recall(&response));
-        Ok(())
+        if !response.user_known {
+            return crate::output::print_text(&render::no_such_user(a.user.trim()));
+        }
+        crate::output::print_text(&render::recall(&response))
     }
 }

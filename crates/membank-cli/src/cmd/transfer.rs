@@ -35,7 +35,7 @@ pub fn export(ctx: &Context, args: ExportArgs) -> Result<()> {
     };
     let request = ExportRequest { users, vectors: args.vectors, skip_missing: false };
     // Exporting needs no model: the store alone.
-    let store = ctx.open_store()?;
+    let store = ctx.open_store_to_read()?;
     match &args.output {
         Some(path) => {
             if path.exists() {

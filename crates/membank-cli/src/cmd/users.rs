@@ -11,7 +11,7 @@ use crate::output::print_json;
 /// `users`: lists users, or sets one's time zone.
 pub fn users(ctx: &Context, a: UsersArgs) -> Result<()> {
     let json = ctx.cli_json;
-    let engine = ctx.engine()?;
+    let engine = if a.time_zone.is_some() { ctx.engine()? } else { ctx.engine_to_read()? };
     if let (Some(user), Some(zone)) = (&a.user, &a.time_zone) {
         let zone = engine.set_time_zone(&ctx.scope(user, None, None)?, zone)?;
         return if json {

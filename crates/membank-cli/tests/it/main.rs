@@ -13,6 +13,7 @@ mod chat;
 mod config;
 mod durability;
 mod first_hour;
+mod hardening;
 mod import;
 mod language;
 mod maintain;

@@ -71,7 +71,7 @@ fn a_recall_shows_one_moment_its_score_terms_and_the_day_it_used() {
     let expected = (-19.0f64 / (2.0 + 14.0 * importance)).exp();
     assert!((before - expected).abs() < 1e-9, "19 days at S = 2 + 14·{importance}: {before} vs {expected}");
     assert_eq!(hit["score_parts"]["dense"], hit["score_parts"]["lexical"], "first in both rankings: {hit}");
-    assert!(json.get("date_filter").is_none(), "no date in the query: {json}");
+    assert!(json["date_filter"].is_null() && json["time_range"].is_null(), "no date in the query: {json}");
 
     // An inspection recall strengthens nothing: one state, before and after alike.
     let json = bank.json(&[

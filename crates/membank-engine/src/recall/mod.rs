@@ -68,7 +68,12 @@ impl Engine {
         let mut hits = self.promote_summaries(&setup, time.as_ref(), &ranked.rankings, hits)?;
         hits.truncate(request.k);
         let logged = self.log_and_strengthen(&setup, ranked.vector, &mut hits)?;
+        // A user with memories is known; with none, the user row says whether anything was
+        // ever stored for them (an empty answer then is not a mistyped name).
+        let user_known =
+            !hits.is_empty() || self.store.find_user(&request.scope.tenant, &request.scope.user)?.is_some();
         Ok(RecallResponse {
+            user_known,
             query_id: logged.query_id,
             now: setup.now,
             strengthened: logged.strengthened,

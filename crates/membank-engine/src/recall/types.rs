@@ -342,4 +342,7 @@ pub struct RecallResponse {
     pub rrf_k: f64,
     /// What reminiscence did.
     pub reminiscence: Reminiscence,
+    /// Whether anything was ever stored for this user: `false` means no such user (a
+    /// mistyped name, say), not a user whose memories did not match.
+    pub user_known: bool,
 }

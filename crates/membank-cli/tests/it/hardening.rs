@@ -1,0 +1,161 @@
+//! What the second review and newcomer found in the binary: stored control characters
+//! printed raw, a failed write to stdout that panicked, read-only commands that created an
+//! empty database at a mistyped `--db`, and an unknown user that looked like an empty one.
+
+use std::process::Stdio;
+
+use crate::Bank;
+
+fn ids(bank: &Bank, user: &str) -> Vec<String> {
+    bank.json(&["list", "--user", user])["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn stored_control_characters_are_shown_escaped_in_text_and_exact_in_json() {
+    let bank = Bank::new();
+    let hostile = "clear \u{1b}[2J then \u{1b}]0;owned\u{7} and \u{202e}reversed";
+    bank.remember("ana", hostile, "2024-05-04T10:00:00Z");
+    let id = ids(&bank, "ana").remove(0);
+    for args in [
+        vec!["list", "--user", "ana"],
+        vec!["show", "--user", "ana", &id],
+        vec!["recall", "--user", "ana", "--query", "clear then", "--no-strengthen"],
+    ] {
+        let text = bank.ok(&args);
+        assert!(!text.chars().any(|c| c == '\u{1b}' || c == '\u{7}' || c == '\u{202e}'), "{args:?}: {text:?}");
+        assert!(text.contains(r"clear \u{1b}[2J then \u{1b}]0;owned\u{7} and \u{202e}reversed"), "{args:?}: {text}");
+    }
+    let json = bank.json(&["show", "--user", "ana", &id]);
+    assert_eq!(json["memories"][0]["user_text"], hostile);
+}
+
+#[test]
+fn a_failed_write_to_stdout_is_an_error_with_exit_1_not_a_panic() {
+    let bank = Bank::new();
+    bank.remember("ana", "I keep bees on the roof", "2024-05-04T10:00:00Z");
+    bank.ok(&["keys", "create", "--tenant", "default"]);
+    let id = ids(&bank, "ana").remove(0);
+    for args in [
+        vec!["users"],
+        vec!["list", "--user", "ana"],
+        vec!["show", "--user", "ana", &id],
+        vec!["recall", "--user", "ana", "--query", "bees"],
+        vec!["--json", "recall", "--user", "ana", "--query", "bees"],
+        vec!["events", "--user", "ana"],
+        vec!["check"],
+        vec!["keys", "list"],
+        vec!["models", "status"],
+        vec!["profile", "--user", "ana"],
+    ] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let out = bank.command().args(&args).stdout(full).stderr(Stdio::piped()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(stderr.contains("cannot write to standard output"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn read_only_commands_refuse_a_missing_database_and_create_nothing() {
+    let bank = Bank::new();
+    let missing = bank.path("nodir/x.db");
+    let absent_here = bank.path("absent.db");
+    let id = "01a23bc0-960f-705a-a91b-0fa14d8d1b54";
+    for db in [&missing, &absent_here] {
+        for args in [
+            vec!["list", "--user", "bob"],
+            vec!["show", "--user", "bob", id],
+            vec!["recall", "--user", "bob", "--query", "anything", "--no-strengthen"],
+            vec!["recall", "--user", "bob", "--query", "anything"],
+            vec!["events", "--user", "bob"],
+            vec!["users"],
+            vec!["export", "--all-users"],
+            vec!["check"],
+            vec!["profile", "--user", "bob"],
+        ] {
+            let out = bank.command_without_db().arg("--db").arg(db).args(&args).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(4), "{args:?} on {}: {stderr}", db.display());
+            assert!(stderr.contains(&db.display().to_string()), "{args:?}: {stderr}");
+            assert!(out.stdout.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&out.stdout));
+        }
+    }
+    assert!(!missing.parent().unwrap().exists(), "a read-only command created {}", missing.display());
+    assert!(!absent_here.exists(), "a read-only command created {}", absent_here.display());
+
+    // A write to a new file in a missing directory is refused too, and creates nothing.
+    let out = bank
+        .command_without_db()
+        .arg("--db")
+        .arg(&missing)
+        .args(["remember", "--user", "bob", "--user-text", "hello"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("no directory") && stderr.contains("nodir"), "{stderr}");
+    assert!(!missing.parent().unwrap().exists());
+    // In an existing directory a write starts the database, and reads then work.
+    let here = bank.path("here.db");
+    let out = bank
+        .command_without_db()
+        .arg("--db")
+        .arg(&here)
+        .args(["remember", "--user", "bob", "--user-text", "hello"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = bank.command_without_db().arg("--db").arg(&here).args(["list", "--user", "bob"]).output().unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("hello"));
+}
+
+#[test]
+fn the_default_location_is_still_created_by_a_first_write() {
+    let bank = Bank::new();
+    let data = bank.path("data");
+    let out = bank
+        .command_without_db()
+        .env("XDG_DATA_HOME", &data)
+        .env_remove("MEMBANK_DB")
+        .args(["remember", "--user", "bob", "--user-text", "hello"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(data.join("membank/membank.db").exists());
+}
+
+#[test]
+fn an_unknown_user_is_said_to_be_unknown_not_shown_as_empty() {
+    let bank = Bank::new();
+    bank.remember("ana", "I keep bees on the roof", "2024-05-04T10:00:00Z");
+    for args in [vec!["recall", "--user", "nobody", "--query", "bees"], vec!["list", "--user", "nobody"]] {
+        let text = bank.ok(&args);
+        assert!(text.contains("no such user") && text.contains("\"nobody\""), "{args:?}: {text}");
+    }
+    let unknown = bank.json(&["recall", "--user", "nobody", "--query", "bees"]);
+    assert_eq!(unknown["user_known"], false);
+    assert_eq!(unknown["results"].as_array().unwrap().len(), 0);
+    let known = bank.json(&[
+        "recall",
+        "--user",
+        "ana",
+        "--query",
+        "something else entirely",
+        "--from",
+        "1999-01-01",
+        "--to",
+        "1999-01-02",
+    ]);
+    assert_eq!(known["user_known"], true, "{known}");
+    assert_eq!(bank.json(&["list", "--user", "nobody"])["user_known"], false);
+    assert_eq!(bank.json(&["list", "--user", "ana"])["user_known"], true);
+    // A user whose memories do not match is known, and the text says so differently.
+    let text = bank.ok(&["recall", "--user", "ana", "--query", "bees", "--from", "1999-01-01", "--to", "1999-01-02"]);
+    assert!(!text.contains("no such user"), "{text}");
+}
