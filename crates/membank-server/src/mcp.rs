@@ -334,7 +334,12 @@ impl MemoryTools {
         let request = RecallRequest { reminisce, ..RecallRequest::new(scope, args.query, k) };
         match self.run(move |e| e.recall(request)).await? {
             Ok(response) if response.results.is_empty() => {
-                Ok(CallToolResult::success(vec![ContentBlock::text("No memories match this query.")]))
+                let text = if response.user_known {
+                    "No memories match this query."
+                } else {
+                    "Nothing has been remembered about this person yet."
+                };
+                answer(text.to_string(), wire::RecallOut::from(&response))
             }
             Ok(response) => {
                 let entries: Vec<String> = response
@@ -348,16 +353,12 @@ impl MemoryTools {
                         format!("{}. {e}", i + 1)
                     })
                     .collect();
-                let out = wire::RecallOut::from(&response);
-                // The JSON text block as well, as the MCP spec asks of structured results
-                // (older hosts read only text); JSON escapes newlines, so it forges no lines.
-                let json = serde_json::to_string(&out).unwrap_or_default();
-                let mut result = CallToolResult::success(vec![
-                    ContentBlock::text(format!("Memories, best first. {QUOTED}\n{}", entries.join("\n"))),
-                    ContentBlock::text(json),
-                ]);
-                result.structured_content = serde_json::to_value(&out).ok();
-                Ok(result)
+                // The raw texts go only in `structuredContent`: a text block is what a model
+                // reads, and every one it gets says first that the memories are quoted data.
+                answer(
+                    format!("Memories, best first. {QUOTED}\n{}", entries.join("\n")),
+                    wire::RecallOut::from(&response),
+                )
             }
             Err(err) => engine_failure(err),
         }

@@ -137,6 +137,7 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(middleware::from_fn_with_state(state.clone(), loopback_guard))
+        .layer(middleware::from_fn(single_headers))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)
 }
@@ -166,6 +167,23 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     let route = route.unwrap_or_else(|| "unmatched".into());
     state.metrics().observe(method, &route, response.status().as_u16(), start.elapsed());
     response
+}
+
+/// The headers a request may send once: two `Host`s would let the loopback guard check one
+/// name while a proxy routes by the other, and of two `Idempotency-Key`s or
+/// `Authorization`s the server would silently pick one. A request repeating any is refused
+/// with 400 before anything else looks at it.
+const SINGLE_HEADERS: [header::HeaderName; 3] =
+    [header::HOST, header::AUTHORIZATION, header::HeaderName::from_static(memories::IDEMPOTENCY_KEY)];
+
+async fn single_headers(request: Request, next: Next) -> Response {
+    for name in &SINGLE_HEADERS {
+        if request.headers().get_all(name).iter().nth(1).is_some() {
+            return ApiError::BadRequest(format!("the {name} header is sent more than once; send it once"))
+                .into_response();
+        }
+    }
+    next.run(request).await
 }
 
 /// In loopback no-auth mode, answers only requests addressed to a loopback name and sent
@@ -279,11 +297,14 @@ fn bearer(request: &Request) -> Result<String, ApiError> {
         .ok_or_else(|| ApiError::Unauthorized("send an API key: Authorization: Bearer KEY".into()))?;
     let value =
         value.to_str().map_err(|_| ApiError::Unauthorized("the Authorization header is not visible ASCII".into()))?;
+    // The scheme name is case-insensitive (RFC 9110 §11.1), and one or more spaces follow it.
     let key = value
-        .strip_prefix("Bearer ")
-        .or_else(|| value.strip_prefix("bearer "))
+        .split_once(' ')
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, key)| key.trim())
+        .filter(|key| !key.is_empty())
         .ok_or_else(|| ApiError::Unauthorized("use Authorization: Bearer KEY".into()))?;
-    Ok(key.trim().to_string())
+    Ok(key.to_string())
 }
 
 /// Liveness: the process answers.

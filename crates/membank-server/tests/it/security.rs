@@ -294,3 +294,86 @@ async fn a_real_socket_limits_failed_authentication_by_the_peer_address() {
     let _ = stop.send(());
     handle.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive_and_other_schemes_are_refused() {
+    let server = TestServer::new(AuthMode::Keys);
+    let app = server.router();
+    let key = server.key("acme", None, false);
+    for value in [format!("Bearer {key}"), format!("bearer {key}"), format!("BEARER {key}"), format!("bEaReR   {key}")]
+    {
+        let response =
+            send(&app, with_headers("GET", "/v1/users/a/memories", &[("authorization", value.as_str())], None)).await;
+        assert_eq!(response.0, StatusCode::OK, "{value}: {}", response.1);
+    }
+    for value in [format!("Basic {key}"), format!("Bearer{key}"), "Bearer ".to_string(), key.clone()] {
+        let response =
+            send(&app, with_headers("GET", "/v1/users/a/memories", &[("authorization", value.as_str())], None)).await;
+        assert_error(&response, StatusCode::UNAUTHORIZED, "unauthorized");
+    }
+}
+
+/// A request with `name` sent twice.
+fn twice(method: &str, path: &str, name: &str, values: [&str; 2], body: Option<&Value>) -> Request<Body> {
+    let mut req = request(method, path, None, body);
+    let name = axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap();
+    req.headers_mut().remove(&name);
+    for value in values {
+        req.headers_mut().append(name.clone(), value.parse().unwrap());
+    }
+    req
+}
+
+#[tokio::test]
+async fn a_repeated_host_idempotency_key_or_authorization_is_refused_with_400() {
+    let open = TestServer::new(AuthMode::LoopbackOpen);
+    let app = open.router();
+    let note = json!({ "text": "Alice's bank PIN is 1234" });
+    // The first Host is loopback, the second is what a proxy might route by.
+    let refused =
+        send(&app, twice("POST", "/v1/users/alice/notes", "host", ["localhost:8787", "attacker.example"], Some(&note)))
+            .await;
+    assert_error(&refused, StatusCode::BAD_REQUEST, "bad_request");
+    assert!(refused.1["error"]["message"].as_str().unwrap().contains("host"), "{}", refused.1);
+    let refused =
+        send(&app, twice("POST", "/v1/users/alice/notes", "idempotency-key", ["one", "two"], Some(&note))).await;
+    assert_error(&refused, StatusCode::BAD_REQUEST, "bad_request");
+    let (_, listed) = call(&app, "GET", "/v1/users/alice/memories", None, None).await;
+    assert_eq!(listed["memories"].as_array().unwrap().len(), 0, "nothing was stored by a refused request");
+    // Once each is fine.
+    let stored =
+        send(&app, twice("POST", "/v1/users/alice/notes", "idempotency-key", ["one", "one"], Some(&note))).await;
+    assert_error(&stored, StatusCode::BAD_REQUEST, "bad_request");
+    let stored =
+        send(&app, with_headers("POST", "/v1/users/alice/notes", &[("idempotency-key", "one")], Some(&note))).await;
+    assert_eq!(stored.0, StatusCode::CREATED, "{}", stored.1);
+
+    let keyed = TestServer::new(AuthMode::Keys);
+    let app = keyed.router();
+    let key = keyed.key("acme", None, false);
+    let (good, bad) = (format!("Bearer {key}"), "Bearer mbk_0_guess".to_string());
+    let refused = send(&app, twice("GET", "/v1/users/a/memories", "authorization", [&bad, &good], None)).await;
+    assert_error(&refused, StatusCode::BAD_REQUEST, "bad_request");
+}
+
+#[tokio::test]
+async fn rest_recall_and_list_say_whether_the_user_is_known() {
+    let server = TestServer::new(AuthMode::LoopbackOpen);
+    let app = server.router();
+    let stored = call(&app, "POST", "/v1/users/alice/notes", None, Some(json!({ "text": "Alice keeps bees" }))).await;
+    assert_eq!(stored.0, StatusCode::CREATED, "{}", stored.1);
+    let (status, known) =
+        call(&app, "POST", "/v1/users/alice/recall", None, Some(json!({ "query": "bees", "strengthen": false }))).await;
+    assert_eq!(status, StatusCode::OK, "{known}");
+    assert_eq!(known["user_known"], true);
+    assert!(known["time_range"].is_null() && known["date_filter"].is_null(), "always present: {known}");
+    let (status, unknown) =
+        call(&app, "POST", "/v1/users/nobody/recall", None, Some(json!({ "query": "bees", "strengthen": false })))
+            .await;
+    assert_eq!(status, StatusCode::OK, "{unknown}");
+    assert_eq!((unknown["user_known"].as_bool(), unknown["results"].as_array().map(Vec::len)), (Some(false), Some(0)));
+    let (_, listed) = call(&app, "GET", "/v1/users/nobody/memories", None, None).await;
+    assert_eq!(listed["user_known"], false, "{listed}");
+    let (_, listed) = call(&app, "GET", "/v1/users/alice/memories", None, None).await;
+    assert_eq!(listed["user_known"], true, "{listed}");
+}
