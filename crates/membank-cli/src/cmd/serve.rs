@@ -14,6 +14,7 @@ use membank_server::{AppState, AuthFailureLimit, AuthMode, Limits, MaintenanceCo
 use crate::args::serve::{McpArgs, ServeArgs};
 use crate::context::Context;
 use crate::embedder::LazyEmbedder;
+use crate::errors::UsageError;
 
 fn limits(args: &ServeArgs) -> Result<Limits> {
     let engine = Limits::default();
@@ -75,8 +76,15 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
     let store = ctx.open_store()?;
     let keys = store.live_key_count()?;
-    if let Err(err) = membank_server::check_bind(args.addr, keys > 0) {
-        return Err(anyhow::Error::new(err).context(format!("create a key first with `membank keys create --tenant {}{}` (then serve with the same flags), or bind to 127.0.0.1", crate::output::shell_word(ctx.tenant.as_str()), ctx.data_flags())));
+    // A usage mistake (exit 2), said once: why, and the two ways out with this command's flags.
+    if membank_server::check_bind(args.addr, keys > 0).is_err() {
+        return Err(UsageError(format!(
+            "refusing to listen on {} without API keys: anyone who can reach it could read and change every memory. Create a key first with `membank keys create --tenant {}{}` (then serve with the same flags), or bind to 127.0.0.1",
+            args.addr,
+            crate::output::shell_word(ctx.tenant.as_str()),
+            ctx.data_flags()
+        ))
+        .into());
     }
     let auth = if keys > 0 { AuthMode::Keys } else { AuthMode::LoopbackOpen };
     let mut config = ServerConfig::new(ctx.tenant.clone(), auth);

@@ -92,8 +92,12 @@ impl Drop for Server {
 #[test]
 fn serve_without_keys_is_loopback_only_and_says_so() {
     let bank = Bank::new();
-    let err = bank.fails(&["serve", "--addr", "0.0.0.0:0"], 1);
+    // A usage mistake (exit 2), its advice said once.
+    let err = bank.fails(&["serve", "--addr", "0.0.0.0:0"], 2);
     assert!(err.contains("refusing to listen") && err.contains("without API keys"), "{err}");
+    assert_eq!(err.matches("keys create").count(), 1, "{err}");
+    assert_eq!(err.matches("bind to 127.0.0.1").count(), 1, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
     let server = Server::start(&bank);
     assert!(server.banner.contains("WITHOUT AUTHENTICATION"), "{}", server.banner);
     server.wait_ready();
