@@ -86,14 +86,34 @@ pub fn export(ctx: &Context, args: ExportArgs) -> Result<()> {
 /// Runs `backup`.
 pub fn backup(ctx: &Context, args: BackupArgs) -> Result<()> {
     let db = ctx.sqlite_path("backup")?;
-    let store = ctx.open_store()?;
+    let store = ctx.open_store_to_read()?;
     let sqlite = store.as_sqlite().ok_or_else(|| anyhow::anyhow!("backup works on a SQLite file"))?;
-    sqlite.backup(&args.file).with_context(|| format!("cannot back up {} to {}", db.display(), args.file.display()))?;
-    let (version, problems) = SqliteStore::check_file(&args.file)?;
-    if !problems.is_empty() {
-        problems.iter().for_each(|p| eprintln!("problem: {p}"));
-        bail!("the backup {} failed its check ({} problems)", args.file.display(), problems.len());
+    if args.file.exists() {
+        bail!("{} exists already; a backup never overwrites a file", args.file.display());
     }
+    // Written and checked under a temporary name beside the target, and given the final
+    // name only then, so a killed or failed backup never leaves a file under that name.
+    let partial = partial_name(&args.file);
+    let _ = std::fs::remove_file(&partial);
+    let written = sqlite
+        .backup(&partial)
+        .with_context(|| format!("cannot back up {} to {}", db.display(), partial.display()))
+        .and_then(|()| Ok(SqliteStore::check_file(&partial)?))
+        .and_then(|(version, problems)| {
+            if !problems.is_empty() {
+                problems.iter().for_each(|p| eprintln!("problem: {p}"));
+                bail!("the backup {} failed its check ({} problems)", args.file.display(), problems.len());
+            }
+            std::fs::File::open(&partial)
+                .and_then(|f| f.sync_all())
+                .with_context(|| format!("cannot write {}", partial.display()))?;
+            // A hard link refuses an existing name, so a file made meanwhile is not replaced.
+            std::fs::hard_link(&partial, &args.file)
+                .with_context(|| format!("cannot name the backup {}", args.file.display()))?;
+            Ok(version)
+        });
+    let _ = std::fs::remove_file(&partial);
+    let version = written?;
     let bytes = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
     if ctx.cli_json {
         print_json(&json!({ "file": args.file, "bytes": bytes, "schema_version": version, "ok": true }))?;
@@ -105,6 +125,13 @@ pub fn backup(ctx: &Context, args: BackupArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The temporary name a backup is written under: beside the target (the same file system,
+/// so naming it is a link, not a copy), hidden, and marked with this process.
+fn partial_name(target: &std::path::Path) -> std::path::PathBuf {
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "backup".into());
+    target.with_file_name(format!(".{name}.partial-{}", std::process::id()))
 }
 
 /// Runs `check`.

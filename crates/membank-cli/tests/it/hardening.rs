@@ -159,3 +159,51 @@ fn an_unknown_user_is_said_to_be_unknown_not_shown_as_empty() {
     let text = bank.ok(&["recall", "--user", "ana", "--query", "bees", "--from", "1999-01-01", "--to", "1999-01-02"]);
     assert!(!text.contains("no such user"), "{text}");
 }
+
+#[test]
+fn a_killed_backup_leaves_nothing_under_the_final_name() {
+    let bank = Bank::new();
+    bank.remember("ana", "I keep bees on the roof", "2024-05-04T10:00:00Z");
+    // 48 MB of padding, so that a backup takes long enough to be killed in the middle.
+    let conn = rusqlite::Connection::open(bank.db()).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE test_padding(x BLOB);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 48)
+         INSERT INTO test_padding SELECT randomblob(1048576) FROM n;",
+    )
+    .unwrap();
+    drop(conn);
+    let mut cut_short = 0;
+    for (trial, delay_ms) in [10u64, 30, 60, 100, 150, 200, 300, 450, 700, 1000].into_iter().enumerate() {
+        let target = bank.path(&format!("backup-{trial}.db"));
+        let mut child = bank
+            .command()
+            .args(["backup", target.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let finished = child.try_wait().unwrap().is_some();
+        let _ = child.kill();
+        child.wait().unwrap();
+        if !target.exists() {
+            cut_short += usize::from(!finished);
+            continue;
+        }
+        // Whatever is under the final name is a whole, checked backup.
+        let check = bank.command_without_db().args(["check", target.to_str().unwrap()]).output().unwrap();
+        assert!(
+            check.status.success(),
+            "a backup killed after {delay_ms} ms left {} behind: {}",
+            target.display(),
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+    assert!(cut_short > 0, "no backup was killed before it finished; the padding is too small to test anything");
+    // And one left alone completes, checked, under its name.
+    let target = bank.path("whole.db");
+    bank.ok(&["backup", target.to_str().unwrap()]);
+    let check = bank.command_without_db().args(["check", target.to_str().unwrap()]).output().unwrap();
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+}
