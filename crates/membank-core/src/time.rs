@@ -6,7 +6,7 @@
 use std::sync::Mutex;
 
 pub use chrono::SecondsFormat;
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
 
 use crate::error::InvalidInput;
 
@@ -55,6 +55,32 @@ impl Clock for ManualClock {
     }
 }
 
+/// The years membank stores, in UTC and in the person's time zone alike: 1 to 9999. Every
+/// path that takes a time or a day (REST, MCP, the CLI, every import) refuses others, so
+/// whatever is stored can be exported as RFC 3339 and read back.
+pub const YEARS: std::ops::RangeInclusive<i32> = 1..=9999;
+
+/// `t` when its year (UTC) is in [`YEARS`], else an error naming `field`.
+pub fn check_year(field: &'static str, t: Timestamp) -> Result<Timestamp, InvalidInput> {
+    if YEARS.contains(&t.year()) {
+        Ok(t)
+    } else {
+        Err(InvalidInput::new(
+            field,
+            format!("{} is outside the years 1 to 9999 (UTC) that membank stores", t.to_rfc3339()),
+        ))
+    }
+}
+
+/// `day` when its year is in [`YEARS`], else an error naming `field`.
+pub fn check_day_year(field: &'static str, day: NaiveDate) -> Result<NaiveDate, InvalidInput> {
+    if YEARS.contains(&day.year()) {
+        Ok(day)
+    } else {
+        Err(InvalidInput::new(field, format!("{day} is outside the years 1 to 9999 that membank stores")))
+    }
+}
+
 /// Drops sub-millisecond precision, which the store does not keep, so a value read back
 /// equals the value written.
 pub fn truncate_to_millis(t: Timestamp) -> Timestamp {
@@ -74,12 +100,14 @@ pub fn parse_instant(field: &'static str, text: &str) -> Result<Timestamp, Inval
 pub fn parse_instant_in(field: &'static str, text: &str, zone: UserTimeZone) -> Result<Timestamp, InvalidInput> {
     let text = text.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
-        return Ok(truncate_to_millis(t.with_timezone(&Utc)));
+        return check_year(field, truncate_to_millis(t.with_timezone(&Utc)));
     }
     if let Some(day) = bare_date(text) {
+        let day = check_day_year(field, day)?;
         return zone
             .start_of(day)
-            .ok_or_else(|| InvalidInput::new(field, format!("{day} has no start in {}", zone.name())));
+            .ok_or_else(|| InvalidInput::new(field, format!("{day} has no start in {}", zone.name())))
+            .and_then(|t| check_year(field, t));
     }
     Err(InvalidInput::new(
         field,
@@ -95,9 +123,10 @@ pub fn parse_instant_in(field: &'static str, text: &str, zone: UserTimeZone) -> 
 /// the value (shortened past 60 characters) and shows the expected form, so a caller that
 /// frames errors its own way (a line number, a prefix) can reuse the reason as it is.
 pub fn parse_day(field: &'static str, value: &str) -> Result<NaiveDate, InvalidInput> {
-    NaiveDate::parse_from_str(value.trim(), "%Y-%m-%d").map_err(|_| {
+    let day = NaiveDate::parse_from_str(value.trim(), "%Y-%m-%d").map_err(|_| {
         InvalidInput::new(field, format!("{:?} is not a date such as 2024-05-04", crate::error::truncate(value, 60)))
-    })
+    })?;
+    check_day_year(field, day)
 }
 
 /// The date, when `text` is a bare `YYYY-MM-DD` date rather than an instant.

@@ -240,9 +240,11 @@ impl Engine {
             )
             .into());
         }
+        membank_core::time::check_year("occurred_at", occurred_at)?;
         let user = self.store.ensure_user(&scope.tenant, &scope.user, now)?;
         let zone = UserTimeZone::parse(&user.time_zone)?;
-        Ok((now, occurred_at, zone.day_of(occurred_at)))
+        let day = membank_core::time::check_day_year("occurred_at", zone.day_of(occurred_at))?;
+        Ok((now, occurred_at, day))
     }
 
     fn store_new(&self, mut memory: Memory, embed_text: &str) -> Result<Memory, EngineError> {

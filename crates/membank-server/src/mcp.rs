@@ -18,7 +18,6 @@
 use std::sync::Arc;
 
 use membank_engine::core::limits::MAX_PAGE_SIZE;
-use membank_engine::core::time::parse_instant;
 use membank_engine::core::{Kind, MemoryId, Scope, Source, Status, UserId};
 use membank_engine::{Engine, EngineError, ListRequest, RecallRequest, RememberNote, Reminisce};
 use membank_store::ListQuery;
@@ -282,10 +281,12 @@ impl MemoryTools {
             Ok(s) => s,
             Err(e) => return fail(e),
         };
-        let occurred_at = match args.occurred_at.as_deref().map(|v| parse_instant("occurred_at", v)).transpose() {
-            Ok(t) => t,
-            Err(e) => return fail(e.to_string()),
-        };
+        // A bare date is the person's local midnight, as on REST and the CLI.
+        let occurred_at =
+            match args.occurred_at.as_deref().map(|v| self.engine.parse_time(&scope, "occurred_at", v)).transpose() {
+                Ok(t) => t,
+                Err(e) => return fail(e.to_string()),
+            };
         let source = match args.source.as_deref().unwrap_or("user").parse::<Source>() {
             Ok(s) => s,
             Err(e) => return fail(e.to_string()),

@@ -88,8 +88,14 @@ pub fn backup(ctx: &Context, args: BackupArgs) -> Result<()> {
     let db = ctx.sqlite_path("backup")?;
     let store = ctx.open_store_to_read()?;
     let sqlite = store.as_sqlite().ok_or_else(|| anyhow::anyhow!("backup works on a SQLite file"))?;
+    let exists = || {
+        membank_store::StoreError::Conflict(format!(
+            "{} exists already; a backup never overwrites a file",
+            args.file.display()
+        ))
+    };
     if args.file.exists() {
-        bail!("{} exists already; a backup never overwrites a file", args.file.display());
+        return Err(exists().into());
     }
     // Written and checked under a temporary name beside the target, and given the final
     // name only then, so a killed or failed backup never leaves a file under that name.
@@ -108,8 +114,10 @@ pub fn backup(ctx: &Context, args: BackupArgs) -> Result<()> {
                 .and_then(|f| f.sync_all())
                 .with_context(|| format!("cannot write {}", partial.display()))?;
             // A hard link refuses an existing name, so a file made meanwhile is not replaced.
-            std::fs::hard_link(&partial, &args.file)
-                .with_context(|| format!("cannot name the backup {}", args.file.display()))?;
+            match std::fs::hard_link(&partial, &args.file) {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(exists().into()),
+                other => other.with_context(|| format!("cannot name the backup {}", args.file.display()))?,
+            }
             Ok(version)
         });
     let _ = std::fs::remove_file(&partial);

@@ -207,3 +207,53 @@ fn a_killed_backup_leaves_nothing_under_the_final_name() {
     let check = bank.command_without_db().args(["check", target.to_str().unwrap()]).output().unwrap();
     assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
 }
+
+#[test]
+fn times_outside_the_years_1_to_9999_are_refused_on_every_path_and_what_is_stored_round_trips() {
+    let bank = Bank::new();
+    bank.remember("bob", "first words", "2024-05-04T10:00:00Z");
+    // 0000-01-01 at +23:59 is -0001-12-31 in UTC; 0001-01-01 UTC is year 0 in New York.
+    for at in ["0000-01-01T00:00:00+23:59", "0000-12-31", "10000-01-01T00:00:00Z"] {
+        let at = format!("--at={at}");
+        let err = bank.fails(&["remember", "--user", "bob", "--user-text", "old", &at], 3);
+        assert!(err.contains("years 1 to 9999") || err.contains("not an RFC 3339"), "{at}: {err}");
+    }
+    bank.ok(&["users", "--user", "bob", "--time-zone", "America/New_York"]);
+    let err = bank.fails(&["remember", "--user", "bob", "--user-text", "old", "--at", "0001-01-01T00:00:00Z"], 3);
+    assert!(err.contains("years 1 to 9999"), "{err}");
+    // The earliest a New Yorker can store is stored, exported and read back whole.
+    bank.ok(&[
+        "remember",
+        "--user",
+        "bob",
+        "--user-text",
+        "oldest",
+        "--at",
+        "0001-01-01T12:00:00Z",
+        "--clock-from",
+        "event",
+    ]);
+    let export = bank.path("bob.jsonl");
+    bank.ok(&["export", "--user", "bob", "--output", export.to_str().unwrap()]);
+    let other = Bank::new();
+    other.ok(&["import", "membank-export", export.to_str().unwrap()]);
+    let listed = other.json(&["list", "--user", "bob"]);
+    assert!(listed["memories"].as_array().unwrap().iter().any(|m| m["day"] == "0001-01-01"), "{listed}");
+
+    // Imports refuse the same.
+    let bank_file = bank.path("mb.json");
+    std::fs::write(
+        &bank_file,
+        r#"{"Ann": {"history": {"-0001-12-31": [{"query": "I adopted a cat", "response": "Lovely!"}]}}}"#,
+    )
+    .unwrap();
+    let err = other.fails(&["import", "memorybank", bank_file.to_str().unwrap()], 3);
+    assert!(err.contains("-0001-12-31") || err.contains("years 1 to 9999"), "{err}");
+    let text = std::fs::read_to_string(&export).unwrap();
+    let shifted = text.replace("0001-01-01T12:00:00.000Z", "0000-12-31T12:00:00.000Z");
+    assert_ne!(shifted, text, "the export holds the oldest memory's time: {text}");
+    let bad = bank.path("bad.jsonl");
+    std::fs::write(&bad, shifted).unwrap();
+    let err = Bank::new().fails(&["import", "membank-export", bad.to_str().unwrap()], 3);
+    assert!(err.contains("years 1 to 9999"), "{err}");
+}

@@ -65,14 +65,20 @@ fn crafted_files_exit_3_naming_the_record() {
         ),
         (
             "memorybank",
+            // A day outside the years 1 to 9999 is refused at its key, before any arithmetic.
             format!(r#"{{"Ann": {{"history": {{"+262142-12-31": [{}]}}}}}}"#, turns(721)),
-            r#"$["Ann"].history["+262142-12-31"][720]"#.to_string(),
+            r#"$["Ann"].history["+262142-12-31"]: +262142-12-31 is outside the years 1 to 9999"#.to_string(),
+        ),
+        (
+            "memorybank",
+            r#"{"Ann": {"history": {"-0001-12-31": [{"query": "hi"}]}}}"#.to_string(),
+            r#"$["Ann"].history["-0001-12-31"]: -0001-12-31 is outside the years 1 to 9999"#.to_string(),
         ),
         // Parsed, but in the future: refused by validation before anything is written.
         (
             "memorybank",
-            r#"{"Ann": {"history": {"+262142-12-31": [{"query": "hi"}]}}}"#.to_string(),
-            r#"$["Ann"].history["+262142-12-31"][0]"#.to_string(),
+            r#"{"Ann": {"history": {"9999-12-31": [{"query": "hi"}]}}}"#.to_string(),
+            r#"$["Ann"].history["9999-12-31"][0]"#.to_string(),
         ),
         (
             "memorybank",

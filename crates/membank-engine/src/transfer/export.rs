@@ -328,9 +328,10 @@ fn at(line: usize, field: &str, message: impl std::fmt::Display) -> InvalidInput
 }
 
 fn parse_time(line: usize, field: &str, value: &str) -> Result<Timestamp, InvalidInput> {
-    chrono::DateTime::parse_from_rfc3339(value)
+    let t = chrono::DateTime::parse_from_rfc3339(value)
         .map(|t| t.with_timezone(&chrono::Utc))
-        .map_err(|_| at(line, field, format!("{:?} is not an RFC 3339 time", truncate(value))))
+        .map_err(|_| at(line, field, format!("{:?} is not an RFC 3339 time", truncate(value))))?;
+    membank_core::time::check_year("time", t).map_err(|e| at(line, field, e.reason))
 }
 
 fn truncate(value: &str) -> String {

@@ -97,7 +97,7 @@ fn chat_request(state: &AppState, caller: &Caller, user: &str, body: ChatIn) -> 
         }
         request.k = k as usize;
     }
-    request.now = super::memories::instant("now", body.now.as_deref())?;
+    request.now = super::memories::instant_for(state, &request.scope, "now", body.now.as_deref())?;
     state.engine().request_now(request.now, true).map_err(ApiError::from)?;
     if let Some(persona) = body.persona {
         checked("persona", &persona)?;

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::NaiveDate;
-use membank_engine::core::time::{parse_day, parse_instant};
+use membank_engine::core::time::parse_day;
 use membank_engine::core::{ClockFrom, InvalidInput, Kind, MemoryId, Scope, Source, Status, Timestamp};
 use membank_engine::{
     EditRequest, Engine, ListRequest, MaintainRequest, RecallRequest, RememberNote, RememberTurn, Reminisce,
@@ -28,8 +28,15 @@ fn invalid(err: InvalidInput) -> ApiError {
     ApiError::Invalid(err.to_string())
 }
 
-pub(super) fn instant(field: &'static str, value: Option<&str>) -> Result<Option<Timestamp>, ApiError> {
-    value.map(|v| parse_instant(field, v)).transpose().map_err(invalid)
+/// A time given for `scope`'s user: an RFC 3339 instant, or a bare date (`2024-05-04`) as
+/// that person's local midnight, as the CLI reads it (the user's row is read only then).
+pub(super) fn instant_for(
+    state: &AppState,
+    scope: &Scope,
+    field: &'static str,
+    value: Option<&str>,
+) -> Result<Option<Timestamp>, ApiError> {
+    value.map(|v| state.engine().parse_time(scope, field, v)).transpose().map_err(ApiError::from)
 }
 
 fn day(field: &'static str, value: Option<&str>) -> Result<Option<NaiveDate>, ApiError> {
@@ -84,11 +91,12 @@ fn turn_request(state: &AppState, caller: &Caller, user: &str, turn: TurnIn) -> 
     if let Some(reply) = &turn.assistant_text {
         check_text(state, "assistant_text", reply)?;
     }
+    let scope = caller.scope_with(user, turn.agent.as_deref(), turn.session.as_deref())?;
     Ok(RememberTurn {
-        scope: caller.scope_with(user, turn.agent.as_deref(), turn.session.as_deref())?,
+        occurred_at: instant_for(state, &scope, "occurred_at", turn.occurred_at.as_deref())?,
+        scope,
         user_text: turn.user_text,
         assistant_text: turn.assistant_text,
-        occurred_at: instant("occurred_at", turn.occurred_at.as_deref())?,
         metadata: checked_metadata(turn.metadata)?,
         importance: importance(turn.importance)?,
         clock_from: clock_from(turn.clock_from.as_deref())?,
@@ -291,11 +299,12 @@ pub async fn remember_note(
 ) -> Result<Response, ApiError> {
     check_text(&state, "text", &note.text)?;
     let scope = caller.scope(&user)?;
+    let note_scope = caller.scope_with(&user, note.agent.as_deref(), note.session.as_deref())?;
     let request = RememberNote {
-        scope: caller.scope_with(&user, note.agent.as_deref(), note.session.as_deref())?,
+        occurred_at: instant_for(&state, &note_scope, "occurred_at", note.occurred_at.as_deref())?,
+        scope: note_scope,
         text: note.text,
         source: note.source.as_deref().unwrap_or("agent").parse::<Source>().map_err(invalid)?,
-        occurred_at: instant("occurred_at", note.occurred_at.as_deref())?,
         metadata: checked_metadata(note.metadata)?,
         importance: importance(note.importance)?,
         clock_from: clock_from(note.clock_from.as_deref())?,
@@ -341,7 +350,7 @@ pub async fn recall(
     }
     let mut request =
         RecallRequest::new(caller.scope_with(&user, body.agent.as_deref(), body.session.as_deref())?, body.query, k);
-    request.now = instant("now", body.now.as_deref())?;
+    request.now = instant_for(&state, &request.scope, "now", body.now.as_deref())?;
     request.kinds = parse_list::<Kind>(body.kinds.unwrap_or_default())?;
     request.day_from = day("from", body.from.as_deref())?;
     request.day_to = day("to", body.to.as_deref())?;
@@ -557,9 +566,10 @@ pub async fn sweep(
     ApiPath(user): ApiPath<String>,
     JsonBody(body): JsonBody<SweepIn>,
 ) -> Result<Json<SweepOut>, ApiError> {
+    let scope = caller.scope(&user)?;
     let request = SweepRequest {
-        scope: caller.scope(&user)?,
-        now: instant("now", body.now.as_deref())?,
+        now: instant_for(&state, &scope, "now", body.now.as_deref())?,
+        scope,
         dry_run: body.dry_run.unwrap_or(false),
         max_archive_fraction: body.max_archive_fraction,
     };
@@ -585,9 +595,10 @@ pub async fn maintain(
     ApiPath(user): ApiPath<String>,
     OptionalJsonBody(body): OptionalJsonBody<MaintainIn>,
 ) -> Result<Json<MaintainOut>, ApiError> {
+    let scope = caller.scope(&user)?;
     let request = MaintainRequest {
-        scope: caller.scope(&user)?,
-        now: instant("now", body.now.as_deref())?,
+        now: instant_for(&state, &scope, "now", body.now.as_deref())?,
+        scope,
         dry_run: body.dry_run.unwrap_or(false),
     };
     match crate::maintenance::run_cycle(&state, request, Trigger::Request).await {
@@ -696,6 +707,53 @@ impl std::io::Write for ChannelWriter {
     }
 }
 
+fn user_out(u: membank_store::UserRecord) -> UserOut {
+    UserOut { user: u.user, time_zone: u.time_zone, created_at: crate::wire::rfc3339(u.created_at) }
+}
+
+/// One user and its settings; 404 when nothing was ever stored for this user.
+#[utoipa::path(get, path = "/v1/users/{user}", tag = "users",
+    params(UserPath),
+    responses((status = 200, description = "The user", body = UserOut), ErrorResponses))]
+pub async fn user(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(user): ApiPath<String>,
+) -> Result<Json<UserOut>, ApiError> {
+    let scope = caller.scope(&user)?;
+    let found = state.run(move |engine| Ok(engine.store().find_user(&scope.tenant, &scope.user)?)).await?;
+    found
+        .map(|u| Json(user_out(u)))
+        .ok_or_else(|| ApiError::NotFound(format!("no such user: nothing was ever stored for {:?}", user.trim())))
+}
+
+/// Changes a user's settings (its time zone), creating the user when new.
+#[utoipa::path(patch, path = "/v1/users/{user}", tag = "users",
+    params(UserPath),
+    request_body = UserPatchIn,
+    responses((status = 200, description = "The user as it is now", body = UserOut), ErrorResponses))]
+pub async fn patch_user(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(user): ApiPath<String>,
+    JsonBody(body): JsonBody<UserPatchIn>,
+) -> Result<Json<UserOut>, ApiError> {
+    let scope = caller.scope(&user)?;
+    let Some(zone) = body.time_zone else {
+        return Err(ApiError::Invalid("time_zone: give the setting to change".into()));
+    };
+    if zone.len() > 64 {
+        return Err(ApiError::Invalid("time_zone: at most 64 bytes".into()));
+    }
+    let record = state
+        .run(move |engine| {
+            engine.set_time_zone(&scope, &zone)?;
+            Ok(engine.store().find_user(&scope.tenant, &scope.user)?)
+        })
+        .await?;
+    record.map(|u| Json(user_out(u))).ok_or_else(|| ApiError::NotFound("the user vanished".into()))
+}
+
 /// The users of the caller's tenant.
 #[utoipa::path(get, path = "/v1/users", tag = "users",
     responses((status = 200, description = "Users in creation order", body = UsersOut), ErrorResponses))]
@@ -707,7 +765,7 @@ pub async fn users(State(state): State<AppState>, caller: Caller) -> Result<Json
         .into_iter()
         // A key bound to one user sees only that user.
         .filter(|u| bound.as_ref().is_none_or(|b| b.as_str() == u.user))
-        .map(|u| UserOut { user: u.user, time_zone: u.time_zone, created_at: crate::wire::rfc3339(u.created_at) })
+        .map(user_out)
         .collect();
     Ok(Json(UsersOut { users }))
 }

@@ -75,6 +75,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(memories::events))
         .routes(routes!(memories::export))
         .routes(routes!(memories::users))
+        .routes(routes!(memories::user, memories::patch_user))
         .routes(routes!(companion::chat))
         .routes(routes!(companion::chat_stream))
         .routes(routes!(companion::summarize))

@@ -20,7 +20,7 @@ pub struct TurnIn {
     #[schema(min_length = 1, max_length = 32768, pattern = r"^[^\u0000]*\S[^\u0000]*$")]
     pub assistant_text: Option<String>,
     /// When it was said (RFC 3339; default now; at most a day in the future; a bare date
-    /// `YYYY-MM-DD` is taken as midnight UTC).
+    /// `YYYY-MM-DD` is the person's local midnight, in the user's time zone).
     #[serde(default)]
     #[schema(format = DateTime)]
     pub occurred_at: Option<String>,
@@ -84,8 +84,8 @@ pub struct NoteIn {
     #[serde(default)]
     #[schema(pattern = r"^(agent|user|assistant)$")]
     pub source: Option<String>,
-    /// When it happened (RFC 3339; default now; a bare date `YYYY-MM-DD` is taken as
-    /// midnight UTC).
+    /// When it happened (RFC 3339; default now; a bare date `YYYY-MM-DD` is the person's
+    /// local midnight, in the user's time zone).
     #[serde(default)]
     #[schema(format = DateTime)]
     pub occurred_at: Option<String>,
@@ -310,6 +310,16 @@ pub struct UserOut {
     pub time_zone: String,
     /// First write.
     pub created_at: String,
+}
+
+/// `PATCH /v1/users/{user}`: the settings to change.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserPatchIn {
+    /// IANA time zone (`Europe/Lisbon`) the user's days are counted in from now on, and
+    /// bare dates read in; the days of memories already stored keep their zone.
+    #[schema(min_length = 1, max_length = 64)]
+    pub time_zone: Option<String>,
 }
 
 /// The users of the caller's tenant.

@@ -377,3 +377,86 @@ async fn rest_recall_and_list_say_whether_the_user_is_known() {
     let (_, listed) = call(&app, "GET", "/v1/users/alice/memories", None, None).await;
     assert_eq!(listed["user_known"], true, "{listed}");
 }
+
+#[tokio::test]
+async fn times_outside_the_years_1_to_9999_are_refused_by_rest() {
+    let server = TestServer::new(AuthMode::LoopbackOpen);
+    let app = server.router();
+    for at in ["0000-01-01T00:00:00+23:59", "0000-06-01", "-0001-12-31T00:00:00Z"] {
+        let refused =
+            call(&app, "POST", "/v1/users/alice/notes", None, Some(json!({ "text": "old", "occurred_at": at }))).await;
+        assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid_input");
+    }
+    let (_, listed) = call(&app, "GET", "/v1/users/alice/memories", None, None).await;
+    assert_eq!(listed["memories"].as_array().unwrap().len(), 0, "{listed}");
+    let stored = call(
+        &app,
+        "POST",
+        "/v1/users/alice/notes",
+        None,
+        Some(json!({ "text": "oldest", "occurred_at": "0001-01-01T00:00:00Z" })),
+    )
+    .await;
+    assert_eq!(stored.0, StatusCode::CREATED, "{}", stored.1);
+}
+
+#[tokio::test]
+async fn a_users_time_zone_is_read_and_set_over_rest_and_bare_dates_are_its_local_midnight() {
+    let server = TestServer::new(AuthMode::LoopbackOpen);
+    let app = server.router();
+    let missing = call(&app, "GET", "/v1/users/alice", None, None).await;
+    assert_error(&missing, StatusCode::NOT_FOUND, "not_found");
+    let (status, set) =
+        call(&app, "PATCH", "/v1/users/alice", None, Some(json!({ "time_zone": "Asia/Shanghai" }))).await;
+    assert_eq!(status, StatusCode::OK, "{set}");
+    assert_eq!((set["user"].as_str(), set["time_zone"].as_str()), (Some("alice"), Some("Asia/Shanghai")));
+    let (status, got) = call(&app, "GET", "/v1/users/alice", None, None).await;
+    assert_eq!(status, StatusCode::OK, "{got}");
+    assert_eq!(got["time_zone"], "Asia/Shanghai");
+    // A bare date is the person's local midnight: 2024-05-04 00:00 in Shanghai.
+    let (status, stored) = call(
+        &app,
+        "POST",
+        "/v1/users/alice/notes",
+        None,
+        Some(json!({ "text": "moved house", "occurred_at": "2024-05-04" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{stored}");
+    assert_eq!(stored["occurred_at"], "2024-05-03T16:00:00.000Z", "{stored}");
+    assert_eq!(stored["day"], "2024-05-04", "{stored}");
+    // Bad settings are refused and change nothing.
+    for body in [
+        json!({ "time_zone": "Mars/Olympus" }),
+        json!({ "time_zone": "" }),
+        json!({ "time_zone": "x".repeat(10_000) }),
+        json!({ "time_zone": 7 }),
+        json!({ "zone": "UTC" }),
+        json!({}),
+    ] {
+        let refused = call(&app, "PATCH", "/v1/users/alice", None, Some(body.clone())).await;
+        assert!(refused.0.is_client_error(), "{body}: {} {}", refused.0, refused.1);
+        assert!(refused.1["error"]["code"].is_string(), "{body}: {}", refused.1);
+    }
+    let not_json = send(
+        &app,
+        Request::builder()
+            .method("PATCH")
+            .uri("/v1/users/alice")
+            .header("content-type", "application/json")
+            .body(Body::from("{\"time_zone\":"))
+            .unwrap(),
+    )
+    .await;
+    assert!(not_json.0.is_client_error(), "{}", not_json.1);
+    let (_, got) = call(&app, "GET", "/v1/users/alice", None, None).await;
+    assert_eq!(got["time_zone"], "Asia/Shanghai");
+    // A key bound to another user may neither read nor set it.
+    let keyed = TestServer::new(AuthMode::Keys);
+    let app = keyed.router();
+    let bob = keyed.key("default", Some("bob"), false);
+    let refused = call(&app, "PATCH", "/v1/users/alice", Some(&bob), Some(json!({ "time_zone": "UTC" }))).await;
+    assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+    let refused = call(&app, "GET", "/v1/users/alice", Some(&bob), None).await;
+    assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+}

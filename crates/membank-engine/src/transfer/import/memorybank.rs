@@ -63,6 +63,7 @@ pub fn parse(bytes: &[u8]) -> Result<ImportSet, InvalidInput> {
 fn date_key(key: &str, path: &str) -> Result<NaiveDate, InvalidInput> {
     NaiveDate::parse_from_str(key.trim(), "%Y-%m-%d")
         .map_err(|_| bad(path, format!("{key:?} is not a date such as 2023-04-27")))
+        .and_then(|day| membank_core::time::check_day_year("date", day).map_err(|e| bad(path, e.reason)))
 }
 
 fn object<'a>(value: &'a Value, path: &str) -> Result<&'a serde_json::Map<String, Value>, InvalidInput> {

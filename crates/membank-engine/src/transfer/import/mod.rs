@@ -346,7 +346,8 @@ impl Engine {
                     assistant_text: record.assistant_text,
                     occurred_at: record.occurred_at,
                     recorded_at: now,
-                    day: zone.day_of(record.occurred_at),
+                    day: membank_core::time::check_day_year("occurred_at", zone.day_of(record.occurred_at))
+                        .map_err(|e| bad(&record.path, format!("{} {}", e.field, e.reason)))?,
                     forgetting,
                     status: Status::Active,
                     superseded_by: None,
@@ -392,6 +393,8 @@ fn validate_set(set: &ImportSet, now: Timestamp) -> Result<(), InvalidInput> {
             if record.occurred_at > latest {
                 return Err(bad(path, format!("{} lies in the future", record.occurred_at.to_rfc3339())));
             }
+            membank_core::time::check_year("occurred_at", record.occurred_at)
+                .map_err(|e| bad(path, format!("{} {}", e.field, e.reason)))?;
             // A recall in the future would make retention grow with time.
             if let Some(last) = record.last_recalled_at.filter(|last| *last > latest) {
                 return Err(bad(path, format!("last recalled {}, which lies in the future", last.to_rfc3339())));
