@@ -52,6 +52,18 @@ pub enum Format {
     MembankExport,
 }
 
+impl Format {
+    /// The subcommand's name, as typed.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Memorybank => "memorybank",
+            Format::Locomo => "locomo",
+            Format::Longmemeval => "longmemeval",
+            Format::MembankExport => "membank-export",
+        }
+    }
+}
+
 /// `import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {

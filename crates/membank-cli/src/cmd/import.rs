@@ -46,7 +46,8 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<()> {
     let clock_from = args.clock_from.unwrap_or_default();
     let bytes = read_limited(&args.file)?;
     let set = parse(&bytes).map_err(|e| {
-        anyhow::Error::new(EngineError::Invalid(e)).context(format!("cannot import {}", args.file.display()))
+        let err = anyhow::Error::new(EngineError::Invalid(e)).context(format!("cannot import {}", args.file.display()));
+        with_format_hint(err, &bytes, args.format.name(), &args.file)
     })?;
     drop(bytes);
     let users: Vec<_> = set.users.iter().map(|u| u.user.clone()).collect();
@@ -92,4 +93,45 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The import format `bytes` look like, judged from their shape alone: a membank-export
+/// header line, LongMemEval's or LoCoMo's list of samples, MemoryBank's users with a
+/// `history`. `None` when none fits.
+pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
+    let text = std::str::from_utf8(bytes).ok()?.trim_start();
+    let first_line = text.lines().next()?;
+    if let Ok(serde_json::Value::Object(header)) = serde_json::from_str::<serde_json::Value>(first_line)
+        && header.get("format").and_then(|f| f.as_str()) == Some("membank-export")
+    {
+        return Some("membank-export");
+    }
+    match serde_json::from_str::<serde_json::Value>(text).ok()? {
+        serde_json::Value::Array(items) => {
+            let first = items.first()?.as_object()?;
+            if first.contains_key("haystack_sessions") {
+                Some("longmemeval")
+            } else if first.contains_key("conversation") {
+                Some("locomo")
+            } else {
+                None
+            }
+        }
+        serde_json::Value::Object(users) => {
+            users.values().any(|u| u.get("history").is_some_and(|h| h.is_object())).then_some("memorybank")
+        }
+        _ => None,
+    }
+}
+
+/// Adds a hint naming the right subcommand when a file that `format` could not read looks
+/// like another known format.
+pub fn with_format_hint(err: anyhow::Error, bytes: &[u8], format: &str, file: &std::path::Path) -> anyhow::Error {
+    match sniff(bytes) {
+        Some(other) if other != format => err.context(crate::errors::Hint(format!(
+            "this looks like a {other} file: membank import {other} {}",
+            crate::output::shell_word(&file.to_string_lossy())
+        ))),
+        _ => err,
+    }
 }

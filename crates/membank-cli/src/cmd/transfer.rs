@@ -198,7 +198,17 @@ pub fn import(ctx: &Context, file: &std::path::Path, merge: bool) -> Result<()> 
         })
         .with_context(|| format!("cannot read {}", file.display()))?;
     let engine = ctx.engine()?;
-    let counts = engine.import_export(&bytes, merge).with_context(|| format!("cannot import {}", file.display()))?;
+    let counts = engine.import_export(&bytes, merge).map_err(|e| {
+        let taken = !merge && matches!(&e, membank_engine::EngineError::Conflict(m) if m.contains("already exist:"));
+        let err = anyhow::Error::new(e).context(format!("cannot import {}", file.display()));
+        if taken {
+            return err.context(crate::errors::Hint(format!(
+                "to add what is missing to those users, keeping what they have: membank import membank-export {} --merge",
+                crate::output::shell_word(&file.to_string_lossy())
+            )));
+        }
+        crate::cmd::import::with_format_hint(err, &bytes, "membank-export", file)
+    })?;
     if ctx.cli_json {
         print_json(
             &json!({ "users_created": counts.users_created, "memories": counts.memories, "events": counts.events, "skipped": counts.skipped }),

@@ -257,3 +257,44 @@ fn times_outside_the_years_1_to_9999_are_refused_on_every_path_and_what_is_store
     let err = Bank::new().fails(&["import", "membank-export", bad.to_str().unwrap()], 3);
     assert!(err.contains("years 1 to 9999"), "{err}");
 }
+
+#[test]
+fn a_file_in_another_known_format_is_named_with_the_subcommand_that_reads_it() {
+    let bank = Bank::new();
+    bank.remember("bob", "I keep bees", "2024-05-04T10:00:00Z");
+    let export = bank.path("bob.jsonl");
+    bank.ok(&["export", "--user", "bob", "--output", export.to_str().unwrap()]);
+    let export_arg = export.to_str().unwrap();
+    for format in ["memorybank", "locomo", "longmemeval"] {
+        let err = bank.fails(&["import", format, export_arg], 3);
+        assert!(
+            err.contains(&format!(
+                "hint: this looks like a membank-export file: membank import membank-export {export_arg}"
+            )),
+            "{format}: {err}"
+        );
+    }
+    let memorybank = bank.path("mb.json");
+    std::fs::write(&memorybank, crate::import::BANK).unwrap();
+    let err = bank.fails(&["import", "locomo", memorybank.to_str().unwrap()], 3);
+    assert!(err.contains("hint: this looks like a memorybank file: membank import memorybank"), "{err}");
+    let err = bank.fails(&["import", "membank-export", memorybank.to_str().unwrap()], 3);
+    assert!(err.contains("hint: this looks like a memorybank file"), "{err}");
+    // A file of no known shape gets no guess.
+    let other = bank.path("other.json");
+    std::fs::write(&other, r#"{"just": "an object"}"#).unwrap();
+    let err = bank.fails(&["import", "memorybank", other.to_str().unwrap()], 3);
+    assert!(!err.contains("hint:"), "{err}");
+    // Importing users that exist names --merge.
+    let err = bank.fails(&["import", "membank-export", export_arg], 5);
+    assert!(err.contains(&format!("membank import membank-export {export_arg} --merge")), "{err}");
+}
+
+#[test]
+fn remember_names_the_at_flag_in_its_errors() {
+    let bank = Bank::new();
+    let err = bank.fails(&["remember", "--user", "bob", "--user-text", "hi", "--at", "2999-01-01"], 3);
+    assert!(err.contains("invalid --at:") && err.contains("in the future"), "{err}");
+    let err = bank.fails(&["note", "--user", "bob", "--text", "hi", "--at", "yesterday"], 3);
+    assert!(err.contains("invalid --at:"), "{err}");
+}
