@@ -298,3 +298,56 @@ fn remember_names_the_at_flag_in_its_errors() {
     let err = bank.fails(&["note", "--user", "bob", "--text", "hi", "--at", "yesterday"], 3);
     assert!(err.contains("invalid --at:"), "{err}");
 }
+
+/// The lines of `file`, each a JSON value.
+fn json_lines(file: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(file).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn import_of_an_export_refuses_what_the_live_paths_refuse() {
+    let bank = Bank::new();
+    bank.remember("bob", "I keep bees", "2024-05-04T10:00:00Z");
+    bank.remember("bob", "I moved to Lisbon", "2024-05-05T10:00:00Z");
+    let export = bank.path("bob.jsonl");
+    bank.ok(&["export", "--user", "bob", "--vectors", "--output", export.to_str().unwrap()]);
+    let lines = json_lines(&export);
+    let memories: Vec<usize> = (0..lines.len()).filter(|&i| lines[i]["type"] == "memory").collect();
+    assert_eq!(memories.len(), 2);
+    let (a, b) = (lines[memories[0]]["id"].clone(), lines[memories[1]]["id"].clone());
+    type Change = Box<dyn Fn(&mut [serde_json::Value])>;
+    let (first, second) = (memories[0], memories[1]);
+    let cases: Vec<(&str, Change)> = vec![
+        (
+            "vectors are normalised to length 1",
+            Box::new(move |l| {
+                let scaled: Vec<f64> =
+                    l[first]["vector"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() * 1e6).collect();
+                l[first]["vector"] = serde_json::json!(scaled);
+            }),
+        ),
+        (
+            "superseded in a cycle",
+            Box::new(move |l| {
+                l[first]["status"] = "superseded".into();
+                l[first]["superseded_by"] = b.clone();
+                l[second]["status"] = "superseded".into();
+                l[second]["superseded_by"] = a.clone();
+            }),
+        ),
+        ("in any time zone", Box::new(move |l| l[first]["day"] = "2024-05-09".into())),
+        ("years 1 to 9999", Box::new(move |l| l[first]["occurred_at"] = "0000-06-01T00:00:00.000Z".into())),
+    ];
+    for (expected, change) in cases {
+        let mut changed = lines.clone();
+        change(&mut changed);
+        let file = bank.path("changed.jsonl");
+        std::fs::write(&file, changed.iter().map(|l| l.to_string() + "\n").collect::<String>()).unwrap();
+        let fresh = Bank::new();
+        let err = fresh.fails(&["import", "membank-export", file.to_str().unwrap()], 3);
+        assert!(err.contains(expected), "{expected}: {err}");
+        assert!(!fresh.db().exists() || fresh.json(&["users"])["users"].as_array().unwrap().is_empty());
+    }
+    // Unchanged, it imports.
+    Bank::new().ok(&["import", "membank-export", export.to_str().unwrap()]);
+}

@@ -505,6 +505,23 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<UserImport>, InvalidInput> {
                 }
             }
         }
+        // A chain of supersessions ends: a cycle would have no current memory, and every
+        // walk along `superseded_by` (history, edits) would never finish.
+        let next: std::collections::HashMap<MemoryId, MemoryId> =
+            user.memories.iter().filter_map(|(m, _)| m.superseded_by.map(|s| (m.id, s))).collect();
+        for start in next.keys() {
+            let (mut at, mut steps) = (*start, 0usize);
+            while let Some(following) = next.get(&at) {
+                at = *following;
+                steps += 1;
+                if at == *start || steps > next.len() {
+                    return Err(InvalidInput::new(
+                        "export",
+                        format!("memory {start} is superseded in a cycle (superseded_by leads back to it)"),
+                    ));
+                }
+            }
+        }
     }
     Ok(users)
 }
@@ -571,7 +588,22 @@ fn memory_from_line(
         assistant_text: line.assistant_text,
         occurred_at: parse_time(n, "occurred_at", &line.occurred_at)?,
         recorded_at: parse_time(n, "recorded_at", &line.recorded_at)?,
-        day: membank_core::time::parse_day("day", &line.day).map_err(|e| at(n, "day", e.reason))?,
+        day: {
+            let day = membank_core::time::parse_day("day", &line.day).map_err(|e| at(n, "day", e.reason))?;
+            let occurred = parse_time(n, "occurred_at", &line.occurred_at)?;
+            // The local day of `occurred_at` in some time zone (UTC-12 to UTC+14): the zone it
+            // was stored under may since have changed, but no zone puts it further away.
+            let earliest = (occurred - chrono::Duration::hours(12)).date_naive();
+            let latest = (occurred + chrono::Duration::hours(14)).date_naive();
+            if day < earliest || day > latest {
+                return Err(at(
+                    n,
+                    "day",
+                    format!("{day} is not the date of occurred_at {} in any time zone", line.occurred_at),
+                ));
+            }
+            day
+        },
         forgetting,
         status,
         superseded_by: line.superseded_by.map(|s| parse_id(n, "superseded_by", &s)).transpose()?,
@@ -586,6 +618,12 @@ fn memory_from_line(
             }
             if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) {
                 return Err(at(n, "vector", "must be a non-empty list of finite numbers"));
+            }
+            // Stored vectors are L2-normalised (a cosine is their dot product): anything else
+            // would score outside [-1, 1].
+            let norm = vector.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+            if (norm - 1.0).abs() > 1e-3 {
+                return Err(at(n, "vector", format!("has length {norm:.6}; vectors are normalised to length 1")));
             }
             match dims {
                 Some((m, d)) if *m != model || *d != vector.len() => {

@@ -110,6 +110,14 @@ fn checked_metadata(
     if metadata.len() > 64 {
         return Err(ApiError::Invalid("metadata: at most 64 entries".into()));
     }
+    // Set by imports to know what they already stored; a client's value would make a later
+    // import skip a record it never stored.
+    if metadata.contains_key(membank_engine::import::IMPORT_KEY) {
+        return Err(ApiError::Invalid(format!(
+            "metadata: the key {:?} is reserved for imports",
+            membank_engine::import::IMPORT_KEY
+        )));
+    }
     if metadata.iter().any(|(k, v)| k.len() > 256 || v.len() > 4096 || k.contains('\0') || v.contains('\0')) {
         return Err(ApiError::Invalid("metadata: keys at most 256 bytes, values at most 4096 bytes, no NUL".into()));
     }

@@ -460,3 +460,26 @@ async fn a_users_time_zone_is_read_and_set_over_rest_and_bare_dates_are_its_loca
     let refused = call(&app, "GET", "/v1/users/alice", Some(&bob), None).await;
     assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
 }
+
+#[tokio::test]
+async fn the_import_key_is_reserved_in_rest_metadata() {
+    let server = TestServer::new(AuthMode::LoopbackOpen);
+    let app = server.router();
+    for (path, body) in [
+        ("/v1/users/alice/notes", json!({ "text": "a note", "metadata": { "import_key": "$[\"alice\"]" } })),
+        ("/v1/users/alice/turns", json!({ "user_text": "hi", "metadata": { "import_key": "x" } })),
+    ] {
+        let refused = call(&app, "POST", path, None, Some(body)).await;
+        assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid_input");
+        assert!(refused.1["error"]["message"].as_str().unwrap().contains("import_key"), "{}", refused.1);
+    }
+    let stored = call(
+        &app,
+        "POST",
+        "/v1/users/alice/notes",
+        None,
+        Some(json!({ "text": "a note", "metadata": { "topic": "x" } })),
+    )
+    .await;
+    assert_eq!(stored.0, StatusCode::CREATED, "{}", stored.1);
+}
