@@ -31,6 +31,12 @@ pub enum EngineError {
     /// The store failed (ours or the machine's).
     #[error("storage failed: {0}")]
     Storage(String),
+    /// The machine's: the database's disk is full. The operation was rolled back whole:
+    /// nothing of it was stored, changed or erased, and what was stored before is intact.
+    #[error(
+        "the database's disk is full: nothing of this operation was stored, changed or erased; free space and try again"
+    )]
+    StorageFull,
     /// Caller's configuration: the operation needs a chat model and none is configured.
     #[error(
         "no LLM is configured: set MEMBANK_LLM_BASE_URL and MEMBANK_LLM_MODEL (and MEMBANK_LLM_API_KEY if the endpoint needs one), or the [llm] table of the config file, e.g. base_url = \"http://localhost:11434/v1\", model = \"llama3.2\""
@@ -52,6 +58,7 @@ impl EngineError {
             EngineError::Embed(EmbedError::ModelMissing { .. }) => "model_missing",
             EngineError::Embed(_) => "embedding_failed",
             EngineError::Storage(_) => "storage_failed",
+            EngineError::StorageFull => "storage_full",
             EngineError::Output(_) => "output_failed",
             EngineError::LlmNotConfigured => "llm_not_configured",
             EngineError::Llm(err) => err.code(),
@@ -68,6 +75,10 @@ impl From<StoreError> for EngineError {
             StoreError::Output(err) => EngineError::Output(err),
             err @ (StoreError::ModelMismatch { .. } | StoreError::NewerSchema { .. } | StoreError::Corrupt(_)) => {
                 EngineError::Incompatible(err.to_string())
+            }
+            full if full.is_storage_full() => {
+                tracing::error!(error = %full, "the database's disk is full");
+                EngineError::StorageFull
             }
             other => {
                 tracing::error!(error = %other, "store operation failed");

@@ -62,6 +62,9 @@ pub enum ApiError {
     /// Ours or the operator's: the embedding model is missing or failed, or the server is not ready (503).
     #[error("{0}")]
     Unavailable(String),
+    /// The machine's: the database's disk is full; nothing of the request was stored (507).
+    #[error("{0}")]
+    StorageFull(String),
     /// Ours: something failed inside; details are in the server log only (500).
     #[error("internal error")]
     Internal,
@@ -81,6 +84,7 @@ impl ApiError {
             ApiError::Invalid(_) => "invalid_input",
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::Unavailable(_) => "unavailable",
+            ApiError::StorageFull(_) => "storage_full",
             ApiError::Internal => "internal",
         }
     }
@@ -98,6 +102,7 @@ impl ApiError {
             ApiError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::StorageFull(_) => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -114,6 +119,7 @@ impl From<EngineError> for ApiError {
             EngineError::Invalid(invalid) => ApiError::Invalid(invalid.to_string()),
             EngineError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
             EngineError::Conflict(message) => ApiError::Conflict(message),
+            full @ EngineError::StorageFull => ApiError::StorageFull(full.to_string()),
             EngineError::Embed(membank_embed::EmbedError::ModelMissing { .. }) => {
                 tracing::error!(error = %err, "embedding model missing");
                 ApiError::Unavailable("the embedding model is not available on this server yet; try again later".into())
@@ -192,4 +198,7 @@ pub enum ErrorResponses {
     /// Embedding model unavailable or server not ready.
     #[response(status = 503)]
     Unavailable(ErrorBody),
+    /// The database's disk is full; nothing of the request was stored, changed or erased.
+    #[response(status = 507)]
+    StorageFull(ErrorBody),
 }

@@ -140,6 +140,10 @@ fn fail(message: impl Into<String>) -> ToolResult {
 fn engine_failure(err: EngineError) -> ToolResult {
     match &err {
         EngineError::Invalid(_) | EngineError::NotFound(_) | EngineError::Conflict(_) => fail(err.to_string()),
+        EngineError::StorageFull => {
+            tracing::error!(error = %err, "MCP tool failed");
+            fail(format!("{err} (storage_full)"))
+        }
         _ => {
             tracing::error!(error = %err, "MCP tool failed");
             fail("membank could not do this right now (internal error)")

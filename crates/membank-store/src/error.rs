@@ -60,6 +60,18 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// True when the database could not write because its disk (or its size limit) is
+    /// full: SQLite's `SQLITE_FULL`, PostgreSQL's `disk_full` (53100). The transaction was
+    /// rolled back, so nothing of the operation was stored.
+    pub fn is_storage_full(&self) -> bool {
+        match self {
+            StoreError::Database(rusqlite::Error::SqliteFailure(e, _)) => e.code == rusqlite::ErrorCode::DiskFull,
+            #[cfg(feature = "postgres")]
+            StoreError::Postgres(e) => e.to_string().contains("53100") || e.to_string().contains("No space left"),
+            _ => false,
+        }
+    }
+
     pub(crate) fn memory_not_found(id: impl std::fmt::Display) -> Self {
         StoreError::NotFound { what: format!("memory {id}") }
     }

@@ -355,3 +355,101 @@ fn concurrent_recalls_through_the_batcher_equal_recalls_one_at_a_time() {
     assert!(body.contains("Miso"), "{body}");
     reference.stop();
 }
+
+/// A small tmpfs mounted over a directory for as long as it lives, so a test can fill a
+/// real disk; `None` where this process may not mount (then the test says so and skips).
+struct TinyDisk(std::path::PathBuf);
+
+impl TinyDisk {
+    fn mount(dir: &std::path::Path, mib: u32) -> Option<Self> {
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        mounted.then(|| Self(dir.to_path_buf()))
+    }
+
+    /// Writes a filler file until the disk refuses more.
+    fn fill(&self) {
+        use std::io::Write as _;
+        let mut file = std::fs::File::create(self.0.join("filler")).unwrap();
+        let block = vec![0u8; 64 << 10];
+        while file.write_all(&block).and_then(|()| file.flush()).is_ok() {}
+        let _ = file.sync_all();
+    }
+
+    fn free(&self) {
+        std::fs::remove_file(self.0.join("filler")).unwrap();
+    }
+}
+
+impl Drop for TinyDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_answers_507_storage_full_and_loses_nothing() {
+    let bank = Bank::new();
+    let Some(disk) = TinyDisk::mount(bank.dir.path(), 8) else {
+        eprintln!("skipping: this process may not mount a tmpfs to fill");
+        return;
+    };
+    let id = bank.remember("ana", "I keep bees on the roof", "2024-05-04T10:00:00Z");
+    let server = Server::start(&bank);
+    server.wait_ready();
+    let (status, body) = server.request("POST", "/v1/users/ana/notes", None, Some(r#"{"text":"Ana moved to Lisbon"}"#));
+    assert_eq!(status, 201, "{body}");
+
+    disk.fill();
+    // Notes of 30 KB until the database has no room left: each answer is 201 or 507.
+    let note = format!(r#"{{"text":"{}"}}"#, "filling the disk ".repeat(1800));
+    let mut stored = 0;
+    let mut full = None;
+    for _ in 0..400 {
+        let (status, body) = server.request("POST", "/v1/users/ana/notes", None, Some(&note));
+        match status {
+            201 => stored += 1,
+            507 => {
+                full = Some(body);
+                break;
+            }
+            other => panic!("a note on a full disk answered {other}: {body}"),
+        }
+    }
+    let body = full.expect("the disk never filled");
+    let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(error["error"]["code"], "storage_full", "{body}");
+    assert!(error["error"]["message"].as_str().unwrap().contains("nothing of this operation was stored"), "{body}");
+    // An erase that cannot complete says so, and the memory keeps its text.
+    let (status, body) = server.request("DELETE", &format!("/v1/users/ana/memories/{id}"), None, None);
+    if status != 200 {
+        assert_eq!(status, 507, "{body}");
+        let (status, shown) = server.request("GET", &format!("/v1/users/ana/memories/{id}"), None, None);
+        assert_eq!(status, 200, "{shown}");
+        assert!(shown.contains("I keep bees on the roof"), "an erase that failed changed the memory: {shown}");
+    }
+    // The CLI says the same in words.
+    let out = bank.output(&["note", "--user", "ana", "--text", &"filling the disk ".repeat(1800)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("disk is full") && !stderr.contains("panicked"), "{stderr}");
+
+    // With room again, everything acknowledged is there and writes work.
+    disk.free();
+    let (status, body) = server.request("POST", "/v1/users/ana/notes", None, Some(r#"{"text":"room again"}"#));
+    assert_eq!(status, 201, "{body}");
+    let (_, listed) = server.request("GET", "/v1/users/ana/memories?limit=1000&status=active,archived", None, None);
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    let texts: Vec<&str> =
+        listed["memories"].as_array().unwrap().iter().filter_map(|m| m["content"].as_str()).collect();
+    assert!(texts.iter().any(|t| t.contains("Ana moved to Lisbon")), "{texts:?}");
+    assert!(texts.iter().any(|t| t.contains("room again")), "{texts:?}");
+    assert_eq!(texts.iter().filter(|t| t.contains("filling the disk")).count(), stored, "every 201 was kept");
+    server.stop();
+    let check = bank.output(&["check"]);
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+}

@@ -30,8 +30,14 @@ pub(super) fn erase(store: &SqliteStore, scope: &Scope, id: MemoryId, now: Times
         tx.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')", [])?;
         Ok((fetch_one(tx, user, scope, id)?.1, erased))
     })?;
-    if erased > 0 {
-        store.checkpoint_truncate()?;
+    // The erasure is committed: from here on it happened, whatever the checkpoint does. A
+    // checkpoint that fails (a full disk: copying the WAL back may need room) leaves the old
+    // pages in `-wal` until the next one, and says so in the log; it does not turn a done
+    // erasure into an error that would read as "nothing was erased".
+    if erased > 0
+        && let Err(err) = store.checkpoint_truncate()
+    {
+        tracing::error!(error = %err, "erased, but the WAL could not be checkpointed and truncated: the erased text stays in -wal until the next checkpoint");
     }
     Ok(memory)
 }

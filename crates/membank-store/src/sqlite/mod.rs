@@ -182,7 +182,7 @@ impl SqliteStore {
             conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         if busy != 0 {
             tracing::warn!(
-                "the WAL could not be truncated after an erasure: a reader held it; the next erasure or checkpoint will"
+                "the WAL could not be truncated after an erasure because a reader held a snapshot: the erased text stays in -wal until the next erasure or checkpoint truncates it"
             );
         }
         Ok(())
