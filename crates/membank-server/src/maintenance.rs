@@ -48,6 +48,8 @@ pub(crate) enum CycleError {
     Engine(EngineError),
     /// The blocking task panicked or was cancelled.
     Task(tokio::task::JoinError),
+    /// A cycle for this user is running already.
+    Busy,
 }
 
 /// Runs one cycle on the blocking pool and records it: metrics for both triggers, a log
@@ -61,7 +63,13 @@ pub(crate) async fn run_cycle(
     let engine = state.engine().clone();
     let dry_run = request.dry_run;
     let scope = request.scope.clone();
+    // One cycle per user at a time, and a bounded number over all users (waited for). Both
+    // are held by the blocking task itself, so a request that goes away meanwhile does not
+    // free them while its cycle still runs.
+    let Some(guard) = state.begin_maintenance(&scope) else { return Err(CycleError::Busy) };
+    let Ok(slot) = state.inner.cycle_slots.clone().acquire_owned().await else { return Err(CycleError::Busy) };
     let outcome = tokio::task::spawn_blocking(move || {
+        let _held = (guard, slot);
         let report = engine.maintain(request)?;
         // The gauge reads the engine's clock when the cycle ended, not the cycle's own
         // `now`, which an on-demand request may set to any time.
@@ -184,6 +192,8 @@ async fn pass(state: &AppState, config: &MaintenanceConfig, stop: &CancellationT
                 CycleError::Task(err) => {
                     tracing::error!(tenant = %key.0, user = %key.1, error = %err, "maintenance cycle panicked; the next user goes on")
                 }
+                // An on-demand cycle is running for the user: it is maintained meanwhile.
+                CycleError::Busy => continue,
             }
             // Tried again once an interval has passed, as if the cycle had run.
             let retry_at = state.engine().now().checked_add_signed(interval).unwrap_or(Timestamp::MAX_UTC);

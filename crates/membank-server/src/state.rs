@@ -100,6 +100,29 @@ pub(crate) struct Inner {
     pub limiter: RateLimiter,
     pub auth_failures: FailureLimiter,
     pub ready: AtomicBool,
+    /// The users a maintenance cycle is running for: one at a time per user.
+    pub maintaining: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
+    /// Cycles that may run at once over all users (half the cores, at least one), so
+    /// maintenance never takes every core from the requests.
+    pub cycle_slots: Arc<tokio::sync::Semaphore>,
+}
+
+/// The cores' share maintenance may use at once: half of them, at least one.
+fn cycle_slots() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+}
+
+/// A user's maintenance reservation ([`AppState::begin_maintenance`]): while it lives, no
+/// other cycle runs for that user; dropping it frees the user.
+pub struct MaintenanceGuard {
+    state: AppState,
+    key: (String, String),
+}
+
+impl Drop for MaintenanceGuard {
+    fn drop(&mut self) {
+        self.state.inner.maintaining.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.key);
+    }
 }
 
 /// Shared state of all handlers (cheap to clone).
@@ -115,6 +138,15 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
+    /// Reserves `scope`'s user for one maintenance cycle; `None` while another cycle runs
+    /// for the user (the REST answer is then 409, the scheduler skips the user this pass).
+    /// An embedding application may hold one to keep maintenance off a user meanwhile.
+    pub fn begin_maintenance(&self, scope: &membank_engine::core::Scope) -> Option<MaintenanceGuard> {
+        let key = (scope.tenant.as_str().to_string(), scope.user.as_str().to_string());
+        let mut running = self.inner.maintaining.lock().unwrap_or_else(|e| e.into_inner());
+        running.insert(key.clone()).then(|| MaintenanceGuard { state: self.clone(), key })
+    }
+
     /// State over an engine and the store it uses (for keys, integrity checks and cache
     /// metrics): a SQLite file or PostgreSQL.
     /// It starts ready; call [`AppState::set_ready`] to hold `/readyz` back during warm-up.
@@ -130,6 +162,8 @@ impl AppState {
                 limiter,
                 auth_failures,
                 ready: AtomicBool::new(true),
+                maintaining: Default::default(),
+                cycle_slots: Arc::new(tokio::sync::Semaphore::new(cycle_slots())),
             }),
         }
     }

@@ -612,6 +612,9 @@ pub async fn maintain(
     match crate::maintenance::run_cycle(&state, request, Trigger::Request).await {
         Ok(report) => Ok(Json((&report).into())),
         Err(CycleError::Engine(err)) => Err(err.into()),
+        Err(CycleError::Busy) => Err(ApiError::Conflict(
+            "a maintenance cycle for this user is running already; try again when it has finished".into(),
+        )),
         Err(CycleError::Task(err)) => {
             tracing::error!(error = %err, "engine task failed");
             Err(ApiError::Internal)

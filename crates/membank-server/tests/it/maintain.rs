@@ -608,3 +608,46 @@ async fn mcp_remember_takes_an_importance_in_range_only() {
         (json!(0.3), json!("explicit"))
     );
 }
+
+#[tokio::test]
+async fn one_maintenance_cycle_per_user_at_a_time_a_second_gets_409() {
+    let server = TestServer::new(AuthMode::LoopbackOpen);
+    let app = server.router();
+    for user in ["ana", "bob"] {
+        let stored =
+            call(&app, "POST", &format!("/v1/users/{user}/notes"), None, Some(serde_json::json!({ "text": "a note" })))
+                .await;
+        assert_eq!(stored.0, StatusCode::CREATED, "{}", stored.1);
+    }
+    let scope = |user: &str| {
+        membank_engine::core::Scope::user(
+            membank_engine::core::TenantId::new("default").unwrap(),
+            membank_engine::core::UserId::new(user).unwrap(),
+        )
+    };
+    // A cycle is running for ana (held here as the scheduler or another request would).
+    let held = server.state.begin_maintenance(&scope("ana")).expect("nothing runs yet");
+    assert!(server.state.begin_maintenance(&scope("ana")).is_none(), "a second reservation for ana");
+    let busy = call(&app, "POST", "/v1/users/ana/maintain", None, Some(serde_json::json!({ "dry_run": true }))).await;
+    assert_error(&busy, StatusCode::CONFLICT, "conflict");
+    assert!(busy.1["error"]["message"].as_str().unwrap().contains("running already"), "{}", busy.1);
+    // Another user is not held up.
+    let other = call(&app, "POST", "/v1/users/bob/maintain", None, Some(serde_json::json!({ "dry_run": true }))).await;
+    assert_eq!(other.0, StatusCode::OK, "{}", other.1);
+    drop(held);
+    let done = call(&app, "POST", "/v1/users/ana/maintain", None, Some(serde_json::json!({ "dry_run": true }))).await;
+    assert_eq!(done.0, StatusCode::OK, "{}", done.1);
+    // Concurrent requests for one user: each is done or told to wait, never run twice at once.
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let app = app.clone();
+        tasks.push(tokio::spawn(async move {
+            call(&app, "POST", "/v1/users/ana/maintain", None, Some(serde_json::json!({ "dry_run": true }))).await.0
+        }));
+    }
+    for task in tasks {
+        let status = task.await.unwrap();
+        assert!(status == StatusCode::OK || status == StatusCode::CONFLICT, "{status}");
+    }
+    assert!(server.state.begin_maintenance(&scope("ana")).is_some(), "every reservation was released");
+}
