@@ -844,10 +844,109 @@ function pageFrame(main, title, testid, intro) {
 
 function needUser(body) {
   if (state.user) return false;
+  if (state.users.length === 0 && !state.about?.user) {
+    body.append(startHint());
+    return true;
+  }
   body.append(h('div', { class: 'empty', testid: 'no-user' },
     h('p', { text: 'No user is chosen. A user appears once something is remembered for them (POST /v1/users/{user}/turns).' }),
     state.about?.user ? null : h('button', { type: 'button', class: 'button', onclick: openOtherUser }, 'Open a user by id')));
   return true;
+}
+
+/** An empty server's page: the lines that start it, to copy, and a first note added here. */
+function startHint() {
+  const origin = location.origin;
+  const auth = state.key ? " -H 'Authorization: Bearer YOUR_KEY'" : '';
+  const curl = `curl -X POST ${origin}/v1/users/alice/notes${auth} -H 'Content-Type: application/json' -d '{"text":"Alice adopted a grey cat named Miso"}'`;
+  const cli = 'membank note --user alice --text "Alice adopted a grey cat named Miso"';
+  const user = h('input', { type: 'text', name: 'user', required: true, autocomplete: 'off', testid: 'first-note-user', placeholder: 'alice' });
+  return h('div', { class: 'empty start', testid: 'start-hint' },
+    h('p', { text: 'This server holds no memories yet. Store a first one with the API, the CLI (on the server’s database), or the form below:' }),
+    h('pre', { class: 'copyable', testid: 'start-curl' }, h('code', { text: curl })),
+    h('pre', { class: 'copyable', testid: 'start-cli' }, h('code', { text: cli })),
+    noteForm({ user, onStored: async (forUser) => {
+      await refreshUsers();
+      setUser(forUser);
+      renderSession();
+      render();
+    } }));
+}
+
+/** Asks the server for the users again (after a first note made one). */
+async function refreshUsers() {
+  try {
+    const out = await api('GET', '/v1/users');
+    state.users = out.users;
+  } catch (err) {
+    showError(err, 'Could not list the users');
+  }
+}
+
+/**
+ * "Add a note": a free-form note for the chosen user (or for `user`, an input of its own),
+ * with an optional date (the person's local midnight, as the API reads a bare date).
+ */
+function noteForm({ user = null, onStored }) {
+  const text = h('textarea', { name: 'text', rows: 2, required: true, testid: 'note-text', placeholder: 'e.g. Alice is allergic to peanuts' });
+  const day = h('input', { type: 'date', name: 'day', testid: 'note-day' });
+  const submit = h('button', { type: 'submit', class: 'button primary', testid: 'note-submit' }, 'Add the note');
+  const form = h('form', { class: 'note-form', testid: 'note-form' },
+    h('h2', { text: 'Add a note' }),
+    user ? field('User id', user) : null,
+    field('Note', text),
+    field('Day (optional)', day, 'Empty: now. A date is that day’s midnight in the user’s time zone.'),
+    h('div', { class: 'row' }, submit));
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    clearError();
+    const forUser = user ? user.value.trim() : state.user;
+    const note = text.value.trim();
+    if (!forUser || !note) return;
+    submit.disabled = true;
+    try {
+      await api('POST', `/v1/users/${encodeURIComponent(forUser)}/notes`, { body: { text: note, source: 'user', occurred_at: day.value || undefined } });
+      text.value = '';
+      day.value = '';
+      announce(`Note added for ${forUser}.`);
+      await onStored(forUser);
+    } catch (err) {
+      showError(err, 'Could not add the note');
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return form;
+}
+
+/** The user's time zone, read and set through `PATCH /v1/users/{user}`. */
+function timeZoneForm() {
+  const input = h('input', { type: 'text', name: 'time_zone', testid: 'tz-input', value: userTimeZone(), autocomplete: 'off', spellcheck: 'false' });
+  const submit = h('button', { type: 'submit', class: 'button', testid: 'tz-submit' }, 'Save');
+  const form = h('form', { class: 'tz-form', testid: 'tz-form' },
+    field('Time zone (IANA, e.g. Europe/Lisbon)', input, 'Days of new memories and typed dates are counted in it; stored days keep theirs.'),
+    h('div', { class: 'row' }, submit));
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    clearError();
+    const zone = input.value.trim();
+    if (!zone) return;
+    submit.disabled = true;
+    try {
+      const out = await api('PATCH', userPath(), { body: { time_zone: zone } });
+      const known = state.users.find((u) => u.user === state.user);
+      if (known) known.time_zone = out.time_zone;
+      else state.users.push({ user: out.user, time_zone: out.time_zone, created_at: out.created_at });
+      input.value = out.time_zone;
+      renderSession();
+      announce(`${out.user} now counts days in ${out.time_zone}.`);
+    } catch (err) {
+      showError(err, 'Could not set the time zone');
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return form;
 }
 
 function loading(text = 'Loading…') {
@@ -1166,7 +1265,11 @@ async function memoriesPage(main, ctx) {
     }
   });
 
-  body.append(search, results, filterBar(() => load(false)), listBox);
+  const adding = h('details', { class: 'add-note', testid: 'add-note' },
+    h('summary', { text: 'Add a note · time zone' }),
+    noteForm({ onStored: () => load(false) }),
+    timeZoneForm());
+  body.append(search, results, adding, filterBar(() => load(false)), listBox);
   await load(false);
 }
 
