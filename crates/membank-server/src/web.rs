@@ -197,6 +197,15 @@ pub async fn index(request: HeaderMap) -> Response {
     send(&assets().index, &request)
 }
 
+/// `GET /favicon.ico`: the app's icon, for clients that ask the root for it whatever the
+/// page names (a browser's first request, a bookmark), so none of them logs a 404.
+pub async fn favicon(request: HeaderMap) -> Response {
+    match assets().by_path.get("favicon.svg") {
+        Some(asset) => send(asset, &request),
+        None => StatusCode::NO_CONTENT.into_response(),
+    }
+}
+
 /// `GET /assets/{*path}`: a script, style or vendored file of the app.
 pub async fn file(Path(path): Path<String>, request: HeaderMap) -> Response {
     match assets().by_path.get(&path) {

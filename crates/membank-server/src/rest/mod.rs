@@ -127,6 +127,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", axum::routing::get(metrics))
         .route("/", axum::routing::get(crate::web::index))
         .route("/assets/{*path}", axum::routing::get(crate::web::file))
+        .route("/favicon.ico", axum::routing::get(crate::web::favicon))
         .route(
             "/openapi.json",
             axum::routing::get(move || {

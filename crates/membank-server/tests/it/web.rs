@@ -482,3 +482,24 @@ async fn a_streamed_chat_refuses_bad_input_before_streaming_and_reports_a_model_
     let (_, listed) = call(&app, "GET", "/v1/users/alice/memories", None, None).await;
     assert_eq!(listed["memories"].as_array().unwrap().len(), 0);
 }
+
+#[tokio::test]
+async fn the_app_has_an_icon_at_its_link_and_at_the_root_so_no_browser_logs_a_404() {
+    let server = TestServer::new(AuthMode::Keys);
+    let app = server.router();
+    let (status, _, page) = raw(&app, "/", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let page = String::from_utf8(page).unwrap();
+    let link = page
+        .split("rel=\"icon\"")
+        .nth(1)
+        .and_then(|rest| rest.split("href=\"").nth(1))
+        .map(|h| h.split('"').next().unwrap().to_string());
+    let link = link.unwrap_or_else(|| panic!("the page names no icon: {page}"));
+    for path in [link.as_str(), "/favicon.ico"] {
+        let (status, headers, body) = raw(&app, path, &[]).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert_eq!(header(&headers, "content-type"), "image/svg+xml", "{path}");
+        assert!(String::from_utf8_lossy(&body).starts_with("<svg"), "{path}");
+    }
+}

@@ -31,6 +31,9 @@ describe('membank web app (an empty server, first steps)', () => {
     const session = await openPage(browser, server.base);
     context = session.context;
     const { page, problems } = session;
+    // A fresh browser asks for an icon: the page names one, and nothing it loads is a 404.
+    const missing = [];
+    page.on('response', (response) => { if (response.status() === 404) missing.push(response.url()); });
     await page.goto(`${server.base}/`);
     const hint = page.getByTestId('start-hint');
     await hint.waitFor({ timeout: TIMEOUT });
@@ -75,5 +78,8 @@ describe('membank web app (an empty server, first steps)', () => {
     await shots(page, '31-first-notes-and-zone');
     // No page error, CSP violation or console error (refused requests are shown in the page).
     assert.deepEqual(problems, []);
+    assert.deepEqual(missing, []);
+    const icon = await page.evaluate(async () => (await fetch('/favicon.ico')).headers.get('content-type'));
+    assert.equal(icon, 'image/svg+xml');
   });
 });
