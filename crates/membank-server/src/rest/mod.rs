@@ -311,20 +311,24 @@ fn bearer(request: &Request) -> Result<String, ApiError> {
 
 /// Liveness: the process answers.
 #[utoipa::path(get, path = "/healthz", tag = "system", responses((status = 200, description = "Alive", body = HealthOut)))]
-async fn healthz() -> Json<HealthOut> {
-    Json(HealthOut { status: "ok".into() })
+async fn healthz(State(state): State<AppState>) -> Json<HealthOut> {
+    let auth = match state.config().auth {
+        AuthMode::Keys => "keys",
+        AuthMode::LoopbackOpen => "loopback",
+    };
+    Json(HealthOut { status: "ok".into(), auth: Some(auth) })
 }
 
 /// Readiness: the model is loaded and the database answers.
 #[utoipa::path(get, path = "/readyz", tag = "system", responses((status = 200, description = "Ready", body = HealthOut), (status = 503, description = "Not ready", body = HealthOut)))]
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<HealthOut>) {
     if !state.is_ready() {
-        return (StatusCode::SERVICE_UNAVAILABLE, Json(HealthOut { status: "warming up".into() }));
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(HealthOut { status: "warming up".into(), auth: None }));
     }
     let store = state.store().clone();
     match tokio::task::spawn_blocking(move || store.schema_version()).await {
-        Ok(Ok(_)) => (StatusCode::OK, Json(HealthOut { status: "ok".into() })),
-        _ => (StatusCode::SERVICE_UNAVAILABLE, Json(HealthOut { status: "database unavailable".into() })),
+        Ok(Ok(_)) => (StatusCode::OK, Json(HealthOut { status: "ok".into(), auth: None })),
+        _ => (StatusCode::SERVICE_UNAVAILABLE, Json(HealthOut { status: "database unavailable".into(), auth: None })),
     }
 }
 

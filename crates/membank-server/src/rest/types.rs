@@ -334,6 +334,11 @@ pub struct UsersOut {
 pub struct HealthOut {
     /// `ok`, or what is not ready.
     pub status: String,
+    /// `/healthz` only: `keys` when requests need an API key, `loopback` when this
+    /// loopback-only server answers without one (so a page can ask for a key before it
+    /// sends a request that would be refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<&'static str>,
 }
 
 /// `GET /v1/admin/check`: the database's integrity check.

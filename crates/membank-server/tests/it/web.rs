@@ -503,3 +503,13 @@ async fn the_app_has_an_icon_at_its_link_and_at_the_root_so_no_browser_logs_a_40
         assert!(String::from_utf8_lossy(&body).starts_with("<svg"), "{path}");
     }
 }
+
+#[tokio::test]
+async fn healthz_says_whether_a_key_is_needed_so_the_page_asks_before_a_refused_request() {
+    for (mode, auth) in [(AuthMode::Keys, "keys"), (AuthMode::LoopbackOpen, "loopback")] {
+        let server = TestServer::new(mode);
+        let (status, body) = call(&server.router(), "GET", "/healthz", None, None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, json!({ "status": "ok", "auth": auth }));
+    }
+}

@@ -1054,7 +1054,17 @@ async function boot() {
       return;
     }
   }
-  // A loopback server without keys answers without one.
+  // A server with keys gets the sign-in page at once, without a request it would refuse
+  // (a 401 in the console of every fresh browser); a loopback server answers without one.
+  try {
+    const health = await api('GET', '/healthz', { key: null });
+    if (health?.auth === 'keys') {
+      renderSignIn();
+      return;
+    }
+  } catch {
+    // An older server says nothing of its auth: ask it as before.
+  }
   try {
     const about = await fetchAbout(null);
     await enter(about);

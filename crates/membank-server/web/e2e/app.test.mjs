@@ -101,7 +101,12 @@ describe('membank web app (API keys, stub LLM)', () => {
 
   it('refuses a bad key with the API error message, in an alert', async () => {
     const { page, problems } = await fresh();
+    // A fresh browser's first load asks for a key before any request that needs one.
+    const refused = [];
+    page.on('response', (response) => { if (response.status() === 401) refused.push(response.url()); });
     await page.goto(`${server.base}/`);
+    await page.getByTestId('page-signin').waitFor({ timeout: TIMEOUT });
+    assert.deepEqual(refused, [], 'no 401 before sign-in');
     await page.getByTestId('signin-key').fill('mbk_not_a_real_key');
     await page.getByTestId('signin-submit').click();
     const alert = page.getByRole('alert');
