@@ -1347,7 +1347,7 @@ function eventSummary(event) {
     case 'archived':
       if (d.policy === 'request') return `Forgotten on request${d.reason ? `: “${d.reason}”` : ''}.`;
       if (d.policy === 'fademem') return `Archived by FadeMem: age ${fmt(d.age_days, 2)} days, v = ${fmt(d.v, 4)}${d.threshold != null ? ` < ε = ${fmt(d.threshold, 4)}` : ''}.`;
-      return `Archived by the sweep: t = ${fmt(d.t, 3)} units, S = ${fmt(d.strength, 2)}, R = ${fmt(d.retention, 4)}${d.threshold != null ? ` < θ = ${fmt(d.threshold, 4)}` : ''}${d.mode ? ` (${d.mode})` : ''}.`;
+      return `Archived by the sweep: t = ${fmt(d.t, 3)} ${unitWords()}, S = ${fmt(d.strength, 2)}, R = ${fmt(d.retention, 4)}${d.threshold != null ? ` < θ = ${fmt(d.threshold, 4)}` : ''}${d.mode ? ` (${d.mode})` : ''}.`;
     case 'restored':
       return `Restored${d.previous_status ? ` (was ${d.previous_status})` : ''}.`;
     case 'reminisced':
@@ -1783,10 +1783,21 @@ function nextItem(entry, signal) {
   return li;
 }
 
+/** The curve's time unit in words ("days", "3-day units"), from the policy /v1/about gives. */
+function unitWords() {
+  const seconds = state.about?.forgetting?.unit_seconds;
+  if (!seconds) return 'units';
+  const days = seconds / 86400;
+  if (days === 1) return 'days';
+  if (Number.isInteger(days)) return `${days}-day units`;
+  const hours = seconds / 3600;
+  return Number.isInteger(hours) ? (hours === 1 ? 'hours' : `${hours}-hour units`) : `units of ${seconds} s`;
+}
+
 function archivedNumbers(a) {
   if (a.mode === 'fademem') return `FadeMem: age ${fmt(a.t, 2)} days, v = ${fmt(a.R, 4)} < ε = ${fmt(a.threshold, 4)}`;
   const rule = a.mode === 'threshold' ? ` < θ = ${fmt(a.threshold, 4)}` : a.mode === 'stochastic' ? ` (draw ${fmt(a.draw, 4)})` : '';
-  return `t = ${fmt(a.t, 3)} units, S = ${fmt(a.S, 2)}, R = ${fmt(a.R, 4)}${rule}`;
+  return `t = ${fmt(a.t, 3)} ${unitWords()}, S = ${fmt(a.S, 2)}, R = ${fmt(a.R, 4)}${rule}`;
 }
 
 async function nextPage(main, ctx) {

@@ -356,6 +356,8 @@ describe('membank web app (API keys, stub LLM)', () => {
     await item.waitFor({ timeout: TIMEOUT });
     await item.getByText('Miso').waitFor({ timeout: TIMEOUT });
     assert.match(await item.textContent(), /R = 0\.\d+ < θ = /);
+    // t is given in the policy's unit, by name (the default curve counts in days).
+    assert.match(await item.textContent(), /t = [\d.]+ days, S = /);
     assert.ok(await page.locator(`[data-testid="next-maintain"] [data-testid="next-item"][data-id="${id}"]`).count() === 1, 'maintenance would archive it too');
     await shots(page, '07-next');
     await item.getByTestId('next-pin').click();
