@@ -285,12 +285,6 @@ impl MemoryTools {
             Ok(s) => s,
             Err(e) => return fail(e),
         };
-        // A bare date is the person's local midnight, as on REST and the CLI.
-        let occurred_at =
-            match args.occurred_at.as_deref().map(|v| self.engine.parse_time(&scope, "occurred_at", v)).transpose() {
-                Ok(t) => t,
-                Err(e) => return fail(e.to_string()),
-            };
         let source = match args.source.as_deref().unwrap_or("user").parse::<Source>() {
             Ok(s) => s,
             Err(e) => return fail(e.to_string()),
@@ -299,16 +293,23 @@ impl MemoryTools {
             Ok(i) => i,
             Err(e) => return fail(e.to_string()),
         };
-        let request = RememberNote {
-            scope,
-            text: args.text,
-            source,
-            occurred_at,
-            metadata: Default::default(),
-            importance,
-            clock_from: Default::default(),
-        };
-        match self.run(move |e| e.remember_note(request)).await? {
+        let occurred_text = args.occurred_at;
+        let text = args.text;
+        // A bare date is the person's local midnight, as on REST and the CLI: reading the
+        // user's zone touches the store, so it is done with the write, on the blocking pool.
+        let stored = self.run(move |e| {
+            let occurred_at = occurred_text.as_deref().map(|v| e.parse_time(&scope, "occurred_at", v)).transpose()?;
+            e.remember_note(RememberNote {
+                scope,
+                text,
+                source,
+                occurred_at,
+                metadata: Default::default(),
+                importance,
+                clock_from: Default::default(),
+            })
+        });
+        match stored.await? {
             // The id last, on a line of its own after the quoted text, where hosts look for it.
             Ok(memory) => answer(
                 format!(

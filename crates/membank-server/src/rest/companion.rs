@@ -55,7 +55,7 @@ pub async fn chat(
     DigestedJsonBody(body, digest): DigestedJsonBody<ChatIn>,
 ) -> Result<Response, ApiError> {
     let scope = caller.scope(&user)?;
-    let mut request = chat_request(&state, &caller, &user, body)?;
+    let mut request = chat_request(&state, &caller, &user, body).await?;
     let digest = format!("chat:{digest}");
     let (key, prior) = super::memories::prior_use(&state, &scope, &headers, &digest).await?;
     if let Some(record) = prior {
@@ -83,7 +83,7 @@ pub async fn chat(
 /// The engine request of a chat body, checked as the engine would check it (text sizes
 /// against the server's limit and blankness, `k`, `now` and that it is not in the future),
 /// so both chat routes refuse bad input before anything is looked up or streamed.
-fn chat_request(state: &AppState, caller: &Caller, user: &str, body: ChatIn) -> Result<ChatRequest, ApiError> {
+async fn chat_request(state: &AppState, caller: &Caller, user: &str, body: ChatIn) -> Result<ChatRequest, ApiError> {
     let checked = |field: &'static str, text: &str| -> Result<(), ApiError> {
         super::memories::check_text(state, field, text)?;
         membank_engine::validate_text(field, text).map_err(|e| ApiError::Invalid(e.to_string()))
@@ -97,7 +97,7 @@ fn chat_request(state: &AppState, caller: &Caller, user: &str, body: ChatIn) -> 
         }
         request.k = k as usize;
     }
-    request.now = super::memories::instant_for(state, &request.scope, "now", body.now.as_deref())?;
+    request.now = super::memories::instant_for(state, &request.scope, "now", body.now.as_deref()).await?;
     state.engine().request_now(request.now, true).map_err(ApiError::from)?;
     if let Some(persona) = body.persona {
         checked("persona", &persona)?;
@@ -156,7 +156,7 @@ pub async fn chat_stream(
     JsonBody(body): JsonBody<ChatIn>,
 ) -> Result<Response, ApiError> {
     // Everything the engine would refuse is refused here, before the stream starts.
-    let request = chat_request(&state, &caller, &user, body)?;
+    let request = chat_request(&state, &caller, &user, body).await?;
     // A missing model is an answer, not a stream that fails.
     state.engine().llm().map_err(ApiError::from)?;
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();

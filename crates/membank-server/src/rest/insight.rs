@@ -33,6 +33,9 @@ pub const LLM_HINT: &str = "start membank serve with MEMBANK_LLM_BASE_URL (an Op
 #[utoipa::path(get, path = "/v1/about", tag = "system",
     responses((status = 200, description = "The caller and the server", body = AboutOut), ErrorResponses))]
 pub async fn about(State(state): State<AppState>, caller: Caller) -> Result<Json<AboutOut>, ApiError> {
+    // The embedder's model id may read the store (a model chosen per store, not decided yet
+    // on an empty one), and the PostgreSQL client blocks: asked on the blocking pool.
+    let embedding_model = state.run(|engine| Ok(engine.embedder().model_id().to_string())).await?;
     let engine = state.engine();
     let policy = engine.config().forgetting;
     let mode = policy.mode.as_str();
@@ -60,7 +63,7 @@ pub async fn about(State(state): State<AppState>, caller: Caller) -> Result<Json
             mode,
             importance_weight: policy.importance_weight,
         },
-        embedding_model: engine.embedder().model_id().to_string(),
+        embedding_model,
     }))
 }
 

@@ -29,14 +29,20 @@ fn invalid(err: InvalidInput) -> ApiError {
 }
 
 /// A time given for `scope`'s user: an RFC 3339 instant, or a bare date (`2024-05-04`) as
-/// that person's local midnight, as the CLI reads it (the user's row is read only then).
-pub(super) fn instant_for(
+/// that person's local midnight, as the CLI reads it. The user's row is read only for a
+/// bare date, and on the blocking pool (the PostgreSQL client blocks).
+pub(super) async fn instant_for(
     state: &AppState,
     scope: &Scope,
     field: &'static str,
     value: Option<&str>,
 ) -> Result<Option<Timestamp>, ApiError> {
-    value.map(|v| state.engine().parse_time(scope, field, v)).transpose().map_err(ApiError::from)
+    let Some(text) = value else { return Ok(None) };
+    if membank_engine::core::time::bare_date(text).is_none() {
+        return membank_engine::core::time::parse_instant(field, text).map(Some).map_err(invalid);
+    }
+    let (scope, text) = (scope.clone(), text.to_string());
+    state.run(move |engine| Ok(engine.parse_time(&scope, field, &text)?)).await.map(Some)
 }
 
 fn day(field: &'static str, value: Option<&str>) -> Result<Option<NaiveDate>, ApiError> {
@@ -86,14 +92,14 @@ fn reminisce(value: Option<&str>) -> Result<Reminisce, ApiError> {
     value.map(str::parse::<Reminisce>).transpose().map(Option::unwrap_or_default).map_err(invalid)
 }
 
-fn turn_request(state: &AppState, caller: &Caller, user: &str, turn: TurnIn) -> Result<RememberTurn, ApiError> {
+async fn turn_request(state: &AppState, caller: &Caller, user: &str, turn: TurnIn) -> Result<RememberTurn, ApiError> {
     check_text(state, "user_text", &turn.user_text)?;
     if let Some(reply) = &turn.assistant_text {
         check_text(state, "assistant_text", reply)?;
     }
     let scope = caller.scope_with(user, turn.agent.as_deref(), turn.session.as_deref())?;
     Ok(RememberTurn {
-        occurred_at: instant_for(state, &scope, "occurred_at", turn.occurred_at.as_deref())?,
+        occurred_at: instant_for(state, &scope, "occurred_at", turn.occurred_at.as_deref()).await?,
         scope,
         user_text: turn.user_text,
         assistant_text: turn.assistant_text,
@@ -253,7 +259,7 @@ pub async fn remember_turn(
     DigestedJsonBody(turn, digest): DigestedJsonBody<TurnIn>,
 ) -> Result<Response, ApiError> {
     let scope = caller.scope(&user)?;
-    let request = turn_request(&state, &caller, &user, turn)?;
+    let request = turn_request(&state, &caller, &user, turn).await?;
     create(
         &state,
         scope,
@@ -285,8 +291,10 @@ pub async fn remember_turns(
         return Err(ApiError::Invalid(format!("turns: give between 1 and {limit} turns")));
     }
     let scope = caller.scope(&user)?;
-    let requests =
-        batch.turns.into_iter().map(|t| turn_request(&state, &caller, &user, t)).collect::<Result<Vec<_>, _>>()?;
+    let mut requests = Vec::with_capacity(batch.turns.len());
+    for turn in batch.turns {
+        requests.push(turn_request(&state, &caller, &user, turn).await?);
+    }
     let entries = requests.into_iter().map(membank_engine::Remember::Turn).collect();
     create(&state, scope, &headers, format!("batch:{digest}"), entries, batch_out).await
 }
@@ -309,7 +317,7 @@ pub async fn remember_note(
     let scope = caller.scope(&user)?;
     let note_scope = caller.scope_with(&user, note.agent.as_deref(), note.session.as_deref())?;
     let request = RememberNote {
-        occurred_at: instant_for(&state, &note_scope, "occurred_at", note.occurred_at.as_deref())?,
+        occurred_at: instant_for(&state, &note_scope, "occurred_at", note.occurred_at.as_deref()).await?,
         scope: note_scope,
         text: note.text,
         source: note.source.as_deref().unwrap_or("agent").parse::<Source>().map_err(invalid)?,
@@ -358,7 +366,7 @@ pub async fn recall(
     }
     let mut request =
         RecallRequest::new(caller.scope_with(&user, body.agent.as_deref(), body.session.as_deref())?, body.query, k);
-    request.now = instant_for(&state, &request.scope, "now", body.now.as_deref())?;
+    request.now = instant_for(&state, &request.scope, "now", body.now.as_deref()).await?;
     request.kinds = parse_list::<Kind>(body.kinds.unwrap_or_default())?;
     request.day_from = day("from", body.from.as_deref())?;
     request.day_to = day("to", body.to.as_deref())?;
@@ -576,7 +584,7 @@ pub async fn sweep(
 ) -> Result<Json<SweepOut>, ApiError> {
     let scope = caller.scope(&user)?;
     let request = SweepRequest {
-        now: instant_for(&state, &scope, "now", body.now.as_deref())?,
+        now: instant_for(&state, &scope, "now", body.now.as_deref()).await?,
         scope,
         dry_run: body.dry_run.unwrap_or(false),
         max_archive_fraction: body.max_archive_fraction,
@@ -605,7 +613,7 @@ pub async fn maintain(
 ) -> Result<Json<MaintainOut>, ApiError> {
     let scope = caller.scope(&user)?;
     let request = MaintainRequest {
-        now: instant_for(&state, &scope, "now", body.now.as_deref())?,
+        now: instant_for(&state, &scope, "now", body.now.as_deref()).await?,
         scope,
         dry_run: body.dry_run.unwrap_or(false),
     };
