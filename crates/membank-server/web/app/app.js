@@ -791,6 +791,9 @@ async function render() {
   pageAbort = new AbortController();
   destroyCharts();
   document.querySelectorAll('dialog[open]').forEach((d) => d.close());
+  // A confirmation belongs to the page it was said on: a new page starts without it.
+  clearTimeout(statusTimer);
+  $('#status').textContent = '';
   if (!state.signedIn) {
     $('.nav').hidden = true;
     $('.session').hidden = true;

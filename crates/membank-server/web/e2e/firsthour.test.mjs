@@ -76,6 +76,12 @@ describe('membank web app (an empty server, first steps)', () => {
     await page.getByTestId('note-submit').click();
     assert.equal((await api('GET', '/v1/users/erin/memories')).memories.length, 2);
     await shots(page, '31-first-notes-and-zone');
+    // A confirmation does not follow to another page.
+    await page.getByTestId('tz-submit').click();
+    await page.getByTestId('status').getByText('erin now counts days in Asia/Shanghai.').waitFor({ timeout: TIMEOUT });
+    await page.getByTestId('nav-overview').click();
+    await page.getByTestId('page-overview').waitFor({ timeout: TIMEOUT });
+    assert.equal(await page.getByTestId('status').textContent(), '');
     // No page error, CSP violation or console error (refused requests are shown in the page).
     assert.deepEqual(problems, []);
     assert.deepEqual(missing, []);
