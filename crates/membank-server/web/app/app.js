@@ -1304,8 +1304,11 @@ function detailsList(memory) {
     ['Last recalled (clock)', timeEl(memory.last_recalled_at)],
     ['Pinned', memory.pinned ? 'yes: never decays' : 'no'],
   ];
-  if (fademem() || memory.layer === 'long') {
-    rows.push(['Layer', memory.layer], ['Importance', fmt(memory.importance, 3)], ['Base importance', fmt(memory.base_importance, 3)], ['Effective age (days)', fmt(memory.fade_age, 2)], ['Access frequency', fmt(memory.access_frequency, 2)]);
+  // Importance slows both curves (MemoryBank's S + w·I, FadeMem's λ); the layer, effective
+  // age and access frequency are FadeMem's own and shown only under it.
+  rows.push(['Importance', h('span', { testid: 'detail-importance', text: fmt(memory.importance, 3) })], ['Base importance', fmt(memory.base_importance, 3)]);
+  if (fademem()) {
+    rows.push(['Layer', h('span', { testid: 'detail-layer', text: memory.layer })], ['Effective age (days)', fmt(memory.fade_age, 2)], ['Access frequency', fmt(memory.access_frequency, 2)]);
   }
   if (memory.agent) rows.push(['Agent', memory.agent]);
   if (memory.session) rows.push(['Session', memory.session]);
@@ -1314,7 +1317,12 @@ function detailsList(memory) {
   }
   for (const [k, v] of Object.entries(memory.metadata || {})) rows.push([`metadata.${k}`, String(v)]);
   if (memory.past_threshold) rows.push(['Warning', h('span', { class: 'warn-text', text: 'Past the archive threshold: the next sweep archives it unless it is recalled or pinned.' })]);
-  return h('dl', { class: 'details', testid: 'memory-details' }, rows.map(([k, v]) => h('div', { class: 'detail-row' }, h('dt', { text: k }), h('dd', {}, v))));
+  return h('dl', { class: 'details', testid: 'memory-details' }, rows.map(([k, v]) => h('div', { class: 'detail-row' }, h('dt', {}, breakable(k)), h('dd', {}, v))));
+}
+
+/** A key such as `metadata.importance_source` that may wrap after a dot or an underscore, never inside a word. */
+function breakable(key) {
+  return key.split(/(?<=[._])/).flatMap((part, i) => (i ? [h('wbr', {}), part] : [part]));
 }
 
 const EVENT_TITLE = {

@@ -340,6 +340,13 @@ describe('membank web app (API keys, stub LLM)', () => {
     assert.match(await recalled.textContent(), /query_id/);
     assert.match(await page.locator('[data-testid="event"][data-kind="strengthened"]').first().textContent(), /1\.00 → 2\.00/);
     assert.equal((await page.getByTestId('detail-recalls').textContent()).trim(), '2');
+    // Under the MemoryBank curve the details show importance (it slows the curve) but none
+    // of FadeMem's own fields, and a long metadata key wraps only after a dot or underscore.
+    assert.equal(await page.getByTestId('detail-importance').count(), 1);
+    assert.equal(await page.getByTestId('detail-layer').count(), 0);
+    assert.equal(await page.getByTestId('memory-details').getByText('Effective age (days)').count(), 0);
+    const key = page.getByTestId('memory-details').locator('dt', { hasText: 'importance_source' });
+    assert.equal(await key.locator('wbr').count(), 2);
     await shots(page, '06-memory-curve');
     await page.getByTestId('curve-view-recent').click();
     assert.equal(await page.getByTestId('curve-view-recent').getAttribute('aria-pressed'), 'true');
