@@ -79,7 +79,7 @@ impl From<&CurveResponse> for CurveOut {
         let note = match (c.memory.status.as_str(), c.memory.forgetting.pinned, crossing) {
             (_, true, _) => "pinned: it does not decay and no sweep archives it".to_string(),
             ("active", false, Some(at)) if at <= c.now => "its retention is already below the threshold: the next sweep archives it unless it is recalled first".to_string(),
-            ("active", false, Some(_)) => "if never recalled again, the first sweep after its projected archive date archives it; each strengthening recall restarts its clock and adds one to S".to_string(),
+            ("active", false, Some(_)) => "the first sweep after its retention falls below the threshold archives it; each strengthening recall restarts its clock and adds one to S, which moves that day later".to_string(),
             ("active", false, None) => "the policy archives by no threshold (it draws or ranks), so there is no archive date".to_string(),
             (status, _, _) => format!("{status}: the curve shows what its retention was and would be; sweeps only look at active memories"),
         };

@@ -332,6 +332,10 @@ describe('membank web app (API keys, stub LLM)', () => {
     const box = await chart.locator('canvas').boundingBox();
     assert.ok(box.width > 300 && box.height > 150, `the chart is drawn (${box.width}×${box.height})`);
     assert.match(await page.getByTestId('curve-projected').textContent(), /archived around|archive/);
+    // The note under the chart says what the headline does not, instead of repeating it.
+    const note = await page.getByTestId('curve-note').textContent();
+    assert.doesNotMatch(note, /never recalled again/i);
+    assert.match(note, /restarts its clock/);
     const kinds = await page.getByTestId('event').evaluateAll((els) => els.map((e) => e.dataset.kind));
     assert.equal(kinds.filter((k) => k === 'recalled').length, 2);
     assert.equal(kinds.filter((k) => k === 'strengthened').length, 2);
