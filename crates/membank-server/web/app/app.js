@@ -1080,6 +1080,9 @@ async function boot() {
 // ---------------------------------------------------------------------------------------
 // The memory browser
 
+/** Search hits with a lower cosine than this (other than the best) are hidden until asked for. */
+const RELEVANCE_CUTOFF = 0.25;
+
 function filterBar(onChange) {
   const f = state.filters;
   const kind = h('select', { id: 'filter-kind', testid: 'filter-kind' }, h('option', { value: '', text: 'all kinds' }), KINDS.map((k) => h('option', { value: k, text: KIND_LABEL[k] })));
@@ -1265,11 +1268,24 @@ async function memoriesPage(main, ctx) {
       }
       nodes.push(h('p', { class: 'muted', text: 'Fused = dense + lexical (+ date, neighbour) by reciprocal rank fusion; nothing was strengthened or logged as a recall.' }));
       const hits = h('ol', { class: 'hits' });
+      // Below the relevance cut-off (cosine under RELEVANCE_CUTOFF, and not the best hit) a
+      // hit is hidden until asked for: a recall always fills k, down to unrelated memories.
+      const weak = out.results.filter((hit, i) => i > 0 && (hit.dense_score ?? 0) < RELEVANCE_CUTOFF);
       for (const hit of out.results) {
-        hits.append(h('li', { class: 'hit', testid: 'search-hit', 'data-id': hit.id }, memoryCard(hit, { onChange: onHitChange, extra: scoreLine(hit), withDay: true })));
+        const hidden = weak.includes(hit);
+        hits.append(h('li', { class: 'hit', testid: 'search-hit', 'data-id': hit.id, 'data-weak': hidden ? 'true' : null, hidden }, memoryCard(hit, { onChange: onHitChange, extra: scoreLine(hit), withDay: true })));
       }
       if (out.results.length === 0) nodes.push(h('p', { class: 'empty', text: 'Nothing recalled.' }));
       nodes.push(hits);
+      if (weak.length) {
+        const showAll = h('button', { type: 'button', class: 'button small ghost', testid: 'search-show-all' }, `Show ${weak.length} weaker ${weak.length === 1 ? 'result' : 'results'}`);
+        const note = h('p', { class: 'muted', testid: 'search-cutoff' }, `${weak.length} ${weak.length === 1 ? 'result' : 'results'} below the relevance cut-off (cosine < ${RELEVANCE_CUTOFF}) hidden. `, showAll);
+        showAll.addEventListener('click', () => {
+          hits.querySelectorAll('li[data-weak]').forEach((li) => { li.hidden = false; });
+          note.remove();
+        });
+        nodes.push(note);
+      }
       fill(results, ...nodes);
     } catch (err) {
       if (isAbort(err) || !ctx.alive()) return;

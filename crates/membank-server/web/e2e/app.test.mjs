@@ -185,6 +185,16 @@ describe('membank web app (API keys, stub LLM)', () => {
     const after = await asAlice('GET', `/v1/users/alice/memories/${ids[TURNS[1].text]}`);
     assert.equal(after.recall_count, 0, 'the search did not count as a recall');
     assert.equal(after.strength, 1);
+    // Hits below the relevance cut-off are hidden, said so, and shown on request: the same
+    // ones the API's cosines put there.
+    const out = await asAlice('POST', '/v1/users/alice/recall', { query: 'learning the cello', k: 20, strengthen: false });
+    const weak = out.results.filter((hit, i) => i > 0 && hit.dense_score < 0.25).length;
+    assert.ok(weak > 0, `some hits of ${out.results.length} are weak: ${out.results.map((r) => r.dense_score)}`);
+    assert.equal(await page.locator('[data-testid="search-hit"]:visible').count(), out.results.length - weak);
+    assert.match(await page.getByTestId('search-cutoff').textContent(), new RegExp(`^${weak} results? below the relevance cut-off`));
+    await page.getByTestId('search-show-all').click();
+    assert.equal(await page.locator('[data-testid="search-hit"]:visible').count(), out.results.length);
+    assert.equal(await page.getByTestId('search-cutoff').count(), 0);
     await shots(page, '04-search');
     assert.deepEqual(problems, []);
   });
