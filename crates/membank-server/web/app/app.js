@@ -669,7 +669,11 @@ function overviewChart(container, logDays) {
   // uPlot needs two x values to lay out a time axis).
   const first = Date.parse(`${logDays[0].day}T00:00:00Z`);
   const before = { day: new Date(first - 86400e3).toISOString().slice(0, 10), active: 0, archived: 0, superseded: 0, erased: 0 };
-  const days = [before, ...logDays];
+  // The counts hold until the next day with events: the last day's are drawn to its end
+  // (midnight after it), so a single day reads as a level, not as a lone spike.
+  const last = logDays[logDays.length - 1];
+  const end = { ...last, day: new Date(Date.parse(`${last.day}T00:00:00Z`) + 86400e3).toISOString().slice(0, 10) };
+  const days = [before, ...logDays, end];
   const xs = days.map((d) => Date.parse(`${d.day}T00:00:00Z`) / 1000);
   const names = ['active', 'archived', 'superseded', 'erased'];
   const colors = [cssVar('--chart-1', '#2563eb'), cssVar('--chart-4', '#d97706'), cssVar('--chart-2', '#7c3aed'), cssVar('--chart-warn', '#dc2626')];
@@ -682,8 +686,15 @@ function overviewChart(container, logDays) {
   mountChart(container, {
     tzDate: tzDate('UTC'),
     scales: {
-      // At least a week wide, so one or two days of events do not stretch over years.
-      x: { time: true, range: (u, min, max) => { const pad = Math.max(86400, (7 * 86400 - (max - min)) / 2); return [min - pad, max + pad]; } },
+      // At least a week wide, so one or two days of events do not stretch over years, and
+      // widened into the past only: the axis ends with the last day with events (its end,
+      // at midnight after it), never in days that have not come.
+      x: { time: true, range: (u, min, max) => {
+        const range = [Math.min(min, max - 7 * 86400), max];
+        container.dataset.xFrom = String(range[0]);
+        container.dataset.xTo = String(range[1]);
+        return range;
+      } },
       y: { range: (u, min, max) => [0, Math.max(1, Math.ceil(max * 1.1))] },
     },
     axes: [
