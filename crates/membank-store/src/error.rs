@@ -67,7 +67,9 @@ impl StoreError {
         match self {
             StoreError::Database(rusqlite::Error::SqliteFailure(e, _)) => e.code == rusqlite::ErrorCode::DiskFull,
             #[cfg(feature = "postgres")]
-            StoreError::Postgres(e) => e.to_string().contains("53100") || e.to_string().contains("No space left"),
+            StoreError::Postgres(crate::postgres::PgError::Client(e)) => {
+                e.code() == Some(&postgres::error::SqlState::DISK_FULL)
+            }
             _ => false,
         }
     }
