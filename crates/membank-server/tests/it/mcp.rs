@@ -220,3 +220,17 @@ async fn memory_text_is_quoted_line_by_line_and_given_as_structured_content() {
         assert_eq!(answer["result"]["structuredContent"]["id"], id.as_str(), "{answer}");
     }
 }
+
+#[tokio::test]
+async fn recall_for_a_person_nothing_was_stored_for_says_so() {
+    let server = TestServer::new(AuthMode::Keys);
+    let app = server.router();
+    let tenant_key = server.key("acme", None, false);
+    let mut s = McpSession::open(&app, Some(&tenant_key), Some("nobody")).await;
+    let answer = s.rpc("tools/call", json!({ "name": "recall", "arguments": { "query": "anything at all" } })).await;
+    let result = &answer["result"];
+    assert_eq!(result["isError"], false, "{answer}");
+    assert_eq!(result["content"][0]["text"], "Nothing has been remembered about this person yet.", "{answer}");
+    assert_eq!(result["structuredContent"]["user_known"], false, "{answer}");
+    assert_eq!(result["structuredContent"]["results"].as_array().map(Vec::len), Some(0), "{answer}");
+}
