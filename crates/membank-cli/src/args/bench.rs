@@ -18,7 +18,7 @@ pub(crate) fn count(max: u64) -> RangedU64ValueParser<usize> {
 /// shape is given in each benchmark's `--help`.
 #[derive(Debug, Subcommand)]
 #[command(
-    after_help = "Every benchmark takes --json: one JSON object instead of the table, {\"benchmark\": \"embed\"|\"recall\"|\"http\"|\"sweep\"|\"cache\", …, \"results\": [one object per row]}; `membank bench <COMMAND> --help` gives each shape. Progress goes to standard error."
+    after_help = "Every benchmark takes --json: one JSON object instead of the table, {\"benchmark\": \"embed\"|\"recall\"|\"http\"|\"sweep\"|\"cache\"|\"erase\"|\"maintain\", …, \"results\": [one object per row]}; `membank bench <COMMAND> --help` gives each shape. Progress goes to standard error."
 )]
 pub enum BenchCommand {
     /// Embedding throughput (sentences/s).
@@ -126,6 +126,73 @@ pub enum BenchCommand {
     /// "memories_per_second"}], "backends": [the object above with "backend", for SQLite
     /// then PostgreSQL, each measured in a process of its own]}.
     Cache(CacheArgs),
+    /// One maintenance cycle's time and peak memory, dry run and real, on three shapes.
+    ///
+    /// "long": one user with --long memories of about --long-bytes of text each;
+    /// "similar": one user with --similar turns sharing a 4 KB prefix, with near-identical
+    /// vectors (the shape that made duplicate detection quadratic); "short": one user with
+    /// --short memories of one sentence each. Vectors are synthetic
+    /// (no model is needed); each database is built once in --dir and each cycle runs on a
+    /// fresh copy. No LLM is configured.
+    ///
+    /// With --json: {"benchmark": "maintain", "results": [{"shape", "memories",
+    /// "text_bytes", "dry_run", "seconds", "peak_rss_mb", "peak_anon_mb", "rss_before_mb",
+    /// "anon_before_mb" (MiB, from /proc/self/status; null elsewhere; anon excludes the
+    /// database file's mapped pages), "merged", "archived", "deferred", "skipped"}]}.
+    Maintain {
+        /// Memories of the "long" user.
+        #[arg(long, default_value_t = 20_000, value_parser = count(MAX_COUNT))]
+        long: usize,
+        /// Bytes of text per "long" memory.
+        #[arg(long, default_value_t = 10_000, value_parser = count(100_000))]
+        long_bytes: usize,
+        /// Turns of the "similar" user.
+        #[arg(long, default_value_t = 2_000, value_parser = count(MAX_COUNT))]
+        similar: usize,
+        /// Memories of the "short" user (one sentence each).
+        #[arg(long, default_value_t = 100_000, value_parser = count(MAX_COUNT))]
+        short: usize,
+        /// Run one shape only: long, similar or short (each shape in its own process
+        /// gives each its own peak memory).
+        #[arg(long, value_parser = ["long", "similar", "short"])]
+        only: Option<String>,
+        /// Where to keep the built databases (reused when present).
+        #[arg(long, default_value = "target/bench")]
+        dir: PathBuf,
+        /// Public data folder (the texts).
+        #[arg(long, default_value = "../shared/data")]
+        data: PathBuf,
+    },
+    /// Erasure time on a large SQLite store, and another user's write latency meanwhile.
+    ///
+    /// Builds each size once (kept in --dir; texts are real utterances, joined in pairs
+    /// once single ones run out), then erases one memory of a different user --erases
+    /// times while another user writes notes back to back. Each run erases from the kept
+    /// database.
+    ///
+    /// With --json: {"benchmark": "erase", "users", "results": [{"memories", "built",
+    /// "file_bytes", "index_bytes" (the full-text index's segments), "erases", "erase":
+    /// {"p50_ms", "p95_ms", "p99_ms"}, "erase_max_ms", "writer_during_erase" and
+    /// "writer_alone": {"writes", "latency": {"p50_ms", "p95_ms", "p99_ms"}, "max_ms"},
+    /// "full_index_merge_ms" (one FTS5 optimize of the whole index on this store, which
+    /// every erasure ran before erasure removed only the erased row's terms)}]}.
+    Erase {
+        /// Store sizes (memories), comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "100000,1000000", value_parser = count(MAX_COUNT))]
+        sizes: Vec<usize>,
+        /// Users the memories are spread over.
+        #[arg(long, default_value_t = 100, value_parser = count(MAX_COUNT))]
+        users: usize,
+        /// Erasures per size.
+        #[arg(long, default_value_t = 20, value_parser = count(100_000))]
+        erases: usize,
+        /// Where to keep the built databases (reused when present).
+        #[arg(long, default_value = "target/bench")]
+        dir: PathBuf,
+        /// Public data folder (the texts).
+        #[arg(long, default_value = "../shared/data")]
+        data: PathBuf,
+    },
 }
 
 /// `bench http`.

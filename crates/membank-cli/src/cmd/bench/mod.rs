@@ -7,6 +7,10 @@
 //!   without query embedding (real vectors from the configured model).
 //! - `http`: the same over real HTTP on loopback (`http.rs`).
 //! - `sweep`: time to sweep U users × M memories each.
+//! - `erase`: one erasure's time on a large SQLite store, and another user's write
+//!   latency meanwhile (`erase.rs`).
+//! - `maintain`: one maintenance cycle's time and peak memory on many long memories and
+//!   on many near-identical turns (`maintain.rs`).
 //! - `cache`: memory of the search caches over U users × M memories under the cache
 //!   budget (`cache.rs`).
 //!
@@ -21,7 +25,9 @@
 mod cache;
 mod dataset;
 mod embed;
+mod erase;
 mod http;
+mod maintain;
 mod pg_dataset;
 mod recall;
 mod stats;
@@ -46,6 +52,13 @@ pub fn run(ctx: &Context, command: BenchCommand) -> Result<()> {
         BenchCommand::Sweep { users, per_user, dir } => finish(ctx, &sweep::sweep(ctx, users, per_user, &dir)?),
         BenchCommand::Http(args) => finish(ctx, &http::run(ctx, args)?),
         BenchCommand::Cache(args) => finish(ctx, &cache::run(ctx, args)?),
+        BenchCommand::Maintain { long, long_bytes, similar, short, only, dir, data } => {
+            let shapes = maintain::Shapes { long, long_bytes, similar, short, only };
+            finish(ctx, &maintain::run(ctx, &shapes, &dir, &data)?)
+        }
+        BenchCommand::Erase { sizes, users, erases, dir, data } => {
+            finish(ctx, &erase::run(ctx, &sizes, users, erases, &dir, &data)?)
+        }
     }
 }
 
