@@ -15,6 +15,7 @@ mod schema;
 mod source;
 mod transfer;
 mod txn;
+mod wal_purge;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -50,6 +51,8 @@ pub struct SqliteStore {
     vectors: VectorCache,
     terms: TermCache,
     dense_screen: crate::DenseScreen,
+    /// Finishes purges of the WAL that a reader kept an erasure from finishing.
+    purger: wal_purge::WalPurger,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -79,7 +82,9 @@ impl SqliteStore {
         schema::migrate(&mut writer)?;
         let cache = Arc::new(CacheBudget::new(options.cache_budget));
         let (vectors, terms) = (VectorCache::new(Arc::clone(&cache)), TermCache::new(Arc::clone(&cache)));
+        let purger = wal_purge::WalPurger::start(&path)?;
         Ok(Self {
+            purger,
             path,
             writer: Mutex::new(writer),
             readers: Mutex::new(Vec::new()),
@@ -173,19 +178,39 @@ impl SqliteStore {
         check_connection(&conn)
     }
 
-    /// Copies the WAL into the database file and truncates it to zero bytes, so page
-    /// images of erased content do not survive in `-wal`. Waits (busy timeout) for
-    /// readers to finish; a reader that holds a snapshot for longer makes it fail.
-    pub(super) fn checkpoint_truncate(&self) -> Result<(), StoreError> {
+    /// After an erasure committed (`due`: its count in the purge mark): copies the WAL into
+    /// the database file and truncates it to zero bytes, so page images of erased content
+    /// do not survive in `-wal`, then clears the mark. Waits briefly for readers; when one
+    /// holds an older snapshot for longer, or the checkpoint fails (a full disk: copying
+    /// the WAL back may need room), the purge thread finishes it later, and the log says
+    /// so. It never turns a done erasure into an error that would read as "nothing was
+    /// erased".
+    pub(super) fn purge_wal(&self, due: i64) {
         let conn = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let (busy, _, _): (i64, i64, i64) =
-            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-        if busy != 0 {
-            tracing::warn!(
-                "the WAL could not be truncated after an erasure because a reader held a snapshot: the erased text stays in -wal until the next erasure or checkpoint truncates it"
-            );
+        let attempt = (|| {
+            conn.busy_timeout(ERASURE_PURGE_WAIT)?;
+            let done = wal_purge::checkpoint(&conn);
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            if done? {
+                wal_purge::clear(&conn, due)?;
+                return Ok(true);
+            }
+            Ok::<_, StoreError>(false)
+        })();
+        drop(conn);
+        match attempt {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(
+                    "erased; a reader holds a snapshot from before the erasure, so the erased text stays in -wal until that reader finishes, and is removed then"
+                );
+                self.purger.request();
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "erased, but the WAL could not be checkpointed and truncated yet; the erased text stays in -wal until a retry succeeds");
+                self.purger.request();
+            }
         }
-        Ok(())
     }
 
     pub(super) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
@@ -247,8 +272,14 @@ fn check_connection(conn: &Connection) -> Result<Vec<String>, StoreError> {
     Ok(problems)
 }
 
+/// How long a statement waits for another connection's lock before it fails as busy.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long an erasure's own checkpoint waits for readers (the writer is held meanwhile);
+/// a reader that takes longer leaves the purge to the purge thread.
+const ERASURE_PURGE_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
+
 fn configure(conn: &Connection, reader: bool) -> Result<(), StoreError> {
-    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(schema::not_a_database)?;
     if reader {
         // Readers map the file instead of copying each page through read(2): a recall over a
@@ -383,11 +414,15 @@ fn bump_revision(tx: &Transaction<'_>, user: i64) -> Result<(), StoreError> {
 
 /// What the full-text index holds for a memory: for turns both sides without labels.
 fn index_body(memory: &Memory) -> String {
-    text::index_text(&body_text(
-        memory.content.as_deref(),
-        memory.user_text.as_deref(),
-        memory.assistant_text.as_deref(),
-    ))
+    index_body_of(memory.content.as_deref(), memory.user_text.as_deref(), memory.assistant_text.as_deref())
+}
+
+/// The full-text index's body of a row with these texts. Erasure removes a row from the
+/// (contentless) index by handing FTS5 this same body again, so it must stay what the row
+/// was indexed with: a change to it (or to `text::index_text`) needs a migration that
+/// rebuilds `memory_fts`, as v6 does (`schema::rebuild_fts`).
+fn index_body_of(content: Option<&str>, user_text: Option<&str>, assistant_text: Option<&str>) -> String {
+    text::index_text(&body_text(content, user_text, assistant_text))
 }
 
 fn scope_tag(user: i64) -> String {

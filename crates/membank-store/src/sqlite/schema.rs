@@ -146,6 +146,29 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX idempotency_keys_by_time ON idempotency_keys (created_at);
     ALTER TABLE users ADD COLUMN resummarize_due INTEGER NOT NULL DEFAULT 0;
     "#,
+    // v6: erasure whose cost follows what is erased, and whose bytes go even past a slow
+    // reader. Before, every erasure ran `optimize` over the whole full-text index under the
+    // writer lock, because a DELETE on a `contentless_delete` table only records the rowid
+    // as deleted and leaves its terms in the segments until a merge. Now the index is
+    // contentless without `contentless_delete`, runs with FTS5's `secure-delete`, and
+    // erasure removes a row with FTS5's 'delete' command and the row's own terms, which
+    // takes them out of the index pages at once, at a cost that follows the row. The index
+    // is rebuilt from the rows (`rebuild_fts`, after this SQL), so every row is indexed
+    // with exactly the body erasure will hand back. `wal_purge` counts erasures whose WAL
+    // was not yet checkpointed and truncated (see sqlite/wal_purge.rs).
+    r#"
+    DROP TABLE memory_fts;
+    CREATE VIRTUAL TABLE memory_fts USING fts5 (
+        scope_tag, body,
+        content = '',
+        tokenize = 'unicode61 remove_diacritics 2'
+    );
+    INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1);
+    CREATE TABLE wal_purge (
+        id  INTEGER PRIMARY KEY CHECK (id = 1),
+        due INTEGER NOT NULL
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -168,10 +191,33 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         let version = index as i64 + 1;
         let tx = conn.transaction()?;
         tx.execute_batch(sql)?;
+        if version == 6 {
+            rebuild_fts(&tx)?;
+        }
         tx.pragma_update(None, "user_version", version)?;
         tx.commit()?;
         tracing::info!(version, "migrated database schema");
     }
+    Ok(())
+}
+
+/// Indexes every row that is not erased into the (new, empty) full-text index, with the
+/// body this build computes (`index_body_of`); one pass over the memories.
+fn rebuild_fts(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
+    let mut rows =
+        tx.prepare("SELECT seq, user_row, content, user_text, assistant_text FROM memories WHERE status != 'erased'")?;
+    let mut insert = tx.prepare("INSERT INTO memory_fts (rowid, scope_tag, body) VALUES (?1, ?2, ?3)")?;
+    let mut found = rows.query([])?;
+    let mut indexed = 0u64;
+    while let Some(row) = found.next()? {
+        let (seq, user): (i64, i64) = (row.get(0)?, row.get(1)?);
+        let (content, user_text, assistant_text): (Option<String>, Option<String>, Option<String>) =
+            (row.get(2)?, row.get(3)?, row.get(4)?);
+        let body = super::index_body_of(content.as_deref(), user_text.as_deref(), assistant_text.as_deref());
+        insert.execute(rusqlite::params![seq, super::scope_tag(user), body])?;
+        indexed += 1;
+    }
+    tracing::info!(memories = indexed, "rebuilt the full-text index");
     Ok(())
 }
 

@@ -8,6 +8,7 @@
 
 mod cache;
 mod conformance;
+mod erasure_bytes;
 mod maintenance;
 mod migrations;
 mod model;

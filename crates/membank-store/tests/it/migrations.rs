@@ -121,3 +121,34 @@ fn schema_v4_opens_upgrades_and_reads() {
     assert_eq!(store.recent_queries(&scope("alice"), 10).unwrap().len(), 1);
     assert_eq!(store.idempotency_record(&scope("alice"), "k1", chrono::DateTime::UNIX_EPOCH).unwrap(), None);
 }
+
+/// `fixtures/schema-v5.db` is the v4 file above opened by the v5 release's CLI, which
+/// migrated it, with one more note for bob written at v5. Upgrading to v6 rebuilds the
+/// full-text index (with FTS5's `secure-delete` on) and adds the WAL purge mark: every
+/// memory is still found by its words, and erasing one then removes its words.
+#[test]
+fn schema_v5_opens_upgrades_and_reads() {
+    let (dir, store) = open_copy("schema-v5.db");
+    assert_eq!(store.schema_version().unwrap(), CURRENT_VERSION);
+    assert_eq!(store.integrity_check().unwrap(), Vec::<String>::new());
+    let terms = |q: &str| membank_core::text::query_terms(q);
+    let shed = store.lexical_search(&scope("bob"), &terms("bicycle shed"), &SearchFilter::default(), 5).unwrap();
+    assert_eq!(shed.len(), 1);
+    let cat = store.lexical_search(&scope("alice"), &terms("grey cat Miso"), &SearchFilter::default(), 5).unwrap();
+    assert_eq!(cat.len(), 1);
+    let secure: i64 = rusqlite::Connection::open(dir.path().join("schema-v5.db"))
+        .unwrap()
+        .query_row("SELECT v FROM memory_fts_config WHERE k = 'secure-delete'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(secure, 1);
+    store.erase(&scope("bob"), shed[0].id, chrono::Utc::now()).unwrap();
+    assert!(
+        store.lexical_search(&scope("bob"), &terms("bicycle shed"), &SearchFilter::default(), 5).unwrap().is_empty()
+    );
+    assert_eq!(store.integrity_check().unwrap(), Vec::<String>::new());
+    drop(store);
+    for file in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(file.unwrap().path()).unwrap();
+        assert!(!bytes.windows(7).any(|w| w == b"bicycle"));
+    }
+}
