@@ -120,6 +120,24 @@ pub struct ListQuery {
     pub offset: usize,
     /// Oldest first instead of newest first.
     pub oldest_first: bool,
+    /// Leave the texts out (`content`, `user_text` and `assistant_text` come back `None`):
+    /// for a scan that needs only the memories' state, such as a maintenance cycle over a
+    /// user of many long memories, which would otherwise hold every text at once.
+    pub without_text: bool,
+}
+
+/// The texts of a memory as one select list names them; what a list `without_text`
+/// selects as text `NULL`s instead (the same SQL for both backends).
+pub(crate) const TEXT_COLUMNS: &str = "m.content, m.user_text, m.assistant_text";
+
+/// `columns` with the text columns selected as `NULL` when `without_text`.
+pub(crate) fn select_columns(columns: &'static str, without_text: bool) -> std::borrow::Cow<'static, str> {
+    if without_text {
+        debug_assert!(columns.contains(TEXT_COLUMNS), "the select list names the texts as TEXT_COLUMNS");
+        columns.replace(TEXT_COLUMNS, "CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT)").into()
+    } else {
+        columns.into()
+    }
 }
 
 impl Default for ListQuery {
@@ -133,6 +151,7 @@ impl Default for ListQuery {
             limit: 100,
             offset: 0,
             oldest_first: false,
+            without_text: false,
         }
     }
 }

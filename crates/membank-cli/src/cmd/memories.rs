@@ -35,6 +35,7 @@ pub fn list(ctx: &Context, a: ListArgs) -> Result<()> {
         limit: a.limit,
         offset: a.offset,
         oldest_first: a.oldest_first,
+        without_text: false,
     };
     let response = engine.list(ListRequest { scope: ctx.scope(&a.user, None, None)?, query })?;
     if json {

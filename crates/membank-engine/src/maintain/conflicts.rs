@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::cycle::{Cycle, Item, consolidatable, pending};
 use super::derived::combined_state;
-use super::similarity::{cosine, jaccard};
+use super::similarity::{Budget, Terms, cosine};
 use crate::consolidate;
 use crate::ops::IMPORTANCE_SOURCE;
 use crate::{Engine, EngineError};
@@ -159,16 +159,18 @@ impl Engine {
 
 /// Candidate conflicts: pairs with at least one memory new since the last cycle (so a pair
 /// is judged once, not every day), close in meaning but saying different things, not in a
-/// fusion cluster; the most similar first, each memory in at most one pair.
+/// fusion cluster; the most similar first, each memory in at most one pair; at most the
+/// budget's comparisons.
 pub(super) fn conflict_pairs(
     items: &[Item],
-    terms: &[HashSet<String>],
+    terms: &mut Terms,
     clusters: &[Vec<usize>],
     params: &FadeMemParams,
+    budget: &mut Budget,
 ) -> Vec<(usize, usize, f64)> {
     let clustered: HashSet<usize> = clusters.iter().flatten().copied().collect();
     let mut pairs = Vec::new();
-    for i in 0..items.len() {
+    'outer: for i in 0..items.len() {
         if !items[i].is_new || !consolidatable(&items[i].memory) || clustered.contains(&i) {
             continue;
         }
@@ -178,8 +180,11 @@ pub(super) fn conflict_pairs(
                 continue;
             }
             let Some(vj) = items[j].vector.as_ref() else { continue };
+            if !budget.take() {
+                break 'outer;
+            }
             let similarity = cosine(vi, vj);
-            if similarity >= params.conflict_similarity && jaccard(&terms[i], &terms[j]) < params.duplicate_overlap {
+            if similarity >= params.conflict_similarity && terms.jaccard(items, i, j) < params.duplicate_overlap {
                 pairs.push((i, j, similarity));
             }
         }

@@ -97,10 +97,13 @@ impl Engine {
         if self.store.find_user(&scope.tenant, &scope.user)?.is_none() {
             return Ok(false);
         }
+        // No texts: the stages that need one read it then (`similarity::Terms`,
+        // [`Engine::load_texts`]), so a cycle holds states and vectors, not every text.
         let list = ListQuery {
             statuses: vec![Status::Active],
             limit: i64::MAX as usize,
             oldest_first: true,
+            without_text: true,
             ..Default::default()
         };
         let memories = self.store.list(scope, &list)?;
@@ -134,6 +137,30 @@ impl Engine {
             ));
         }
         Ok(true)
+    }
+}
+
+impl Engine {
+    /// Reads the texts of the items at `indices` into the snapshot, for the LLM calls that
+    /// quote them (at most a few dozen per cycle). A memory erased since the snapshot keeps
+    /// none, and its call refuses it as erased.
+    pub(super) fn load_texts(&self, cycle: &mut Cycle, indices: &[usize]) -> Result<(), EngineError> {
+        let wanted: Vec<usize> = indices.iter().copied().filter(|&i| cycle.items[i].memory.content.is_none()).collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<MemoryId> = wanted.iter().map(|&i| cycle.items[i].memory.id).collect();
+        let mut read: HashMap<MemoryId, Memory> =
+            self.store.get_many(&cycle.scope, &ids)?.into_iter().map(|m| (m.id, m)).collect();
+        for i in wanted {
+            let item = &mut cycle.items[i];
+            if let Some(full) = read.remove(&item.memory.id) {
+                item.memory.content = full.content;
+                item.memory.user_text = full.user_text;
+                item.memory.assistant_text = full.assistant_text;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -1,16 +1,22 @@
 //! Near-duplicates: memories of one kind whose vectors and words nearly agree, at least
 //! one of them new since the last cycle, are grouped, and the newest copy of each group
 //! absorbs the others (their recalls, frequency and the higher importance).
+//!
+//! The work is bounded: a pair already in one group is not compared again (so a user of
+//! thousands of near-identical turns costs one pass, not every pair), words are compared
+//! only for pairs close in meaning, and one cycle makes at most
+//! [`super::similarity::MAX_COMPARISONS`] vector comparisons; the new memories it had no
+//! budget left for are reported in `skipped`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use membank_core::MemoryId;
 use membank_core::event::EventKind;
-use membank_store::{Replacement, Supersession};
+use membank_store::{Replacement, Store, Supersession};
 use serde_json::json;
 
 use super::cycle::{Cycle, consolidatable, pending};
-use super::similarity::{cosine, jaccard, terms_of};
+use super::similarity::{Budget, Terms, cosine};
 use super::types::Merge;
 use crate::ops::IMPORTANCE_SOURCE;
 
@@ -18,16 +24,22 @@ impl Cycle {
     /// Merges the near-duplicates: each absorbed copy is superseded by its group's newest
     /// copy and leaves the cycle; the survivor's update carries what it absorbed. Pinned
     /// memories are never absorbed.
-    pub(super) fn merge_duplicates(&mut self) {
+    pub(super) fn merge_duplicates(&mut self, store: &dyn Store) {
         let (params, now) = (self.policy.fademem, self.now);
         let items = &mut self.items;
         let (report, updates, supersede) = (&mut self.report, &mut self.updates, &mut self.supersede);
         let mut gone: HashSet<MemoryId> = HashSet::new();
-        let terms = terms_of(items);
+        let mut terms = Terms::new(store, &self.scope, items);
         let mut groups = UnionFind::new(items.len());
         let mut best: HashMap<(usize, usize), (f64, f64)> = HashMap::new();
+        let mut budget = Budget::new();
+        let mut uncompared = 0usize;
         for i in 0..items.len() {
             if !items[i].is_new || !consolidatable(&items[i].memory) {
+                continue;
+            }
+            if budget.exhausted {
+                uncompared += 1;
                 continue;
             }
             let Some(vi) = items[i].vector.as_ref() else { continue };
@@ -35,17 +47,31 @@ impl Cycle {
                 if i == j || items[j].memory.kind != items[i].memory.kind || (items[j].is_new && j < i) {
                     continue;
                 }
+                // Already one group: nothing this pair could add.
+                if groups.find(i) == groups.find(j) {
+                    continue;
+                }
                 let Some(vj) = items[j].vector.as_ref() else { continue };
+                if !budget.take() {
+                    uncompared += 1;
+                    break;
+                }
                 let similarity = cosine(vi, vj);
                 if similarity < params.duplicate_similarity {
                     continue;
                 }
-                let overlap = jaccard(&terms[i], &terms[j]);
+                let overlap = terms.jaccard(items, i, j);
                 if overlap >= params.duplicate_overlap {
                     groups.union(i, j);
                     best.insert((i.min(j), i.max(j)), (similarity, overlap));
                 }
             }
+        }
+        if uncompared > 0 {
+            report.skipped.push(format!(
+                "duplicate checks of {uncompared} new memories: at most {} comparisons per cycle",
+                super::similarity::MAX_COMPARISONS
+            ));
         }
         for members in groups.groups() {
             if members.len() < 2 {
@@ -68,7 +94,7 @@ impl Cycle {
                         (Some(a), Some(b)) => cosine(a, b),
                         _ => 0.0,
                     };
-                    (s, jaccard(&terms[i], &terms[survivor]))
+                    (s, terms.jaccard(items, i, survivor))
                 });
                 recalls = recalls.saturating_add(items[i].state.recall_count);
                 frequency += params.frequency_now(&items[i].state, now);
@@ -108,6 +134,10 @@ impl Cycle {
             update.events.push((EventKind::Merged, json!({ "rule": "near_duplicate", "absorbed": absorbed, "recalls_added": recalls, "importance": importance })));
         }
         items.retain(|item| !gone.contains(&item.memory.id));
+        if let Some(err) = terms.error.take() {
+            tracing::warn!(error = %err, user = %self.scope.user, "texts of near-duplicate candidates could not be read; those pairs were not merged");
+            report.skipped.push(format!("near-duplicate pairs whose texts could not be read: {err}"));
+        }
     }
 }
 

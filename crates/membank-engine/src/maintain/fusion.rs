@@ -15,7 +15,7 @@ use serde_json::json;
 use super::conflicts::conflict_pairs;
 use super::cycle::{Cycle, Item, consolidatable};
 use super::derived::combined_state;
-use super::similarity::{cosine, terms_of};
+use super::similarity::{Budget, MAX_COMPARISONS, Terms, cosine};
 use crate::consolidate;
 use crate::ops::IMPORTANCE_SOURCE;
 use crate::{Engine, EngineError};
@@ -26,8 +26,9 @@ const MAX_CLUSTERS: usize = 5;
 const MAX_CLUSTER_SIZE: usize = 8;
 
 impl Engine {
-    /// Fusion of fading clusters, then conflict resolution, with an LLM; without one, or
-    /// on a dry run, only the report's `skipped` says what was found.
+    /// Fusion of fading clusters, then conflict resolution, with an LLM. Without one
+    /// nothing is computed and `skipped` says so; on a dry run `skipped` says what was
+    /// found.
     pub(super) fn consolidate(&self, cycle: &mut Cycle) {
         let (policy, params, now) = (cycle.policy, cycle.policy.fademem, cycle.now);
         let floor = match (policy.kind, policy.mode) {
@@ -35,36 +36,55 @@ impl Engine {
             (PolicyKind::MemoryBank, DecisionMode::Threshold { theta }) => theta,
             (PolicyKind::MemoryBank, _) => 0.0,
         };
-        let clusters = self.fusion_clusters(&cycle.items, floor, now);
-        let pairs = conflict_pairs(&cycle.items, &terms_of(&cycle.items), &clusters, &params);
-        let report = &mut cycle.report;
-        match (&self.llm, cycle.dry_run) {
-            (None, _) => {
-                if !clusters.is_empty() {
-                    report.skipped.push(format!("fusion of {} clusters: no LLM is configured", clusters.len()));
-                }
-                if !pairs.is_empty() {
-                    report
-                        .skipped
-                        .push(format!("conflict resolution of {} candidate pairs: no LLM is configured", pairs.len()));
-                }
-                if clusters.is_empty() && pairs.is_empty() {
-                    report.skipped.push("fusion and conflict resolution: no LLM is configured".into());
-                }
+        // Both stages exist only to be judged by the LLM: without one, nothing is computed.
+        let Some(llm) = self.llm.as_ref() else {
+            cycle.report.skipped.push("fusion and conflict resolution: no LLM is configured".into());
+            return;
+        };
+        let mut budget = Budget::new();
+        let clusters = self.fusion_clusters(&cycle.items, floor, now, &mut budget);
+        if budget.exhausted {
+            cycle
+                .report
+                .skipped
+                .push(format!("fusion: stopped looking for clusters after {MAX_COMPARISONS} comparisons"));
+        }
+        let mut budget = Budget::new();
+        let (pairs, unread) = {
+            let mut terms = Terms::new(self.store.as_ref(), &cycle.scope, &cycle.items);
+            let pairs = conflict_pairs(&cycle.items, &mut terms, &clusters, &params, &mut budget);
+            (pairs, terms.error)
+        };
+        if budget.exhausted {
+            cycle
+                .report
+                .skipped
+                .push(format!("conflict candidates: stopped looking after {MAX_COMPARISONS} comparisons"));
+        }
+        if let Some(err) = unread {
+            cycle.report.skipped.push(format!("conflict candidates whose texts could not be read: {err}"));
+        }
+        if !cycle.dry_run {
+            // The calls quote the memories: their texts are read now, for these few only.
+            let quoted: Vec<usize> =
+                clusters.iter().flatten().copied().chain(pairs.iter().flat_map(|&(a, b, _)| [a, b])).collect();
+            if let Err(err) = self.load_texts(cycle, &quoted) {
+                tracing::warn!(error = %err, user = %cycle.scope.user, "memories to fuse or judge could not be read; they stay as they were");
+                cycle.report.skipped.push(format!(
+                    "fusion of {} clusters and {} conflict candidates: {err}",
+                    clusters.len(),
+                    pairs.len()
+                ));
+                return;
             }
-            (Some(_), true) => {
-                if !clusters.is_empty() || !pairs.is_empty() {
-                    report.skipped.push(format!(
-                        "fusion of {} clusters and {} conflict candidates: a dry run makes no LLM calls",
-                        clusters.len(),
-                        pairs.len()
-                    ));
-                }
-            }
-            (Some(llm), false) => {
-                self.fuse_clusters(cycle, llm.as_ref(), &clusters);
-                self.resolve_conflicts(cycle, llm.as_ref(), &pairs);
-            }
+            self.fuse_clusters(cycle, llm.as_ref(), &clusters);
+            self.resolve_conflicts(cycle, llm.as_ref(), &pairs);
+        } else if !clusters.is_empty() || !pairs.is_empty() {
+            cycle.report.skipped.push(format!(
+                "fusion of {} clusters and {} conflict candidates: a dry run makes no LLM calls",
+                clusters.len(),
+                pairs.len()
+            ));
         }
     }
 
@@ -98,8 +118,9 @@ impl Engine {
 
     /// Clusters of fading memories (retention in `[floor, consolidation threshold)`) that
     /// are close in meaning (cosine above the fusion threshold to the cluster's first
-    /// memory) and in time (within the fusion window of it), oldest first.
-    fn fusion_clusters(&self, items: &[Item], floor: f64, now: Timestamp) -> Vec<Vec<usize>> {
+    /// memory) and in time (within the fusion window of it), oldest first; at most the
+    /// budget's comparisons.
+    fn fusion_clusters(&self, items: &[Item], floor: f64, now: Timestamp, budget: &mut Budget) -> Vec<Vec<usize>> {
         let policy = &self.config.forgetting;
         let params = &policy.fademem;
         let band: Vec<usize> = (0..items.len())
@@ -131,9 +152,15 @@ impl Engine {
                 {
                     continue;
                 }
+                if !budget.take() {
+                    break;
+                }
                 if items[other].vector.as_ref().is_some_and(|v| cosine(seed_vector, v) > params.fusion_similarity) {
                     cluster.push(other);
                 }
+            }
+            if budget.exhausted {
+                break;
             }
             if cluster.len() >= 2 {
                 used.extend(cluster.iter().copied());

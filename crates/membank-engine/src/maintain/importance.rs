@@ -21,9 +21,8 @@ impl Engine {
     /// newest [`MAX_RATINGS`] of them). Without an LLM, on a dry run or when the rating
     /// fails, the estimator's values stand and the report says so.
     pub(super) fn rate_importance(&self, cycle: &mut Cycle) {
-        let items = &mut cycle.items;
-        let report = &mut cycle.report;
-        let to_rate: Vec<usize> = items
+        let to_rate: Vec<usize> = cycle
+            .items
             .iter()
             .enumerate()
             .rev()
@@ -33,14 +32,21 @@ impl Engine {
             .collect();
         match (&self.llm, cycle.dry_run) {
             _ if to_rate.is_empty() => {}
-            (None, _) => report.skipped.push(format!(
+            (None, _) => cycle.report.skipped.push(format!(
                 "importance rating of {} memories: no LLM is configured, the text estimator's values stand",
                 to_rate.len()
             )),
-            (Some(_), true) => report
+            (Some(_), true) => cycle
+                .report
                 .skipped
                 .push(format!("importance rating of {} memories: a dry run makes no LLM calls", to_rate.len())),
             (Some(llm), false) => {
+                if let Err(err) = self.load_texts(cycle, &to_rate) {
+                    tracing::warn!(error = %err, user = %cycle.scope.user, "memories to rate could not be read; the estimator's values stand");
+                    cycle.report.skipped.push(format!("importance rating of {} memories: {err}", to_rate.len()));
+                    return;
+                }
+                let (items, report) = (&mut cycle.items, &mut cycle.report);
                 let batch: Vec<Memory> = to_rate.iter().map(|&i| items[i].memory.clone()).collect();
                 match consolidate::rate_importance(llm.as_ref(), cycle.scope.user.as_str(), &batch) {
                     Ok(ratings) => {

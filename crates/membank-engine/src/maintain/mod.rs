@@ -43,7 +43,7 @@ impl Engine {
         self.rate_importance(&mut cycle);
         cycle.update_layers();
         cycle.archive_fading();
-        cycle.merge_duplicates();
+        cycle.merge_duplicates(self.store.as_ref());
         self.consolidate(&mut cycle);
         if cycle.dry_run {
             return Ok(cycle.report);

@@ -119,6 +119,25 @@ fn near_duplicates_merge_into_the_newest_without_an_llm() {
 }
 
 #[test]
+fn hundreds_of_near_identical_turns_merge_into_one_in_a_single_cycle() {
+    let w = world_with(EngineConfig::default());
+    let prefix = "Today I walked along the river past the old mill, the bakery, the bridge and the \
+                  park where the children play football every evening after school";
+    let notes: Vec<Memory> =
+        (0..240).map(|n| note(&w, "ana", &format!("{prefix} {n}"), t0() + Duration::minutes(n), 0.3)).collect();
+    note(&w, "ana", "My brother Tomas is a pilot in Lisbon", t0() + Duration::hours(5), 0.8);
+    let report = maintain(&w, "ana", t0() + Duration::hours(6));
+    let newest = notes.last().unwrap().id;
+    assert_eq!(report.merged.len(), notes.len() - 1, "{:?}", report.skipped);
+    assert!(report.merged.iter().all(|m| m.by == newest));
+    assert!(report.skipped.iter().all(|s| !s.contains("comparisons")), "{:?}", report.skipped);
+    // Without an LLM, fusion and conflicts are not even looked for; the report says why.
+    assert!(report.skipped.contains(&"fusion and conflict resolution: no LLM is configured".to_string()));
+    assert_eq!(status(&w, "ana", newest).status, Status::Active);
+    assert_eq!(status(&w, "ana", notes[0].id).superseded_by, Some(newest));
+}
+
+#[test]
 fn a_changed_fact_is_not_a_duplicate() {
     let w = world_with(EngineConfig::default());
     let paris = note(&w, "ana", "I live in Paris", t0(), 0.5);

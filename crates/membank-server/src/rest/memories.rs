@@ -410,6 +410,7 @@ pub async fn list(
             Some("oldest") => true,
             Some(other) => return Err(ApiError::Invalid(format!("order: {other:?} is not newest or oldest"))),
         },
+        without_text: false,
     };
     let scope = caller.scope(&user)?;
     let response = state.run(move |engine| Ok(engine.list(ListRequest { scope, query })?)).await?;

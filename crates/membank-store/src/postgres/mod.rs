@@ -871,8 +871,9 @@ impl Store for PgStore {
         };
         let kinds: Vec<&str> = query.kinds.iter().map(|k| k.as_str()).collect();
         let order = if query.oldest_first { "m.occurred_at ASC, m.seq ASC" } else { "m.occurred_at DESC, m.seq DESC" };
+        let columns = crate::types::select_columns(MEMORY_COLUMNS, query.without_text);
         let sql = format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.uid = $1 {} AND m.status = ANY($4) AND (cardinality($5::text[]) = 0 OR m.kind = ANY($5))
+            "SELECT {columns} FROM memories m WHERE m.uid = $1 {} AND m.status = ANY($4) AND (cardinality($5::text[]) = 0 OR m.kind = ANY($5))
              AND (NOT $6 OR m.pinned) AND ($7::date IS NULL OR m.day >= $7) AND ($8::date IS NULL OR m.day <= $8)
              ORDER BY {order} LIMIT $9 OFFSET $10",
             label_filter(2)

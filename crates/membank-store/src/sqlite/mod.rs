@@ -605,7 +605,8 @@ impl Store for SqliteStore {
     fn list(&self, scope: &Scope, query: &ListQuery) -> Result<Vec<Memory>, StoreError> {
         self.read(|conn| {
             let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
-            let mut sql = format!("SELECT {MEMORY_COLUMNS} FROM memories m JOIN users u ON u.id = m.user_row WHERE m.user_row = :user {LABEL_FILTER}");
+            let columns = crate::types::select_columns(MEMORY_COLUMNS, query.without_text);
+            let mut sql = format!("SELECT {columns} FROM memories m JOIN users u ON u.id = m.user_row WHERE m.user_row = :user {LABEL_FILTER}");
             let statuses: Vec<&str> = if query.statuses.is_empty() { vec!["active", "archived", "superseded"] } else { query.statuses.iter().map(|s| s.as_str()).collect() };
             sql.push_str(&format!(" AND m.status IN ({})", quoted_list(&statuses)));
             if !query.kinds.is_empty() {

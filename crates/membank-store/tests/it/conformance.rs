@@ -499,6 +499,32 @@ conformance! {
         assert!(store.list(&acme_ana, &all_statuses()).unwrap().is_empty());
     }
 
+    fn a_list_without_text_has_every_state_and_no_text(fx: Fixture) {
+        let store = fx.store.as_ref();
+        let ana = scope("ana");
+        ensure(store, &ana);
+        let mut turn = memory(&ana, Kind::Turn, "User: my locker code is 4417\nAssistant: noted", t0());
+        turn.user_text = Some("my locker code is 4417".into());
+        turn.assistant_text = Some("noted".into());
+        turn.forgetting.importance = 0.25;
+        plain(store, turn);
+        note(store, &ana, "a second memory", t0() + Duration::hours(1), 2);
+        let full = store.list(&ana, &all_statuses()).unwrap();
+        let lean = store.list(&ana, &ListQuery { without_text: true, ..all_statuses() }).unwrap();
+        assert_eq!(lean.len(), 2);
+        for (lean, full) in lean.iter().zip(&full) {
+            assert_eq!((lean.content.as_deref(), lean.user_text.as_deref(), lean.assistant_text.as_deref()), (None, None, None));
+            assert!(full.content.is_some());
+            let refilled = Memory {
+                content: full.content.clone(),
+                user_text: full.user_text.clone(),
+                assistant_text: full.assistant_text.clone(),
+                ..lean.clone()
+            };
+            assert_eq!(&refilled, full, "everything but the texts is as a full list reads it");
+        }
+    }
+
     fn a_memory_reads_back_exactly_as_stored(fx: Fixture) {
         let store = fx.store.as_ref();
         let ana = scope("ana");
