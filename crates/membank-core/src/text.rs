@@ -99,22 +99,29 @@ const STOPWORDS: &[&str] = &[
     "would", "you", "your",
 ];
 
-/// The distinct terms of a query worth searching for: stopwords dropped unless nothing
-/// else is left. Order of first appearance is kept.
-pub fn query_terms(query: &str) -> Vec<String> {
-    let all = terms(query);
-    let mut seen = std::collections::HashSet::new();
-    let content: Vec<String> = all
-        .iter()
-        .filter(|t| !STOPWORDS.contains(&t.as_str()))
-        .filter(|t| seen.insert((*t).clone()))
-        .cloned()
-        .collect();
-    if !content.is_empty() {
-        return content;
+/// Chinese function characters: pronouns, particles, the copula, question words, common
+/// adverbs and measure words. A CJK term (a bigram, or a lone character) made only of
+/// these carries no topic: "什么", "我们", "是不", "说过", "的".
+const CJK_FUNCTION_CHARS: &str =
+    "的了是我你他她它们在有和就不也都吗呢吧啊呀哦嗯这那个么什怎哪谁一到说要会对把被给让从还又很太得地着过";
+
+/// Whether a query term is a function word that carries no topic (English stopwords, and
+/// CJK terms made only of Chinese function characters).
+pub fn is_stopword(term: &str) -> bool {
+    if STOPWORDS.contains(&term) {
+        return true;
     }
+    let mut chars = term.chars().peekable();
+    chars.peek().is_some_and(|&c| is_cjk(c)) && chars.all(|c| CJK_FUNCTION_CHARS.contains(c))
+}
+
+/// The distinct terms of a query worth searching for, in order of first appearance:
+/// stopwords dropped, so a query of nothing else ("what did I do on", once its date has
+/// been taken out) has none, and the lexical search adds nothing rather than ranking by
+/// "on".
+pub fn query_terms(query: &str) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
-    all.into_iter().filter(|t| seen.insert(t.clone())).collect()
+    terms(query).into_iter().filter(|t| !is_stopword(t) && seen.insert(t.clone())).collect()
 }
 
 #[cfg(test)]
@@ -213,9 +220,28 @@ mod tests {
     }
 
     #[test]
-    fn queries_drop_stopwords_unless_nothing_remains() {
+    fn queries_drop_stopwords_even_when_nothing_remains() {
         assert_eq!(query_terms("What is my cat's name?"), ["cat", "s", "name"]);
-        assert_eq!(query_terms("what is it"), ["what", "is", "it"]);
+        // Once "May 4th" is taken out as the date, nothing is left to search words for.
+        assert!(query_terms("what did I do on").is_empty());
+        assert!(query_terms("what is it").is_empty());
         assert!(query_terms("  ?! ").is_empty());
+        assert_eq!(query_terms("cat cat CAT"), ["cat"]);
+    }
+
+    #[test]
+    fn chinese_function_terms_are_stopwords_and_topics_are_not() {
+        // 我之前说过我喜欢什么？ — "I said before what I like?"
+        let kept = query_terms("我之前说过我喜欢什么？");
+        for gone in ["说过", "过我", "什么"] {
+            assert!(!kept.contains(&gone.to_string()), "{gone} in {kept:?}");
+        }
+        for topic in ["之前", "喜欢"] {
+            assert!(kept.contains(&topic.to_string()), "{topic} not in {kept:?}");
+        }
+        assert!(is_stopword("的") && is_stopword("我们") && !is_stopword("猫"));
+        assert!(query_terms("我的猫叫什么").contains(&"的猫".to_string()));
+        // English and CJK rules do not leak into each other.
+        assert!(!is_stopword("whatever") && !is_stopword("喜欢"));
     }
 }

@@ -181,7 +181,7 @@ pub(crate) fn without_names(text: &str, named: &std::collections::HashSet<String
         .collect();
     let stripped = kept.join(" ");
     let removed = kept.len() < text.split_whitespace().count();
-    (removed && !membank_core::text::query_terms(&stripped).is_empty()).then_some(stripped)
+    (removed && !membank_core::text::terms(&stripped).is_empty()).then_some(stripped)
 }
 
 /// `normalise(query + alpha · mean(vectors))`, or `None` without vectors of the query's

@@ -96,11 +96,11 @@ impl Engine {
 }
 
 /// The text the query is searched as: without its time expression ("may" in "May 4th" is
-/// not a topic), unless that leaves no terms.
+/// not a topic), unless that leaves no words at all.
 pub(super) fn search_text(setup: &Setup, time: Option<&QueryTime>) -> String {
     let query = &setup.request.query;
     time.map(|t| t.boost.expression.strip(query))
-        .filter(|q| !text::query_terms(q).is_empty())
+        .filter(|q| !text::terms(q).is_empty())
         .unwrap_or_else(|| query.clone())
 }
 

@@ -531,3 +531,30 @@ fn a_named_participant_is_boosted_not_searched_for() {
         assert_eq!(hit(said.id).parts.speaker, 1.5, "the boost still ties the question to her");
     }
 }
+
+#[test]
+fn a_date_question_searches_no_function_words() {
+    // "what did I do on May 4th": with the date taken out, only function words are left,
+    // and a line sharing "on" used to rank first in the lexical search.
+    let w = world();
+    let shelf = w.turn("ana", "I put the book on the shelf, on top of the others, on purpose");
+    w.advance_days(3);
+    let climbing = w.turn("ana", "Went climbing at the quarry with Tom");
+    assert_eq!(climbing.day.to_string(), "2024-05-04");
+    let mut request = RecallRequest::new(scope("ana"), "what did I do on May 4th", 5);
+    request.strengthen = Some(false);
+    let response = w.engine.recall(request).unwrap();
+    assert!(
+        response.results.iter().all(|h| h.lexical.is_none()),
+        "{:?}",
+        response.results.iter().map(|h| h.lexical).collect::<Vec<_>>()
+    );
+    assert_eq!(response.results[0].memory.id, climbing.id);
+    // A word that carries a topic is still searched.
+    let mut request = RecallRequest::new(scope("ana"), "what did I do with Tom on May 4th", 5);
+    request.strengthen = Some(false);
+    let response = w.engine.recall(request).unwrap();
+    let hit = |id| response.results.iter().find(|h| h.memory.id == id).unwrap();
+    assert!(hit(climbing.id).lexical.is_some());
+    assert!(hit(shelf.id).lexical.is_none());
+}
