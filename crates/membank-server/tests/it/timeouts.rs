@@ -2,7 +2,8 @@
 //! connections, and a trickling client during shutdown each lose their connection under
 //! the configured timeouts (short ones here). The generous outer bounds only keep a
 //! regression from hanging the suite; before the timeouts existed each case stayed open
-//! for as long as the client kept trickling.
+//! for as long as the client kept trickling. A client that stops reading a large export
+//! loses its connection under the write timeout.
 
 use std::time::Duration;
 
@@ -136,4 +137,46 @@ async fn a_trickling_client_cannot_hold_shutdown() {
     assert!(stopped.is_ok(), "shutdown waited on a trickling client");
     stopped.unwrap().unwrap().unwrap();
     assert!(trickler.await.unwrap(), "the trickling client's connection was not dropped");
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_an_export_loses_its_connection() {
+    use membank_engine::core::{Kind, Memory, Scope, TenantId, UserId};
+    use membank_store::{NewMemory, Store};
+    // The head and idle timeouts far longer than the test, so only the write timeout can
+    // close the connection.
+    let server = TestServer::with(AuthMode::LoopbackOpen, |c| {
+        c.timeouts = Timeouts { header: Duration::from_secs(600), ..SHORT };
+    });
+    let scope = Scope::user(TenantId::new("default").unwrap(), UserId::new("big").unwrap());
+    let at = chrono::Utc::now() - chrono::Duration::days(1);
+    server.store.ensure_user(&scope.tenant, &scope.user, at).unwrap();
+    let text = "the export of this user is far larger than any socket buffer ".repeat(130);
+    let batch = (0..600)
+        .map(|i| NewMemory {
+            memory: Memory::fixture(&scope, Kind::Note, format!("{i} {text}"), at + chrono::Duration::seconds(i)),
+            embedding: None,
+        })
+        .collect();
+    server.store.insert_many(batch).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let handle = tokio::spawn(membank_server::serve(listener, server.state.clone(), async move {
+        let _ = stopped.await;
+    }));
+
+    // A small receive window, and no reading: the server's writes stall almost at once.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    stream.write_all(b"GET /v1/users/big/export HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (closed, got) = read_until_closed(&mut stream).await;
+    assert!(got.starts_with("HTTP/1.1 200"), "{}", &got[..got.len().min(200)]);
+    assert!(closed, "a client that stopped reading kept its connection");
+    // The export (about 4.7 MB) was cut off, not delivered: its last chunk never came.
+    assert!(got.len() < 4_000_000 && !got.ends_with("0\r\n\r\n"), "{} bytes arrived", got.len());
+    let _ = stop.send(());
+    tokio::time::timeout(TRICKLE_FOR, handle).await.expect("shutdown waited").unwrap().unwrap();
 }
