@@ -82,12 +82,14 @@ describe('membank web app (an empty server, first steps)', () => {
     await page.getByTestId('nav-overview').click();
     await page.getByTestId('page-overview').waitFor({ timeout: TIMEOUT });
     assert.equal(await page.getByTestId('status').textContent(), '');
-    // Erin's log has events on one day (today): the chart spans a week up to the end of the
+    // Erin's log has events on one day (her today): the chart spans a week up to the end of the
     // last day with events, not a lone spike with its axis running into the future.
     const chart = page.getByTestId('overview-chart');
     await chart.locator('canvas').waitFor({ timeout: TIMEOUT });
     const [from, to] = [Number(await chart.getAttribute('data-x-from')), Number(await chart.getAttribute('data-x-to'))];
-    const endOfToday = Math.floor(Date.now() / 86400e3) * 86400 + 86400;
+    // Days are Erin's: from 16:00 UTC on, today in Shanghai is tomorrow in UTC.
+    const todayInShanghai = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Shanghai' }).format(new Date());
+    const endOfToday = Date.parse(`${todayInShanghai}T00:00:00Z`) / 1000 + 86400;
     assert.ok(to <= endOfToday, `the axis ends ${new Date(to * 1000).toISOString()}, after today`);
     assert.ok(to - from >= 7 * 86400, `the axis spans ${(to - from) / 86400} days`);
     // No page error, CSP violation or console error (refused requests are shown in the page).
