@@ -16,6 +16,14 @@
 
 const PROPERTIES = new Set(['value', 'checked', 'disabled', 'hidden', 'selected', 'open', 'tabIndex', 'required', 'multiple']);
 
+/** Text as shown: C0 and C1 controls (but line feed and tab), DEL and the bidirectional
+ * embeddings, overrides and isolates written out as `\u{…}`, as the CLI writes them, so a
+ * stored text can neither hide characters nor reorder what is shown around it. Form
+ * fields keep the exact text. */
+function visible(text) {
+  return String(text).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u{${c.codePointAt(0).toString(16)}}`);
+}
+
 /** `h('p', {class: 'x', testid: 'y', onclick: f}, 'text', child)`: an element, safely. */
 function h(tag, props, ...children) {
   const el = document.createElement(tag);
@@ -23,7 +31,7 @@ function h(tag, props, ...children) {
   for (const [key, v] of Object.entries(props || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (key === 'class') el.className = v;
-    else if (key === 'text') el.textContent = String(v);
+    else if (key === 'text') el.textContent = visible(v);
     else if (key === 'testid') el.dataset.testid = v;
     else if (key === 'value') value = v;
     else if (key.startsWith('on') && typeof v === 'function') el.addEventListener(key.slice(2), v);
@@ -39,7 +47,7 @@ function h(tag, props, ...children) {
 function append(el, ...children) {
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : String(child));
+    el.append(child instanceof Node ? child : visible(child));
   }
   return el;
 }
@@ -179,7 +187,7 @@ function clearError() {
 let statusTimer = null;
 function announce(text) {
   const status = $('#status');
-  status.textContent = text;
+  status.textContent = visible(text);
   clearTimeout(statusTimer);
   statusTimer = setTimeout(() => { status.textContent = ''; }, 8000);
 }
@@ -1566,7 +1574,7 @@ function chatMessage(entry) {
   const extra = h('div', { class: 'msg-extra' });
   li.append(h('p', { class: 'who', text: 'Companion' }), text, extra);
   const update = () => {
-    text.textContent = entry.text;
+    text.textContent = visible(entry.text);
     li.setAttribute('aria-busy', entry.streaming ? 'true' : 'false');
     li.dataset.state = entry.streaming ? 'streaming' : 'done';
     const nodes = [];
@@ -1712,7 +1720,7 @@ function sourceLinks(ids, signal, labelFor) {
     list.append(h('li', {}, link));
     if (!labelFor && i < 40) {
       getMemory(id, signal).then((m) => {
-        link.textContent = `${fmtTime(m.occurred_at)} ${snippet(m, 70)}`;
+        link.textContent = visible(`${fmtTime(m.occurred_at)} ${snippet(m, 70)}`);
         if (m.status !== 'active') link.append(h('span', { class: 'muted', text: ` (${m.status})` }));
       }).catch(() => {});
     }

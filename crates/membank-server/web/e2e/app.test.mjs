@@ -273,6 +273,9 @@ describe('membank web app (API keys, stub LLM)', () => {
     const typo = await asAlice('POST', '/v1/users/alice/notes', { text: 'My favourite colour is bleu.', source: 'user' });
     const markup = '<img src=x onerror="window.__xss=1"><b>not bold</b>';
     const html = await asAlice('POST', '/v1/users/alice/notes', { text: markup, source: 'user' });
+    // Controls and bidirectional overrides are shown written out, not acted on.
+    const hostile = 'clear \u001b[2J done, file \u202egnp.exe';
+    const controls = await asAlice('POST', '/v1/users/alice/notes', { text: hostile, source: 'user' });
     await signIn(page, alice);
     await page.evaluate(() => { window.__noReload = 'yes'; });
     // Memory text is shown as text, never as markup.
@@ -280,6 +283,8 @@ describe('membank web app (API keys, stub LLM)', () => {
     assert.equal((await htmlText.textContent()).trim(), markup);
     assert.equal(await htmlText.locator('img, b').count(), 0);
     assert.equal(await page.evaluate(() => window.__xss), undefined);
+    assert.equal((await card(page, controls.id).getByTestId('memory-text').textContent()).trim(), 'clear \\u{1b}[2J done, file \\u{202e}gnp.exe');
+    assert.equal((await asAlice('GET', `/v1/users/alice/memories/${controls.id}`)).content, hostile, 'the stored text is exact');
 
     await card(page, typo.id).getByTestId('action-edit').click();
     await page.getByTestId('edit-text').fill('My favourite colour is blue.');
