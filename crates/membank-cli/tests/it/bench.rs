@@ -564,3 +564,65 @@ fn eval_memorybank_counts_the_questions_it_did_not_score() {
     );
     assert_eq!(no_gold["skipped_by_reason"], serde_json::json!({"no_gold": 3}));
 }
+
+#[test]
+fn bench_maintain_reports_each_shape_and_refuses_bad_values() {
+    let bank = Bank::new();
+    let (data, dir) = (tiny_data(&bank), bank.path("bench"));
+    let (data, dir) = (data.to_str().unwrap(), dir.to_str().unwrap());
+    let sizes = ["--long", "30", "--long-bytes", "400", "--similar", "25", "--short", "60"];
+    let args: Vec<&str> = ["bench", "maintain", "--dir", dir, "--data", data].into_iter().chain(sizes).collect();
+    let (report, _) = json_and_stderr(&bank, &args);
+    assert_eq!(report["benchmark"], "maintain");
+    let results = report["results"].as_array().unwrap();
+    let rows: Vec<(&str, u64, bool)> = results
+        .iter()
+        .map(|r| (r["shape"].as_str().unwrap(), r["memories"].as_u64().unwrap(), r["dry_run"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("long", 30, true),
+            ("long", 30, false),
+            ("similar", 25, true),
+            ("similar", 25, false),
+            ("short", 60, true),
+            ("short", 60, false)
+        ]
+    );
+    for row in results {
+        number(&row["seconds"], "seconds");
+        number(&row["peak_anon_mb"], "peak_anon_mb");
+        assert!(row["skipped"].as_array().unwrap().iter().any(|s| s.as_str().unwrap().contains("no LLM")), "{row}");
+    }
+    // The near-identical turns merge into one, dry run or not.
+    assert_eq!((results[2]["merged"].as_u64(), results[3]["merged"].as_u64()), (Some(24), Some(24)), "{report}");
+    // --only runs one shape, on the database built before.
+    let only: Vec<&str> = args.iter().copied().chain(["--only", "similar"]).collect();
+    let (again, _) = json_and_stderr(&bank, &only);
+    assert!(again["results"].as_array().unwrap().iter().all(|r| r["shape"] == "similar"), "{again}");
+    for bad in [["--only", "all"], ["--long", "0"], ["--similar", "-3"], ["--long-bytes", "lots"]] {
+        let args: Vec<&str> = ["bench", "maintain", "--dir", dir, "--data", data].into_iter().chain(bad).collect();
+        bank.fails(&args, 2);
+    }
+}
+
+#[test]
+fn bench_erase_reports_latencies_and_refuses_bad_values() {
+    let bank = Bank::new();
+    let (data, dir) = (tiny_data(&bank), bank.path("bench"));
+    let (data, dir) = (data.to_str().unwrap(), dir.to_str().unwrap());
+    let args = ["bench", "erase", "--sizes", "200", "--users", "4", "--erases", "3", "--dir", dir, "--data", data];
+    let (report, _) = json_and_stderr(&bank, &args);
+    assert_eq!(report["benchmark"], "erase");
+    let row = &report["results"][0];
+    assert_eq!((row["memories"].as_u64(), row["erases"].as_u64()), (Some(200), Some(3)), "{report}");
+    for field in ["file_bytes", "index_bytes", "erase_max_ms", "full_index_merge_ms"] {
+        number(&row[field], field);
+    }
+    latency(&row["erase"], "erase");
+    for bad in [["--sizes", "0"], ["--sizes", "ten"], ["--users", "0"], ["--erases", "-1"]] {
+        let args: Vec<&str> = ["bench", "erase", "--dir", dir, "--data", data].into_iter().chain(bad).collect();
+        bank.fails(&args, 2);
+    }
+}
