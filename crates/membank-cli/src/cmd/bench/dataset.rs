@@ -170,6 +170,28 @@ pub(crate) fn fill(
     Ok(())
 }
 
+/// A deterministic pseudo-random unit vector of `dim` components (xorshift from `seed`),
+/// for benchmarks that store vectors without a model.
+pub(crate) fn unit_vector(seed: usize, dim: usize) -> Vec<f32> {
+    let mut x = (seed as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let v: Vec<f32> = (0..dim)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 2000) as f32 / 1000.0 - 1.0
+        })
+        .collect();
+    normalised(v)
+}
+
+/// `v` scaled to unit length.
+pub(crate) fn normalised(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt().max(1e-6);
+    v.iter_mut().for_each(|a| *a /= norm);
+    v
+}
+
 pub(crate) fn synthetic_memory(scope: &Scope, kind: Kind, text: String, at: membank_engine::core::Timestamp) -> Memory {
     Memory { user_text: Some(text.clone()), ..Memory::fixture(scope, kind, text, at) }
 }

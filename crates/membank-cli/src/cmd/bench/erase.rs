@@ -12,7 +12,7 @@ use membank_engine::core::{Kind, Scope, Status, TenantId, UserId};
 use membank_store::{EmbeddingModel, ListQuery, NewMemory, SqliteStore, Store};
 use serde::Serialize;
 
-use super::dataset::{sentences, synthetic_memory};
+use super::dataset::{sentences, synthetic_memory, unit_vector};
 use super::stats::{Latency, percentile};
 use crate::context::Context;
 use crate::progress::Bar;
@@ -107,22 +107,6 @@ fn scope(user: &str) -> Result<Scope> {
     Ok(Scope::user(TenantId::default_tenant(), UserId::new(user)?))
 }
 
-/// A deterministic unit vector (the benchmark never searches; rows just have their size).
-fn vector(seed: usize) -> Vec<f32> {
-    let mut x = (seed as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut v: Vec<f32> = (0..384)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % 2000) as f32 / 1000.0 - 1.0
-        })
-        .collect();
-    let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt().max(1e-6);
-    v.iter_mut().for_each(|a| *a /= norm);
-    v
-}
-
 fn one_size(
     ctx: &Context,
     size: usize,
@@ -164,7 +148,7 @@ fn one_size(
                 let at = t0 + chrono::Duration::seconds(i as i64);
                 batch.push(NewMemory {
                     memory: synthetic_memory(&scope, Kind::Turn, text(i), at),
-                    embedding: Some((model.clone(), vector(i))),
+                    embedding: Some((model.clone(), unit_vector(i, 384))),
                 });
             }
             store.insert_many(batch)?;
@@ -243,7 +227,7 @@ fn write_for(
         let i = times.len();
         let memory = synthetic_memory(writer, Kind::Note, format!("writer note {i}"), chrono::Utc::now());
         let began = Instant::now();
-        store.insert(NewMemory { memory, embedding: Some((model.clone(), vector(i))) })?;
+        store.insert(NewMemory { memory, embedding: Some((model.clone(), unit_vector(i, 384))) })?;
         times.push(began.elapsed());
     }
     Ok(times)

@@ -13,7 +13,7 @@ use membank_engine::{Engine, MaintainRequest};
 use membank_store::{EmbeddingModel, NewMemory, SqliteStore, Store};
 use serde::Serialize;
 
-use super::dataset::{sentences, synthetic_memory};
+use super::dataset::{normalised, sentences, synthetic_memory, unit_vector};
 use crate::context::Context;
 use crate::progress::Bar;
 
@@ -102,7 +102,7 @@ pub fn run(ctx: &Context, shapes: &Shapes, dir: &Path, data: &Path) -> Result<Ma
         if shapes.only.as_deref().is_some_and(|only| only != shape) {
             continue;
         }
-        let path = dir.join(format!("maintain-v1-{shape}-{n}x{bytes}.db"));
+        let path = dir.join(format!("maintain-v2-{shape}-{n}x{bytes}.db"));
         if !path.exists() {
             build(ctx, &path, shape, n, bytes, &corpus)?;
         }
@@ -169,16 +169,16 @@ fn build(ctx: &Context, path: &Path, shape: &str, n: usize, bytes: usize, corpus
     // "similar": one long prefix, then a short sentence of its own; vectors a shared
     // direction plus a little noise (cosine about 0.99 to one another).
     let prefix = text_of(corpus, 0, bytes);
-    let base = unit(0, 0.0, &vec![0.0; 384]);
+    let base = unit_vector(0, 384);
     let bar = Bar::new();
     for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
         let batch = chunk
             .iter()
             .map(|&i| {
                 let (text, vector) = match shape {
-                    "similar" => (format!("{prefix} {}", corpus[(i * 7 + 1) % corpus.len()]), unit(i + 1, 0.01, &base)),
-                    "short" => (corpus[(i * 37) % corpus.len()].clone(), unit(i + 1, 1.0, &vec![0.0; 384])),
-                    _ => (text_of(corpus, i * 37, bytes), unit(i + 1, 1.0, &vec![0.0; 384])),
+                    "similar" => (format!("{prefix} {}", corpus[(i * 7 + 1) % corpus.len()]), near(&base, i + 1, 0.1)),
+                    "short" => (corpus[(i * 37) % corpus.len()].clone(), unit_vector(i + 1, 384)),
+                    _ => (text_of(corpus, i * 37, bytes), unit_vector(i + 1, 384)),
                 };
                 let at = t0 + chrono::Duration::seconds((i * 60) as i64);
                 NewMemory {
@@ -208,24 +208,10 @@ fn text_of(corpus: &[String], start: usize, bytes: usize) -> String {
     text
 }
 
-/// `base` plus `noise` times a deterministic random direction, normalised.
-fn unit(seed: usize, noise: f32, base: &[f32]) -> Vec<f32> {
-    let mut x = (seed as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut v: Vec<f32> = base
-        .iter()
-        .map(|b| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            b + noise * ((x % 2000) as f32 / 1000.0 - 1.0)
-        })
-        .collect();
-    if noise == 0.0 {
-        v.iter_mut().enumerate().for_each(|(i, a)| *a = if i % 3 == 0 { 1.0 } else { 0.5 });
-    }
-    let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt().max(1e-6);
-    v.iter_mut().for_each(|a| *a /= norm);
-    v
+/// `base` moved by `noise` towards the random direction of `seed`, normalised: with
+/// `noise` 0.1, about 0.995 in cosine to `base`.
+fn near(base: &[f32], seed: usize, noise: f32) -> Vec<f32> {
+    normalised(base.iter().zip(unit_vector(seed, base.len())).map(|(b, d)| b + noise * d).collect())
 }
 
 fn mib(value: Option<f64>) -> String {
