@@ -383,6 +383,11 @@ impl Embedder for LazyEmbedder {
             Inner::Auto(auto) => auto.slot(auto.for_documents(texts)?).get_at(Instant::now)?.embed(texts),
         }
     }
+    /// The layers of the model that embedded the store's documents (decided by the
+    /// embedding that comes first).
+    fn layer_means(&self, texts: &[&str], layer: usize) -> Result<Option<Vec<Vec<f32>>>, EmbedError> {
+        self.current()?.layer_means(texts, layer)
+    }
     fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         match &self.inner {
             Inner::Fixed(slot) => slot.get_at(Instant::now)?.embed_query(text),

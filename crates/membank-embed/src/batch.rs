@@ -195,6 +195,10 @@ impl Embedder for BatchingEmbedder {
         self.inner.embed(texts)
     }
 
+    fn layer_means(&self, texts: &[&str], layer: usize) -> Result<Option<Vec<Vec<f32>>>, EmbedError> {
+        self.inner.layer_means(texts, layer)
+    }
+
     fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         self.embed_queries(&[text])?.pop().ok_or(EmbedError::NoVector)
     }

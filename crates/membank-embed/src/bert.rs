@@ -335,6 +335,10 @@ impl Bert {
     }
 
     /// Number of rows of the word embedding table: every token id must be below it.
+    pub(crate) fn num_layers(&self) -> usize {
+        self.layers.len()
+    }
+
     pub(crate) fn vocab_size(&self) -> usize {
         self.config.vocab_size
     }
@@ -349,7 +353,17 @@ impl Bert {
     ///
     /// With [`Weights::Int8`] (and an int8 copy) the linear maps multiply by int8 weights,
     /// and every sequence's vector is the same whatever else is in the batch.
-    pub(crate) fn embed_batch(&self, batch: &[&[u32]], scratch: &mut Scratch, weights: Weights) -> Vec<Vec<f32>> {
+    ///
+    /// That is [`Output::Embedding`]; with [`Output::LayerMean`] it stops after that many
+    /// layers and returns each sequence's mean hidden state there (every token, start and
+    /// end tokens included), not normalised.
+    pub(crate) fn encode_batch(
+        &self,
+        batch: &[&[u32]],
+        scratch: &mut Scratch,
+        weights: Weights,
+        output: Output,
+    ) -> Vec<Vec<f32>> {
         let hidden = self.config.hidden_size;
         let inter = self.config.intermediate_size;
         let eps = self.config.layer_norm_eps as f32;
@@ -375,7 +389,11 @@ impl Bert {
 
         let quantized: &[QLayer] = if weights == Weights::Int8 { self.quantized() } else { &[] };
         let int8 = !quantized.is_empty();
-        for (index, layer) in self.layers.iter().enumerate() {
+        let depth = match output {
+            Output::Embedding => self.layers.len(),
+            Output::LayerMean(depth) => depth.min(self.layers.len()),
+        };
+        for (index, layer) in self.layers.iter().enumerate().take(depth) {
             // `c += a · w` with the chosen weights: the f32 matrix (`rows × cols`) or its
             // int8 copy.
             let linear = |a: &[f32], w: &[f32], q: fn(&QLayer) -> &QMatrix, c: &mut [f32], rows: usize, cols: usize| {
@@ -424,7 +442,8 @@ impl Bert {
             .map(|sentence| {
                 let rows = &x[start * hidden..(start + sentence.len()) * hidden];
                 let mut pooled = vec![0.0f32; hidden];
-                match self.pooling {
+                let pooling = if output == Output::Embedding { self.pooling } else { Pooling::Mean };
+                match pooling {
                     Pooling::Mean => {
                         for row in rows.chunks_exact(hidden) {
                             pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v);
@@ -434,7 +453,9 @@ impl Bert {
                     }
                     Pooling::Cls => pooled.copy_from_slice(&rows[..hidden]),
                 }
-                kernels::l2_normalize(&mut pooled);
+                if output == Output::Embedding {
+                    kernels::l2_normalize(&mut pooled);
+                }
                 start += sentence.len();
                 pooled
             })
@@ -468,6 +489,16 @@ impl Bert {
             start += len;
         }
     }
+}
+
+/// What a forward pass returns per sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// The sentence embedding: every layer, the model's pooling, L2-normalised.
+    Embedding,
+    /// The mean over the sequence's tokens of the hidden state after this many layers (0:
+    /// the embedding layer's output), not normalised.
+    LayerMean(usize),
 }
 
 /// Working memory of one forward pass, reused across batches by one thread.

@@ -70,4 +70,14 @@ pub trait Embedder: Send + Sync {
     fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         texts.iter().map(|text| self.embed_query(text)).collect()
     }
+    /// The mean hidden state after the model's first `layer` layers of each text read as a
+    /// document, one vector (the model's hidden size, not normalised) per text in input
+    /// order: what membank's importance estimator reads (an intermediate layer says more
+    /// about what a text is about than the final embedding, which is trained for similarity).
+    /// `Ok(None)` when the embedder cannot see inside its model (a remote API, a test
+    /// embedder) or it has fewer layers; that is the default. A wrapper forwards it.
+    fn layer_means(&self, texts: &[&str], layer: usize) -> Result<Option<Vec<Vec<f32>>>, EmbedError> {
+        let _ = (texts, layer);
+        Ok(None)
+    }
 }

@@ -22,7 +22,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::bert::{Bert, BertConfig, Pooling, Scratch, Weights};
+use crate::bert::{Bert, BertConfig, Output, Pooling, Scratch, Weights};
 use crate::tokenizer::Tokenizer;
 use crate::{EmbedError, Embedder};
 
@@ -307,6 +307,11 @@ impl LocalEmbedder {
 
     /// Embeds texts after putting `prefix` before each.
     fn embed_prefixed(&self, texts: &[&str], prefix: &str, weights: Weights) -> Vec<Vec<f32>> {
+        self.encode_prefixed(texts, prefix, weights, Output::Embedding)
+    }
+
+    /// Encodes texts after putting `prefix` before each, returning `output` per text.
+    fn encode_prefixed(&self, texts: &[&str], prefix: &str, weights: Weights, output: Output) -> Vec<Vec<f32>> {
         let sequences: Vec<Vec<u32>> = texts
             .iter()
             .map(
@@ -315,11 +320,11 @@ impl LocalEmbedder {
                 },
             )
             .collect();
-        self.embed_ids(&sequences, weights)
+        self.encode_ids(&sequences, weights, output)
     }
 
-    /// Embeds already tokenised sequences, in order.
-    fn embed_ids(&self, sequences: &[Vec<u32>], weights: Weights) -> Vec<Vec<f32>> {
+    /// Encodes already tokenised sequences, in order.
+    fn encode_ids(&self, sequences: &[Vec<u32>], weights: Weights, output: Output) -> Vec<Vec<f32>> {
         // Longest first: the dynamic queue then ends on short batches, which balances threads.
         let mut order: Vec<usize> = (0..sequences.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(sequences[i].len()));
@@ -343,7 +348,7 @@ impl LocalEmbedder {
 
         let run_batch = |batch: &[usize], scratch: &mut Scratch| -> Vec<(usize, Vec<f32>)> {
             let inputs: Vec<&[u32]> = batch.iter().map(|&i| sequences[i].as_slice()).collect();
-            batch.iter().copied().zip(self.model.embed_batch(&inputs, scratch, weights)).collect()
+            batch.iter().copied().zip(self.model.encode_batch(&inputs, scratch, weights, output)).collect()
         };
         let next = AtomicUsize::new(0);
         // `column_threads`: with one batch only (a lone query) the other threads would be
@@ -452,5 +457,14 @@ impl Embedder for LocalEmbedder {
     /// per batch); each vector equals what [`Embedder::embed_query`] gives it alone.
     fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         Ok(self.embed_prefixed(texts, self.known.prefixes().0, self.query_weights))
+    }
+
+    /// Reads texts as documents (e5: `passage: `) through the first `layer` layers only, in
+    /// f32, and returns each one's mean hidden state there; `None` past the model's depth.
+    fn layer_means(&self, texts: &[&str], layer: usize) -> Result<Option<Vec<Vec<f32>>>, EmbedError> {
+        if layer > self.model.num_layers() {
+            return Ok(None);
+        }
+        Ok(Some(self.encode_prefixed(texts, self.known.prefixes().1, Weights::F32, Output::LayerMean(layer))))
     }
 }

@@ -12,10 +12,15 @@ use membank_engine::Embedder;
 use membank_engine::embed::EmbedError;
 use sha2::{Digest, Sha256};
 
+/// A layer and a text's digest.
+type LayerKey = (usize, [u8; 32]);
+
 /// Wraps an embedder with an in-memory cache keyed by the SHA-256 of each text.
 pub struct CachingEmbedder {
     inner: Arc<dyn Embedder>,
     vectors: Mutex<HashMap<[u8; 32], Arc<[f32]>>>,
+    /// [`Embedder::layer_means`]'s answers, by layer and text.
+    layers: Mutex<HashMap<LayerKey, Arc<[f32]>>>,
 }
 
 impl std::fmt::Debug for CachingEmbedder {
@@ -27,7 +32,7 @@ impl std::fmt::Debug for CachingEmbedder {
 impl CachingEmbedder {
     /// Wraps `inner`.
     pub fn new(inner: Arc<dyn Embedder>) -> Self {
-        Self { inner, vectors: Mutex::new(HashMap::new()) }
+        Self { inner, vectors: Mutex::new(HashMap::new()), layers: Mutex::new(HashMap::new()) }
     }
 
     /// How many distinct texts are cached.
@@ -76,6 +81,33 @@ impl Embedder for CachingEmbedder {
                     .ok_or_else(|| EmbedError::Fetch("the embedder returned fewer vectors than texts".into()))
             })
             .collect()
+    }
+    /// Cached like documents, per layer; an embedder that has no layers to show says so
+    /// for every text alike.
+    fn layer_means(&self, texts: &[&str], layer: usize) -> Result<Option<Vec<Vec<f32>>>, EmbedError> {
+        let keys: Vec<LayerKey> = texts.iter().map(|t| (layer, digest(t))).collect();
+        let missing: Vec<usize> = {
+            let cache = self.layers.lock().unwrap_or_else(|e| e.into_inner());
+            let mut seen = std::collections::HashSet::new();
+            (0..texts.len()).filter(|&i| !cache.contains_key(&keys[i]) && seen.insert(keys[i])).collect()
+        };
+        if !missing.is_empty() {
+            let batch: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
+            let Some(means) = self.inner.layer_means(&batch, layer)? else {
+                return Ok(None);
+            };
+            let mut cache = self.layers.lock().unwrap_or_else(|e| e.into_inner());
+            for (&i, mean) in missing.iter().zip(means) {
+                cache.insert(keys[i], mean.into());
+            }
+        }
+        let cache = self.layers.lock().unwrap_or_else(|e| e.into_inner());
+        keys.iter()
+            .map(|k| cache.get(k).map(|v| v.to_vec()))
+            .collect::<Option<Vec<_>>>()
+            .map_or(Err(EmbedError::Fetch("the embedder returned fewer layer means than texts".into())), |v| {
+                Ok(Some(v))
+            })
     }
     /// Queries are embedded as queries (e5's `query: ` prefix), not cached: each question is
     /// asked once, and a query's vector must never be served for the same text as a document.

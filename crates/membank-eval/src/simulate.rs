@@ -557,6 +557,9 @@ impl Embedder for SimEmbedder {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.documents.embed(texts)
     }
+    fn layer_means(&self, texts: &[&str], layer: usize) -> Result<Option<Vec<Vec<f32>>>, EmbedError> {
+        self.documents.layer_means(texts, layer)
+    }
     fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         if let Some(vector) = self.queries.lock().unwrap_or_else(|e| e.into_inner()).get(text) {
             return Ok(vector.to_vec());

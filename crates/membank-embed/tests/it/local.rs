@@ -64,3 +64,32 @@ fn similar_sentences_are_closer_than_unrelated_ones() {
         .expect("embedding works");
     assert!(cosine(&vectors[0], &vectors[1]) > cosine(&vectors[0], &vectors[2]) + 0.3);
 }
+
+/// What the importance probe reads: the mean hidden state after the first `layer` layers.
+/// At full depth, normalised, it is the sentence embedding (the model pools by mean); part
+/// way it differs; past the model's depth there is none; a text's mean does not depend on
+/// the batch it came in; hostile texts give finite vectors.
+#[test]
+fn layer_means_are_the_embedding_at_full_depth_and_stop_early_otherwise() {
+    let embedder = embedder();
+    let texts = ["My sister Anna lives in Berlin.", "Thanks, that helps!", "", "中文句子，测试。"];
+    let embedded = embedder.embed(&texts).expect("embedding works");
+    let full = embedder.layer_means(&texts, 6).expect("runs").expect("a local model shows its layers");
+    let four = embedder.layer_means(&texts, 4).expect("runs").expect("a local model shows its layers");
+    assert_eq!((full.len(), four.len()), (texts.len(), texts.len()));
+    for ((e, f), m) in embedded.iter().zip(&full).zip(&four) {
+        assert_eq!((f.len(), m.len()), (384, 384));
+        let norm = f.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!(norm > 1.5, "not normalised: {norm}");
+        assert!(cosine(e, f) > 0.9999, "full depth is the embedding: {}", cosine(e, f));
+        assert!(cosine(f, m) < 0.99, "layer 4 is not layer 6: {}", cosine(f, m));
+        assert!(m.iter().all(|x| x.is_finite()));
+    }
+    let alone = embedder.layer_means(&texts[..1], 4).expect("runs").expect("layers");
+    assert!(alone[0].iter().zip(&four[0]).all(|(a, b)| (a - b).abs() < 1e-4), "batch-independent");
+    assert_eq!(embedder.layer_means(&texts, 7).expect("runs"), None, "MiniLM has six layers");
+    assert_eq!(embedder.layer_means(&[], 4).expect("runs"), Some(Vec::new()));
+    let long = "memory ".repeat(15_000);
+    let hostile = embedder.layer_means(&[long.as_str(), "\u{0}\u{202E}🙂"], 3).expect("runs").expect("layers");
+    assert!(hostile.iter().flatten().all(|x| x.is_finite()));
+}
