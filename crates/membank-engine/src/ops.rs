@@ -40,8 +40,8 @@ pub fn validate_text(field: &'static str, text: &str) -> Result<(), InvalidInput
 pub const IMPORTANCE_SOURCE: &str = "importance_source";
 
 /// The metadata key naming the version of the text estimator that set an `estimator`
-/// importance: `importance-probe-v2` (the probe over the embedding of the person's words, for the models
-/// it has weights for) or `salience-v1` (the lexical estimate alone).
+/// importance: `importance-probe-v3` (the probe over an intermediate layer of the model's reading of the
+/// person's words, for the models it has weights for) or `salience-v1` (the lexical estimate alone).
 pub const IMPORTANCE_ESTIMATOR: &str = "importance_estimator";
 
 /// Checks an explicit importance: a finite number in [0, 1].
@@ -66,27 +66,57 @@ pub(crate) fn set_base_importance(memory: &mut Memory, explicit: Option<f64>, te
     Ok(())
 }
 
-/// The text the importance probe needs embedded besides the memory's own `embedded` text:
-/// the person's words of a turn with a reply ([`membank_core::salience::probe_text`]), for
-/// an `estimator` importance only. `None` when the memory's own embedding serves.
-pub(crate) fn probe_input(memory: &Memory, embedded: &str) -> Option<String> {
-    if memory.metadata.get(IMPORTANCE_SOURCE).map(String::as_str) != Some("estimator") {
-        return None;
+/// The importance probe's features for each memory whose importance is the estimator's:
+/// the mean hidden state, at the layer the probe for `model_id` reads, of the person's words
+/// ([`membank_core::salience::probe_text`]: a turn's own words, a note whole), in one pass.
+/// `None` for a memory with an explicit importance, and for all when no probe was fitted for
+/// the model or the embedder cannot show its layers (a remote API): the lexical estimate
+/// then stands alone.
+pub(crate) fn probe_features(
+    embedder: &dyn crate::Embedder,
+    model_id: &str,
+    memories: &[&Memory],
+) -> Result<Vec<Option<Vec<f32>>>, EngineError> {
+    let mut out = vec![None; memories.len()];
+    let Some(layer) = membank_core::salience::probe_layer(model_id) else {
+        return Ok(out);
+    };
+    let wanted: Vec<usize> = (0..memories.len())
+        .filter(|&i| memories[i].metadata.get(IMPORTANCE_SOURCE).map(String::as_str) == Some("estimator"))
+        .collect();
+    if wanted.is_empty() {
+        return Ok(out);
     }
-    let words = membank_core::salience::probe_text(memory.content.as_deref().unwrap_or_default());
-    (words != embedded).then(|| words.to_owned())
+    let words: Vec<&str> = wanted
+        .iter()
+        .map(|&i| membank_core::salience::probe_text(memories[i].content.as_deref().unwrap_or_default()))
+        .collect();
+    let Some(means) = embedder.layer_means(&words, layer)? else {
+        return Ok(out);
+    };
+    if means.len() != words.len() {
+        return Err(EngineError::Storage(format!(
+            "the embedder returned {} layer means for {} texts",
+            means.len(),
+            words.len()
+        )));
+    }
+    for (&i, mean) in wanted.iter().zip(means) {
+        out[i] = Some(mean);
+    }
+    Ok(out)
 }
 
-/// Once the embeddings are known: an `estimator` importance is estimated again from the text
-/// and `vector`, the embedding of [`probe_input`]'s text where it named one, else the memory's
-/// own ([`membank_core::salience::estimate_importance_with`]), and the estimator's version
+/// Once the model is known: an `estimator` importance is estimated again from the text and
+/// the probe's `features` ([`probe_features`];
+/// [`membank_core::salience::estimate_importance_with`]), and the estimator's version
 /// recorded. An explicit importance is left alone.
-pub(crate) fn estimate_with_embedding(memory: &mut Memory, model_id: &str, vector: &[f32]) {
+pub(crate) fn estimate_with_features(memory: &mut Memory, model_id: &str, features: Option<&[f32]>) {
     if memory.metadata.get(IMPORTANCE_SOURCE).map(String::as_str) != Some("estimator") {
         return;
     }
     let text = memory.content.as_deref().unwrap_or_default();
-    let (value, version) = membank_core::salience::estimate_importance_with(text, model_id, Some(vector));
+    let (value, version) = membank_core::salience::estimate_importance_with(text, model_id, features);
     memory.forgetting.base_importance = value;
     memory.forgetting.importance = value;
     memory.metadata.insert(IMPORTANCE_ESTIMATOR.into(), version.into());
@@ -248,23 +278,16 @@ impl Engine {
     }
 
     fn store_new(&self, mut memory: Memory, embed_text: &str) -> Result<Memory, EngineError> {
-        let words = probe_input(&memory, embed_text);
-        let mut texts = vec![embed_text];
-        texts.extend(words.as_deref());
-        let mut vectors = self.embedder.embed(&texts)?;
-        if vectors.len() != texts.len() {
-            return Err(EngineError::Storage(format!(
-                "the embedder returned {} vectors for {} texts",
-                vectors.len(),
-                texts.len()
-            )));
-        }
-        let probe_vector = if words.is_some() { vectors.pop() } else { None };
-        let vector = vectors.pop().ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
+        let vector = self
+            .embedder
+            .embed(&[embed_text])?
+            .pop()
+            .ok_or_else(|| EngineError::Storage("the embedder returned no vector".into()))?;
         // The model is asked after embedding: an embedder that picks its model by the text
         // (the CLI's automatic choice for a new store) has picked it by now.
         let model = self.model();
-        estimate_with_embedding(&mut memory, &model.id, probe_vector.as_deref().unwrap_or(&vector));
+        let features = probe_features(self.embedder.as_ref(), &model.id, &[&memory])?.pop().flatten();
+        estimate_with_features(&mut memory, &model.id, features.as_deref());
         self.note_writing(&model, [&memory]);
         let memory = self.store.insert(NewMemory { memory, embedding: Some((model, vector)) })?;
         tracing::debug!(id = %memory.id, kind = %memory.kind, "stored memory");
@@ -364,12 +387,8 @@ impl Engine {
         if prepared.iter().any(|(m, _)| m.scope.tenant != first.tenant || m.scope.user != first.user) {
             return Err(InvalidInput::new("entries", "all entries of one request belong to one user").into());
         }
-        // The memories' own texts, then the person's words the importance probe reads where
-        // they differ, in one batch.
-        let words: Vec<Option<String>> = prepared.iter().map(|(memory, text)| probe_input(memory, text)).collect();
-        let mut texts: Vec<&str> = prepared.iter().map(|(_, text)| text.as_str()).collect();
-        texts.extend(words.iter().flatten().map(String::as_str));
-        let mut vectors = self.embedder.embed(&texts)?;
+        let texts: Vec<&str> = prepared.iter().map(|(_, text)| text.as_str()).collect();
+        let vectors = self.embedder.embed(&texts)?;
         if vectors.len() != texts.len() {
             return Err(EngineError::Storage(format!(
                 "the embedder returned {} vectors for {} texts",
@@ -377,11 +396,11 @@ impl Engine {
                 texts.len()
             )));
         }
-        let mut probe_vectors = vectors.split_off(prepared.len()).into_iter();
         let model = self.model();
-        for (((memory, _), vector), words) in prepared.iter_mut().zip(&vectors).zip(&words) {
-            let extra = words.as_ref().and_then(|_| probe_vectors.next());
-            estimate_with_embedding(memory, &model.id, extra.as_deref().unwrap_or(vector));
+        let memories: Vec<&Memory> = prepared.iter().map(|(memory, _)| memory).collect();
+        let features = probe_features(self.embedder.as_ref(), &model.id, &memories)?;
+        for ((memory, _), features) in prepared.iter_mut().zip(&features) {
+            estimate_with_features(memory, &model.id, features.as_deref());
         }
         self.note_writing(&model, prepared.iter().map(|(memory, _)| memory));
         let batch = prepared

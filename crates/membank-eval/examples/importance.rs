@@ -1,34 +1,43 @@
 //! Importance estimators against the critical-turn labels.
 //!
 //! ```text
-//! xz -dk --stdout /work/shared/data/longmemeval/longmemeval_s_cleaned.json.xz > /tmp/longmemeval_s_cleaned.json
+//! xz -dk --stdout ../shared/data/longmemeval/longmemeval_s_cleaned.json.xz > /tmp/longmemeval_s_cleaned.json
 //! cargo run --release -p membank-eval --example importance -- tune   [DATA_DIR] [LONGMEMEVAL_JSON]
 //! cargo run --release -p membank-eval --example importance -- fit    [DATA_DIR] [LONGMEMEVAL_JSON]
 //! cargo run --release -p membank-eval --example importance -- report [DATA_DIR] [LONGMEMEVAL_JSON]
 //! ```
 //!
-//! `tune` prints the lexical estimate's AUC on the tuning halves only; `fit` adds the probe's
-//! cross-validation on them and writes its weights; `report` scores the shipped estimator
-//! (the probe) and the lexical one on both halves (look at the reporting halves once, at the
-//! end). DATA_DIR defaults to `../shared/data` (holding `memorybank/`,
+//! `score` reads texts, one per line, from standard input and prints each one's estimates.
+//! `tune` prints the lexical estimate's AUC on the tuning halves only; `fit` cross-validates
+//! the probe on them (layer and strength) and writes its weights; `report` scores the shipped
+//! estimator (the probe) and the lexical one on both halves (look at the reporting halves
+//! once, at the end). `oof DATA_DIR LONGMEMEVAL_JSON 0|1` refits the shipped probe (its layer
+//! and strength) without half 0 or 1 of every set's tuning groups (alternate users,
+//! conversations, questions in file order) and writes the weights to
+//! `/tmp/importance-oof-<half>/`: built in place of the shipped ones, they give the
+//! forgetting policy out-of-fold importances for the tuning users it is chosen on (scores of
+//! the users a probe was fitted on are more confident than a new user's). DATA_DIR defaults to `../shared/data` (holding `memorybank/`,
 //! `locomo/`), the LongMemEval file to `/tmp/longmemeval_s_cleaned.json`; the labels are read
-//! from `bench/critical` (run from the repository root).
+//! from `bench/critical` (run from the repository root), the models from membank's model
+//! store (`membank models fetch`, with `--model multilingual-e5-small`).
 
 use std::path::PathBuf;
 
+use membank_embed::{Embedder, LocalEmbedder, LocalOptions};
 use membank_eval::importance::{Example, Set, Sources, Split, auc_table, load, roc_auc};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let command = args.first().map_or("tune", String::as_str);
     let data = PathBuf::from(args.get(1).map_or("../shared/data", String::as_str));
     let longmemeval = PathBuf::from(args.get(2).map_or("/tmp/longmemeval_s_cleaned.json", String::as_str));
+    if command == "score" {
+        return score_stdin();
+    }
     let splits: &[Split] = match command {
-        "tune" => &[Split::Tune],
+        "tune" | "fit" | "oof" => &[Split::Tune],
         "report" => &[Split::Tune, Split::Report],
-        "fit" => &[Split::Tune],
-        "dump" => &[Split::Tune, Split::Report],
-        other => return Err(format!("unknown command {other:?}: tune, fit, report or dump").into()),
+        other => return Err(format!("unknown command {other:?}: tune, fit, oof or report").into()),
     };
     let examples = load(&Sources {
         labels: &PathBuf::from("bench/critical"),
@@ -38,9 +47,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         longmemeval: &longmemeval,
     })?;
     let lexical: Vec<f64> = examples.iter().map(|e| membank_core::salience::estimate_importance(&e.text)).collect();
-    if command == "dump" {
-        return dump(&examples, &lexical, args.get(3).map_or("/tmp/importance-dump.jsonl", String::as_str));
-    }
     let probe = if command == "report" { Some(shipped(&examples, splits)?) } else { None };
     println!("{:<14} {:<7} {:>6} {:>9} {:>8} {:>8}", "set", "half", "turns", "critical", "lexical", "probe");
     let probe_rows = probe.as_ref().map(|p| auc_table(&examples, p, splits));
@@ -53,43 +59,60 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("(probe on the tune halves is in-sample: it was fitted there; its CV AUC is in the weight files)");
     }
     if command == "fit" {
-        fit(&examples, &lexical)?;
+        fit(&examples, &lexical, None)?;
+    }
+    if command == "oof" {
+        let half: usize =
+            args.get(3).and_then(|h| h.parse().ok()).filter(|h| *h < 2).ok_or("oof needs a half: 0 or 1")?;
+        fit(&examples, &lexical, Some(half))?;
     }
     Ok(())
 }
 
-/// The embedding models the probe is fitted for: the directory under the model store, the
-/// name of the weights file, and whether the sets it serves are the Chinese ones.
-const MODELS: [(&str, &str, bool); 2] =
-    [("all-MiniLM-L6-v2", "all-MiniLM-L6-v2", false), ("multilingual-e5-small", "multilingual-e5-small", true)];
+/// The embedding models the probe is fitted for: the directory under the model store (also
+/// the weight file's name), the sets it is fitted and cross-validated on, and the layers
+/// tried (the hidden state after that many layers). all-MiniLM-L6-v2 serves English stores;
+/// multilingual-e5-small serves stores whose first words were Chinese, which hold English
+/// too, so it learns from every set (MemoryBank's two banks are one set of people translated:
+/// a person's fold is the same in both).
+const MODELS: [(&str, &[Set], &[usize]); 2] = [
+    ("all-MiniLM-L6-v2", &[Set::MemoryBankEn, Set::Locomo, Set::LongMemEval], &[2, 3, 4, 5]),
+    ("multilingual-e5-small", &Set::ALL, &[4, 6, 8, 10]),
+];
 
-/// L2 strengths tried (on the mean log loss, over the standardised embedding weights; the
+/// L2 strengths tried (on the mean log loss, over the standardised feature weights; the
 /// lexical weight and the bias are not penalised).
-const LAMBDAS: [f64; 12] = [10.0, 3.0, 1.0, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 3e-4, 1e-4, 3e-5];
+const LAMBDAS: [f64; 8] = [3.0, 1.0, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001];
 
-/// Folds of the grouped cross-validation (groups dealt round-robin within each set).
+/// Folds of the grouped cross-validation (a set's groups, in file order, dealt round-robin).
 const FOLDS: usize = 5;
 
 type Error = Box<dyn std::error::Error>;
 
-/// A strength's mean out-of-fold AUC, the strength, and the AUC per set.
-type Choice = (f64, f64, Vec<(Set, f64)>);
+/// A choice's mean out-of-fold AUC, its layer and strength, and the AUC per set.
+type Choice = (f64, usize, f64, Vec<(Set, f64)>);
+
+fn model_store() -> PathBuf {
+    membank_embed::default_model_dir().parent().map(std::path::Path::to_path_buf).unwrap_or_default()
+}
 
 /// The shipped estimator's score (`estimate_importance_with`, the probe where the model
-/// has weights) for every example of `splits`, embedded by the model its set is stored with.
+/// has weights) for every example of `splits`, read by the model its set is stored with
+/// (multilingual-e5-small for Chinese, all-MiniLM-L6-v2 otherwise), as the engine reads it.
 fn shipped(examples: &[Example], splits: &[Split]) -> Result<Vec<f64>, Error> {
-    use membank_embed::{Embedder, LocalEmbedder, LocalOptions};
-    let models = membank_embed::default_model_dir().parent().map(std::path::Path::to_path_buf).unwrap_or_default();
     let mut scores = vec![f64::NAN; examples.len()];
-    for (dir, _, chinese) in MODELS {
-        let embedder = LocalEmbedder::open(&models.join(dir), LocalOptions::default())?;
+    for (dir, chinese) in [("all-MiniLM-L6-v2", false), ("multilingual-e5-small", true)] {
+        let embedder = LocalEmbedder::open(&model_store().join(dir), LocalOptions::default())?;
+        let layer = membank_core::salience::probe_layer(embedder.model_id())
+            .ok_or_else(|| format!("{} has no probe weights", embedder.model_id()))?;
         let ids: Vec<usize> = (0..examples.len())
             .filter(|&i| splits.contains(&examples[i].split) && examples[i].set.is_chinese() == chinese)
             .collect();
-        for chunk in ids.chunks(32) {
+        for chunk in ids.chunks(64) {
             let texts: Vec<&str> =
                 chunk.iter().map(|&i| membank_core::salience::probe_text(&examples[i].text)).collect();
-            for (&i, v) in chunk.iter().zip(embedder.embed(&texts)?) {
+            let means = embedder.layer_means(&texts, layer)?.ok_or("the local model shows no layers")?;
+            for (&i, v) in chunk.iter().zip(means) {
                 let (p, version) =
                     membank_core::salience::estimate_importance_with(&examples[i].text, embedder.model_id(), Some(&v));
                 if version != membank_core::salience::PROBE_VERSION {
@@ -102,166 +125,233 @@ fn shipped(examples: &[Example], splits: &[Split]) -> Result<Vec<f64>, Error> {
     Ok(scores)
 }
 
-/// Writes one JSON line per example (both halves: for offline analysis of which signals
-/// to add, read only on the tuning half until the end): its set, half, group, day,
-/// label, lexical estimate, shipped estimate and embedding.
-fn dump(examples: &[Example], lexical: &[f64], out: &str) -> Result<(), Error> {
-    use membank_embed::{Embedder, LocalEmbedder, LocalOptions};
-    use std::io::Write;
-    let models = membank_embed::default_model_dir().parent().map(std::path::Path::to_path_buf).unwrap_or_default();
-    let mut file = std::io::BufWriter::new(std::fs::File::create(out)?);
-    for (dir, _, chinese) in MODELS {
-        let embedder = LocalEmbedder::open(&models.join(dir), LocalOptions::default())?;
-        let other_dir = MODELS.iter().find(|m| m.0 != dir).map_or(dir, |m| m.0);
-        let other = LocalEmbedder::open(&models.join(other_dir), LocalOptions::default())?;
-        let ids: Vec<usize> = (0..examples.len()).filter(|&i| examples[i].set.is_chinese() == chinese).collect();
-        for chunk in ids.chunks(32) {
-            let texts: Vec<&str> = chunk.iter().map(|&i| examples[i].text.as_str()).collect();
-            // The person's words alone (before the assistant's reply), and the other model's view.
-            let users: Vec<&str> = texts.iter().map(|t| t.split("\nAssistant:").next().unwrap_or(t)).collect();
-            let user_vectors = embedder.embed(&users)?;
-            let other_vectors = other.embed(&texts)?;
-            for (k, (&i, v)) in chunk.iter().zip(embedder.embed(&texts)?).enumerate() {
-                let e = &examples[i];
-                let (p, _) = membank_core::salience::estimate_importance_with(&e.text, embedder.model_id(), Some(&v));
-                let line = serde_json::json!({
-                    "set": e.set.name(), "tune": e.split == Split::Tune, "group": e.group, "day": e.day,
-                    "critical": e.critical, "lexical": lexical[i], "probe": p, "text": e.text, "emb": v,
-                    "emb_user": user_vectors[k], "emb_other": other_vectors[k],
-                });
-                writeln!(file, "{line}")?;
-            }
+/// `score`: each line of standard input (a memory's content, `\n` written as `\\n`) scored
+/// by the shipped estimator on both local models, to look at single cases.
+fn score_stdin() -> Result<(), Error> {
+    use std::io::BufRead;
+    let lines: Vec<String> = std::io::stdin().lock().lines().collect::<Result<_, _>>()?;
+    let texts: Vec<String> = lines.iter().map(|l| l.replace("\\n", "\n")).collect();
+    let mut columns = Vec::new();
+    for dir in ["all-MiniLM-L6-v2", "multilingual-e5-small"] {
+        let embedder = LocalEmbedder::open(&model_store().join(dir), LocalOptions::default())?;
+        let layer = membank_core::salience::probe_layer(embedder.model_id()).ok_or("no probe")?;
+        let words: Vec<&str> = texts.iter().map(|t| membank_core::salience::probe_text(t)).collect();
+        let means = embedder.layer_means(&words, layer)?.ok_or("no layers")?;
+        columns.push(
+            texts
+                .iter()
+                .zip(&means)
+                .map(|(t, m)| membank_core::salience::estimate_importance_with(t, embedder.model_id(), Some(m)).0)
+                .collect::<Vec<f64>>(),
+        );
+    }
+    // Optionally an older probe over the final embedding (a weight file per model in this
+    // folder), to compare.
+    let older = std::env::var("IMPORTANCE_COMPARE_DIR").ok();
+    if let Some(dir) = &older {
+        for model in ["all-MiniLM-L6-v2", "multilingual-e5-small"] {
+            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(format!("{dir}/{model}.json"))?)?;
+            let weights: Vec<f64> =
+                v["weights"].as_array().ok_or("weights")?.iter().filter_map(|x| x.as_f64()).collect();
+            let embedder = LocalEmbedder::open(&model_store().join(model), LocalOptions::default())?;
+            let words: Vec<&str> = texts.iter().map(|t| membank_core::salience::probe_text(t)).collect();
+            let vectors = embedder.embed(&words)?;
+            columns.push(
+                texts
+                    .iter()
+                    .zip(&vectors)
+                    .map(|(t, e)| {
+                        let l = membank_core::salience::estimate_importance(t).clamp(1e-6, 1.0 - 1e-6);
+                        let z = v["bias"].as_f64().unwrap_or(0.0)
+                            + v["lexical"].as_f64().unwrap_or(0.0) * (l / (1.0 - l)).ln()
+                            + e.iter().zip(&weights).map(|(x, w)| f64::from(*x) * w).sum::<f64>();
+                        1.0 / (1.0 + (-z).exp())
+                    })
+                    .collect(),
+            );
         }
     }
-    file.flush()?;
-    println!("wrote {out}");
+    println!("{:>7} {:>7} {:>7} {:>7} {:>7}  text", "lexical", "minilm", "e5", "old-ml", "old-e5");
+    for (k, text) in texts.iter().enumerate() {
+        let lexical = membank_core::salience::estimate_importance(text);
+        let old = |c: usize| columns.get(c).map_or("-".to_owned(), |col| format!("{:.3}", col[k]));
+        println!(
+            "{lexical:>7.3} {:>7.3} {:>7.3} {:>7} {:>7}  {}",
+            columns[0][k],
+            columns[1][k],
+            old(2),
+            old(3),
+            lines[k]
+        );
+    }
     Ok(())
 }
 
-/// One row per example: the memory's embedding, the lexical logit, and 1 (the bias).
-fn features(embedding: &[f32], lexical: f64) -> Vec<f64> {
+/// One row: the features, then the lexical logit and 1 (the bias).
+fn features(vector: &[f32], lexical: f64) -> Vec<f64> {
     let l = lexical.clamp(1e-6, 1.0 - 1e-6);
-    let mut row: Vec<f64> = embedding.iter().map(|x| f64::from(*x)).collect();
+    let mut row: Vec<f64> = vector.iter().map(|x| f64::from(*x)).collect();
     row.push((l / (1.0 - l)).ln());
     row.push(1.0);
     row
 }
 
-/// Embeds the examples of `ids` with the model in `dir`, batch by batch.
-fn embed_rows(
+/// One row per example of `ids`: the mean hidden state after `layer` layers of its person's
+/// words, then the lexical logit and 1.
+fn layer_rows(
     examples: &[Example],
     lexical: &[f64],
     ids: &[usize],
-    dir: &std::path::Path,
-) -> Result<(String, Vec<Vec<f64>>), Error> {
-    use membank_embed::{Embedder, LocalEmbedder, LocalOptions};
-    let embedder = LocalEmbedder::open(dir, LocalOptions::default())?;
+    embedder: &LocalEmbedder,
+    layer: usize,
+) -> Result<Vec<Vec<f64>>, Error> {
     let mut rows = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(32) {
+    for chunk in ids.chunks(64) {
         let texts: Vec<&str> = chunk.iter().map(|&i| membank_core::salience::probe_text(&examples[i].text)).collect();
-        for (&i, v) in chunk.iter().zip(embedder.embed(&texts)?) {
+        let means = embedder.layer_means(&texts, layer)?.ok_or("the local model shows no layers")?;
+        for (&i, v) in chunk.iter().zip(means) {
             rows.push(features(&v, lexical[i]));
         }
     }
-    Ok((embedder.model_id().to_owned(), rows))
+    Ok(rows)
+}
+
+/// Standardises the feature columns (all but the last two) over `rows` (no labels used), so
+/// one strength suits every dimension; returns each column's centre and scale.
+fn standardise(rows: &mut [Vec<f64>]) -> (Vec<f64>, Vec<f64>) {
+    let dims = rows[0].len() - 2;
+    let n = rows.len() as f64;
+    let centre: Vec<f64> = (0..dims).map(|a| rows.iter().map(|r| r[a]).sum::<f64>() / n).collect();
+    let scale: Vec<f64> = (0..dims)
+        .map(|a| (rows.iter().map(|r| (r[a] - centre[a]).powi(2)).sum::<f64>() / n).sqrt().max(1e-9))
+        .collect();
+    for r in rows.iter_mut() {
+        for a in 0..dims {
+            r[a] = (r[a] - centre[a]) / scale[a];
+        }
+    }
+    (centre, scale)
+}
+
+/// Each example's group's rank: within its set, its position in the data file among the
+/// set's groups. MemoryBank's users have the same position in both languages, so a person and
+/// their translation always share a rank, hence a fold.
+fn ranks(examples: &[Example], ids: &[usize]) -> Vec<usize> {
+    ids.iter()
+        .map(|&i| {
+            let mut positions: Vec<usize> =
+                ids.iter().filter(|&&j| examples[j].set == examples[i].set).map(|&j| examples[j].position).collect();
+            positions.sort_unstable();
+            positions.dedup();
+            positions.iter().position(|&p| p == examples[i].position).unwrap_or(0)
+        })
+        .collect()
 }
 
 /// Cross-validates, by group within the tuning halves only, an L2 logistic probe over the
-/// memory's embedding plus the lexical logit for each strength in [`LAMBDAS`]; chooses the
-/// strength with the best mean out-of-fold AUC over the model's sets, refits on every tuning
-/// example and writes the weights to `crates/membank-core/data/`.
-fn fit(examples: &[Example], lexical: &[f64]) -> Result<(), Box<dyn std::error::Error>> {
-    let models = membank_embed::default_model_dir().parent().map(std::path::Path::to_path_buf).unwrap_or_default();
-    for (dir, file, chinese) in MODELS {
-        let ids: Vec<usize> = (0..examples.len())
-            .filter(|&i| examples[i].split == Split::Tune && examples[i].set.is_chinese() == chinese)
+/// mean hidden state at each of the model's candidate layers plus the lexical logit, for
+/// each strength in [`LAMBDAS`]; chooses the layer and strength with the best mean
+/// out-of-fold AUC over the model's sets, refits on every tuning example and writes the
+/// weights to `crates/membank-core/data/`.
+fn fit(examples: &[Example], lexical: &[f64], hold_out: Option<usize>) -> Result<(), Error> {
+    for (dir, sets, layers) in MODELS {
+        let embedder = LocalEmbedder::open(&model_store().join(dir), LocalOptions::default())?;
+        let model_id = embedder.model_id().to_owned();
+        let mut ids: Vec<usize> = (0..examples.len())
+            .filter(|&i| examples[i].split == Split::Tune && sets.contains(&examples[i].set))
             .collect();
-        let (model_id, mut rows) = embed_rows(examples, lexical, &ids, &models.join(dir))?;
-        // Standardise the embedding columns over the tuning rows (no labels used), so one
-        // strength suits every dimension; folded back into raw weights when written.
-        let dims = rows[0].len() - 2;
-        let centre: Vec<f64> = (0..dims).map(|a| rows.iter().map(|r| r[a]).sum::<f64>() / rows.len() as f64).collect();
-        let scale: Vec<f64> = (0..dims)
-            .map(|a| {
-                (rows.iter().map(|r| (r[a] - centre[a]).powi(2)).sum::<f64>() / rows.len() as f64).sqrt().max(1e-9)
+        let shipped_path = format!("crates/membank-core/data/{}.{dir}.json", membank_core::salience::PROBE_VERSION);
+        let (layers, lambdas): (Vec<usize>, Vec<f64>) = match hold_out {
+            None => (layers.to_vec(), LAMBDAS.to_vec()),
+            Some(half) => {
+                let rank = ranks(examples, &ids);
+                ids = ids.iter().zip(rank).filter(|(_, r)| r % 2 != half).map(|(&i, _)| i).collect();
+                let shipped: serde_json::Value = serde_json::from_slice(&std::fs::read(&shipped_path)?)?;
+                let layer = shipped["layer"].as_u64().ok_or("the shipped file has no layer")? as usize;
+                (vec![layer], vec![shipped["lambda"].as_f64().ok_or("the shipped file has no lambda")?])
+            }
+        };
+        let labels: Vec<f64> = ids.iter().map(|&i| f64::from(u8::from(examples[i].critical))).collect();
+        let fold: Vec<usize> = ranks(examples, &ids).into_iter().map(|r| r % FOLDS).collect();
+        // Every set weighs the same in the loss, however many turns it labels (LoCoMo's
+        // 2,760 would otherwise outvote MemoryBank's 300 per language).
+        let weight: Vec<f64> = ids
+            .iter()
+            .map(|&i| {
+                let in_set = ids.iter().filter(|&&j| examples[j].set == examples[i].set).count() as f64;
+                ids.len() as f64 / (sets.len() as f64 * in_set)
             })
             .collect();
-        for r in &mut rows {
-            for a in 0..dims {
-                r[a] = (r[a] - centre[a]) / scale[a];
-            }
-        }
-        let labels: Vec<f64> = ids.iter().map(|&i| f64::from(u8::from(examples[i].critical))).collect();
-        // Groups dealt round-robin to folds within each set, so every fold holds every set.
-        let mut fold = vec![0usize; ids.len()];
-        for set in Set::ALL {
-            let mut groups: Vec<&str> =
-                ids.iter().filter(|&&i| examples[i].set == set).map(|&i| examples[i].group.as_str()).collect();
-            groups.sort_unstable();
-            groups.dedup();
-            for (k, &i) in ids.iter().enumerate() {
-                if examples[i].set == set {
-                    fold[k] = groups.iter().position(|g| *g == examples[i].group).unwrap_or(0) % FOLDS;
-                }
-            }
-        }
-        let sets: Vec<Set> = Set::ALL.into_iter().filter(|s| ids.iter().any(|&i| examples[i].set == *s)).collect();
         let mut best: Option<Choice> = None;
-        let mut warm: Vec<Vec<f64>> = vec![vec![0.0; rows[0].len()]; FOLDS];
-        for lambda in LAMBDAS {
-            let mut oof = vec![0.0; ids.len()];
-            for (f, start) in warm.iter_mut().enumerate() {
-                let train: Vec<usize> = (0..ids.len()).filter(|&k| fold[k] != f).collect();
-                let w = newton(&rows, &labels, &train, lambda, start.clone());
-                for k in (0..ids.len()).filter(|&k| fold[k] == f) {
-                    oof[k] = dot(&rows[k], &w);
+        for &layer in &layers {
+            let mut rows = layer_rows(examples, lexical, &ids, &embedder, layer)?;
+            standardise(&mut rows);
+            let mut warm: Vec<Vec<f64>> = vec![vec![0.0; rows[0].len()]; FOLDS];
+            for &lambda in &lambdas {
+                let mut oof = vec![0.0; ids.len()];
+                for (f, start) in warm.iter_mut().enumerate() {
+                    let train: Vec<usize> = (0..ids.len()).filter(|&k| fold[k] != f).collect();
+                    let w = newton(&rows, &labels, &weight, &train, lambda, start.clone());
+                    for k in (0..ids.len()).filter(|&k| fold[k] == f) {
+                        oof[k] = dot(&rows[k], &w);
+                    }
+                    *start = w;
                 }
-                *start = w;
-            }
-            let per_set: Vec<(Set, f64)> = sets
-                .iter()
-                .map(|&s| {
-                    let scored: Vec<(f64, bool)> = (0..ids.len())
-                        .filter(|&k| examples[ids[k]].set == s)
-                        .map(|k| (oof[k], examples[ids[k]].critical))
-                        .collect();
-                    (s, roc_auc(&scored).unwrap_or(0.5))
-                })
-                .collect();
-            let mean = per_set.iter().map(|(_, a)| a).sum::<f64>() / per_set.len() as f64;
-            let line: Vec<String> = per_set.iter().map(|(s, a)| format!("{} {a:.3}", s.name())).collect();
-            println!("{model_id} lambda {lambda:<6}: {}  mean {mean:.3}", line.join("  "));
-            if best.as_ref().is_none_or(|b| mean > b.0) {
-                best = Some((mean, lambda, per_set));
+                let per_set: Vec<(Set, f64)> = sets
+                    .iter()
+                    .map(|&s| {
+                        let scored: Vec<(f64, bool)> = (0..ids.len())
+                            .filter(|&k| examples[ids[k]].set == s)
+                            .map(|k| (oof[k], examples[ids[k]].critical))
+                            .collect();
+                        (s, roc_auc(&scored).unwrap_or(0.5))
+                    })
+                    .collect();
+                let mean = per_set.iter().map(|(_, a)| a).sum::<f64>() / per_set.len() as f64;
+                let line: Vec<String> = per_set.iter().map(|(s, a)| format!("{} {a:.3}", s.name())).collect();
+                println!("{model_id} layer {layer} lambda {lambda:<6}: {}  mean {mean:.3}", line.join("  "));
+                if best.as_ref().is_none_or(|b| mean > b.0) {
+                    best = Some((mean, layer, lambda, per_set));
+                }
             }
         }
-        let (mean, lambda, per_set) = best.ok_or("no strengths")?;
+        let (mean, layer, lambda, per_set) = best.ok_or("no choices")?;
+        let mut rows = layer_rows(examples, lexical, &ids, &embedder, layer)?;
+        let (centre, scale) = standardise(&mut rows);
         let all: Vec<usize> = (0..ids.len()).collect();
-        let w = newton(&rows, &labels, &all, lambda, vec![0.0; rows[0].len()]);
+        let w = newton(&rows, &labels, &weight, &all, lambda, vec![0.0; rows[0].len()]);
         let d = w.len();
+        let dims = d - 2;
         let raw: Vec<f64> = (0..dims).map(|a| w[a] / scale[a]).collect();
         let bias = w[d - 1] - (0..dims).map(|a| raw[a] * centre[a]).sum::<f64>();
-        let cv: serde_json::Map<String, serde_json::Value> = per_set
-            .iter()
-            .map(|(s, a)| (s.name().to_owned(), serde_json::json!((a * 1000.0).round() / 1000.0)))
-            .collect();
+        let round = |a: f64| (a * 1000.0).round() / 1000.0;
+        let cv: serde_json::Map<String, serde_json::Value> =
+            per_set.iter().map(|(s, a)| (s.name().to_owned(), serde_json::json!(round(*a)))).collect();
         let out = serde_json::json!({
-            "version": "importance-probe-v2",
+            "version": membank_core::salience::PROBE_VERSION,
             "model": model_id,
-            "about": "Logistic probe: P(critical) = sigmoid(embedding(probe_text) . weights + lexical * logit(salience-v1) + bias). \
-                      Fitted on the tuning halves of bench/critical only (crates/membank-eval/examples/importance.rs fit).",
+            "about": "Logistic probe: P(critical) = sigmoid(mean hidden state after `layer` layers of probe_text . weights \
+                      + lexical * logit(salience-v1) + bias). Fitted on the tuning halves of bench/critical only \
+                      (crates/membank-eval/examples/importance.rs fit).",
+            "layer": layer,
             "lambda": lambda,
+        "set_weighting": "each set weighs the same",
             "tune_examples": ids.len(),
             "cv_auc": cv,
-            "cv_auc_mean": (mean * 1000.0).round() / 1000.0,
+            "cv_auc_mean": round(mean),
             "bias": bias,
             "lexical": w[d - 2],
             "weights": raw,
         });
-        let path = format!("crates/membank-core/data/importance-probe-v2.{file}.json");
-        std::fs::create_dir_all("crates/membank-core/data")?;
+        let path = match hold_out {
+            None => shipped_path,
+            Some(half) => {
+                std::fs::create_dir_all(format!("/tmp/importance-oof-{half}"))?;
+                format!("/tmp/importance-oof-{half}/{}.{dir}.json", membank_core::salience::PROBE_VERSION)
+            }
+        };
         std::fs::write(&path, serde_json::to_string(&out)? + "\n")?;
-        println!("{model_id}: chose lambda {lambda} (CV mean AUC {mean:.3}); wrote {path}");
+        println!("{model_id}: chose layer {layer}, lambda {lambda} (CV mean AUC {mean:.3}); wrote {path}");
     }
     Ok(())
 }
@@ -270,20 +360,27 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// L2-regularised logistic regression (mean log loss + lambda/2 |w|², the last
+/// L2-regularised logistic regression (the `weight`-weighted mean log loss + lambda/2 |w|², the last
 /// two columns, the lexical logit and the bias — unpenalised) by Newton's method from `w`,
 /// until the step is tiny.
-fn newton(rows: &[Vec<f64>], labels: &[f64], train: &[usize], lambda: f64, mut w: Vec<f64>) -> Vec<f64> {
+fn newton(
+    rows: &[Vec<f64>],
+    labels: &[f64],
+    weight: &[f64],
+    train: &[usize],
+    lambda: f64,
+    mut w: Vec<f64>,
+) -> Vec<f64> {
     let d = w.len();
-    let n = train.len() as f64;
+    let n: f64 = train.iter().map(|&i| weight[i]).sum();
     for _ in 0..30 {
         let mut grad = vec![0.0; d];
         let mut hess = vec![0.0; d * d];
         for &i in train {
             let x = &rows[i];
             let p = 1.0 / (1.0 + (-dot(x, &w)).exp());
-            let s = (p * (1.0 - p)).max(1e-9) / n;
-            let e = (p - labels[i]) / n;
+            let s = weight[i] * (p * (1.0 - p)).max(1e-9) / n;
+            let e = weight[i] * (p - labels[i]) / n;
             for a in 0..d {
                 grad[a] += e * x[a];
                 let sa = s * x[a];

@@ -73,6 +73,10 @@ pub struct Example {
     pub split: Split,
     /// The user, conversation or question it belongs to (cross-validation folds are groups).
     pub group: String,
+    /// Its group's position in the data file (MemoryBank: the user's in the bank's key
+    /// order, the same person in both languages, so folds keep a user's translation with
+    /// the user).
+    pub position: usize,
     /// The memory's content, as the importer stores it.
     pub text: String,
     /// Critical by the written rules.
@@ -156,6 +160,7 @@ fn memorybank_examples(set: Set, bank: &Path, label_file: &Path, out: &mut Vec<E
         out.push(Example {
             set,
             split: if tune.contains(&&key.0) { Split::Tune } else { Split::Report },
+            position: order.iter().position(|k| *k == key.0).unwrap_or(usize::MAX),
             group: key.0.clone(),
             text: record.content(),
             critical: critical(&line),
@@ -184,6 +189,7 @@ fn locomo_examples(file: &Path, label_file: &Path, out: &mut Vec<Example>) -> Re
         out.push(Example {
             set: Set::Locomo,
             split: if *position < 5 { Split::Tune } else { Split::Report },
+            position: *position,
             group: key.0.clone(),
             text: record.content(),
             critical: critical(&line),
@@ -224,6 +230,7 @@ fn longmemeval_examples(file: &Path, label_file: &Path, out: &mut Vec<Example>) 
         out.push(Example {
             set: Set::LongMemEval,
             split: if *position < middle { Split::Tune } else { Split::Report },
+            position: *position,
             group: id,
             text: record.content(),
             critical: critical(&line),

@@ -54,6 +54,12 @@ mod weights;
 
 pub use probe::PROBE_VERSION;
 
+/// The layer whose mean hidden state the importance probe for `model_id` reads (see
+/// [`estimate_importance_with`]), or `None` when no probe was fitted for that model.
+pub fn probe_layer(model_id: &str) -> Option<usize> {
+    probe::probe_for(model_id).map(|p| p.layer)
+}
+
 use counts::Evidence;
 use weights::{ASSISTANT_ONLY_DAMPING, FLOOR};
 
@@ -76,36 +82,41 @@ pub fn estimate_importance(text: &str) -> f64 {
     squash(logit)
 }
 
-/// A memory's base importance in [0, 1] from its text and its embedding by `model_id`, and
-/// the version of the estimator that produced it.
+/// A memory's base importance in [0, 1] from its text and how `model_id` reads it, and the
+/// version of the estimator that produced it.
 ///
-/// `embedding` is that model's embedding of [`probe_text`]`(text)` (for a turn with a
-/// reply, the person's words alone; otherwise the memory's own embedding). With weights for
-/// that model (all-MiniLM-L6-v2, multilingual-e5-small, any `@variant`) and an embedding of
-/// its size, the probability that the memory is critical by the
-/// importance probe ([`PROBE_VERSION`]): a logistic over the embedding and this module's
-/// lexical estimate, fitted on labelled turns (see `probe.rs`). Otherwise the lexical
-/// [`estimate_importance`] ([`ESTIMATOR_VERSION`]).
-pub fn estimate_importance_with(text: &str, model_id: &str, embedding: Option<&[f32]>) -> (f64, &'static str) {
+/// `features` is that model's mean hidden state at [`probe_layer`]`(model_id)` of
+/// [`probe_text`]`(text)` (for a turn with a reply, the person's words alone). With weights
+/// for that model (all-MiniLM-L6-v2, multilingual-e5-small, any `@variant`) and features of
+/// its size, the probability that the memory is critical by the importance probe
+/// ([`PROBE_VERSION`]): a logistic over the features and this module's lexical estimate,
+/// fitted on labelled turns (see `probe.rs`). Otherwise the lexical [`estimate_importance`]
+/// ([`ESTIMATOR_VERSION`]).
+pub fn estimate_importance_with(text: &str, model_id: &str, features: Option<&[f32]>) -> (f64, &'static str) {
     let lexical = estimate_importance(text);
-    embedding
+    features
         .zip(probe::probe_for(model_id))
-        .and_then(|(embedding, probe)| probe.score(embedding, lexical))
+        .and_then(|(features, probe)| probe.score(features, lexical))
         .map_or((lexical, ESTIMATOR_VERSION), |p| (p, PROBE_VERSION))
 }
 
-/// The text whose embedding the importance probe reads: a stored turn's own words (from the
-/// start up to the line that opens the assistant's reply, `"\nAssistant:"`, see
-/// [`crate::memory::turn_content`]), or the whole text when it holds no reply. The labels the
-/// probe was fitted on judge the person's words, and a long reply dilutes them in an
-/// embedding of the whole turn. When this is the whole text, the memory's own embedding is
-/// the one to pass.
+/// The text the importance probe reads: a stored turn's own words (after the `"User: "` that
+/// opens a turn, up to the line that opens the assistant's reply, `"\nAssistant:"`, see
+/// [`crate::memory::turn_content`]), or the whole text when it is not a turn (a note) or the
+/// person said nothing. The labels the probe was fitted on judge the person's words; a long
+/// reply would dilute them, and the role marker, which only some sources' turns carry, would
+/// tell the probe where a text came from rather than what it says.
 pub fn probe_text(text: &str) -> &str {
-    match text.find(REPLY_MARKER) {
-        Some(at) if !text[..at].trim().is_empty() => &text[..at],
-        _ => text,
-    }
+    let said = match text.find(REPLY_MARKER) {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    let said = said.strip_prefix(PERSON_MARKER).unwrap_or(said);
+    if said.trim().is_empty() { text } else { said }
 }
+
+/// How [`crate::memory::turn_content`] opens the person's side of a turn.
+const PERSON_MARKER: &str = "User: ";
 
 /// How [`crate::memory::turn_content`] opens the assistant's side of a turn.
 const REPLY_MARKER: &str = "\nAssistant:";

@@ -1,16 +1,24 @@
-//! The importance probe: a logistic regression over the embedding of the person's words
-//! ([`super::probe_text`]) plus the lexical estimate's logit, one set of weights per embedding
-//! model. (v1 read the whole turn's embedding, the assistant's reply included; reading the
-//! person's words alone, as the labels do, raised the tuning halves' cross-validated AUC.)
+//! The importance probe: a logistic regression over how the embedding model reads the
+//! person's words ([`super::probe_text`]) part-way through, plus the lexical estimate's
+//! logit, one set of weights per embedding model.
 //!
-//! `P(critical) = sigmoid(embedding · weights + lexical · logit(salience-v1) + bias)`.
+//! `P(critical) = sigmoid(h_L · weights + lexical · logit(salience-v1) + bias)`, where `h_L`
+//! is the mean over the text's tokens of the model's hidden state after `L` layers (the
+//! weight file's `layer`; `membank_embed::Embedder::layer_means`).
+//!
+//! Why an intermediate layer: a sentence embedding is trained so that paraphrases land
+//! together, which is what recall needs and not what importance is; the middle layers still
+//! hold what kind of statement a text is (a disclosure about oneself, a request, thanks).
+//! On the tuning halves, with the same logistic and strengths, reading layer 4 of
+//! all-MiniLM-L6-v2's six instead of the final embedding raised the grouped cross-validated
+//! AUC from about .82 to .88 (v2 read the final embedding; v1 the whole turn's).
 //!
 //! The weights were fitted (`crates/membank-eval/examples/importance.rs fit`) on the tuning
 //! halves of the critical-turn labels in `bench/critical` (rules in `RULES.md` there):
-//! MemoryBank English, LoCoMo and LongMemEval for all-MiniLM-L6-v2, MemoryBank Chinese for
-//! multilingual-e5-small. The L2 strength was chosen by grouped cross-validation on those
-//! halves alone; the reporting halves were never used to fit or choose. Each data file
-//! records its strength and cross-validated AUC.
+//! MemoryBank English, LoCoMo and LongMemEval for all-MiniLM-L6-v2, all four sets (MemoryBank
+//! Chinese too) for multilingual-e5-small. The layer and the L2 strength were chosen by
+//! grouped cross-validation on those halves alone; the reporting halves were never used to
+//! fit or choose. Each data file records its layer, strength and cross-validated AUC.
 //!
 //! A store whose model has no weights here (another local model, a remote API, the test
 //! hashing embedder) gets the lexical estimate unchanged.
@@ -18,12 +26,12 @@
 use std::sync::OnceLock;
 
 /// Version of the probe, recorded next to importances it produced.
-pub const PROBE_VERSION: &str = "importance-probe-v2";
+pub const PROBE_VERSION: &str = "importance-probe-v3";
 
 /// The shipped weight files, one per embedding model.
 const FILES: [&str; 2] = [
-    include_str!("../../data/importance-probe-v2.all-MiniLM-L6-v2.json"),
-    include_str!("../../data/importance-probe-v2.multilingual-e5-small.json"),
+    include_str!("../../data/importance-probe-v3.all-MiniLM-L6-v2.json"),
+    include_str!("../../data/importance-probe-v3.multilingual-e5-small.json"),
 ];
 
 /// One model's fitted probe.
@@ -31,6 +39,8 @@ const FILES: [&str; 2] = [
 pub(crate) struct Probe {
     /// The embedding model's id as the embedder reports it (maybe with an `@variant`).
     pub(crate) model: String,
+    /// The layer whose mean hidden state the probe reads (after that many layers).
+    pub(crate) layer: usize,
     /// Intercept.
     pub(crate) bias: f64,
     /// Weight of the lexical estimate's logit.
@@ -45,11 +55,12 @@ pub(crate) fn probes() -> &'static [Probe] {
     PROBES.get_or_init(|| FILES.iter().map(|file| parse(file).expect("the shipped probe weights parse")).collect())
 }
 
-/// Reads one weight file: `model`, `bias`, `lexical` and `weights`.
+/// Reads one weight file: `model`, `layer`, `bias`, `lexical` and `weights`.
 fn parse(file: &str) -> Option<Probe> {
     let value: serde_json::Value = serde_json::from_str(file).ok()?;
     Some(Probe {
         model: value.get("model")?.as_str()?.to_owned(),
+        layer: usize::try_from(value.get("layer")?.as_u64()?).ok()?,
         bias: value.get("bias")?.as_f64()?,
         lexical: value.get("lexical")?.as_f64()?,
         weights: value.get("weights")?.as_array()?.iter().map(serde_json::Value::as_f64).collect::<Option<_>>()?,
@@ -70,16 +81,16 @@ pub(crate) fn probe_for(model_id: &str) -> Option<&'static Probe> {
 }
 
 impl Probe {
-    /// P(critical) for an embedding of the right size and the lexical estimate; `None` when
-    /// the embedding's size differs or a value is not finite.
-    pub(crate) fn score(&self, embedding: &[f32], lexical: f64) -> Option<f64> {
-        if embedding.len() != self.weights.len() {
+    /// P(critical) for features of the right size (the mean hidden state at [`Self::layer`])
+    /// and the lexical estimate; `None` when the size differs or a value is not finite.
+    pub(crate) fn score(&self, features: &[f32], lexical: f64) -> Option<f64> {
+        if features.len() != self.weights.len() {
             return None;
         }
         let l = lexical.clamp(1e-6, 1.0 - 1e-6);
         let z: f64 = self.bias
             + self.lexical * (l / (1.0 - l)).ln()
-            + embedding.iter().zip(&self.weights).map(|(x, w)| f64::from(*x) * w).sum::<f64>();
+            + features.iter().zip(&self.weights).map(|(x, w)| f64::from(*x) * w).sum::<f64>();
         let p = 1.0 / (1.0 + (-z).exp());
         p.is_finite().then_some(p)
     }
@@ -95,6 +106,8 @@ mod tests {
         assert_eq!(probes.len(), 2);
         for probe in probes {
             assert_eq!(probe.weights.len(), 384, "{}", probe.model);
+            // An intermediate layer: MiniLM has 6, e5-small 12.
+            assert!((1..6).contains(&probe.layer) || probe.model.contains("e5") && (1..12).contains(&probe.layer));
             assert!(probe.weights.iter().chain([&probe.bias, &probe.lexical]).all(|w| w.is_finite()));
             assert!(probe.lexical > 0.0, "{}: the lexical estimate should count for, not against", probe.model);
         }
@@ -118,14 +131,19 @@ mod tests {
     #[test]
     fn the_probe_reads_the_persons_words_of_a_turn_and_a_note_whole() {
         use crate::salience::probe_text;
-        assert_eq!(probe_text("User: I have a cat\nAssistant: Lovely!\nMore"), "User: I have a cat");
-        assert_eq!(probe_text("User: I have a cat"), "User: I have a cat");
+        assert_eq!(probe_text("User: I have a cat\nAssistant: Lovely!\nMore"), "I have a cat");
+        assert_eq!(probe_text("User: I have a cat"), "I have a cat");
         assert_eq!(probe_text("A note\nwith two lines"), "A note\nwith two lines");
+        assert_eq!(probe_text("Users: a note"), "Users: a note");
         // A reply with no words of the person before it is read whole, never as "".
         assert_eq!(probe_text("\nAssistant: only a reply"), "\nAssistant: only a reply");
+        assert_eq!(probe_text("User: \nAssistant: a reply"), "User: \nAssistant: a reply");
+        assert_eq!(probe_text("User: "), "User: ");
         assert_eq!(probe_text(""), "");
         let turn = crate::memory::turn_content("我养了一只猫", Some("真好"));
-        assert_eq!(probe_text(&turn), "User: 我养了一只猫");
+        assert_eq!(probe_text(&turn), "我养了一只猫");
+        let alone = crate::memory::turn_content("I moved to Lyon", None);
+        assert_eq!(probe_text(&alone), "I moved to Lyon");
     }
 
     #[test]

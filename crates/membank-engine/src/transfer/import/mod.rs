@@ -288,17 +288,12 @@ impl Engine {
             }
             let contents: Vec<String> = records.iter().map(ImportRecord::content).collect();
             let mut vectors = Vec::with_capacity(records.len());
-            // Per record, the embedding of the person's words the importance probe reads,
-            // where they differ from the whole text (`None`: the memory's own serves).
-            let mut probe_vectors: Vec<Option<Vec<f32>>> = Vec::with_capacity(records.len());
+            // Per record, the importance probe's features: the mean hidden state of the
+            // person's words at the probe's layer (`None`: the lexical estimate alone).
+            let mut probe_features: Vec<Option<Vec<f32>>> = Vec::with_capacity(records.len());
             for chunk in contents.chunks(EMBED_BATCH) {
-                let mut refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
-                let words: Vec<Option<&str>> = chunk
-                    .iter()
-                    .map(|c| Some(membank_core::salience::probe_text(c)).filter(|w| *w != c.as_str()))
-                    .collect();
-                refs.extend(words.iter().flatten());
-                let mut embedded = self.embedder.embed(&refs)?;
+                let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+                let embedded = self.embedder.embed(&refs)?;
                 if embedded.len() != refs.len() {
                     return Err(EngineError::Storage(format!(
                         "the embedder returned {} vectors for {} texts",
@@ -306,15 +301,30 @@ impl Engine {
                         refs.len()
                     )));
                 }
-                let mut extra = embedded.split_off(chunk.len()).into_iter();
-                probe_vectors.extend(words.iter().map(|w| w.and_then(|_| extra.next())));
                 vectors.extend(embedded);
-                model.get_or_insert_with(|| self.model());
+                let model = model.get_or_insert_with(|| self.model());
+                let layer = membank_core::salience::probe_layer(&model.id);
+                let words: Vec<&str> = chunk.iter().map(|c| membank_core::salience::probe_text(c)).collect();
+                let means = match layer {
+                    Some(layer) => self.embedder.layer_means(&words, layer)?,
+                    None => None,
+                };
+                match means {
+                    Some(means) if means.len() == words.len() => probe_features.extend(means.into_iter().map(Some)),
+                    Some(means) => {
+                        return Err(EngineError::Storage(format!(
+                            "the embedder returned {} layer means for {} texts",
+                            means.len(),
+                            words.len()
+                        )));
+                    }
+                    None => probe_features.extend(std::iter::repeat_n(None, chunk.len())),
+                }
                 done += chunk.len();
                 progress(done, total);
             }
-            for (((record, content), vector), probe_vector) in
-                records.into_iter().zip(contents).zip(vectors).zip(probe_vectors)
+            for (((record, content), vector), features) in
+                records.into_iter().zip(contents).zip(vectors).zip(probe_features)
             {
                 let mut forgetting = ForgettingState::starting(record.occurred_at, now, request.clock_from);
                 if let Some(strength) = record.strength {
@@ -327,11 +337,8 @@ impl Engine {
                 metadata.insert(IMPORT_KEY.to_string(), record.key.clone());
                 let derived_from = record.derived_from.iter().filter_map(|key| ids.get(key).copied()).collect();
                 let model_id = model.as_ref().map_or("", |m| m.id.as_str());
-                let (base, version) = membank_core::salience::estimate_importance_with(
-                    &content,
-                    model_id,
-                    Some(probe_vector.as_deref().unwrap_or(&vector)),
-                );
+                let (base, version) =
+                    membank_core::salience::estimate_importance_with(&content, model_id, features.as_deref());
                 forgetting.base_importance = base;
                 forgetting.importance = base;
                 metadata.insert(crate::ops::IMPORTANCE_SOURCE.to_string(), "estimator".to_string());
