@@ -226,6 +226,8 @@ pub struct ForgettingFile {
     pub max_archive_fraction: Option<f64>,
     /// How much importance adds to strength on MemoryBank's curve (`S + w·I`).
     pub importance_weight: Option<f64>,
+    /// How importance enters: `linear` (`S + w·I`) or `odds` (`S + w·I/(1−I)`).
+    pub importance_form: Option<String>,
 }
 
 /// `[forgetting.fademem]`: every FadeMem parameter, each optional. The defaults and where
@@ -379,6 +381,9 @@ pub fn engine_config(
     }
     if let Some(weight) = f.importance_weight {
         policy.importance_weight = weight;
+    }
+    if let Some(form) = f.importance_form.as_deref() {
+        policy.importance_form = form.parse::<membank_core::ImportanceForm>()?;
     }
     policy.validate()?;
     let mut recall = RecallConfig::default();

@@ -29,7 +29,9 @@ pub mod time;
 pub use error::InvalidInput;
 pub use event::{Event, EventKind};
 pub use fademem::FadeMemParams;
-pub use forgetting::{DecisionMode, DecisionModeName, ForgettingPolicy, PolicyKind, RecallMode, retention};
+pub use forgetting::{
+    DecisionMode, DecisionModeName, ForgettingPolicy, ImportanceForm, PolicyKind, RecallMode, retention,
+};
 pub use id::{EventId, MemoryId};
 pub use memory::{Kind, Memory, Source, Status};
 pub use scope::{AgentLabel, Scope, TenantId, UserId};

@@ -184,6 +184,8 @@ pub struct PolicyOut {
     /// How much a memory's importance adds to its strength on MemoryBank's curve:
     /// `exp(-t / (S + w·I))`.
     pub importance_weight: f64,
+    /// How importance enters the strength: `linear` (`S + w·I`) or `odds` (`S + w·I/(1−I)`).
+    pub importance_form: &'static str,
 }
 
 /// `GET /v1/about`: who the caller is and what the server runs.

@@ -34,7 +34,10 @@ fn archived_with(
 #[test]
 fn flags_beat_env_beat_file_beat_defaults() {
     let bank = Bank::new();
-    bank.remember("u", "an ordinary day", "2024-01-01T00:00:00Z");
+    // Importance .5: S counts as 1 + 2·1 = 3 under the default curve, so six days leave
+    // R = exp(-2) = 0.135.
+    let args = ["remember", "--user", "u", "--user-text", "an ordinary day", "--at", "2024-01-01T00:00:00Z"];
+    bank.ok(&[&args[..], &["--clock-from", "event", "--importance", "0.5"]].concat());
     assert!(!archived_with(&bank, None, None, None), "default θ = 0.05 keeps R = 0.135");
     assert!(archived_with(&bank, Some(0.2), None, None), "file θ = 0.2 archives");
     assert!(!archived_with(&bank, Some(0.2), Some("0.1"), None), "env beats file");

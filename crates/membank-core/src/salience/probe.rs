@@ -11,7 +11,8 @@
 //! hold what kind of statement a text is (a disclosure about oneself, a request, thanks).
 //! On the tuning halves, with the same logistic and strengths, reading layer 4 of
 //! all-MiniLM-L6-v2's six instead of the final embedding raised the grouped cross-validated
-//! AUC from about .82 to .88 (v2 read the final embedding; v1 the whole turn's).
+//! AUC from about .82 to .88 (v2 read the final embedding; v1 the whole turn's). The layer
+//! is the weight file's: 4 for MiniLM, 8 for e5.
 //!
 //! The weights were fitted (`crates/membank-eval/examples/importance.rs fit`) on the tuning
 //! halves of the critical-turn labels in `bench/critical` (rules in `RULES.md` there):

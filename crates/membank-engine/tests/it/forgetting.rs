@@ -10,7 +10,7 @@ use membank_store::{EventQuery, Store};
 use crate::{scope, world_with};
 
 /// These tests pin the paper's arithmetic in days: a one-day unit and no importance on the
-/// curve (the default weighs importance in, `S + 14·I`).
+/// curve (the default weighs importance in, `S·(1 + w·I/(1−I))`).
 fn world() -> crate::World {
     world_with(EngineConfig {
         forgetting: ForgettingPolicy { unit: Duration::days(1), importance_weight: 0.0, ..ForgettingPolicy::default() },

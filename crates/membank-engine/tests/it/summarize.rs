@@ -65,7 +65,14 @@ fn run(w: &crate::World) -> membank_engine::SummarizeResponse {
 
 #[test]
 fn incremental_summarisation_makes_exactly_the_expected_calls() {
-    let lw = llm_world(echo_stub(), EngineConfig::default());
+    // The curve `S + 14·I` (the previous default), under which the sweep on day 30 below
+    // archives the summaries and keeps every turn: what this test counts is calls.
+    let forgetting = membank_engine::core::ForgettingPolicy {
+        importance_form: membank_engine::core::ImportanceForm::Linear,
+        importance_weight: 14.0,
+        ..Default::default()
+    };
+    let lw = llm_world(echo_stub(), EngineConfig { forgetting, ..EngineConfig::default() });
     let w = &lw.world;
     w.clock.set(at(10, 9));
     let miso = w.turn_at("alice", "I adopted a grey cat named Miso", Some("What a lovely name!"), at(1, 10));

@@ -62,6 +62,7 @@ pub async fn about(State(state): State<AppState>, caller: Caller) -> Result<Json
             unit_seconds: policy.unit.num_seconds(),
             mode,
             importance_weight: policy.importance_weight,
+            importance_form: policy.importance_form.as_str(),
         },
         embedding_model,
     }))

@@ -15,7 +15,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use chrono::{DateTime, Utc};
 use membank_engine::core::ManualClock;
-use membank_engine::core::forgetting::{DecisionMode, PolicyKind, Strength, retention};
+use membank_engine::core::forgetting::{DecisionMode, ForgettingState, PolicyKind, Strength, retention};
 use membank_server::{AuthMode, MaintenanceConfig};
 use serde_json::{Value, json};
 
@@ -156,12 +156,12 @@ async fn a_dry_run_changes_nothing_and_a_real_run_archives_what_the_curve_says()
     assert_eq!(at(&real["now"]), start() + chrono::Duration::days(30));
     let archived = &real["archived_memories"][0];
     assert_eq!(archived["id"], id.as_str());
-    // exp(-t/S) with t in the policy's units and S the effective strength, 1 + w·I (the
-    // default weighs importance in): below the default θ = 0.05.
+    // exp(-t/S) with t in the policy's units and S the effective strength, S = 1 with the
+    // importance weighed in (the default's form): below the default θ = 0.05.
     let policy = server.state.engine().config().forgetting;
     let units = 30.0 * 86_400.0 / policy.unit.num_seconds() as f64;
     let (_, stored) = call(&app, "GET", &format!("/v1/users/alice/memories/{id}"), None, None).await;
-    let s = 1.0 + policy.importance_weight * stored["base_importance"].as_f64().unwrap();
+    let s = effective(&policy, 1.0, stored["base_importance"].as_f64().unwrap());
     assert!((archived["S"].as_f64().unwrap() - s).abs() < 1e-9, "{archived}");
     assert!((archived["R"].as_f64().unwrap() - (-units / s).exp()).abs() < 1e-9, "{archived}");
     assert!(archived["R"].as_f64().unwrap() < 0.05, "{archived}");
@@ -385,11 +385,12 @@ async fn a_year_of_days_archives_each_memory_on_the_day_its_curve_falls_below_th
     let mut expected = Vec::new();
     for id in [&forgotten, &recalled] {
         let (_, memory) = call(&app, "GET", &format!("/v1/users/alice/memories/{id}"), None, None).await;
-        // The effective strength, S + w·I (the default weighs importance in).
-        let strength = Strength::new(
-            memory["strength"].as_f64().unwrap()
-                + policy.importance_weight * memory["base_importance"].as_f64().unwrap(),
-        )
+        // The effective strength (the default weighs importance in).
+        let strength = Strength::new(effective(
+            &policy,
+            memory["strength"].as_f64().unwrap(),
+            memory["base_importance"].as_f64().unwrap(),
+        ))
         .unwrap();
         let last = at(&memory["last_recalled_at"]);
         let day = (1..=365)
@@ -650,4 +651,15 @@ async fn one_maintenance_cycle_per_user_at_a_time_a_second_gets_409() {
         assert!(status == StatusCode::OK || status == StatusCode::CONFLICT, "{status}");
     }
     assert!(server.state.begin_maintenance(&scope("ana")).is_some(), "every reservation was released");
+}
+
+/// The strength the policy's curve decays by for a memory of strength `s` and base
+/// importance `importance`.
+fn effective(policy: &membank_engine::core::ForgettingPolicy, s: f64, importance: f64) -> f64 {
+    let state = ForgettingState {
+        strength: Strength::new(s).unwrap(),
+        base_importance: importance,
+        ..ForgettingState::new(chrono::DateTime::UNIX_EPOCH)
+    };
+    policy.effective_strength(&state).get()
 }

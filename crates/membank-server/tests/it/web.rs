@@ -107,7 +107,8 @@ async fn about_says_who_the_caller_is_and_what_the_server_runs() {
     assert_eq!(about["forgetting"]["policy"], "memorybank");
     assert_eq!(about["forgetting"]["archive_below"], 0.05);
     assert_eq!(about["forgetting"]["unit_seconds"], 86_400);
-    assert_eq!(about["forgetting"]["importance_weight"], 14.0);
+    assert_eq!(about["forgetting"]["importance_weight"], membank_engine::core::forgetting::DEFAULT_IMPORTANCE_WEIGHT);
+    assert_eq!(about["forgetting"]["importance_form"], "scaled");
 
     let keyed = TestServer::new(AuthMode::Keys);
     let app = keyed.router();

@@ -163,7 +163,9 @@ fn build(ctx: &Context, path: &Path, shape: &str, n: usize, bytes: usize, corpus
     eprintln!("building {n} {shape} memories in {}", path.display());
     let store = SqliteStore::open_with(path, ctx.store_options())?;
     let scope = Scope::user(TenantId::default_tenant(), UserId::new("bench")?);
-    let t0 = chrono::Utc::now() - chrono::Duration::days(20);
+    // Five days old: young enough that the default curve archives none of them (importance
+    // .5 lasts about nine days), so every stage of the cycle has the whole set to work on.
+    let t0 = chrono::Utc::now() - chrono::Duration::days(5);
     store.ensure_user(&scope.tenant, &scope.user, t0)?;
     let model = EmbeddingModel { id: BENCH_MODEL.into(), dim: 384 };
     // "similar": one long prefix, then a short sentence of its own; vectors a shared
