@@ -139,7 +139,8 @@ describe('membank web app (API keys, stub LLM)', () => {
     assert.ok(Math.abs(Number(r.trim()) - shown.retention) < 0.01, `R shown ${r} vs API ${shown.retention}`);
     assert.equal((await card(page, ids[TURNS[1].text]).getByTestId('memory-strength').textContent()).trim(), '1.00');
     // The oldest is past the archive threshold already: its clock started 60 days ago, longer than
-    // any importance buys under the default (ln 20 · (1 + 14) ≈ 45 days unrecalled).
+    // its importance buys under the default (the probe rates it about .88: ln 20 · (1 + 2 · .88/.12)
+    // ≈ 48 days unrecalled).
     assert.equal(await card(page, ids[TURNS[0].text]).getByTestId('memory-past-threshold').count(), 1);
     // Filters: only one day.
     const day = daysAgo(1).day;
