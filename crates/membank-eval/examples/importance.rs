@@ -145,44 +145,10 @@ fn score_stdin() -> Result<(), Error> {
                 .collect::<Vec<f64>>(),
         );
     }
-    // Optionally an older probe over the final embedding (a weight file per model in this
-    // folder), to compare.
-    let older = std::env::var("IMPORTANCE_COMPARE_DIR").ok();
-    if let Some(dir) = &older {
-        for model in ["all-MiniLM-L6-v2", "multilingual-e5-small"] {
-            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(format!("{dir}/{model}.json"))?)?;
-            let weights: Vec<f64> =
-                v["weights"].as_array().ok_or("weights")?.iter().filter_map(|x| x.as_f64()).collect();
-            let embedder = LocalEmbedder::open(&model_store().join(model), LocalOptions::default())?;
-            let words: Vec<&str> = texts.iter().map(|t| membank_core::salience::probe_text(t)).collect();
-            let vectors = embedder.embed(&words)?;
-            columns.push(
-                texts
-                    .iter()
-                    .zip(&vectors)
-                    .map(|(t, e)| {
-                        let l = membank_core::salience::estimate_importance(t).clamp(1e-6, 1.0 - 1e-6);
-                        let z = v["bias"].as_f64().unwrap_or(0.0)
-                            + v["lexical"].as_f64().unwrap_or(0.0) * (l / (1.0 - l)).ln()
-                            + e.iter().zip(&weights).map(|(x, w)| f64::from(*x) * w).sum::<f64>();
-                        1.0 / (1.0 + (-z).exp())
-                    })
-                    .collect(),
-            );
-        }
-    }
-    println!("{:>7} {:>7} {:>7} {:>7} {:>7}  text", "lexical", "minilm", "e5", "old-ml", "old-e5");
+    println!("{:>7} {:>7} {:>7}  text", "lexical", "minilm", "e5");
     for (k, text) in texts.iter().enumerate() {
         let lexical = membank_core::salience::estimate_importance(text);
-        let old = |c: usize| columns.get(c).map_or("-".to_owned(), |col| format!("{:.3}", col[k]));
-        println!(
-            "{lexical:>7.3} {:>7.3} {:>7.3} {:>7} {:>7}  {}",
-            columns[0][k],
-            columns[1][k],
-            old(2),
-            old(3),
-            lines[k]
-        );
+        println!("{lexical:>7.3} {:>7.3} {:>7.3}  {}", columns[0][k], columns[1][k], lines[k]);
     }
     Ok(())
 }
