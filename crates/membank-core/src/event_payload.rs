@@ -31,12 +31,41 @@ pub fn recalled(id: MemoryId, at: Timestamp, query_id: &str, rank: usize, score:
     NewEvent::about(id, EventKind::Recalled, at, json!({ "query_id": query_id, "rank": rank, "score": score }))
 }
 
-/// `reminisced`: a recall (`query_id`, at `rank` with `score`) brought an archived memory
-/// back; `data` is [`ForgettingPolicy::reminisce_event_data`]'s numbers (the savings).
-pub fn reminisced(id: MemoryId, at: Timestamp, query_id: &str, rank: usize, score: f64, mut data: Value) -> NewEvent {
-    data["query_id"] = json!(query_id);
-    data["rank"] = json!(rank);
-    data["score"] = json!(score);
+/// How an archived memory came back ([`reminisced`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reminiscence<'a> {
+    /// A strengthening recall found it in the archive, at `rank` (1 is the best) with `score`.
+    Found {
+        /// The recall's query id.
+        query_id: &'a str,
+        /// Its place in the recall's results.
+        rank: usize,
+        /// Its score there.
+        score: f64,
+    },
+    /// A caller confirmed it was used in a reply (`recall_mode = "used"`, where the
+    /// confirmation is the strengthening), naming the recall when it did.
+    Used {
+        /// The recall it came from, when the caller said.
+        query_id: Option<&'a str>,
+    },
+}
+
+/// `reminisced`: an archived memory came back with savings, found by a recall (`query_id`,
+/// `rank`, `score`) or confirmed as used (`query_id` when given, `"confirmed_used": true`);
+/// `data` is [`ForgettingPolicy::reminisce_event_data`]'s numbers (the savings).
+pub fn reminisced(id: MemoryId, at: Timestamp, how: Reminiscence<'_>, mut data: Value) -> NewEvent {
+    match how {
+        Reminiscence::Found { query_id, rank, score } => {
+            data["query_id"] = json!(query_id);
+            data["rank"] = json!(rank);
+            data["score"] = json!(score);
+        }
+        Reminiscence::Used { query_id } => {
+            data["query_id"] = json!(query_id);
+            data["confirmed_used"] = json!(true);
+        }
+    }
     NewEvent::about(id, EventKind::Reminisced, at, data)
 }
 

@@ -510,7 +510,8 @@ impl Engine {
         Ok(self.store.sweep(&request.scope, &policy, now, request.dry_run)?)
     }
 
-    /// Strengthens memories the caller confirms it used (the `used` recall mode's feedback).
+    /// Strengthens memories the caller confirms it used (the `used` recall mode's feedback);
+    /// an archived one (a reminiscing recall returned it) comes back with savings.
     pub fn confirm_used(
         &self,
         scope: &Scope,

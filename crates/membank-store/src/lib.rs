@@ -110,7 +110,9 @@ pub trait Store: Send + Sync {
         recall: &RecallRecord,
         strengthen: Option<&ForgettingPolicy>,
     ) -> Result<Vec<Memory>, StoreError>;
-    /// Strengthens memories confirmed as used (the `used` recall mode).
+    /// Strengthens memories confirmed as used (the `used` recall mode). One that is archived
+    /// (a reminiscing recall returned it) comes back to active with savings instead, logged as
+    /// `reminisced` with `confirmed_used`; superseded and erased memories are left as they are.
     fn confirm_used(
         &self,
         scope: &Scope,

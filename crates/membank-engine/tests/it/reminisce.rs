@@ -259,3 +259,42 @@ fn chat_reminisces_and_says_so_in_what_it_recalled() {
         "retrieved mode brought it back"
     );
 }
+
+#[test]
+fn under_the_used_mode_a_confirmation_brings_an_archived_hit_back_with_savings() {
+    use membank_engine::core::forgetting::RecallMode;
+    let policy = ForgettingPolicy { recall_mode: RecallMode::Used, ..ForgettingPolicy::default() };
+    let w = world_with(EngineConfig { forgetting: policy, ..EngineConfig::default() });
+    let (fact, others) = ana_with_an_archived_fact(&w);
+    // Under `used` a recall strengthens nothing, so it brings nothing back either.
+    let response = recall(&w, "ana", "where does my sister Lena live", Reminisce::Auto, None);
+    assert!(!response.strengthened);
+    assert!(response.results.iter().any(|h| h.memory.id == fact.id && h.reminisced));
+    assert_eq!(w.engine.show(&scope("ana"), fact.id).unwrap().0.status, Status::Archived);
+    // The reply used it (twice over) and one active memory: the fact comes back with savings
+    // (S when archived, 1, plus one), the repeat is an ordinary strengthening.
+    w.advance_days(1);
+    let now = w.clock.now();
+    let used = w.engine.confirm_used(&scope("ana"), &[fact.id, others[0].id, fact.id], Some(&response.query_id)).unwrap();
+    assert_eq!(used.len(), 3);
+    let (stored, retention) = w.engine.show(&scope("ana"), fact.id).unwrap();
+    assert_eq!((stored.status, retention), (Status::Active, 1.0));
+    assert_eq!(stored.forgetting.strength.get(), 3.0, "savings (1 + 1), then one more strengthening");
+    assert_eq!(stored.forgetting.last_recalled_at, now);
+    assert_eq!(w.engine.show(&scope("ana"), others[0].id).unwrap().0.forgetting.strength.get(), 2.0);
+    let events =
+        w.engine.events(&scope("ana"), &EventQuery { memory_id: Some(fact.id), ..Default::default() }).unwrap();
+    let kinds: Vec<EventKind> = events.iter().map(|e| e.kind).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == EventKind::Reminisced).count(), 1, "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == EventKind::Strengthened).count(), 1, "{kinds:?}");
+    let event = events.iter().find(|e| e.kind == EventKind::Reminisced).unwrap();
+    assert_eq!(event.data["query_id"], response.query_id.as_str());
+    assert_eq!(event.data["confirmed_used"], true);
+    assert_eq!((event.data["strength_before"].as_f64(), event.data["strength_after"].as_f64()), (Some(1.0), Some(2.0)));
+    // A confirmation of an erased memory brings nothing back.
+    let gone = w.turn("ana", "my old phone number was 555 0199");
+    w.engine.forget(&scope("ana"), gone.id, None).unwrap();
+    w.engine.erase(&scope("ana"), gone.id).unwrap();
+    let _ = w.engine.confirm_used(&scope("ana"), &[gone.id], None);
+    assert_eq!(w.engine.show(&scope("ana"), gone.id).unwrap().0.status, Status::Erased);
+}

@@ -547,7 +547,9 @@ pub async fn erase(
     change(state, caller, user, id, |e, s, id| e.erase(s, id)).await
 }
 
-/// Confirm memories were used in a reply (strengthens them; the `used` recall mode).
+/// Confirm memories were used in a reply (strengthens them; the `used` recall mode). An
+/// archived memory a reminiscing recall returned comes back to active with savings (a
+/// `reminisced` event with `confirmed_used: true`).
 #[utoipa::path(post, path = "/v1/users/{user}/memories/used", tag = "recall",
     params(UserPath),
     request_body = UsedIn,

@@ -1397,7 +1397,7 @@ function eventSummary(event) {
     case 'restored':
       return `Restored${d.previous_status ? ` (was ${d.previous_status})` : ''}.`;
     case 'reminisced':
-      return `Brought back from the archive by a recall, with savings: S ${fmt(d.strength_before, 2)} → ${fmt(d.strength_after, 2)} (S when archived ${fmt(d.strength_at_archive, 2)}, plus one).`;
+      return `Brought back from the archive ${d.confirmed_used ? 'when a reply used it' : 'by a recall'}, with savings: S ${fmt(d.strength_before, 2)} → ${fmt(d.strength_after, 2)} (S when archived ${fmt(d.strength_at_archive, 2)}, plus one).`;
     case 'superseded':
       return `Superseded${d.reason ? ` (${d.reason})` : d.rule ? ` (${d.rule})` : ''} by:`;
     case 'edited':

@@ -60,6 +60,7 @@ use std::sync::{Arc, OnceLock};
 use chrono::{DateTime, NaiveDate};
 use membank_core::event::{Event, NewEvent};
 use membank_core::event_payload as payload;
+use membank_core::event_payload::Reminiscence;
 use membank_core::forgetting::ForgettingPolicy;
 use membank_core::{EventId, ForgettingState, Memory, MemoryId, Scope, Status, Strength, TenantId, Timestamp, UserId};
 use postgres::Row;
@@ -660,22 +661,21 @@ fn strengthen_all(
     append_events(tx, uid, &events)
 }
 
-/// Brings the archived memories a recall found in the archive (`(rank − 1, id, score)`)
-/// back to active with savings ([`ForgettingPolicy::reminisce`], as from each one's last
-/// `archived` event) and logs each as `reminisced` with the recall's query id, its rank and
-/// score. One no longer archived is left alone.
+/// Brings archived memories back to active with savings ([`ForgettingPolicy::reminisce`],
+/// as from each one's last `archived` event) and logs each as `reminisced` with how it came
+/// back (found by a recall at its rank with its score, or confirmed as used). One no longer
+/// archived is left alone.
 fn reminisce_all(
     tx: &mut Tx<'_>,
     uid: Uuid,
-    found: &[(usize, MemoryId, f64)],
-    query_id: &str,
+    found: &[(MemoryId, Reminiscence<'_>)],
     policy: &ForgettingPolicy,
     now: Timestamp,
 ) -> Result<(), StoreError> {
     if found.is_empty() {
         return Ok(());
     }
-    let list: Vec<Uuid> = found.iter().map(|(_, id, _)| id.as_uuid()).collect();
+    let list: Vec<Uuid> = found.iter().map(|(id, _)| id.as_uuid()).collect();
     let sql = format!(
         "SELECT m.id, m.seq, {FORGETTING_COLUMNS} FROM memories m WHERE m.uid = $1 AND m.id = ANY($2) AND m.status = 'archived' FOR UPDATE"
     );
@@ -692,7 +692,7 @@ fn reminisce_all(
     }
     let mut events = Vec::with_capacity(found.len());
     let mut seqs = Vec::with_capacity(found.len());
-    for (at, id, score) in found {
+    for (id, how) in found {
         let Some((seq, before)) = states.get(id).copied() else { continue };
         let archived = archived_at.get(id).copied();
         let after = policy.reminisce(&before, archived, now);
@@ -709,7 +709,7 @@ fn reminisce_all(
             ],
         )?;
         let data = policy.reminisce_event_data(&before, &after, archived, now);
-        events.push(payload::reminisced(*id, now, query_id, at + 1, *score, data));
+        events.push(payload::reminisced(*id, now, *how, data));
         seqs.push(seq);
     }
     if seqs.is_empty() {
@@ -1042,7 +1042,13 @@ impl Store for PgStore {
             if let Some(policy) = strengthen {
                 // Each memory found in the archive comes back once, with savings; any later
                 // occurrence of it in the results is an ordinary strengthening.
-                reminisce_all(tx, uid, &from_archive, &recall.query_id, policy, recall.now)?;
+                let found: Vec<(MemoryId, Reminiscence<'_>)> = from_archive
+                    .iter()
+                    .map(|(at, id, score)| {
+                        (*id, Reminiscence::Found { query_id: &recall.query_id, rank: at + 1, score: *score })
+                    })
+                    .collect();
+                reminisce_all(tx, uid, &found, policy, recall.now)?;
                 let others: Vec<MemoryId> = eligible
                     .iter()
                     .enumerate()
@@ -1074,7 +1080,25 @@ impl Store for PgStore {
             if let Some(missing) = ids.iter().find(|id| !present.iter().any(|m| m.id == **id)) {
                 return Err(StoreError::memory_not_found(missing));
             }
-            strengthen_all(tx, uid, ids, query_id, policy, now)?;
+            // A memory confirmed as used while archived was recalled for the reply (a
+            // reminiscing recall returned it): its first mention brings it back with savings,
+            // any later one is an ordinary strengthening, as in `record_recall`.
+            let mut archived: Vec<MemoryId> = Vec::new();
+            for id in ids {
+                if present.iter().any(|m| m.id == *id && m.status == Status::Archived) && !archived.contains(id) {
+                    archived.push(*id);
+                }
+            }
+            let found: Vec<(MemoryId, Reminiscence<'_>)> =
+                archived.iter().map(|id| (*id, Reminiscence::Used { query_id })).collect();
+            reminisce_all(tx, uid, &found, policy, now)?;
+            let mut others = ids.to_vec();
+            for id in &archived {
+                if let Some(first) = others.iter().position(|other| other == id) {
+                    others.remove(first);
+                }
+            }
+            strengthen_all(tx, uid, &others, query_id, policy, now)?;
             fetch_many(tx, uid, scope, ids)
         })
     }

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, NaiveDate};
 use membank_core::event::{Event, NewEvent};
 use membank_core::event_payload as payload;
+use membank_core::event_payload::Reminiscence;
 use membank_core::forgetting::ForgettingPolicy;
 use membank_core::{
     EventId, ForgettingState, Memory, MemoryId, Scope, Status, Strength, TenantId, Timestamp, UserId, text,
@@ -767,7 +768,8 @@ impl Store for SqliteStore {
                 // Each memory found in the archive comes back once, with savings; any later
                 // occurrence of it in the results is an ordinary strengthening.
                 for (at, id, score) in &from_archive {
-                    reminisce_one(tx, user, *id, (&recall.query_id, at + 1, *score), policy, recall.now)?;
+                    let found = Reminiscence::Found { query_id: &recall.query_id, rank: at + 1, score: *score };
+                    reminisce_one(tx, user, *id, found, policy, recall.now)?;
                 }
                 let ids: Vec<MemoryId> = eligible
                     .iter()
@@ -799,10 +801,26 @@ impl Store for SqliteStore {
     ) -> Result<Vec<Memory>, StoreError> {
         self.write(|tx| {
             let user = Self::existing_user(tx, scope)?;
+            // A memory confirmed as used while archived was recalled for the reply (a
+            // reminiscing recall returned it): its first mention brings it back with savings,
+            // any later one is an ordinary strengthening, as in `record_recall`.
+            let mut archived = Vec::new();
             for id in ids {
-                fetch_one(tx, user, scope, *id)?;
+                let (_, memory) = fetch_one(tx, user, scope, *id)?;
+                if memory.status == Status::Archived && !archived.contains(id) {
+                    archived.push(*id);
+                }
             }
-            strengthen_all(tx, user, ids, query_id, policy, now)?;
+            for id in &archived {
+                reminisce_one(tx, user, *id, Reminiscence::Used { query_id }, policy, now)?;
+            }
+            let mut others = ids.to_vec();
+            for id in &archived {
+                if let Some(first) = others.iter().position(|other| other == id) {
+                    others.remove(first);
+                }
+            }
+            strengthen_all(tx, user, &others, query_id, policy, now)?;
             ids.iter().map(|id| Ok(fetch_one(tx, user, scope, *id)?.1)).collect()
         })
     }
@@ -1162,15 +1180,15 @@ fn strengthen_all(
     Ok(())
 }
 
-/// Brings one archived memory a recall found in the archive back to active with savings
-/// ([`ForgettingPolicy::reminisce`], as from its last `archived` event) and logs it as
-/// `reminisced` with the recall's query id, the memory's rank and score. Does nothing when
-/// it is no longer archived.
+/// Brings one archived memory a recall found in the archive (or a caller confirmed as used)
+/// back to active with savings ([`ForgettingPolicy::reminisce`], as from its last `archived`
+/// event) and logs it as `reminisced` with how it came back. Does nothing when it is no
+/// longer archived.
 fn reminisce_one(
     tx: &Transaction<'_>,
     user: i64,
     id: MemoryId,
-    (query_id, rank, score): (&str, usize, f64),
+    how: Reminiscence<'_>,
     policy: &ForgettingPolicy,
     now: Timestamp,
 ) -> Result<(), StoreError> {
@@ -1202,7 +1220,7 @@ fn reminisce_one(
         seq
     ])?;
     let data = policy.reminisce_event_data(&before, &after, archived_at, now);
-    append_event(tx, user, &payload::reminisced(id, now, query_id, rank, score, data))
+    append_event(tx, user, &payload::reminisced(id, now, how, data))
 }
 
 /// The ten forgetting columns `FORGETTING_COLUMNS` selected from position `first` on.

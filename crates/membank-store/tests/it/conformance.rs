@@ -985,6 +985,17 @@ conformance! {
         let after: Vec<f64> = store.events(&ana, &EventQuery { memory_id: Some(a), ..Default::default() }).unwrap().iter().filter(|e| e.kind == EventKind::Strengthened).map(|e| e.data["strength_after"].as_f64().unwrap()).collect();
         assert_eq!(after, [2.0, 3.0, 4.0]);
         assert!(is_not_found(store.confirm_used(&ana, &[a, MemoryId::generate(now)], None, &policy, now)));
+        // An archived memory confirmed as used (a reminiscing recall returned it) comes back
+        // with savings, logged as reminisced; an erased one stays erased.
+        let later = now + Duration::days(3);
+        let used = store.confirm_used(&ana, &[b, gone], Some("q4"), &policy, later).unwrap();
+        let back = used.iter().find(|m| m.id == b).unwrap();
+        assert_eq!((back.status, back.forgetting.strength.get(), back.forgetting.last_recalled_at), (Status::Active, 2.0, later));
+        assert!(used.iter().all(|m| m.id != gone || m.status == Status::Erased));
+        let log = store.events(&ana, &EventQuery { memory_id: Some(b), ..Default::default() }).unwrap();
+        let event = log.iter().find(|e| e.kind == EventKind::Reminisced).expect("a reminisced event");
+        assert_eq!((event.data["query_id"].as_str(), event.data["confirmed_used"].as_bool()), (Some("q4"), Some(true)));
+        assert!(log.iter().all(|e| e.kind != EventKind::Strengthened));
         // Recent queries are bounded per user.
         let keep = policy.fademem.recent_queries;
         for i in 0..keep + 3 {
