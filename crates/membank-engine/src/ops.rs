@@ -109,14 +109,19 @@ pub(crate) fn probe_features(
 
 /// Once the model is known: an `estimator` importance is estimated again from the text and
 /// the probe's `features` ([`probe_features`];
-/// [`membank_core::salience::estimate_importance_with`]), and the estimator's version
-/// recorded. An explicit importance is left alone.
+/// [`membank_core::salience::estimate_importance_with`]; for a note an agent saved,
+/// [`membank_core::salience::estimate_agent_note_importance_with`]), and the estimator's
+/// version recorded. An explicit importance is left alone.
 pub(crate) fn estimate_with_features(memory: &mut Memory, model_id: &str, features: Option<&[f32]>) {
     if memory.metadata.get(IMPORTANCE_SOURCE).map(String::as_str) != Some("estimator") {
         return;
     }
     let text = memory.content.as_deref().unwrap_or_default();
-    let (value, version) = membank_core::salience::estimate_importance_with(text, model_id, features);
+    let (value, version) = if memory.kind == Kind::Note && memory.source == Source::Agent {
+        membank_core::salience::estimate_agent_note_importance_with(text, model_id, features)
+    } else {
+        membank_core::salience::estimate_importance_with(text, model_id, features)
+    };
     memory.forgetting.base_importance = value;
     memory.forgetting.importance = value;
     memory.metadata.insert(IMPORTANCE_ESTIMATOR.into(), version.into());

@@ -100,6 +100,34 @@ pub fn estimate_importance_with(text: &str, model_id: &str, features: Option<&[f
         .map_or((lexical, ESTIMATOR_VERSION), |p| (p, PROBE_VERSION))
 }
 
+/// Version recorded for a note an agent saved ([`estimate_agent_note_importance_with`]).
+pub const AGENT_NOTE_VERSION: &str = "importance-probe-v3+agent-note";
+
+/// The base importance of a note an agent chose to save (`source = "agent"`), and the
+/// estimator's version: the higher of the probe's reading ([`estimate_importance_with`]) and
+/// the lexical estimate ([`estimate_importance`]).
+///
+/// The probe learned from people's own words in conversation, where a fact comes in the
+/// first person ("I am allergic to peanuts", .87 by all-MiniLM-L6-v2's probe); agents write
+/// their notes about the person in the third person ("Ana is allergic to peanuts", .20;
+/// "User prefers dark mode in every app", .06), which the probe reads as chatter. An
+/// agent's choice to save a note is itself evidence that it matters, and the lexical
+/// estimator reads third-person facts by their cues (health, family, work, preferences:
+/// .81 and .83 there) while still rating a saved greeting low (.31), so a note an agent
+/// saved is rated by whichever estimator sees more in it. Without a probe for the model,
+/// it is the lexical estimate alone, as for any memory.
+pub fn estimate_agent_note_importance_with(
+    text: &str,
+    model_id: &str,
+    features: Option<&[f32]>,
+) -> (f64, &'static str) {
+    let lexical = estimate_importance(text);
+    match estimate_importance_with(text, model_id, features) {
+        (probe, PROBE_VERSION) => (probe.max(lexical), AGENT_NOTE_VERSION),
+        other => other,
+    }
+}
+
 /// The text the importance probe reads: a stored turn's own words (after the `"User: "` that
 /// opens a turn, up to the line that opens the assistant's reply, `"\nAssistant:"`, see
 /// [`crate::memory::turn_content`]), or the whole text when it is not a turn (a note) or the

@@ -275,7 +275,8 @@ fn under_the_used_mode_a_confirmation_brings_an_archived_hit_back_with_savings()
     // (S when archived, 1, plus one), the repeat is an ordinary strengthening.
     w.advance_days(1);
     let now = w.clock.now();
-    let used = w.engine.confirm_used(&scope("ana"), &[fact.id, others[0].id, fact.id], Some(&response.query_id)).unwrap();
+    let used =
+        w.engine.confirm_used(&scope("ana"), &[fact.id, others[0].id, fact.id], Some(&response.query_id)).unwrap();
     assert_eq!(used.len(), 3);
     let (stored, retention) = w.engine.show(&scope("ana"), fact.id).unwrap();
     assert_eq!((stored.status, retention), (Status::Active, 1.0));

@@ -183,3 +183,39 @@ fn the_engine_stores_the_probes_importance_for_turns_and_notes() {
     assert_eq!(batch[2].metadata.get("importance_source").map(String::as_str), Some("explicit"));
     assert_eq!(batch[2].metadata.get("importance_estimator"), None);
 }
+
+#[test]
+fn an_agents_third_person_note_is_rated_by_whichever_estimator_sees_more() {
+    use membank_core::salience::{AGENT_NOTE_VERSION, estimate_agent_note_importance_with, estimate_importance};
+    for dir in ["all-MiniLM-L6-v2", "multilingual-e5-small"] {
+        let Some(embedder) = embedder(dir) else { continue };
+        let layer = probe_layer(embedder.model_id()).expect("a probe for the local model");
+        let notes = [
+            "Ana is allergic to peanuts.",
+            "User prefers dark mode in every app.",
+            "The user has a daughter named Mia who is 6.",
+            "User is vegetarian.",
+        ];
+        let trivia = ["The user said hello.", "User asked what the weather is like today."];
+        let all: Vec<&str> = notes.iter().chain(&trivia).copied().collect();
+        let means = embedder.layer_means(&all, layer).unwrap().expect("the local model shows its layers");
+        let rated: Vec<f64> = all
+            .iter()
+            .zip(&means)
+            .map(|(text, v)| {
+                let (probe, _) = estimate_importance_with(text, embedder.model_id(), Some(v));
+                let (note, version) = estimate_agent_note_importance_with(text, embedder.model_id(), Some(v));
+                assert_eq!(version, AGENT_NOTE_VERSION);
+                assert_eq!(note, probe.max(estimate_importance(text)), "{text:?}");
+                eprintln!("{dir}: probe {probe:.3}, as an agent's note {note:.3}  {text:?}");
+                note
+            })
+            .collect();
+        let (facts, saved_trivia) = rated.split_at(notes.len());
+        assert!(facts.iter().all(|&p| p > 0.6), "{dir}: third-person facts {facts:?}");
+        assert!(saved_trivia.iter().all(|&p| p < 0.4), "{dir}: saved trivia {saved_trivia:?}");
+        // Without a probe for the model the note is the lexical estimate, as any memory.
+        let (alone, version) = estimate_agent_note_importance_with(notes[0], "some/remote-model", None);
+        assert_eq!((alone, version), (estimate_importance(notes[0]), membank_core::salience::ESTIMATOR_VERSION));
+    }
+}
