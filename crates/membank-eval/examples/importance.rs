@@ -274,7 +274,16 @@ fn fit(examples: &[Example], lexical: &[f64], hold_out: Option<usize>) -> Result
                     })
                     .collect();
                 let mean = per_set.iter().map(|(_, a)| a).sum::<f64>() / per_set.len() as f64;
-                let line: Vec<String> = per_set.iter().map(|(s, a)| format!("{} {a:.3}", s.name())).collect();
+                let line: Vec<String> = per_set
+                    .iter()
+                    .map(|(s, a)| {
+                        let scored: Vec<(f64, bool)> = (0..ids.len())
+                            .filter(|&k| examples[ids[k]].set == *s)
+                            .map(|k| (oof[k], examples[ids[k]].critical))
+                            .collect();
+                        format!("{} {a:.3} (kept@45 {:.3})", s.name(), kept_archiving(&scored, 0.45))
+                    })
+                    .collect();
                 println!("{model_id} layer {layer} lambda {lambda:<6}: {}  mean {mean:.3}", line.join("  "));
                 if best.as_ref().is_none_or(|b| mean > b.0) {
                     best = Some((mean, layer, lambda, per_set));
@@ -320,6 +329,17 @@ fn fit(examples: &[Example], lexical: &[f64], hold_out: Option<usize>) -> Result
         println!("{model_id}: chose layer {layer}, lambda {lambda} (CV mean AUC {mean:.3}); wrote {path}");
     }
     Ok(())
+}
+
+/// The share of critical examples still kept when the `share` of all examples with the
+/// lowest scores is archived: what ranking by the score alone could keep at that storage.
+fn kept_archiving(scored: &[(f64, bool)], share: f64) -> f64 {
+    let mut sorted: Vec<&(f64, bool)> = scored.iter().collect();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let cut = (share * sorted.len() as f64).ceil() as usize;
+    let critical = sorted.iter().filter(|(_, c)| *c).count();
+    let kept = sorted[cut.min(sorted.len())..].iter().filter(|(_, c)| *c).count();
+    if critical == 0 { 1.0 } else { kept as f64 / critical as f64 }
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
