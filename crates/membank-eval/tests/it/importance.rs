@@ -109,7 +109,8 @@ fn chinese_probe_keeps_facts_and_drops_small_talk() {
 /// Through the engine, on a real SQLite file and the real model: a turn stored alone, turns
 /// and a note stored in one batch, and a turn with an explicit importance. The estimator's
 /// importance is the probe's reading of the person's words at its layer, recorded as
-/// `importance-probe-v3`; an explicit importance is left alone.
+/// `importance-probe-v3` (a note an agent saved: `importance-probe-v3+agent-note`, the higher
+/// of that and the lexical estimate); an explicit importance is left alone.
 #[test]
 fn the_engine_stores_the_probes_importance_for_turns_and_notes() {
     use std::sync::Arc;
@@ -135,16 +136,22 @@ fn the_engine_stores_the_probes_importance_for_turns_and_notes() {
         importance,
         clock_from: ClockFrom::Import,
     };
-    let expected = |content: &str| {
+    // A note an agent saved is rated by the higher of the probe and the lexical estimate.
+    let expected = |content: &str, agent: bool| {
         let words = probe_text(content);
         let layer = probe_layer(local.model_id()).unwrap();
         let features = local.layer_means(&[words], layer).unwrap().unwrap();
-        estimate_importance_with(content, local.model_id(), Some(&features[0])).0
+        if agent {
+            membank_core::salience::estimate_agent_note_importance_with(content, local.model_id(), Some(&features[0]))
+        } else {
+            estimate_importance_with(content, local.model_id(), Some(&features[0]))
+        }
     };
     let check = |memory: &membank_core::Memory| {
         let content = memory.content.as_deref().unwrap();
-        assert_eq!(memory.metadata.get("importance_estimator").map(String::as_str), Some(PROBE_VERSION), "{content}");
-        let want = expected(content);
+        let (want, version) = expected(content, memory.source == Source::Agent);
+        assert_eq!(memory.metadata.get("importance_estimator").map(String::as_str), Some(version), "{content}");
+        assert!(version.starts_with(PROBE_VERSION));
         assert!(
             (memory.forgetting.base_importance - want).abs() < 1e-4,
             "{content}: {} vs {want}",
@@ -177,7 +184,11 @@ fn the_engine_stores_the_probes_importance_for_turns_and_notes() {
         .unwrap();
     let Insertion::Stored(batch) = stored else { panic!("stored, not replayed") };
     let thanks = check(&batch[0]);
-    check(&batch[1]);
+    assert_eq!(
+        batch[1].metadata.get("importance_estimator").map(String::as_str),
+        Some("importance-probe-v3+agent-note")
+    );
+    assert!(check(&batch[1]) > 0.8, "the agent's note of an allergy is rated as a fact");
     assert!(high > thanks + 0.3, "a durable fact {high} above thanks {thanks}");
     assert_eq!(batch[2].forgetting.base_importance, 0.7);
     assert_eq!(batch[2].metadata.get("importance_source").map(String::as_str), Some("explicit"));
