@@ -224,10 +224,13 @@ pub struct ForgettingFile {
     pub recall_mode: Option<String>,
     /// Largest fraction one sweep may archive.
     pub max_archive_fraction: Option<f64>,
-    /// How much importance adds to strength on MemoryBank's curve (`S + w·I`).
+    /// How much importance weighs on MemoryBank's curve (`w`).
     pub importance_weight: Option<f64>,
-    /// How importance enters: `linear` (`S + w·I`) or `odds` (`S + w·I/(1−I)`).
+    /// How importance enters: `linear` (`S + w·I`), `odds` (`S + w·I/(1−I)`) or `scaled`
+    /// (`S·(1 + w·I/(1−I))^k`).
     pub importance_form: Option<String>,
+    /// The scaled form's exponent `k`, in [1, 4].
+    pub importance_exponent: Option<f64>,
 }
 
 /// `[forgetting.fademem]`: every FadeMem parameter, each optional. The defaults and where
@@ -384,6 +387,9 @@ pub fn engine_config(
     }
     if let Some(form) = f.importance_form.as_deref() {
         policy.importance_form = form.parse::<membank_core::ImportanceForm>()?;
+    }
+    if let Some(exponent) = f.importance_exponent {
+        policy.importance_exponent = exponent;
     }
     policy.validate()?;
     let mut recall = RecallConfig::default();

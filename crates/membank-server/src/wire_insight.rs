@@ -181,11 +181,14 @@ pub struct PolicyOut {
     pub unit_seconds: i64,
     /// How a sweep decides: `threshold`, `stochastic` or `rank`.
     pub mode: &'static str,
-    /// How much a memory's importance adds to its strength on MemoryBank's curve:
-    /// `exp(-t / (S + w·I))`.
+    /// How much a memory's importance `I` weighs on MemoryBank's curve `exp(-t / S_eff)`
+    /// (`w` in `importance_form`).
     pub importance_weight: f64,
-    /// How importance enters the strength: `linear` (`S + w·I`) or `odds` (`S + w·I/(1−I)`).
+    /// How importance enters the strength: `linear` (`S + w·I`), `odds` (`S + w·I/(1−I)`) or
+    /// `scaled` (`S·(1 + w·I/(1−I))^k`).
     pub importance_form: &'static str,
+    /// The scaled form's exponent `k`.
+    pub importance_exponent: f64,
 }
 
 /// `GET /v1/about`: who the caller is and what the server runs.

@@ -70,8 +70,9 @@ fn a_recall_shows_one_moment_its_score_terms_and_the_day_it_used() {
     let importance = hit["base_importance"].as_f64().unwrap();
     let policy = membank_core::ForgettingPolicy::default();
     let odds = importance.min(0.99) / (1.0 - importance.min(0.99));
-    let expected = (-19.0f64 / (2.0 * (1.0 + policy.importance_weight * odds))).exp();
-    assert!((before - expected).abs() < 1e-9, "19 days at S = 2·(1 + w·odds({importance})): {before} vs {expected}");
+    let scale = (1.0 + policy.importance_weight * odds).powf(policy.importance_exponent);
+    let expected = (-19.0f64 / (2.0 * scale)).exp();
+    assert!((before - expected).abs() < 1e-9, "19 days at S = 2·(1 + w·odds({importance}))^k: {before} vs {expected}");
     assert_eq!(hit["score_parts"]["dense"], hit["score_parts"]["lexical"], "first in both rankings: {hit}");
     assert!(json["date_filter"].is_null() && json["time_range"].is_null(), "no date in the query: {json}");
 

@@ -63,6 +63,7 @@ pub async fn about(State(state): State<AppState>, caller: Caller) -> Result<Json
             mode,
             importance_weight: policy.importance_weight,
             importance_form: policy.importance_form.as_str(),
+            importance_exponent: policy.importance_exponent,
         },
         embedding_model,
     }))

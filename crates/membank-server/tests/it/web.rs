@@ -109,6 +109,10 @@ async fn about_says_who_the_caller_is_and_what_the_server_runs() {
     assert_eq!(about["forgetting"]["unit_seconds"], 86_400);
     assert_eq!(about["forgetting"]["importance_weight"], membank_engine::core::forgetting::DEFAULT_IMPORTANCE_WEIGHT);
     assert_eq!(about["forgetting"]["importance_form"], "scaled");
+    assert_eq!(
+        about["forgetting"]["importance_exponent"],
+        membank_engine::core::forgetting::DEFAULT_IMPORTANCE_EXPONENT
+    );
 
     let keyed = TestServer::new(AuthMode::Keys);
     let app = keyed.router();

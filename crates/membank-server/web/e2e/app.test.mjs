@@ -15,7 +15,7 @@ const TIMEOUT = 15_000;
 // The turns alice remembers, over several days (`clock_from: event`: the forgetting clock
 // starts at the day they were said, so the oldest is already past the archive threshold).
 const TURNS = [
-  { ago: 60, text: 'I adopted a grey cat named Miso from the shelter.', reply: 'Miso sounds lovely!' },
+  { ago: 60, text: 'I adopted a grey cat named Miso from the shelter.', reply: 'Miso sounds lovely!', importance: 0.5 },
   { ago: 3, text: 'I started learning the cello this week.', reply: 'How exciting, the cello is beautiful.' },
   { ago: 2, text: 'My sister Lena is visiting from Berlin next month.', reply: 'You must be looking forward to it.' },
   { ago: 1, text: 'I prefer green tea over coffee in the mornings.', reply: 'Green tea is a gentle start.' },
@@ -61,7 +61,9 @@ describe('membank web app (API keys, stub LLM)', () => {
     asAlice = apiClient(server.base, alice);
     for (const t of TURNS) {
       const { at } = daysAgo(t.ago, t.hour ?? 12);
-      const m = await asAlice('POST', '/v1/users/alice/turns', { user_text: t.text, assistant_text: t.reply, occurred_at: at, clock_from: 'event' });
+      const body = { user_text: t.text, assistant_text: t.reply, occurred_at: at, clock_from: 'event' };
+      if (t.importance !== undefined) body.importance = t.importance;
+      const m = await asAlice('POST', '/v1/users/alice/turns', body);
       ids[t.text] = m.id;
     }
     // bob exists too, so the tenant has two users.
@@ -139,8 +141,8 @@ describe('membank web app (API keys, stub LLM)', () => {
     assert.ok(Math.abs(Number(r.trim()) - shown.retention) < 0.01, `R shown ${r} vs API ${shown.retention}`);
     assert.equal((await card(page, ids[TURNS[1].text]).getByTestId('memory-strength').textContent()).trim(), '1.00');
     // The oldest is past the archive threshold already: its clock started 60 days ago, longer than
-    // its importance buys under the default (the probe rates it about .88: ln 20 · (1 + 2 · .88/.12)
-    // ≈ 48 days unrecalled).
+    // the importance it was given buys under the default (.5: ln 20 · (1 + 0.4 · .5/.5)³ ≈ 8 days
+    // unrecalled; the probe's own .88 would keep it about half a year).
     assert.equal(await card(page, ids[TURNS[0].text]).getByTestId('memory-past-threshold').count(), 1);
     // Filters: only one day.
     const day = daysAgo(1).day;
