@@ -78,21 +78,36 @@ pub(crate) fn probe_features(
     memories: &[&Memory],
 ) -> Result<Vec<Option<Vec<f32>>>, EngineError> {
     let mut out = vec![None; memories.len()];
-    let Some(layer) = membank_core::salience::probe_layer(model_id) else {
-        return Ok(out);
-    };
     let wanted: Vec<usize> = (0..memories.len())
         .filter(|&i| memories[i].metadata.get(IMPORTANCE_SOURCE).map(String::as_str) == Some("estimator"))
         .collect();
     if wanted.is_empty() {
         return Ok(out);
     }
-    let words: Vec<&str> = wanted
-        .iter()
-        .map(|&i| membank_core::salience::probe_text(memories[i].content.as_deref().unwrap_or_default()))
-        .collect();
+    let texts: Vec<&str> = wanted.iter().map(|&i| memories[i].content.as_deref().unwrap_or_default()).collect();
+    if let Some(means) = probe_means(embedder, model_id, &texts)? {
+        for (&i, mean) in wanted.iter().zip(means) {
+            out[i] = Some(mean);
+        }
+    }
+    Ok(out)
+}
+
+/// The probe's features of each text, in one pass: the mean hidden state of its person's
+/// words ([`membank_core::salience::probe_text`]) at the layer the probe for `model_id`
+/// reads. `None` when no probe was fitted for the model or the embedder cannot show its
+/// layers.
+pub(crate) fn probe_means(
+    embedder: &dyn crate::Embedder,
+    model_id: &str,
+    texts: &[&str],
+) -> Result<Option<Vec<Vec<f32>>>, EngineError> {
+    let Some(layer) = membank_core::salience::probe_layer(model_id) else {
+        return Ok(None);
+    };
+    let words: Vec<&str> = texts.iter().map(|t| membank_core::salience::probe_text(t)).collect();
     let Some(means) = embedder.layer_means(&words, layer)? else {
-        return Ok(out);
+        return Ok(None);
     };
     if means.len() != words.len() {
         return Err(EngineError::Storage(format!(
@@ -101,10 +116,7 @@ pub(crate) fn probe_features(
             words.len()
         )));
     }
-    for (&i, mean) in wanted.iter().zip(means) {
-        out[i] = Some(mean);
-    }
-    Ok(out)
+    Ok(Some(means))
 }
 
 /// Once the model is known: an `estimator` importance is estimated again from the text and

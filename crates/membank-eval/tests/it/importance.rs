@@ -230,3 +230,47 @@ fn an_agents_third_person_note_is_rated_by_whichever_estimator_sees_more() {
         assert_eq!((alone, version), (estimate_importance(notes[0]), membank_core::salience::ESTIMATOR_VERSION));
     }
 }
+
+/// An import rates what it stores as the live write paths do: the probe's reading of the
+/// person's words of each turn at its layer, recorded as `importance-probe-v3`.
+#[test]
+fn an_import_stores_the_probes_importance_as_the_write_paths_do() {
+    use std::sync::Arc;
+
+    use membank_core::{ClockFrom, Kind, ManualClock, Scope, TenantId, UserId};
+    use membank_engine::{Engine, EngineConfig, ImportRequest};
+    use membank_store::{ListQuery, SqliteStore, Store};
+
+    let Some(local) = embedder("all-MiniLM-L6-v2") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(dir.path().join("import.db")).unwrap());
+    let at = chrono::DateTime::parse_from_rfc3339("2026-01-05T10:00:00Z").unwrap().with_timezone(&chrono::Utc);
+    let local = Arc::new(local);
+    let model: Arc<dyn Embedder> = local.clone();
+    let engine = Engine::new(store.clone(), model, Arc::new(ManualClock::new(at)), EngineConfig::default()).unwrap();
+    let bank = r#"{"Ana": {"name": "Ana", "summary": {}, "personality": {}, "overall_history": "",
+        "history": {"2025-12-01": [
+            {"query": "My daughter Emma starts school in Boston in September.", "response": "How exciting!"},
+            {"query": "Thanks, bye!", "response": "Goodbye!"}
+        ]}}}"#;
+    let set = membank_engine::import::memorybank::parse(bank.as_bytes()).unwrap();
+    let request = ImportRequest { tenant: TenantId::new("t").unwrap(), set, clock_from: ClockFrom::Import };
+    assert_eq!(engine.import(request, &|_, _| {}).unwrap().imported, 2);
+    let scope = Scope::user(TenantId::new("t").unwrap(), UserId::new("Ana").unwrap());
+    let stored = store.list(&scope, &ListQuery { limit: 10, ..Default::default() }).unwrap();
+    let layer = probe_layer(local.model_id()).unwrap();
+    let mut rated = Vec::new();
+    for memory in stored.iter().filter(|m| m.kind == Kind::Turn) {
+        let content = memory.content.as_deref().unwrap();
+        let features = local.layer_means(&[probe_text(content)], layer).unwrap().unwrap();
+        let (want, version) = estimate_importance_with(content, local.model_id(), Some(&features[0]));
+        assert_eq!(version, PROBE_VERSION);
+        assert_eq!(memory.metadata.get("importance_estimator").map(String::as_str), Some(PROBE_VERSION), "{content}");
+        assert!((memory.forgetting.base_importance - want).abs() < 1e-4, "{content}");
+        rated.push((content.contains("Emma"), memory.forgetting.base_importance));
+    }
+    assert_eq!(rated.len(), 2);
+    let fact = rated.iter().find(|(emma, _)| *emma).unwrap().1;
+    let thanks = rated.iter().find(|(emma, _)| !*emma).unwrap().1;
+    assert!(fact > thanks + 0.3, "a durable fact {fact} above thanks {thanks}");
+}

@@ -303,21 +303,8 @@ impl Engine {
                 }
                 vectors.extend(embedded);
                 let model = model.get_or_insert_with(|| self.model());
-                let layer = membank_core::salience::probe_layer(&model.id);
-                let words: Vec<&str> = chunk.iter().map(|c| membank_core::salience::probe_text(c)).collect();
-                let means = match layer {
-                    Some(layer) => self.embedder.layer_means(&words, layer)?,
-                    None => None,
-                };
-                match means {
-                    Some(means) if means.len() == words.len() => probe_features.extend(means.into_iter().map(Some)),
-                    Some(means) => {
-                        return Err(EngineError::Storage(format!(
-                            "the embedder returned {} layer means for {} texts",
-                            means.len(),
-                            words.len()
-                        )));
-                    }
+                match crate::ops::probe_means(self.embedder.as_ref(), &model.id, &refs)? {
+                    Some(means) => probe_features.extend(means.into_iter().map(Some)),
                     None => probe_features.extend(std::iter::repeat_n(None, chunk.len())),
                 }
                 done += chunk.len();
@@ -336,14 +323,8 @@ impl Engine {
                 let mut metadata = record.metadata;
                 metadata.insert(IMPORT_KEY.to_string(), record.key.clone());
                 let derived_from = record.derived_from.iter().filter_map(|key| ids.get(key).copied()).collect();
-                let model_id = model.as_ref().map_or("", |m| m.id.as_str());
-                let (base, version) =
-                    membank_core::salience::estimate_importance_with(&content, model_id, features.as_deref());
-                forgetting.base_importance = base;
-                forgetting.importance = base;
                 metadata.insert(crate::ops::IMPORTANCE_SOURCE.to_string(), "estimator".to_string());
-                metadata.insert(crate::ops::IMPORTANCE_ESTIMATOR.to_string(), version.to_string());
-                let memory = Memory {
+                let mut memory = Memory {
                     id: ids[&record.key],
                     scope: scope.clone(),
                     kind: record.kind,
@@ -361,6 +342,9 @@ impl Engine {
                     derived_from,
                     metadata,
                 };
+                // The estimator's importance, as every write path rates it (an agent's note too).
+                let model_id = model.as_ref().map_or("", |m| m.id.as_str());
+                crate::ops::estimate_with_features(&mut memory, model_id, features.as_deref());
                 let model =
                     model.clone().ok_or_else(|| EngineError::Storage("a vector was made before any model".into()))?;
                 batch.push(NewMemory { memory, embedding: Some((model, vector)) });
