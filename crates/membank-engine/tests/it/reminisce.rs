@@ -296,6 +296,7 @@ fn under_the_used_mode_a_confirmation_brings_an_archived_hit_back_with_savings()
     let gone = w.turn("ana", "my old phone number was 555 0199");
     w.engine.forget(&scope("ana"), gone.id, None).unwrap();
     w.engine.erase(&scope("ana"), gone.id).unwrap();
-    let _ = w.engine.confirm_used(&scope("ana"), &[gone.id], None);
+    let confirmed = w.engine.confirm_used(&scope("ana"), &[gone.id], None).unwrap();
+    assert_eq!(confirmed.iter().map(|m| m.status).collect::<Vec<_>>(), [Status::Erased]);
     assert_eq!(w.engine.show(&scope("ana"), gone.id).unwrap().0.status, Status::Erased);
 }
