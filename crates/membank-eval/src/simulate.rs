@@ -1092,6 +1092,7 @@ impl Sim<'_> {
                         insert: Vec::new(),
                         supersede: Vec::new(),
                         summary,
+                        maintained_through: None,
                     },
                 )
                 .map_err(storage)?;

@@ -187,6 +187,10 @@ pub trait Store: Send + Sync {
     fn recent_queries(&self, scope: &Scope, limit: usize) -> Result<Vec<Vec<f32>>, StoreError>;
     /// When the user's last maintenance cycle ran and how many turns came since.
     fn maintenance_state(&self, scope: &Scope) -> Result<MaintenanceState, StoreError>;
+    /// The user's active memories that no maintenance cycle has compared yet (stored after
+    /// the position the last cycle covered), in storage order, with their positions, and the
+    /// position of the user's newest memory.
+    fn unmaintained(&self, scope: &Scope) -> Result<Unmaintained, StoreError>;
     /// Users (of every tenant, oldest cycle first) whose last maintenance cycle (or, never
     /// maintained, their creation) is before `before`, or who have stored at least
     /// `every_turns` turns since it; at most `limit`. An operations read over the users
@@ -198,7 +202,8 @@ pub trait Store: Send + Sync {
         limit: usize,
     ) -> Result<Vec<(TenantId, UserId)>, StoreError>;
     /// Applies one maintenance cycle's plan to one user in one transaction, logs every
-    /// change as an event, and records the cycle (time and the newest memory it covered).
+    /// change as an event, and records the cycle (time, and the position up to which its
+    /// comparisons covered the user's memories: [`MaintenancePlan::maintained_through`]).
     fn apply_maintenance(&self, scope: &Scope, plan: MaintenancePlan) -> Result<MaintenanceApplied, StoreError>;
 
     /// Stores all of `batch` (one user's memories) in one transaction, or none. With a

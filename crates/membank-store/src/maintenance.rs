@@ -27,8 +27,9 @@ pub(crate) trait PlanTx: UserTx {
     fn archive(&mut self, seq: i64) -> Result<(), StoreError>;
     /// Marks the memory in row `seq` superseded by `by`.
     fn supersede(&mut self, seq: i64, by: MemoryId) -> Result<(), StoreError>;
-    /// Records that the user was maintained at `now`, up to their newest memory.
-    fn mark_maintained(&mut self, now: Timestamp) -> Result<(), StoreError>;
+    /// Records that the user was maintained at `now`, with their memories compared up to
+    /// position `through` (`None`: up to their newest memory); the position never moves back.
+    fn mark_maintained(&mut self, now: Timestamp, through: Option<i64>) -> Result<(), StoreError>;
 }
 
 /// A [`StateUpdate`]'s values as they are written: importances in [0, 1], counts and
@@ -143,7 +144,7 @@ pub(crate) fn apply_plan(tx: &mut impl PlanTx, plan: MaintenancePlan) -> Result<
     if status_changed {
         tx.bump_revision()?;
     }
-    tx.mark_maintained(now)?;
+    tx.mark_maintained(now, plan.maintained_through)?;
     tx.append(&[payload::maintained(now, plan.summary, applied.skipped)])?;
     Ok(applied)
 }

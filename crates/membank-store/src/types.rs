@@ -236,6 +236,17 @@ pub struct MaintenanceState {
     pub resummarize_due: bool,
 }
 
+/// The memories a maintenance cycle has not compared yet ([`crate::Store::unmaintained`]).
+/// Positions order a user's memories by when they were stored; they mean nothing across
+/// users or stores.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unmaintained {
+    /// The active memories stored after the last cycle's position, oldest first.
+    pub memories: Vec<(MemoryId, i64)>,
+    /// The position of the user's newest memory, of any status (0 when there is none).
+    pub newest: i64,
+}
+
 /// A change of one memory's maintenance-owned numbers. Recall-owned numbers (strength, the
 /// recall clock) are never written from a plan: a recall may have happened since it was made.
 #[derive(Debug, Clone, PartialEq)]
@@ -311,6 +322,11 @@ pub struct MaintenancePlan {
     pub supersede: Vec<Supersession>,
     /// The data of the scope-level `maintained` event.
     pub summary: serde_json::Value,
+    /// The position up to which the cycle compared the user's new memories (from
+    /// [`Unmaintained`]): later ones stay unmaintained for the next cycle. `None`: all of
+    /// them, up to the newest memory when the plan is applied. The recorded position never
+    /// moves back.
+    pub maintained_through: Option<i64>,
 }
 
 /// What applying a plan did. Items whose memory changed status since the plan was made

@@ -14,14 +14,22 @@ impl Engine {
     /// summary. Changes whose memories changed status while the cycle ran are skipped and
     /// counted in the report.
     pub(super) fn apply(&self, cycle: Cycle) -> Result<MaintainReport, EngineError> {
+        let maintained_through = cycle.maintained_through();
         let Cycle { scope, now, policy, updates, archive, supersede, inserts: insert, mut report, .. } = cycle;
         let summary = json!({
             "policy": policy.kind.as_str(), "examined": report.examined, "promoted": report.promoted, "demoted": report.demoted,
             "archived": report.archived.len(), "deferred": report.deferred, "merged": report.merged.len(), "fused": report.fused.len(),
             "conflicts": report.conflicts, "rated": report.rated, "skipped": report.skipped,
         });
-        let plan =
-            MaintenancePlan { now, updates: updates.into_values().collect(), archive, insert, supersede, summary };
+        let plan = MaintenancePlan {
+            now,
+            updates: updates.into_values().collect(),
+            archive,
+            insert,
+            supersede,
+            summary,
+            maintained_through,
+        };
         let applied = self.store.apply_maintenance(&scope, plan)?;
         if applied.skipped > 0 {
             report

@@ -160,27 +160,37 @@ impl Engine {
 /// Candidate conflicts: pairs with at least one memory new since the last cycle (so a pair
 /// is judged once, not every day), close in meaning but saying different things, not in a
 /// fusion cluster; the most similar first, each memory in at most one pair; at most the
-/// budget's comparisons.
+/// budget's comparisons. The new memories (`order`, in storage order) are taken oldest
+/// first; where the budget runs out, the rank of the first one not finished is returned
+/// with the pairs, and it and the later ones wait for the next cycle.
 pub(super) fn conflict_pairs(
     items: &[Item],
+    order: &[usize],
     terms: &mut Terms,
     clusters: &[Vec<usize>],
     params: &FadeMemParams,
     budget: &mut Budget,
-) -> Vec<(usize, usize, f64)> {
+) -> (Vec<(usize, usize, f64)>, Option<usize>) {
     let clustered: HashSet<usize> = clusters.iter().flatten().copied().collect();
     let mut pairs = Vec::new();
-    'outer: for i in 0..items.len() {
-        if !items[i].is_new || !consolidatable(&items[i].memory) || clustered.contains(&i) {
+    let mut done = vec![false; items.len()];
+    let mut unfinished = None;
+    'outer: for &i in order {
+        if !consolidatable(&items[i].memory) || clustered.contains(&i) {
+            done[i] = true;
             continue;
         }
-        let Some(vi) = items[i].vector.as_ref() else { continue };
+        let Some(vi) = items[i].vector.as_ref() else {
+            done[i] = true;
+            continue;
+        };
         for j in 0..items.len() {
-            if i == j || (items[j].is_new && j < i) || !consolidatable(&items[j].memory) || clustered.contains(&j) {
+            if i == j || done[j] || !consolidatable(&items[j].memory) || clustered.contains(&j) {
                 continue;
             }
             let Some(vj) = items[j].vector.as_ref() else { continue };
             if !budget.take() {
+                unfinished = items[i].new_rank;
                 break 'outer;
             }
             let similarity = cosine(vi, vj);
@@ -188,6 +198,7 @@ pub(super) fn conflict_pairs(
                 pairs.push((i, j, similarity));
             }
         }
+        done[i] = true;
     }
     pairs.sort_by(|a, b| b.2.total_cmp(&a.2));
     let mut used = HashSet::new();
@@ -201,7 +212,7 @@ pub(super) fn conflict_pairs(
         }
     });
     pairs.truncate(MAX_CONFLICTS);
-    pairs
+    (pairs, unfinished)
 }
 
 fn relation_str(relation: consolidate::Relation) -> &'static str {

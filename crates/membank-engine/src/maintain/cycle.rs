@@ -11,10 +11,11 @@ use membank_store::{ListQuery, NewMemory, StateUpdate, Supersession};
 use super::types::{MaintainReport, MaintainRequest};
 use crate::{Engine, EngineError};
 
-/// At most this many of the memories new since the last cycle (the newest) are compared
-/// with every other memory for duplicates and conflicts: each comparison walks all of the
-/// user's vectors, and a first cycle over a large import would otherwise be quadratic.
-/// The rest are not compared again (the schedule moves past them); see the README.
+/// At most this many of the memories new since the last cycle (the oldest first) are
+/// compared with every other memory for duplicates and conflicts: each comparison walks all
+/// of the user's vectors, and a first cycle over a large import would otherwise be
+/// quadratic. The rest stay new: the cycle records how far it got, and the next cycle
+/// starts there (see the README).
 const MAX_NEW_COMPARED: usize = 500;
 
 /// A memory as the cycle sees it: the snapshot and the numbers computed for it.
@@ -22,7 +23,16 @@ pub(super) struct Item {
     pub memory: Memory,
     pub vector: Option<Vec<f32>>,
     pub state: ForgettingState,
-    pub is_new: bool,
+    /// Among the memories no cycle has compared yet, this one's place in storage order
+    /// (`None`: compared before, or deferred past [`MAX_NEW_COMPARED`]).
+    pub new_rank: Option<usize>,
+}
+
+impl Item {
+    /// Whether this cycle compares the memory as new.
+    pub fn is_new(&self) -> bool {
+        self.new_rank.is_some()
+    }
 }
 
 /// One maintenance cycle over one user, planned stage by stage and applied at the end.
@@ -49,6 +59,14 @@ pub(super) struct Cycle {
     pub inserts: Vec<(NewMemory, EventKind, serde_json::Value)>,
     /// What the cycle examined and did.
     pub report: MaintainReport,
+    /// The storage positions of the memories no cycle had compared, in order: the
+    /// `new_rank`s index it.
+    pub new_positions: Vec<i64>,
+    /// The position of the user's newest memory at the snapshot.
+    pub newest_position: i64,
+    /// How many of the new memories, in storage order, every comparing stage has finished
+    /// with: the cycle records that it covered the user up to there.
+    pub compared: usize,
 }
 
 impl Engine {
@@ -86,17 +104,23 @@ impl Engine {
             supersede: Vec::new(),
             inserts: Vec::new(),
             report,
+            new_positions: Vec::new(),
+            newest_position: 0,
+            compared: 0,
         })
     }
 
-    /// Reads the snapshot: the user's active memories with their vectors, which are new
-    /// since the last cycle (at most [`MAX_NEW_COMPARED`] of them, the newest), and the
-    /// recent queries. Returns false for a user the store does not know.
+    /// Reads the snapshot: the user's active memories with their vectors, which no cycle
+    /// has compared yet (at most [`MAX_NEW_COMPARED`] of them, the oldest, are compared by
+    /// this one), and the recent queries. Returns false for a user the store does not know.
     pub(super) fn snapshot(&self, cycle: &mut Cycle) -> Result<bool, EngineError> {
         let scope = &cycle.scope;
         if self.store.find_user(&scope.tenant, &scope.user)?.is_none() {
             return Ok(false);
         }
+        // The memories still to compare are read before the list, so a memory stored in
+        // between is in the list but not among them: it stays new for the next cycle.
+        let unmaintained = self.store.unmaintained(scope)?;
         // No texts: the stages that need one read it then (`similarity::Terms`,
         // [`Engine::load_texts`]), so a cycle holds states and vectors, not every text.
         let list = ListQuery {
@@ -108,35 +132,61 @@ impl Engine {
         };
         let memories = self.store.list(scope, &list)?;
         cycle.report.examined = memories.len();
-        let last_cycle = self.store.maintenance_state(scope)?.maintained_at;
         let ids: Vec<MemoryId> = memories.iter().map(|m| m.id).collect();
         let mut vectors: HashMap<MemoryId, Vec<f32>> = self.store.vectors(scope, &ids)?.into_iter().collect();
         cycle.queries = self.store.recent_queries(scope, cycle.policy.fademem.recent_queries)?;
+        // A memory archived or superseded since is not in the list: it keeps its rank,
+        // which only orders the rest.
+        let new_count = unmaintained.memories.len();
+        let rank: HashMap<MemoryId, usize> = unmaintained
+            .memories
+            .iter()
+            .take(MAX_NEW_COMPARED)
+            .enumerate()
+            .map(|(rank, (id, _))| (*id, rank))
+            .collect();
+        cycle.new_positions = unmaintained.memories.iter().map(|(_, position)| *position).collect();
+        cycle.newest_position = unmaintained.newest;
+        cycle.compared = new_count.min(MAX_NEW_COMPARED);
         cycle.items = memories
             .into_iter()
             .map(|memory| {
-                let is_new = last_cycle.is_none_or(|at| memory.recorded_at > at);
                 let vector = vectors.remove(&memory.id);
-                Item { state: memory.forgetting, memory, vector, is_new }
+                Item { state: memory.forgetting, new_rank: rank.get(&memory.id).copied(), memory, vector }
             })
             .collect();
-
-        let new_count = cycle.items.iter().filter(|item| item.is_new).count();
         if new_count > MAX_NEW_COMPARED {
-            let mut skip = new_count - MAX_NEW_COMPARED;
-            for item in cycle.items.iter_mut().filter(|item| item.is_new) {
-                if skip == 0 {
-                    break;
-                }
-                item.is_new = false;
-                skip -= 1;
-            }
             cycle.report.skipped.push(format!(
-                "duplicate and conflict checks of {} older new memories: at most {MAX_NEW_COMPARED} per cycle",
+                "duplicate and conflict checks of {} newer memories, deferred to the next cycle: at most {MAX_NEW_COMPARED} per cycle",
                 new_count - MAX_NEW_COMPARED
             ));
         }
         Ok(true)
+    }
+}
+
+impl Cycle {
+    /// The indices of the items this cycle compares as new, in storage order.
+    pub(super) fn new_in_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.items.len()).filter(|&i| self.items[i].is_new()).collect();
+        order.sort_by_key(|&i| self.items[i].new_rank);
+        order
+    }
+
+    /// A stage finished with the new memories before `rank` only: the rest are compared
+    /// again by the next cycle.
+    pub(super) fn compared_before(&mut self, rank: usize) {
+        self.compared = self.compared.min(rank);
+    }
+
+    /// The position this cycle covered the user up to, for the plan: the newest memory at
+    /// the snapshot when it compared all of the new ones, else the position just before the
+    /// first it did not finish. Memories stored while the cycle ran stay new either way.
+    pub(super) fn maintained_through(&self) -> Option<i64> {
+        match self.new_positions.get(self.compared) {
+            None => Some(self.newest_position),
+            Some(&position) => Some(position - 1),
+        }
     }
 }
 

@@ -26,6 +26,7 @@ impl Cycle {
     /// memories are never absorbed.
     pub(super) fn merge_duplicates(&mut self, store: &dyn Store) {
         let (params, now) = (self.policy.fademem, self.now);
+        let order = self.new_in_order();
         let items = &mut self.items;
         let (report, updates, supersede) = (&mut self.report, &mut self.updates, &mut self.supersede);
         let mut gone: HashSet<MemoryId> = HashSet::new();
@@ -33,18 +34,21 @@ impl Cycle {
         let mut groups = UnionFind::new(items.len());
         let mut best: HashMap<(usize, usize), (f64, f64)> = HashMap::new();
         let mut budget = Budget::new();
-        let mut uncompared = 0usize;
-        for i in 0..items.len() {
-            if !items[i].is_new || !consolidatable(&items[i].memory) {
+        // The new memories are compared oldest first, each with every other memory but the
+        // new ones already done; where the budget runs out, the rest wait for the next cycle.
+        let mut done = vec![false; items.len()];
+        let mut unfinished = None;
+        for (n, &i) in order.iter().enumerate() {
+            if !consolidatable(&items[i].memory) {
+                done[i] = true;
                 continue;
             }
-            if budget.exhausted {
-                uncompared += 1;
+            let Some(vi) = items[i].vector.as_ref() else {
+                done[i] = true;
                 continue;
-            }
-            let Some(vi) = items[i].vector.as_ref() else { continue };
+            };
             for j in 0..items.len() {
-                if i == j || items[j].memory.kind != items[i].memory.kind || (items[j].is_new && j < i) {
+                if i == j || items[j].memory.kind != items[i].memory.kind || done[j] {
                     continue;
                 }
                 // Already one group: nothing this pair could add.
@@ -53,7 +57,6 @@ impl Cycle {
                 }
                 let Some(vj) = items[j].vector.as_ref() else { continue };
                 if !budget.take() {
-                    uncompared += 1;
                     break;
                 }
                 let similarity = cosine(vi, vj);
@@ -66,10 +69,16 @@ impl Cycle {
                     best.insert((i.min(j), i.max(j)), (similarity, overlap));
                 }
             }
+            if budget.exhausted {
+                unfinished = Some((n, items[i].new_rank.unwrap_or(0)));
+                break;
+            }
+            done[i] = true;
         }
-        if uncompared > 0 {
+        if let Some((n, _)) = unfinished {
             report.skipped.push(format!(
-                "duplicate checks of {uncompared} new memories: at most {} comparisons per cycle",
+                "duplicate checks of {} new memories, deferred to the next cycle: at most {} comparisons per cycle",
+                order.len() - n,
                 super::similarity::MAX_COMPARISONS
             ));
         }
@@ -137,6 +146,9 @@ impl Cycle {
         if let Some(err) = terms.error.take() {
             tracing::warn!(error = %err, user = %self.scope.user, "texts of near-duplicate candidates could not be read; those pairs were not merged");
             report.skipped.push(format!("near-duplicate pairs whose texts could not be read: {err}"));
+        }
+        if let Some((_, rank)) = unfinished {
+            self.compared_before(rank);
         }
     }
 }

@@ -50,16 +50,17 @@ impl Engine {
                 .push(format!("fusion: stopped looking for clusters after {MAX_COMPARISONS} comparisons"));
         }
         let mut budget = Budget::new();
-        let (pairs, unread) = {
+        let order = cycle.new_in_order();
+        let (pairs, unfinished, unread) = {
             let mut terms = Terms::new(self.store.as_ref(), &cycle.scope, &cycle.items);
-            let pairs = conflict_pairs(&cycle.items, &mut terms, &clusters, &params, &mut budget);
-            (pairs, terms.error)
+            let (pairs, unfinished) = conflict_pairs(&cycle.items, &order, &mut terms, &clusters, &params, &mut budget);
+            (pairs, unfinished, terms.error)
         };
-        if budget.exhausted {
-            cycle
-                .report
-                .skipped
-                .push(format!("conflict candidates: stopped looking after {MAX_COMPARISONS} comparisons"));
+        if let Some(rank) = unfinished {
+            cycle.compared_before(rank);
+            cycle.report.skipped.push(format!(
+                "conflict candidates: stopped looking after {MAX_COMPARISONS} comparisons; the rest of the new memories are compared by the next cycle"
+            ));
         }
         if let Some(err) = unread {
             cycle.report.skipped.push(format!("conflict candidates whose texts could not be read: {err}"));

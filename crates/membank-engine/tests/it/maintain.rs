@@ -138,6 +138,35 @@ fn hundreds_of_near_identical_turns_merge_into_one_in_a_single_cycle() {
 }
 
 #[test]
+fn new_memories_past_a_cycles_bound_are_compared_by_the_next_cycle() {
+    let w = world_with(EngineConfig::default());
+    // 510 unrelated notes, then a near-identical pair: both of the pair are past the 500
+    // new memories one cycle compares.
+    for n in 0..510 {
+        note(&w, "ana", &format!("w{n}a w{n}b w{n}c w{n}d"), t0() + Duration::minutes(n), 0.5);
+    }
+    let text = "Today I walked along the river past the old mill and the bakery to the bridge";
+    let first = note(&w, "ana", &format!("{text} 1"), t0() + Duration::hours(9), 0.5);
+    let second = note(&w, "ana", &format!("{text} 2"), t0() + Duration::hours(10), 0.5);
+    let report = maintain(&w, "ana", t0() + Duration::hours(11));
+    assert!(report.merged.is_empty(), "{report:?}");
+    assert!(
+        report.skipped.iter().any(|s| s.contains("12 newer memories, deferred to the next cycle")),
+        "{:?}",
+        report.skipped
+    );
+    // The next cycle takes them up, though nothing was stored since.
+    let report = maintain(&w, "ana", t0() + Duration::hours(12));
+    assert_eq!(report.merged.len(), 1, "{report:?}");
+    assert_eq!((report.merged[0].old, report.merged[0].by), (first.id, second.id));
+    assert!(report.skipped.iter().all(|s| !s.contains("deferred")), "{:?}", report.skipped);
+    // And then nothing is left to compare: a third cycle merges nothing and defers nothing.
+    let report = maintain(&w, "ana", t0() + Duration::hours(13));
+    assert!(report.merged.is_empty() && report.skipped.iter().all(|s| !s.contains("deferred")), "{report:?}");
+    assert_eq!(w.store.unmaintained(&scope("ana")).unwrap().memories, Vec::new());
+}
+
+#[test]
 fn a_changed_fact_is_not_a_duplicate() {
     let w = world_with(EngineConfig::default());
     let paris = note(&w, "ana", "I live in Paris", t0(), 0.5);

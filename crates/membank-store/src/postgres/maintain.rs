@@ -14,7 +14,7 @@ use super::vector::{Vector, VectorRef};
 use super::{PgStore, change_status, col, existing_user, label_filter, labels, memory_id, millis, parse, scope_uid};
 use crate::StoreError;
 use crate::maintenance::{PlanTx, UpdateValues, apply_plan};
-use crate::types::{MaintenanceApplied, MaintenancePlan, MaintenanceState, NewMemory};
+use crate::types::{MaintenanceApplied, MaintenancePlan, MaintenanceState, NewMemory, Unmaintained};
 
 /// Keeps a recall query's vector among the user's recent ones, at most `keep` per user,
 /// in the caller's (recall's) transaction.
@@ -72,6 +72,25 @@ pub(super) fn recent_queries(store: &PgStore, scope: &Scope, limit: usize) -> Re
             .iter()
             .map(|row| Ok(col::<Vector>(row, 0)?.0))
             .collect()
+    })
+}
+
+pub(super) fn unmaintained(store: &PgStore, scope: &Scope) -> Result<Unmaintained, StoreError> {
+    let uid = scope_uid(scope);
+    let sql = format!(
+        "SELECT m.id, m.seq FROM memories m JOIN users u ON u.uid = m.uid
+         WHERE m.uid = $1 AND m.seq > u.maintained_seq AND m.status = 'active' {} ORDER BY m.seq",
+        label_filter(2)
+    );
+    let (agent, session) = labels(scope);
+    store.pool.read(|tx| {
+        let mut memories = Vec::new();
+        for row in tx.query(&sql, &[&uid, &agent, &session])? {
+            memories.push((memory_id(col(&row, 0)?)?, col::<i64>(&row, 1)?));
+        }
+        let newest =
+            col::<i64>(&tx.query_one("SELECT coalesce(max(seq), 0)::int8 FROM memories WHERE uid = $1", &[&uid])?, 0)?;
+        Ok(Unmaintained { memories, newest })
     })
 }
 
@@ -166,10 +185,12 @@ impl PlanTx for UserWriter<'_, '_> {
         change_status(self.tx, self.uid, &[seq], Status::Superseded, Some(by))
     }
 
-    fn mark_maintained(&mut self, now: Timestamp) -> Result<(), StoreError> {
+    fn mark_maintained(&mut self, now: Timestamp, through: Option<i64>) -> Result<(), StoreError> {
         self.tx.execute(
-            "UPDATE users SET maintained_at = $2, maintained_seq = (SELECT coalesce(max(seq), 0) FROM memories WHERE uid = $1) WHERE uid = $1",
-            &[&self.uid, &millis(now)],
+            "UPDATE users SET maintained_at = $2,
+               maintained_seq = greatest(maintained_seq, coalesce($3, (SELECT coalesce(max(seq), 0) FROM memories WHERE uid = $1)))
+             WHERE uid = $1",
+            &[&self.uid, &millis(now), &through],
         )?;
         Ok(())
     }

@@ -1295,6 +1295,10 @@ impl Store for PgStore {
         maintain::state(self, scope)
     }
 
+    fn unmaintained(&self, scope: &Scope) -> Result<Unmaintained, StoreError> {
+        maintain::unmaintained(self, scope)
+    }
+
     fn users_due_for_maintenance(
         &self,
         before: Timestamp,

@@ -10,7 +10,7 @@ use super::txn::UserWriter;
 use super::{LABEL_FILTER, SqliteStore, from_millis, insert_in, millis, user_row};
 use crate::StoreError;
 use crate::maintenance::{PlanTx, UpdateValues, apply_plan};
-use crate::types::{MaintenanceApplied, MaintenancePlan, MaintenanceState, NewMemory};
+use crate::types::{MaintenanceApplied, MaintenancePlan, MaintenanceState, NewMemory, Unmaintained};
 
 /// Keeps a recall query's vector among the user's recent ones, at most `keep` per user,
 /// in the caller's (recall's) transaction.
@@ -92,6 +92,28 @@ pub(super) fn state(store: &SqliteStore, scope: &Scope) -> Result<MaintenanceSta
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )?;
         Ok(MaintenanceState { maintained_at: at.map(from_millis).transpose()?, new_turns: new_turns.max(0) as u64, resummarize_due: due })
+    })
+}
+
+pub(super) fn unmaintained(store: &SqliteStore, scope: &Scope) -> Result<Unmaintained, StoreError> {
+    store.read(|conn| {
+        let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Unmaintained::default()) };
+        let sql = format!(
+            "SELECT m.id, m.seq FROM memories m JOIN users u ON u.id = m.user_row
+             WHERE m.user_row = :user AND m.seq > u.maintained_seq AND m.status = 'active' {LABEL_FILTER} ORDER BY m.seq"
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(
+            named_params! { ":user": user, ":agent": scope.agent.as_ref().map(|a| a.as_str()), ":session": scope.session.as_ref().map(|s| s.as_str()) },
+            |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)),
+        )?;
+        let mut memories = Vec::new();
+        for row in rows {
+            let (id, seq) = row?;
+            memories.push((id.parse().map_err(|_| StoreError::Corrupt("bad memory id".into()))?, seq));
+        }
+        let newest = conn.query_row("SELECT COALESCE(max(seq), 0) FROM memories WHERE user_row = ?1", [user], |row| row.get(0))?;
+        Ok(Unmaintained { memories, newest })
     })
 }
 
@@ -187,9 +209,14 @@ impl PlanTx for UserWriter<'_, '_> {
         Ok(())
     }
 
-    fn mark_maintained(&mut self, now: Timestamp) -> Result<(), StoreError> {
-        self.tx.prepare_cached("UPDATE users SET maintained_at = ?1, maintained_seq = (SELECT COALESCE(max(seq), 0) FROM memories WHERE user_row = ?2) WHERE id = ?2")?
-            .execute(params![millis(now), self.user])?;
+    fn mark_maintained(&mut self, now: Timestamp, through: Option<i64>) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached(
+                "UPDATE users SET maintained_at = ?1,
+                   maintained_seq = max(maintained_seq, COALESCE(?3, (SELECT COALESCE(max(seq), 0) FROM memories WHERE user_row = ?2)))
+                 WHERE id = ?2",
+            )?
+            .execute(params![millis(now), self.user, through])?;
         Ok(())
     }
 }

@@ -993,6 +993,10 @@ impl Store for SqliteStore {
         maintain::state(self, scope)
     }
 
+    fn unmaintained(&self, scope: &Scope) -> Result<Unmaintained, StoreError> {
+        maintain::unmaintained(self, scope)
+    }
+
     fn users_due_for_maintenance(
         &self,
         before: Timestamp,

@@ -30,7 +30,7 @@ use membank_core::{
 use membank_store::{
     Adjacent, ApiKeyStore, EmbeddingModel, EventQuery, ExportRow, IdempotencyClaim, Insertion, ListQuery,
     MaintenancePlan, NewApiKey, NewMemory, RecallRecord, Replacement, SearchFilter, SqliteStore, StateUpdate, Store,
-    StoreError, Supersession, UserImport, UserState,
+    StoreError, Supersession, Unmaintained, UserImport, UserState,
 };
 use proptest::prelude::*;
 use serde_json::json;
@@ -850,7 +850,7 @@ conformance! {
         let duplicate = note(store, &ana, "the plan, again", at(3), 4);
         let merge = Supersession { old: duplicate, by: Replacement::Existing(root), data: json!({ "rule": "duplicate" }) };
         let applied = store
-            .apply_maintenance(&ana, MaintenancePlan { now: at(4), updates: Vec::new(), archive: Vec::new(), insert: Vec::new(), supersede: vec![merge], summary: json!({}) })
+            .apply_maintenance(&ana, MaintenancePlan { now: at(4), updates: Vec::new(), archive: Vec::new(), insert: Vec::new(), supersede: vec![merge], summary: json!({}), maintained_through: None })
             .unwrap();
         assert_eq!(applied.superseded, 1);
         let fused = derived(Kind::Fused, "the plan, fused", 5, root);
@@ -1382,6 +1382,47 @@ conformance! {
         assert_eq!(store.maintenance_state(&ana).unwrap().maintained_at, Some(now));
     }
 
+    fn a_cycle_that_covered_part_of_the_new_memories_leaves_the_rest_for_the_next(fx: Fixture) {
+        let store = fx.store.as_ref();
+        let ana = scope("ana");
+        let ids = maintenance_setup(store, &ana);
+        let bob = scope("bob");
+        ensure(store, &bob);
+        store.insert(NewMemory { memory: memory(&bob, Kind::Turn, "bob's turn", t0()), embedding: Some((model(), unit(9))) }).unwrap();
+        // Never maintained: all of ana's active memories, in storage order, and only hers.
+        let new = store.unmaintained(&ana).unwrap();
+        assert_eq!(new.memories.iter().map(|(id, _)| *id).collect::<Vec<_>>(), ids);
+        assert!(new.memories.windows(2).all(|w| w[0].1 < w[1].1), "{new:?}");
+        assert_eq!(new.newest, new.memories[2].1);
+        // A cycle that finished with the first memory only.
+        let mut p = plan(t0() + Duration::days(1));
+        p.maintained_through = Some(new.memories[1].1 - 1);
+        store.apply_maintenance(&ana, p).unwrap();
+        let rest = store.unmaintained(&ana).unwrap();
+        assert_eq!(rest.memories.iter().map(|(id, _)| *id).collect::<Vec<_>>(), ids[1..]);
+        // An archived memory is not waiting; the position never moves back.
+        store.archive(&ana, ids[1], "requested", t0() + Duration::days(1)).unwrap();
+        let mut p = plan(t0() + Duration::days(2));
+        p.maintained_through = Some(0);
+        store.apply_maintenance(&ana, p).unwrap();
+        assert_eq!(store.unmaintained(&ana).unwrap().memories.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [ids[2]]);
+        // A cycle that covered everything up to its snapshot: a memory stored after it waits.
+        let later = store
+            .insert(NewMemory { memory: memory(&ana, Kind::Turn, "a later turn", t0() + Duration::days(2)), embedding: Some((model(), unit(3))) })
+            .unwrap()
+            .id;
+        let mut p = plan(t0() + Duration::days(3));
+        p.maintained_through = Some(new.newest);
+        store.apply_maintenance(&ana, p).unwrap();
+        assert_eq!(store.unmaintained(&ana).unwrap().memories.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [later]);
+        assert_eq!(store.maintenance_state(&ana).unwrap().new_turns, 1);
+        // Without a position, everything stored is covered; bob is untouched throughout.
+        store.apply_maintenance(&ana, plan(t0() + Duration::days(4))).unwrap();
+        assert!(store.unmaintained(&ana).unwrap().memories.is_empty());
+        assert_eq!(store.unmaintained(&bob).unwrap().memories.len(), 1);
+        assert_eq!(store.unmaintained(&scope("nobody")).unwrap(), Unmaintained::default());
+    }
+
     fn maintenance_supersessions_point_at_inserted_memories_and_the_schedule_moves(fx: Fixture) {
         let store = fx.store.as_ref();
         let ana = scope("ana");
@@ -1569,6 +1610,7 @@ fn plan(now: Timestamp) -> MaintenancePlan {
         insert: Vec::new(),
         supersede: Vec::new(),
         summary: json!({}),
+        maintained_through: None,
     }
 }
 

@@ -34,6 +34,7 @@ fn plan(now: Timestamp) -> MaintenancePlan {
         insert: Vec::new(),
         supersede: Vec::new(),
         summary: json!({}),
+        maintained_through: None,
     }
 }
 
