@@ -15,7 +15,7 @@ use membank_engine::core::forgetting::{DecisionMode, DecisionModeName, Forgettin
 use membank_engine::{EngineConfig, RecallConfig};
 use serde::Deserialize;
 
-use crate::args::{MAX_CACHE_MB, cache_mb_in_range};
+use crate::args::{CACHE_BUDGET, DEFAULT_QUERY_CACHE_MB, MibBudget, QUERY_CACHE_BUDGET};
 
 /// The configuration file's shape. Every field is optional.
 #[derive(Debug, Default, Deserialize)]
@@ -169,15 +169,28 @@ pub struct CacheFile {
 /// [`membank_store::DEFAULT_CACHE_MB`]. A bad file value is a usage error (exit 2), as a
 /// bad flag is.
 pub fn cache_mb(file: &FileConfig, flag: Option<u64>) -> Result<u64> {
+    budget(flag, file.cache.max_mb.as_ref(), membank_store::DEFAULT_CACHE_MB, &CACHE_BUDGET, "cache.max_mb")
+}
+
+/// The query cache's budget in MiB: the flag or environment, else `[embedding]
+/// query_cache_mb`, else [`DEFAULT_QUERY_CACHE_MB`]; checked as [`cache_mb`] is.
+pub fn query_cache_mb(file: &FileConfig, flag: Option<u64>) -> Result<u64> {
+    let value = file.embedding.query_cache_mb.as_ref();
+    budget(flag, value, DEFAULT_QUERY_CACHE_MB, &QUERY_CACHE_BUDGET, "embedding.query_cache_mb")
+}
+
+/// A budget from a (checked) flag, else the file's value at `key` (read as any TOML value,
+/// so a wrong one gets the same message as a wrong flag), else `default`.
+fn budget(flag: Option<u64>, value: Option<&toml::Value>, default: u64, range: &MibBudget, key: &str) -> Result<u64> {
     if let Some(mb) = flag {
         return Ok(mb);
     }
-    let checked = match &file.cache.max_mb {
-        None => return Ok(membank_store::DEFAULT_CACHE_MB),
-        Some(toml::Value::Integer(mb)) => cache_mb_in_range(i128::from(*mb)),
-        Some(other) => Err(format!("{other} is not a whole number of MiB (from 1 to {MAX_CACHE_MB})")),
+    let checked = match value {
+        None => return Ok(default),
+        Some(toml::Value::Integer(mb)) => range.in_range(i128::from(*mb)),
+        Some(other) => Err(range.not_whole(&other.to_string())),
     };
-    checked.map_err(|reason| crate::errors::UsageError(format!("cache.max_mb in the config file: {reason}")).into())
+    checked.map_err(|reason| crate::errors::UsageError(format!("{key} in the config file: {reason}")).into())
 }
 
 /// `[embedding]`.
@@ -201,6 +214,9 @@ pub struct EmbeddingFile {
     pub model: Option<String>,
     /// Remote API key (prefer the environment variable).
     pub api_key: Option<String>,
+    /// MiB of recent query vectors `serve` keeps, so a repeated query skips the model (0:
+    /// none; read as any TOML value so that a wrong one gets the flag's message).
+    pub query_cache_mb: Option<toml::Value>,
 }
 
 /// `[forgetting]`.

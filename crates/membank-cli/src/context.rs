@@ -44,6 +44,8 @@ pub struct Context {
     pub maintenance: config::Maintenance,
     /// The search caches' budget in MiB (`--cache-mb`, `[cache] max_mb`).
     pub cache_mb: u64,
+    /// `[embedding] query_cache_mb` (`serve --query-cache-mb` overrides it).
+    pub query_cache_mb: u64,
     /// `[server] trusted_proxies`.
     pub trusted_proxies: membank_server::TrustedProxies,
     /// `[server]` timeouts.
@@ -121,6 +123,7 @@ impl Context {
         let (trusted_proxies, timeouts) = config::server(&file)?;
         let local_model_given = e.local_model.clone().or_else(|| file.embedding.local_model.clone());
         let cache_mb = config::cache_mb(&file, cli.cache_mb)?;
+        let query_cache_mb = config::query_cache_mb(&file, None)?;
         let auto_model = provider == "local" && local_model_given.is_none() && !model_dir_configured;
         Ok(Self {
             cli_json: cli.json,
@@ -136,6 +139,7 @@ impl Context {
             llm,
             maintenance,
             cache_mb,
+            query_cache_mb,
             trusted_proxies,
             timeouts,
         })

@@ -188,6 +188,25 @@ impl LazyEmbedder {
         Self { inner: Inner::Auto(Auto { store, slots, settled: OnceLock::new(), chosen: Mutex::new(None) }) }
     }
 
+    /// Every model this embedder loads answers repeated queries from `cache` (each model is
+    /// wrapped, not the choice between them, so a cached vector is always its own model's).
+    pub fn with_query_cache(mut self, cache: Arc<membank_embed::QueryCache>) -> Self {
+        let wrap = |slot: &mut Slot| {
+            let load = std::mem::replace(&mut slot.load, Box::new(|| Err(EmbedError::NoVector)));
+            let cache = cache.clone();
+            slot.load = Box::new(move || {
+                load().map(|model| {
+                    Arc::new(membank_embed::CachingEmbedder::new(model, cache.clone())) as Arc<dyn Embedder>
+                })
+            });
+        };
+        match &mut self.inner {
+            Inner::Fixed(slot) => wrap(slot),
+            Inner::Auto(auto) => auto.slots.iter_mut().for_each(|(_, slot)| wrap(slot)),
+        }
+        self
+    }
+
     /// Whether a model is loaded.
     pub fn is_loaded(&self) -> bool {
         match &self.inner {

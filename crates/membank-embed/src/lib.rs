@@ -19,11 +19,14 @@
 //!
 //! Feature flags: `hash` (off by default) compiles `HashEmbedder` for other crates' tests.
 //!
-//! It deliberately does not cache, store or compare vectors (that is the store's job), and
-//! reads no environment variables or configuration files: callers pass paths and configs.
+//! [`cache`] keeps recent query vectors so a repeated query skips the model (bounded in
+//! bytes; documents are never cached). It deliberately does not store or compare vectors
+//! (that is the store's job), and reads no environment variables or configuration files:
+//! callers pass paths and configs.
 
 pub mod batch;
 mod bert;
+pub mod cache;
 mod charsmap;
 mod error;
 pub mod fetch;
@@ -38,6 +41,7 @@ mod tokenizer;
 mod unigram;
 
 pub use batch::{BatchOptions, BatchStats, BatchingEmbedder};
+pub use cache::{CachingEmbedder, QueryCache, QueryCacheStats};
 pub use error::EmbedError;
 pub use fetch::{FetchOrigin, FetchReport, FetchSource, default_model_dir, fetch_model};
 #[cfg(feature = "hash")]

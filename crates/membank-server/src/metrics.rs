@@ -221,6 +221,32 @@ pub fn render_cache(out: &mut String, stats: &CacheStats) {
     }
 }
 
+/// Appends the query cache's numbers (`serve --query-cache-mb`): budget, bytes and queries
+/// kept, hits, misses (queries the model embedded) and evictions.
+pub fn render_query_cache(out: &mut String, stats: &membank_embed::QueryCacheStats) {
+    let families: [(&str, &str, &str, u64); 6] = [
+        ("membank_query_cache_budget_bytes", "gauge", "Bytes the query cache may keep.", stats.budget_bytes),
+        ("membank_query_cache_bytes", "gauge", "Bytes the query cache keeps now.", stats.bytes),
+        ("membank_query_cache_entries", "gauge", "Query vectors the query cache keeps now.", stats.entries),
+        ("membank_query_cache_hits_total", "counter", "Queries answered from the query cache.", stats.hits),
+        (
+            "membank_query_cache_misses_total",
+            "counter",
+            "Queries the embedding model embedded (not in the query cache).",
+            stats.misses,
+        ),
+        (
+            "membank_query_cache_evictions_total",
+            "counter",
+            "Query vectors dropped to stay within the budget.",
+            stats.evictions,
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+    }
+}
+
 /// The label of a request method: one of the standard methods, else `other`.
 pub fn method_label(method: &str) -> &'static str {
     const KNOWN: [&str; 9] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"];

@@ -74,6 +74,9 @@ pub struct ServerConfig {
     pub timeouts: crate::serve::Timeouts,
     /// Background maintenance (started by [`crate::serve::serve`] when enabled).
     pub maintenance: MaintenanceConfig,
+    /// The query cache the engine's embedder answers repeated queries from, if any: its
+    /// counters are in `/metrics`.
+    pub query_cache: Option<Arc<membank_embed::QueryCache>>,
 }
 
 impl ServerConfig {
@@ -88,6 +91,7 @@ impl ServerConfig {
             trusted_proxies: TrustedProxies::default(),
             timeouts: crate::serve::Timeouts::default(),
             maintenance: MaintenanceConfig::default(),
+            query_cache: None,
         }
     }
 }

@@ -227,23 +227,60 @@ pub struct LlmArgs {
     pub llm_context_tokens: Option<usize>,
 }
 
+/// A budget in whole MiB, from `min` to `max`: the search caches' and the query cache's.
+#[derive(Debug, Clone, Copy)]
+pub struct MibBudget {
+    /// What it is, for messages ("the cache budget").
+    pub what: &'static str,
+    pub min: u64,
+    pub max: u64,
+}
+
+impl MibBudget {
+    /// A number read from a flag, the environment or a file, checked.
+    pub fn in_range(&self, mb: i128) -> Result<u64, String> {
+        match u64::try_from(mb) {
+            Ok(mb) if (self.min..=self.max).contains(&mb) => Ok(mb),
+            _ => Err(format!("{} must be from {} to {} MiB, not {mb}", self.what, self.min, self.max)),
+        }
+    }
+
+    /// A flag's or the environment's text, checked.
+    pub fn parse(&self, text: &str) -> Result<u64, String> {
+        match text.trim().parse::<i128>() {
+            Ok(mb) => self.in_range(mb),
+            Err(_) => Err(self.not_whole(&format!("{text:?}"))),
+        }
+    }
+
+    /// The message for a value that is no whole number.
+    pub fn not_whole(&self, value: &str) -> String {
+        format!("{value} is not a whole number of MiB (from {} to {})", self.min, self.max)
+    }
+}
+
 /// The largest cache budget accepted, in MiB (1 TiB): far above any machine this runs on,
 /// so a larger number is a typo, not a wish.
 pub const MAX_CACHE_MB: u64 = 1 << 20;
 
-/// `--cache-mb` and `MEMBANK_CACHE_MB`: a whole number of MiB from 1 to [`MAX_CACHE_MB`].
-/// 0 is refused rather than read as "no limit" or "no cache": the first would undo the
-/// bound without saying so, the second would reload every user on every search.
+/// `--cache-mb`, `MEMBANK_CACHE_MB`, `[cache] max_mb`: from 1 to [`MAX_CACHE_MB`]. 0 is
+/// refused rather than read as "no limit" or "no cache": the first would undo the bound
+/// without saying so, the second would reload every user on every search.
+pub const CACHE_BUDGET: MibBudget = MibBudget { what: "the cache budget", min: 1, max: MAX_CACHE_MB };
+
+/// `--cache-mb` and `MEMBANK_CACHE_MB` ([`CACHE_BUDGET`]).
 pub fn parse_cache_mb(text: &str) -> Result<u64, String> {
-    match text.trim().parse::<i128>() {
-        Ok(mb) => cache_mb_in_range(mb),
-        Err(_) => Err(format!("{text:?} is not a whole number of MiB (from 1 to {MAX_CACHE_MB})")),
-    }
+    CACHE_BUDGET.parse(text)
 }
 
-pub fn cache_mb_in_range(mb: i128) -> Result<u64, String> {
-    match u64::try_from(mb) {
-        Ok(mb) if (1..=MAX_CACHE_MB).contains(&mb) => Ok(mb),
-        _ => Err(format!("the cache budget must be from 1 to {MAX_CACHE_MB} MiB, not {mb}")),
-    }
+/// The query cache's default budget: about 2,400 queries of a 384-dimension model.
+pub const DEFAULT_QUERY_CACHE_MB: u64 = 4;
+
+/// `serve --query-cache-mb`, `MEMBANK_QUERY_CACHE_MB`, `[embedding] query_cache_mb`: from
+/// 0 (no query cache) to 1 GiB.
+pub const QUERY_CACHE_BUDGET: MibBudget = MibBudget { what: "the query cache budget", min: 0, max: 1024 };
+
+/// `serve --query-cache-mb` and `MEMBANK_QUERY_CACHE_MB` ([`QUERY_CACHE_BUDGET`]).
+pub fn parse_query_cache_mb(text: &str) -> Result<u64, String> {
+    QUERY_CACHE_BUDGET.parse(text)
 }

@@ -51,6 +51,11 @@ pub struct ServeArgs {
     /// batches form only from queries that queue during a pass). At most 100000.
     #[arg(long, env = "MEMBANK_QUERY_BATCH_WAIT_US", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub query_batch_wait_us: u32,
+    /// MiB of recent query vectors kept, so a repeated query (chat and a tool recalling the
+    /// same message, a retry) skips the model; 0 keeps none. Overrides `[embedding]
+    /// query_cache_mb`; default 4.
+    #[arg(long, env = "MEMBANK_QUERY_CACHE_MB", value_name = "MB", value_parser = super::parse_query_cache_mb)]
+    pub query_cache_mb: Option<u64>,
 }
 
 /// `mcp`.

@@ -98,7 +98,15 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
     config.maintenance = maintenance(ctx, &args);
     config.trusted_proxies = ctx.trusted_proxies.clone();
     config.timeouts = ctx.timeouts;
-    let embedder: Arc<LazyEmbedder> = Arc::new(ctx.lazy_embedder(store.clone(), false));
+    // Repeated queries skip the model: each loaded model answers them from one cache.
+    let query_cache_mb = args.query_cache_mb.unwrap_or(ctx.query_cache_mb);
+    let query_cache = (query_cache_mb > 0).then(|| Arc::new(membank_embed::QueryCache::with_mb(query_cache_mb)));
+    config.query_cache = query_cache.clone();
+    let mut lazy = ctx.lazy_embedder(store.clone(), false);
+    if let Some(cache) = query_cache {
+        lazy = lazy.with_query_cache(cache);
+    }
+    let embedder: Arc<LazyEmbedder> = Arc::new(lazy);
     // Recall queries go through the micro-batcher; documents go straight to the model.
     let queries: Arc<dyn membank_embed::Embedder> = if args.query_batch > 1 {
         let options = membank_embed::BatchOptions {

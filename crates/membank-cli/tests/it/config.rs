@@ -80,6 +80,41 @@ fn a_bad_config_file_is_a_clear_error() {
 }
 
 #[test]
+fn a_bad_query_cache_budget_is_a_usage_error_from_every_layer() {
+    let bank = Bank::new();
+    bank.remember("u", "an ordinary day", "2024-01-01T00:00:00Z");
+    // Refused before anything is opened or bound.
+    for value in ["-1", "lots", "1.5", "", "1025", "99999999999999999999999", "\u{202e}4"] {
+        let flag = format!("--query-cache-mb={value}");
+        let stderr = bank.fails(&["serve", "--addr", "127.0.0.1:0", &flag], 2);
+        assert!(stderr.contains("--query-cache-mb") && stderr.contains("MiB"), "{value:?}: {stderr}");
+        let out = bank
+            .command()
+            .env("MEMBANK_QUERY_CACHE_MB", value)
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "MEMBANK_QUERY_CACHE_MB={value:?}");
+    }
+    let config = bank.path("query-cache.toml");
+    for (value, needle) in [
+        ("-1", "not -1"),
+        ("2048", "from 0 to 1024 MiB, not 2048"),
+        ("\"4\"", "not a whole number"),
+        ("0.5", "not a whole number"),
+    ] {
+        write(&config, format!("[embedding]\nquery_cache_mb = {value}\n").as_bytes());
+        let stderr = bank.fails(&["--config", config.to_str().unwrap(), "list", "--user", "u"], 2);
+        assert!(stderr.contains("embedding.query_cache_mb") && stderr.contains(needle), "{value}: {stderr}");
+    }
+    // 0 (off) and a budget are fine.
+    for value in ["0", "16"] {
+        write(&config, format!("[embedding]\nquery_cache_mb = {value}\n").as_bytes());
+        bank.ok(&["--config", config.to_str().unwrap(), "list", "--user", "u"]);
+    }
+}
+
+#[test]
 fn a_bad_cache_budget_is_a_usage_error_from_every_layer() {
     let bank = Bank::new();
     bank.remember("u", "an ordinary day", "2024-01-01T00:00:00Z");

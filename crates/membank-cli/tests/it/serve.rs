@@ -157,6 +157,72 @@ fn serve_reports_its_caches_against_the_configured_budget() {
     server.stop();
 }
 
+/// The counter named `name` in a `/metrics` text.
+fn counter(metrics: &str, name: &str) -> u64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("no {name} in {metrics}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_repeated_query_is_answered_from_the_query_cache_and_counted() {
+    let bank = Bank::new();
+    let config = bank.path("config.toml");
+    crate::write(&config, b"[embedding]\nquery_cache_mb = 2\n");
+    let server = Server::start_with(&bank, |command| {
+        command.arg("--config").arg(&config);
+    });
+    server.wait_ready();
+    let (status, _) =
+        server.request("POST", "/v1/users/alice/notes", None, Some(r#"{"text":"My cat is called Miso"}"#));
+    assert_eq!(status, 201);
+    let recall = |query: &str| {
+        let (status, body) = server.request(
+            "POST",
+            "/v1/users/alice/recall",
+            None,
+            Some(&format!(r#"{{"query":{},"k":3,"strengthen":false}}"#, serde_json::json!(query))),
+        );
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["results"].clone()
+    };
+    let (_, before) = server.request("GET", "/metrics", None, None);
+    let first = recall("what is my cat called?");
+    // The same query again, with its whitespace changed: the same answer, from the cache.
+    let again = recall("  what is my   cat called?");
+    // The same memory at the same cosine: the cached vector is the model's (the retention
+    // moved with the clock).
+    assert_eq!((&first[0]["id"], &first[0]["dense_score"]), (&again[0]["id"], &again[0]["dense_score"]));
+    assert!(first[0]["content"].as_str().unwrap().contains("Miso"), "{first}");
+    let (_, after) = server.request("GET", "/metrics", None, None);
+    assert!(after.contains("\nmembank_query_cache_budget_bytes 2097152\n"), "{after}");
+    let delta = |name: &str| counter(&after, name) - counter(&before, name);
+    assert_eq!(delta("membank_query_cache_hits_total"), 1, "{after}");
+    assert_eq!(delta("membank_query_cache_misses_total"), 1, "{after}");
+    assert!(counter(&after, "membank_query_cache_bytes") > 0);
+    server.stop();
+
+    // The flag turns it off: no query cache, so none in /metrics.
+    let server = Server::start_with(&bank, |command| {
+        command.arg("--config").arg(&config).env("MEMBANK_QUERY_CACHE_MB", "0");
+    });
+    server.wait_ready();
+    recall_on(&server);
+    let (_, metrics) = server.request("GET", "/metrics", None, None);
+    assert!(!metrics.contains("membank_query_cache"), "{metrics}");
+    server.stop();
+}
+
+fn recall_on(server: &Server) {
+    let (status, body) =
+        server.request("POST", "/v1/users/alice/recall", None, Some(r#"{"query":"cat","k":1,"strengthen":false}"#));
+    assert_eq!(status, 200, "{body}");
+}
+
 #[test]
 fn keys_are_created_listed_revoked_and_required() {
     let bank = Bank::new();

@@ -284,3 +284,15 @@ fn int8_queries_agree_with_the_f32_path() {
     eprintln!("e5 int8 queries: minimum cosine to the f32 path {} ({:?})", worst.0, worst.1);
     assert!(worst.0 >= 0.999, "cosine {} for {:?}", worst.0, worst.1);
 }
+
+/// The query cache keys on the text with its whitespace normalised: e5's tokenizer must
+/// read both forms the same, or a cached vector would not be the model's.
+#[test]
+fn whitespace_the_query_cache_normalises_does_not_change_an_e5_query() {
+    let Some(embedder) = e5() else { return };
+    for raw in ["  我的猫叫什么名字？  ", "what\tis my   cat's\nname", " Où  habite\u{3000}Lena ?\r\n", "猫 \t名字"]
+    {
+        let normalised = membank_embed::cache::normalise_query(raw);
+        assert_eq!(embedder.embed_query(raw).unwrap(), embedder.embed_query(&normalised).unwrap(), "{raw:?}");
+    }
+}

@@ -93,3 +93,14 @@ fn layer_means_are_the_embedding_at_full_depth_and_stop_early_otherwise() {
     let hostile = embedder.layer_means(&[long.as_str(), "\u{0}\u{202E}🙂"], 3).expect("runs").expect("layers");
     assert!(hostile.iter().flatten().all(|x| x.is_finite()));
 }
+
+/// The query cache keys on the text with its whitespace normalised: the tokenizer must read
+/// both forms the same, or a cached vector would not be the model's.
+#[test]
+fn whitespace_the_query_cache_normalises_does_not_change_a_query() {
+    let embedder = crate::support::embedder();
+    for raw in ["  what is my cat's name ", "what\tis my   cat's\nname", "\u{a0}Miso\u{2003}the cat\r\n"] {
+        let normalised = membank_embed::cache::normalise_query(raw);
+        assert_eq!(embedder.embed_query(raw).unwrap(), embedder.embed_query(&normalised).unwrap(), "{raw:?}");
+    }
+}

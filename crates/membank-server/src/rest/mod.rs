@@ -337,6 +337,9 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<HealthOut>) 
 async fn metrics(State(state): State<AppState>) -> Response {
     let mut text = state.metrics().render();
     crate::metrics::render_cache(&mut text, &state.store().cache_stats());
+    if let Some(cache) = &state.config().query_cache {
+        crate::metrics::render_query_cache(&mut text, &cache.stats());
+    }
     let mut response = text.into_response();
     response
         .headers_mut()
