@@ -44,3 +44,5 @@ for rnd in range(2):
     hits = re.search(rb"membank_query_cache_hits_total (\d+)", m)
     print(f"round {rnd} cache {mb} MiB: p50 {res[mb][-1][0]:.2f} ms, p95 {res[mb][-1][1]:.2f} ms, hits {hits.group(1).decode() if hits else '-'}", flush=True)
     p.terminate(); p.wait()
+import shutil
+shutil.rmtree(d, ignore_errors=True)
