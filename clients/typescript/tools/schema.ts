@@ -3,16 +3,11 @@
 // so both make byte-for-byte the same text from the same document.
 
 import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { PACKAGE_DIR } from './paths.js';
 
-/** The package directory (`clients/typescript`); tools and tests run compiled from `build/`. */
-export const PACKAGE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-/** The repository root. */
-export const REPO_ROOT = resolve(PACKAGE_DIR, '..', '..');
-/** The committed, generated types. */
-export const SCHEMA_FILE = join(PACKAGE_DIR, 'src', 'schema.d.ts');
+export { SCHEMA_FILE } from './paths.js';
 
 function generatorVersion(): string {
   const manifest = JSON.parse(readFileSync(join(PACKAGE_DIR, 'node_modules', 'openapi-typescript', 'package.json'), 'utf8')) as { version: string };

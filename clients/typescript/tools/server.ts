@@ -16,7 +16,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { REPO_ROOT } from './schema.js';
+import { REPO_ROOT } from './paths.js';
 
 export const BIN = resolve(REPO_ROOT, process.env['MEMBANK_BIN'] || 'target/debug/membank');
 
