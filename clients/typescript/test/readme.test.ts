@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import { PACKAGE_DIR } from '../tools/paths.js';
+import { PACKAGE_DIR, REPO_ROOT } from '../tools/paths.js';
 import { createKey, removeDir, startServer, tempDir, type RunningServer } from '../tools/server.js';
 
 const run = promisify(execFile);
@@ -46,6 +46,13 @@ after(async () => {
 
 test('the quick start is five lines', () => {
   assert.equal(quickStart().trimEnd().split('\n').length, 5);
+});
+
+test("the repository README's TypeScript section shows this same quick start", () => {
+  const root = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+  const section = root.split(/^### /m).find((s) => s.startsWith('TypeScript'));
+  assert.ok(section, 'the repository README has a "### TypeScript" section');
+  assert.equal(/```ts\n([\s\S]*?)```/.exec(section)?.[1], quickStart());
 });
 
 test('the quick start type-checks (strict, NodeNext)', async () => {
