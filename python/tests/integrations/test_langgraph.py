@@ -11,7 +11,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore, InvalidNamespaceError, PutOp
+from langgraph.store.base import BaseStore, InvalidNamespaceError, Item, PutOp
 
 from membank.integrations._backend import MemoryBackend
 from membank.integrations.langgraph import VIEW_LABEL, MembankStore
@@ -183,8 +183,8 @@ def test_batch_mixes_ops(backend: MemoryBackend, user: str) -> None:
     )
     assert results[0] is None
     first, second = results[1], results[3]
-    assert first is not None and not isinstance(first, list) and first.value == {"text": "apples are red"}  # type: ignore[union-attr]
-    assert second is not None and second.value == {"text": "apples are green"}  # type: ignore[union-attr]
+    assert isinstance(first, Item) and first.value == {"text": "apples are red"}
+    assert isinstance(second, Item) and second.value == {"text": "apples are green"}
     searched = results[4]
     assert isinstance(searched, list) and len(searched) == 1
 
