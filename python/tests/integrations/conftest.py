@@ -99,20 +99,29 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> MemoryBackend:
+    """One in-process engine for the session (the model loads once); tests use fresh users."""
+    mb = _membank()
+    if mb is None:
+        pytest.skip("memory backend: membank (the core package) does not import")
+    handle: MemoryBackend = mb.Memory(db=str(tmp_path_factory.mktemp("engine") / "membank.db"))
+    return handle
+
+
 @pytest.fixture(params=_wanted())
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> MemoryBackend:
+def backend(request: pytest.FixtureRequest) -> MemoryBackend:
     """A membank handle, one per backend kind (see the module docs)."""
     kind = request.param
     if kind == "fake":
         return FakeMemory()
-    mb = _membank()
-    if mb is None:
-        pytest.skip(f"{kind} backend: membank (the core package) does not import")
     if kind == "memory":
-        handle: MemoryBackend = mb.Memory(db=str(tmp_path / "membank.db"))
+        handle: MemoryBackend = request.getfixturevalue("engine")
         return handle
     if kind == "client":
         url: str = request.getfixturevalue("server_url")
+        mb = _membank()
+        assert mb is not None
         client: MemoryBackend = mb.Client(url)
         return client
     raise ValueError(f"unknown backend {kind!r}")
