@@ -18,7 +18,9 @@ LangGraph's namespaces onto membank's people and kinds:
   removal (a content-free tombstone stays in the event log).
 * **Forgetting.** An item the forgetting curve archives is still returned by ``get`` and by
   a search without a query (it is forgotten, not deleted, and restorable), but no longer
-  ranks in a search *with* a query unless membank's reminiscence brings it back.
+  ranks in a search *with* a query unless membank's reminiscence brings it back. The same
+  holds for an item that maintenance merged into a near-duplicate item (``superseded``): it
+  keeps its key and value, and the survivor ranks for both.
 * **Search is recall.** ``search(prefix, query=q)`` is a membank recall for the user, which
   strengthens what it returns (``strengthen=False`` at construction turns that off); the
   ``SearchItem.score`` is membank's fused score (rank fusion, not a probability). Without a
@@ -94,7 +96,10 @@ _CREATED = "langgraph.created_at"
 _NOINDEX = "langgraph.index"
 # Entries left for the value's chunks once the fixed ones are taken.
 _VALUE_CHUNKS = METADATA_ENTRIES - 8
-_ITEM_STATUSES = "active,archived"
+# A store item is found in any of these: superseded is what maintenance makes of a note it
+# merged into a near-duplicate (another key's), and the item must still be there for `get`.
+_ITEM_STATUSES = "active,archived,superseded"
+_VIEW_STATUSES = "active,archived"
 _MAX_K = 200
 
 
@@ -380,11 +385,17 @@ class MembankStore(BaseStore):
     ) -> list[SearchItem]:
         found: list[tuple[datetime, SearchItem]] = []
         if items:
+            current: dict[tuple[tuple[str, ...], str], _Stored] = {}
             for stored in self._scan(user, scans):
-                if _starts_with(stored.namespace, prefix) and _matches(stored.value, flt):
+                if _starts_with(stored.namespace, prefix):
+                    seen = current.get((stored.namespace, stored.key))
+                    if seen is None or (stored.updated_at, stored.record.id) > (seen.updated_at, seen.record.id):
+                        current[(stored.namespace, stored.key)] = stored
+            for stored in current.values():
+                if _matches(stored.value, flt):
                     found.append((stored.updated_at, _search_item(stored, None)))
         if view:
-            for record in iter_memories(self.memory, user, status=_ITEM_STATUSES, kind=view_kind):
+            for record in iter_memories(self.memory, user, status=_VIEW_STATUSES, kind=view_kind):
                 if _is_store_item(record):
                     continue
                 item = _view_item(root, record)
@@ -406,7 +417,7 @@ class MembankStore(BaseStore):
                 stored = _parse(record)
                 if stored is not None:
                     namespaces.add(stored.namespace)
-                else:
+                elif not _is_store_item(record) and record.status != "superseded":
                     kinds.add(record.kind)
             if view_root is not None:
                 namespaces.update(view_root + (VIEW_LABEL, kind) for kind in kinds)
@@ -501,7 +512,7 @@ def _is_store_item(record: MemoryRecordLike) -> bool:
 def _parse(record: MemoryRecordLike) -> _Stored | None:
     """The store item a memory holds, or None when it is not one (or is unreadable)."""
     md = record.metadata
-    if not _is_store_item(record) or record.status not in ("active", "archived"):
+    if not _is_store_item(record) or record.status not in ("active", "archived", "superseded"):
         return None
     try:
         namespace = json.loads(md[_NS])

@@ -228,6 +228,10 @@ class FakeMemory:
     def restore(self, user: str, id: str) -> Any:
         return self._set_status(user, id, "active")
 
+    def supersede(self, user: str, id: str) -> Any:
+        """What maintenance does to a near-duplicate it merged (test helper)."""
+        return self._set_status(user, id, "superseded")
+
     def erase(self, user: str, id: str) -> Any:
         r = self._records.get(id)
         if r is None or r.user != user:

@@ -104,6 +104,27 @@ def test_index_fields_choose_the_text(backend: MemoryBackend, user: str) -> None
     assert [h.key for h in hits] == ["d1"]
 
 
+def test_forgotten_and_merged_items_keep_their_key(user: str) -> None:
+    from fake_membank import FakeMemory
+
+    fake = FakeMemory()
+    store = MembankStore(fake)
+    ns = (user, "m")
+    store.put(ns, "a", {"text": "Dana likes green tea"})
+    store.put(ns, "b", {"text": "Dana likes green tea a lot"})
+    ids = {r.metadata["langgraph.key"]: r.id for r in fake.list(user, status="active")}
+    fake.forget(user, ids["a"])  # the forgetting curve archived it
+    fake.supersede(user, ids["b"])  # maintenance merged it into a near-duplicate
+    for key in ("a", "b"):
+        got = store.get(ns, key)
+        assert got is not None and got.key == key
+    assert sorted(i.key for i in store.search(ns)) == ["a", "b"]
+    assert store.search(ns, query="green tea") == []  # neither ranks in a recall
+    assert store.list_namespaces(prefix=(user,)) == [ns]
+    store.delete(ns, "b")
+    assert store.get(ns, "b") is None
+
+
 def test_user_level_one(backend: MemoryBackend, user: str) -> None:
     store = MembankStore(backend, user_level=1)
     ns = ("memories", user)
