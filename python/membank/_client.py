@@ -3,12 +3,19 @@
 
 Every call has a timeout (``timeout`` seconds for connecting, each read and each write;
 default 30): a server that is closed, refuses, or does not answer in time raises
-:class:`~membank.ConnectionFailed` (a :class:`~membank.Unavailable`), never a hang. No
-request is retried: a write that timed out may or may not have been stored.
+:class:`~membank.ConnectionFailed` (a :class:`~membank.Unavailable`), never a hang.
+
+One retry, and only one: when a pooled connection turns out closed (the server
+disconnected without answering; a server closes a connection after refusing an
+oversized body, or when it sat idle too long), the request is sent once more on a new
+one. ``remember`` and ``note`` carry an ``Idempotency-Key``, so even a request the server
+did receive is stored once. A timeout is never retried: a write that timed out may or
+may not have been stored.
 """
 
 from __future__ import annotations
 
+import uuid
 from types import TracebackType
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union
 
@@ -35,8 +42,11 @@ def _headers(api_key: Optional[str], tenant: Optional[str]) -> Dict[str, str]:
     return headers
 
 
-def _request_headers(op: Op[Any]) -> Optional[Dict[str, str]]:
-    return {"Content-Type": "application/json"} if op.body is not None else None
+def _request_headers(op: Op[Any]) -> Dict[str, str]:
+    headers = {"Content-Type": "application/json"} if op.body is not None else {}
+    if op.creates:
+        headers["Idempotency-Key"] = uuid.uuid4().hex
+    return headers
 
 
 def _failed(base_url: str, timeout: float, err: httpx.TransportError) -> ConnectionFailed:
@@ -87,21 +97,28 @@ class Client(SyncApi):
         return f"membank.Client({self.base_url!r})"
 
     def _run(self, op: Op[T]) -> T:
+        headers = _request_headers(op)
         try:
-            if op.sink is None:
-                response = self._http.request(op.method, op.path, content=op.body, headers=_request_headers(op))
-                body = response.content
-            else:
-                with self._http.stream(op.method, op.path, content=op.body, headers=_request_headers(op)) as response:
-                    if response.is_success:
-                        with open(op.sink, "wb") as file:
-                            for chunk in response.iter_bytes():
-                                file.write(chunk)
-                        body = b""
-                    else:
-                        body = response.read()
+            try:
+                return self._send(op, headers)
+            except httpx.RemoteProtocolError:
+                return self._send(op, headers)
         except httpx.TransportError as err:
             raise _failed(self.base_url, self.timeout, err) from None
+
+    def _send(self, op: Op[T], headers: Dict[str, str]) -> T:
+        if op.sink is None:
+            response = self._http.request(op.method, op.path, content=op.body, headers=headers)
+            body = response.content
+        else:
+            with self._http.stream(op.method, op.path, content=op.body, headers=headers) as response:
+                if response.is_success:
+                    with open(op.sink, "wb") as file:
+                        for chunk in response.iter_bytes():
+                            file.write(chunk)
+                    body = b""
+                else:
+                    body = response.read()
         return read_answer(op, response.status_code, body, response.headers.get("retry-after"))
 
 
@@ -141,23 +158,28 @@ class AsyncClient:
         return f"membank.AsyncClient({self.base_url!r})"
 
     async def _run(self, op: Op[T]) -> T:
+        headers = _request_headers(op)
         try:
-            if op.sink is None:
-                response = await self._http.request(op.method, op.path, content=op.body, headers=_request_headers(op))
-                body = response.content
-            else:
-                async with self._http.stream(
-                    op.method, op.path, content=op.body, headers=_request_headers(op)
-                ) as response:
-                    if response.is_success:
-                        with open(op.sink, "wb") as file:
-                            async for chunk in response.aiter_bytes():
-                                file.write(chunk)
-                        body = b""
-                    else:
-                        body = await response.aread()
+            try:
+                return await self._send(op, headers)
+            except httpx.RemoteProtocolError:
+                return await self._send(op, headers)
         except httpx.TransportError as err:
             raise _failed(self.base_url, self.timeout, err) from None
+
+    async def _send(self, op: Op[T], headers: Dict[str, str]) -> T:
+        if op.sink is None:
+            response = await self._http.request(op.method, op.path, content=op.body, headers=headers)
+            body = response.content
+        else:
+            async with self._http.stream(op.method, op.path, content=op.body, headers=headers) as response:
+                if response.is_success:
+                    with open(op.sink, "wb") as file:
+                        async for chunk in response.aiter_bytes():
+                            file.write(chunk)
+                    body = b""
+                else:
+                    body = await response.aread()
         return read_answer(op, response.status_code, body, response.headers.get("retry-after"))
 
     # The methods of SyncApi, awaited; their documentation is there.

@@ -55,6 +55,8 @@ class Op(Generic[T]):
     read: Callable[[Any], T]
     #: A file a successful answer's body is written to instead of being decoded.
     sink: Optional[str] = None
+    #: Stores something: a client sends an ``Idempotency-Key``, so a retry stores it once.
+    creates: bool = False
 
 
 def _text(field: str, value: object) -> str:
@@ -172,7 +174,7 @@ def remember(
             "clock_from": _opt_text("clock_from", clock_from),
         }
     )
-    return Op("POST", _user_path(user, "/turns"), body, _memory_id)
+    return Op("POST", _user_path(user, "/turns"), body, _memory_id, creates=True)
 
 
 def note(
@@ -198,7 +200,7 @@ def note(
             "clock_from": _opt_text("clock_from", clock_from),
         }
     )
-    return Op("POST", _user_path(user, "/notes"), body, _memory_id)
+    return Op("POST", _user_path(user, "/notes"), body, _memory_id, creates=True)
 
 
 def recall(

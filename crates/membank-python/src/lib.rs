@@ -70,6 +70,13 @@ impl Failure {
             5 | 6 => "conflict",
             // 7: the model is missing; 8, 9: the LLM.
             7..=9 => "unavailable",
+            // A file named in the settings (the configuration file) that is not there.
+            _ if err.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+            }) =>
+            {
+                "not_found"
+            }
             _ if err.chain().any(|c| c.downcast_ref::<membank_store::StoreError>().is_some()) => "unavailable",
             _ => "internal",
         };
