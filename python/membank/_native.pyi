@@ -1,5 +1,6 @@
 """Type stub of the native module (crates/membank-python/src/lib.rs)."""
 
+from pathlib import Path
 from typing import List, Optional, Tuple
 
 class NativeError(Exception):
@@ -17,3 +18,6 @@ class Engine:
         self, method: str, path: str, body: Optional[bytes] = None, sink: Optional[str] = None
     ) -> Tuple[int, bytes]: ...
     def close(self) -> None: ...
+
+def fetch_model(model: str, dir: Optional[str] = None) -> Path:
+    """Fetch a known model into ``dir`` (default: its default directory); returns the directory."""

