@@ -50,8 +50,10 @@ where="$(cd / && installed_integrations || true)"
 if [[ "${MEMBANK_PY_REINSTALL:-0}" == 1 || -z "$where" ]] ||
     { [[ "$where" != "$ROOT/python/membank/integrations" ]] &&
         ! diff -rq --exclude=__pycache__ "$ROOT/python/membank/integrations" "$where" >/dev/null; }; then
-    say "installing the membank package (pip install ./python)"
-    nice "$PY" -m pip install --quiet "$ROOT/python"
+    say "installing the membank package (pip install ./python, as scripts/python-tests.sh does)"
+    "$PY" -m pip install --quiet "maturin>=1.9.4,<2" httpx
+    PATH="$VENV/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" \
+        nice "$PY" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps "$ROOT/python"
 fi
 
 # mypy --strict over the integrations, their tests and the examples. The tests' fake is
@@ -59,20 +61,17 @@ fi
 say "mypy --strict"
 (
     cd "$ROOT/python"
-    MYPYPATH="$PY_TESTS" nice "$PY" -m mypy --strict --explicit-package-bases \
+    MYPYPATH="$PY_TESTS:$ROOT/python/tests" nice "$PY" -m mypy --strict --explicit-package-bases \
         --cache-dir "$VENV/.mypy_cache_integrations" \
         membank/integrations examples \
         $(ls "$PY_TESTS"/*.py | grep -v fake_membank.py)
 )
 
-# A `membank serve` for the Client backend, when the binary is built.
-if [[ -z "${MEMBANK_BIN:-}" ]]; then
-    for candidate in "$ROOT/target/release/membank" "$ROOT/target/debug/membank"; do
-        if [[ -x "$candidate" ]]; then
-            export MEMBANK_BIN="$candidate"
-            break
-        fi
-    done
+# The Client backend's `membank serve`: MEMBANK_BIN, else target/debug/membank (what
+# scripts/python-tests.sh builds); without one only the fake and in-process backends run.
+if [[ -z "${MEMBANK_BIN:-}" && ! -x "$ROOT/target/debug/membank" ]]; then
+    echo "no target/debug/membank and no MEMBANK_BIN: skipping the Client backend" >&2
+    export MEMBANK_TEST_BACKENDS="${MEMBANK_TEST_BACKENDS:-fake,memory}"
 fi
 
 say "pytest"

@@ -8,6 +8,7 @@ says it remembers; put a real chat model (`init_chat_model("gpt-4o-mini")`) in i
 from __future__ import annotations
 
 import sys
+import warnings
 from operator import itemgetter
 
 from langchain_core.documents import Document
@@ -20,6 +21,10 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 from membank import Memory
 from membank.integrations.langchain import MembankChatMessageHistory, MembankRetriever
 
+# langchain-core 1.x marks RunnableWithMessageHistory deprecated (in favour of LangGraph's
+# persistence), yet it is still the way a chain uses a BaseChatMessageHistory.
+warnings.filterwarnings("ignore", message="RunnableWithMessageHistory is deprecated")
+
 memory = Memory(db=sys.argv[1] if len(sys.argv) > 1 else "membank-example.db")
 prompt = ChatPromptTemplate.from_messages(
     [("system", "You remember:\n{context}"), MessagesPlaceholder("history"), ("human", "{question}")]
@@ -27,12 +32,12 @@ prompt = ChatPromptTemplate.from_messages(
 
 
 def as_lines(docs: list[Document]) -> str:
-    return "\n".join(f"- [{d.metadata['day']}, retention {d.metadata['retention']:.2f}] {d.page_content}" for d in docs)
+    return "\n".join(f"- [{d.metadata['day']}, retention {d.metadata['retention']:.2f}] {' '.join(d.page_content.split())}" for d in docs)
 
 
 def offline_model(prompt: PromptValue) -> AIMessage:
-    system = str(prompt.to_messages()[0].content)
-    return AIMessage(system.replace("\n", " ") if "- [" in system else "Nice to meet you!")
+    remembered = [line for line in str(prompt.to_messages()[0].content).splitlines() if line.startswith("- [")]
+    return AIMessage(f"From memory: {remembered[0]}" if remembered else "Nice to meet you!")
 
 
 model = RunnableLambda(offline_model)

@@ -28,8 +28,8 @@ class OfflineModel(Model):
     async def get_response(self, system_instructions: str | None, *args: Any, **kwargs: Any) -> ModelResponse:
         remembered = [line for line in (system_instructions or "").splitlines() if line.startswith("- [")]
         text = "I remember: " + " / ".join(remembered) if remembered else "Nice to meet you!"
-        content = [ResponseOutputText(type="output_text", text=text, annotations=[])]
-        message = ResponseOutputMessage(id="m", type="message", role="assistant", status="completed", content=content)
+        content = ResponseOutputText(type="output_text", text=text, annotations=[])
+        message = ResponseOutputMessage(id="m", type="message", role="assistant", status="completed", content=[content])
         return ModelResponse(output=[message], usage=Usage(), response_id=None)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
