@@ -21,8 +21,10 @@ LangGraph's namespaces onto membank's people and kinds:
   ranks in a search *with* a query unless membank's reminiscence brings it back. The same
   holds for an item that maintenance merged into a near-duplicate item (``superseded``): it
   keeps its key and value, and the survivor ranks for both.
-* **Search is recall.** ``search(prefix, query=q)`` is a membank recall for the user, which
-  strengthens what it returns (``strengthen=False`` at construction turns that off); the
+* **Search is recall.** ``search(prefix, query=q)`` is a membank recall of ``offset + limit``
+  memories for the user, which strengthens what it returns as any recall does
+  (``strengthen=False`` at construction turns that off); when the prefix or the filter
+  leaves fewer results, a second recall looks further (up to 200) without strengthening. The
   ``SearchItem.score`` is membank's fused score (rank fusion, not a probability). Without a
   query, ``search`` lists the matching items, newest first, with ``score=None``.
   ``filter`` matches the value like LangGraph's own stores (``$eq``, ``$ne``, ``$gt``,
@@ -331,45 +333,41 @@ class MembankStore(BaseStore):
         if not op.query.strip():
             return []
         wanted = op.offset + op.limit
-        narrowing = bool(flt) or not (items and view)
         kind = "note" if not view else view_kind
-        k = min(_MAX_K, wanted if not narrowing else max(3 * wanted, wanted + 20))
-        strengthen_now = self.strengthen and not narrowing
-        hits = self.memory.recall(user, op.query, k, strengthen=strengthen_now, kind=kind)
+        # First a recall of exactly the results asked for, strengthening as a plain recall
+        # would: the person's top memories for the query, used or not by this page.
+        k = min(_MAX_K, wanted)
+        hits = self.memory.recall(user, op.query, k, strengthen=self.strengthen, kind=kind)
+        out = self._select(hits, root, prefix, items, view, view_kind, flt)
+        if len(out) < wanted and len(hits) == k and k < _MAX_K:
+            # The prefix or the filter left too few: look further, strengthening no more.
+            k = min(_MAX_K, max(3 * wanted, wanted + 20))
+            hits = self.memory.recall(user, op.query, k, strengthen=False, kind=kind)
+            out = self._select(hits, root, prefix, items, view, view_kind, flt)
+        return out[op.offset : op.offset + op.limit]
+
+    def _select(
+        self,
+        hits: Sequence[HitLike],
+        root: tuple[str, ...],
+        prefix: tuple[str, ...],
+        items: bool,
+        view: bool,
+        view_kind: str | None,
+        flt: dict[str, Any],
+    ) -> list[SearchItem]:
+        """The hits that are items under ``prefix`` (or, for the view, memories) matching ``flt``."""
         out: list[SearchItem] = []
         for hit in hits:
             found = _parse(hit)
             if found is not None:
-                if not items or not found.indexed or not _starts_with(found.namespace, prefix):
-                    continue
-                if not _matches(found.value, flt):
-                    continue
-                out.append(_search_item(found, hit.score))
-            elif view and (view_kind is None or hit.kind == view_kind):
+                if items and found.indexed and _starts_with(found.namespace, prefix) and _matches(found.value, flt):
+                    out.append(_search_item(found, hit.score))
+            elif view and not _is_store_item(hit) and (view_kind is None or hit.kind == view_kind):
                 item = _view_item(root, hit)
                 if _matches(item.value, flt):
                     out.append(_as_search_item(item, hit.score))
-        page = out[op.offset : op.offset + op.limit]
-        if self.strengthen and narrowing and page:
-            self._confirm_used(user, [item for item in page], hits)
-        return page
-
-    def _confirm_used(self, user: str, page: list[SearchItem], hits: Sequence[HitLike]) -> None:
-        """Strengthens exactly the returned items when the handle can (``used``)."""
-        used = getattr(self.memory, "used", None)
-        if not callable(used):
-            return
-        ids = []
-        for item in page:
-            for hit in hits:
-                parsed = _parse(hit)
-                if (parsed is not None and parsed.key == item.key and parsed.namespace == item.namespace) or (
-                    parsed is None and hit.id == item.key
-                ):
-                    ids.append(hit.id)
-                    break
-        if ids:
-            used(user, ids)
+        return out
 
     def _list_search(
         self,

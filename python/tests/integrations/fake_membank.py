@@ -50,6 +50,7 @@ class FakeRecord:
     metadata: Mapping[str, str] = field(default_factory=dict)
     user: str = ""
     strength: float = 1.0
+    recall_count: int = 0
     importance: float = 0.5
 
 
@@ -186,6 +187,7 @@ class FakeMemory:
         for score, r in scored[:k]:
             if strengthen:
                 r.strength += 1
+                r.recall_count += 1
             base = {f: getattr(r, f) for f in r.__dataclass_fields__}
             hits.append(FakeHit(**base, score=score))
         return hits

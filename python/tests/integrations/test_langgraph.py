@@ -69,6 +69,18 @@ def test_search_with_query_is_a_recall(backend: MemoryBackend, user: str) -> Non
     assert store.search((user, "elsewhere"), query="cat named Miso") == []
 
 
+@pytest.mark.parametrize("strengthen", [True, False])
+def test_search_strengthens_like_a_recall(backend: MemoryBackend, user: str, strengthen: bool) -> None:
+    store = MembankStore(backend, strengthen=strengthen)
+    ns = (user, "memories")
+    store.put(ns, "cat", {"text": "Alice adopted a grey cat named Miso"})
+    (note,) = backend.list(user, status="active")
+    assert [h.key for h in store.search(ns, query="grey cat Miso", limit=1)] == ["cat"]
+    assert backend.get(user, note.id).recall_count == (1 if strengthen else 0)
+    assert store.get(ns, "cat") is not None and store.search(ns) != []  # neither recalls
+    assert backend.get(user, note.id).recall_count == (1 if strengthen else 0)
+
+
 def test_search_filter_and_paging(backend: MemoryBackend, user: str) -> None:
     store = MembankStore(backend)
     ns = (user, "prefs")
