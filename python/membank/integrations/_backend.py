@@ -22,6 +22,7 @@ __all__ = [
     "HitLike",
     "missing_framework",
     "valid_user",
+    "valid_label",
     "to_datetime",
     "iter_memories",
     "record_text",
@@ -156,6 +157,14 @@ def valid_user(user: object) -> bool:
     if len(user.encode("utf-8")) > 256 or "/" in user:
         return False
     return not any(unicodedata.category(c) == "Cc" for c in user)
+
+
+def valid_label(label: object) -> bool:
+    """Whether membank accepts ``label`` as a session or agent label: non-blank, no control
+    characters, at most 256 characters."""
+    if not isinstance(label, str) or not label.strip() or len(label) > 256:
+        return False
+    return not any(unicodedata.category(c) == "Cc" for c in label)
 
 
 def to_datetime(value: str | datetime) -> datetime:

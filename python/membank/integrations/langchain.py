@@ -33,7 +33,18 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
-from ._backend import HitLike, MemoryBackend, MemoryRecordLike, iter_memories, missing_framework, to_datetime
+from ._backend import (
+    HitLike,
+    MemoryBackend,
+    MemoryRecordLike,
+    iter_memories,
+    missing_framework,
+    to_datetime,
+    valid_label,
+    valid_user,
+)
+
+_USER_RULE = "a membank user id: non-blank, no surrounding spaces, no control characters or '/', at most 256 bytes"
 
 try:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -84,10 +95,13 @@ class MembankChatMessageHistory(BaseChatMessageHistory):
             importance: base importance of the stored turns in [0, 1] (default: estimated).
             erase_on_clear: ``clear`` erases the session's turns instead of archiving them.
         """
-        if not isinstance(user, str) or not user.strip():
-            raise ValueError("user must be a non-blank membank user id")
-        if session_id is not None and not session_id.strip():
-            raise ValueError("session_id must be non-blank (or None for the whole history)")
+        if not valid_user(user):
+            raise ValueError(f"user {user!r} is not {_USER_RULE}")
+        if session_id is not None and not valid_label(session_id):
+            raise ValueError(
+                f"session_id {session_id!r} is not a membank session label (non-blank, no control "
+                "characters, at most 256 characters), nor None for the whole history"
+            )
         if max_turns is not None and max_turns < 0:
             raise ValueError("max_turns must be 0 or more")
         self.memory = memory
@@ -212,5 +226,5 @@ class MembankRetriever(BaseRetriever):
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
-        if not self.user.strip():
-            raise ValueError("user must be a non-blank membank user id")
+        if not valid_user(self.user):
+            raise ValueError(f"user {self.user!r} is not {_USER_RULE}")

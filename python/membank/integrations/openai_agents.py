@@ -33,7 +33,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from ._backend import HitLike, MemoryBackend, missing_framework
+from ._backend import HitLike, MemoryBackend, missing_framework, valid_label, valid_user
 
 try:
     from agents import SQLiteSession
@@ -112,10 +112,16 @@ class MembankSession:
             importance: base importance of the stored exchanges in [0, 1] (default: estimated).
             session_settings: the SDK's session settings (e.g. a history ``limit``).
         """
-        if not isinstance(user, str) or not user.strip():
-            raise ValueError("user must be a non-blank membank user id")
-        if not isinstance(session_id, str) or not session_id.strip():
-            raise ValueError("session_id must be non-blank")
+        if not valid_user(user):
+            raise ValueError(
+                f"user {user!r} is not a membank user id: non-blank, no surrounding spaces, no "
+                "control characters or '/', at most 256 bytes"
+            )
+        if not valid_label(session_id):
+            raise ValueError(
+                f"session_id {session_id!r} is not a membank session label: non-blank, no "
+                "control characters, at most 256 characters"
+            )
         self.memory = memory
         self.user = user
         self.session_id = session_id

@@ -114,11 +114,14 @@ def test_async_history(backend: MemoryBackend, user: str) -> None:
 
 
 def test_history_bad_input(backend: MemoryBackend, user: str) -> None:
-    for bad_user in ["", "   "]:
+    for bad_user in ["", "   ", " alice", "a/b", "new\nline", "x" * 300]:
         with pytest.raises(ValueError):
             MembankChatMessageHistory(backend, bad_user, "s")
-    with pytest.raises(ValueError):
-        MembankChatMessageHistory(backend, user, " ")
+        with pytest.raises(ValueError):
+            MembankRetriever(memory=backend, user=bad_user)
+    for bad_session in [" ", "", "tab\there", "s" * 300]:
+        with pytest.raises(ValueError):
+            MembankChatMessageHistory(backend, user, bad_session)
     with pytest.raises(ValueError):
         MembankChatMessageHistory(backend, user, "s", max_turns=-1)
     history = MembankChatMessageHistory(backend, user, "never-used")

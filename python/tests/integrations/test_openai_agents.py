@@ -108,7 +108,16 @@ def test_clear_keeps_long_term_memory(backend: MemoryBackend, user: str) -> None
 
 
 def test_bad_input(backend: MemoryBackend, user: str) -> None:
-    for bad_user, bad_session in [("", "s"), ("  ", "s"), (user, ""), (user, "  ")]:
+    for bad_user, bad_session in [
+        ("", "s"),
+        ("  ", "s"),
+        (" alice", "s"),
+        ("a/b", "s"),
+        (user, ""),
+        (user, "  "),
+        (user, "new\nline"),
+        (user, "s" * 300),
+    ]:
         with pytest.raises(ValueError):
             MembankSession(backend, bad_user, bad_session)
     session = MembankSession(backend, user, "s")
