@@ -135,7 +135,6 @@ class MembankSession:
         self._reply: list[str] = []
         # (history length once the exchange was complete, membank id), oldest first.
         self._remembered: list[tuple[int, str]] = []
-        self._last_context: tuple[str, str] | None = None
 
     # ---- Session ---------------------------------------------------------------------
 
@@ -172,28 +171,36 @@ class MembankSession:
     # ---- recall ----------------------------------------------------------------------
 
     async def recall_context(self, query: str) -> str:
-        """What membank recalls for ``query``, as prompt lines (empty when nothing)."""
+        """What membank recalls for ``query`` (a strengthening recall of ``k``), as prompt
+        lines; empty when nothing is recalled or the query is blank."""
         if not query.strip():
             return ""
-        if self._last_context is not None and self._last_context[0] == query:
-            return self._last_context[1]
         hits = await asyncio.to_thread(self.memory.recall, self.user, query, self.k)
-        context = format_memories(hits)
-        self._last_context = (query, context)
-        return context
+        return format_memories(hits)
 
     def input_filter(self) -> Callable[[CallModelData[Any]], Awaitable[ModelInputData]]:
-        """A ``RunConfig.call_model_input_filter`` adding recalled memories to the instructions."""
+        """A ``RunConfig.call_model_input_filter`` adding recalled memories to the instructions.
+
+        It recalls once per user message: the model calls that follow a tool call in the
+        same turn (the same message at the same place in the input) reuse what it found.
+        """
+        last: list[tuple[tuple[int, str], str]] = []
 
         async def add_memories(data: CallModelData[Any]) -> ModelInputData:
             model_data = data.model_data
-            query = ""
-            for item in reversed(model_data.input):
-                message = _message_text(item)
+            found: tuple[int, str] | None = None
+            for index in range(len(model_data.input) - 1, -1, -1):
+                message = _message_text(model_data.input[index])
                 if message is not None and message[0] == "user" and message[1].strip():
-                    query = message[1]
+                    found = (index, message[1])
                     break
-            context = await self.recall_context(query) if query else ""
+            if found is None:
+                return model_data
+            if last and last[0][0] == found:
+                context = last[0][1]
+            else:
+                context = await self.recall_context(found[1])
+                last[:] = [(found, context)]
             if not context:
                 return model_data
             instructions = f"{model_data.instructions}\n\n{context}" if model_data.instructions else context

@@ -253,3 +253,22 @@ def test_agent_recalls_across_sessions(backend: MemoryBackend, user: str) -> Non
                 "It is 09:30, good time for a run before the Lisbon marathon training.") in stored
 
     asyncio.run(run())
+
+
+def test_input_filter_recalls_once_per_message(user: str) -> None:
+    from fake_membank import FakeMemory
+
+    fake = FakeMemory()
+    model = ScriptedModel([call("local_time"), say("It is 09:30."), call("local_time"), say("Still 09:30.")])
+    agent = Agent(name="a", instructions="Be brief.", model=model, tools=[local_time])
+    session = MembankSession(fake, user, "s")
+    config = RunConfig(tracing_disabled=True, call_model_input_filter=session.input_filter())
+
+    async def run() -> None:
+        await Runner.run(agent, "What time is it?", session=session, run_config=config)
+        assert fake.recalls == [(user, "What time is it?")]  # two model calls, one recall
+        await Runner.run(agent, "What time is it?", session=session, run_config=config)
+        assert len(fake.recalls) == 2  # the same words again are a new message
+        assert "It is 09:30." in (model.calls[-1][0] or "")  # the first turn, recalled
+
+    asyncio.run(run())
