@@ -56,7 +56,7 @@ def _failed(base_url: str, timeout: float, err: httpx.TransportError) -> Connect
 
 
 class Client(SyncApi):
-    """membank over HTTP: ``Client("http://127.0.0.1:8080", api_key=...)``.
+    """membank over HTTP: ``Client("http://127.0.0.1:8787", api_key=...)``.
 
     ``api_key`` is sent as ``Authorization: Bearer``; a server on loopback without keys
     needs none. ``tenant`` is for admin keys (``X-Membank-Tenant``). Results and
