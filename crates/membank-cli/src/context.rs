@@ -271,7 +271,8 @@ impl Context {
         self.engine_on(self.open_store_to_read()?)
     }
 
-    fn engine_on(&self, store: Arc<dyn Backend>) -> Result<Engine> {
+    /// The engine over a store this context opened (for a caller that also keeps the store).
+    pub fn engine_on(&self, store: Arc<dyn Backend>) -> Result<Engine> {
         let embedder = Arc::new(self.lazy_embedder(store.clone(), true));
         Ok(Engine::new(store, embedder, Arc::new(SystemClock), self.engine_config.clone())?
             .with_switch_advice(language::switch_advice(self.switch_flags(), &self.db)))
@@ -291,7 +292,11 @@ impl Context {
     /// The engine with the configured LLM if there is one (maintenance fuses and resolves
     /// conflicts with it; without one it says so in its report).
     pub fn engine_with_llm(&self) -> Result<Engine> {
-        let engine = self.engine()?;
+        self.with_configured_llm(self.engine()?)
+    }
+
+    /// `engine` with the configured LLM if there is one (see [`Self::engine_with_llm`]).
+    pub fn with_configured_llm(&self, engine: Engine) -> Result<Engine> {
         match self.llm.client() {
             Ok(llm) => Ok(engine.with_llm(llm)),
             Err(err) if matches!(err.downcast_ref::<EngineError>(), Some(EngineError::LlmNotConfigured)) => Ok(engine),

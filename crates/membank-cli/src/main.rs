@@ -13,19 +13,16 @@
 //! memory's state; 6 incompatible database or model; 7 embedding model missing;
 //! 8 no LLM configured (summarize, chat); 9 the LLM failed; 1 anything else.
 
-mod args;
 mod cmd;
-mod config;
-mod context;
-mod embedder;
-mod errors;
 mod input;
-mod language;
-mod llm_config;
-mod output;
 mod progress;
 mod prompts;
 mod render;
+
+// The modules that resolve settings into a `Context` live in the library (`lib.rs`) so
+// other front ends share them; re-exported here so `crate::context` and the rest keep
+// their paths.
+use membank_cli::{args, context, embedder, errors, language, output};
 
 use std::process::ExitCode;
 
