@@ -27,6 +27,7 @@ __all__ = [
     "RateLimited",
     "InternalError",
     "Unavailable",
+    "StorageUnavailable",
     "ConnectionFailed",
     "StorageFull",
     "error_from",
@@ -139,6 +140,12 @@ class Unavailable(MembankError):
     cannot be reached, an LLM is needed and none is configured, or the Memory is closed."""
 
     default_code = "unavailable"
+
+
+#: The name the issue and the docs of other memory services use for ``unavailable``: the
+#: same class, so ``except membank.StorageUnavailable`` catches every ``unavailable``
+#: failure, a closed server's included.
+StorageUnavailable = Unavailable
 
 
 class ConnectionFailed(Unavailable):

@@ -27,6 +27,9 @@ def test_a_server_that_stopped_raises_connection_failed(tmp_path: Path) -> None:
     assert isinstance(caught.value, membank.Unavailable) and caught.value.code == "unavailable"
     with pytest.raises(membank.ConnectionFailed):
         client.remember("ann", "anything")
+    # The name for it catches the same failure.
+    with pytest.raises(membank.StorageUnavailable):
+        client.recall("ann", "cat")
 
     async def later() -> None:
         async with membank.AsyncClient(server.url, timeout=10) as aclient:

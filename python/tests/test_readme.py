@@ -25,3 +25,11 @@ def test_the_quick_start_has_five_lines_and_runs_as_written(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "User: My cat is Miso"
     assert (tmp_path / "memories.db").is_file()
+
+
+def test_the_repository_readme_shows_the_same_quick_start() -> None:
+    root = (README.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = root.split("### Python", 1)[1].split("\n### ", 1)[0]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match is not None, "the repository README's Python section has no python block"
+    assert match.group(1) == quick_start()
