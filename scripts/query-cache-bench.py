@@ -1,48 +1,106 @@
 #!/usr/bin/env python3
-"""Repeated-query latency over HTTP with the query cache off (0 MiB) and on (4 MiB), same
-binary, same store, two rounds alternating: `python3 scripts/query-cache-bench.py target/release/membank`.
-Each server listens on 127.0.0.1 and is stopped by its own process (terminate + wait)."""
-import json, os, subprocess, sys, time, http.client, statistics, tempfile, re
-B = sys.argv[1]
-d = tempfile.mkdtemp()
-db = os.path.join(d, "m.db")
-def serve(mb):
-    p = subprocess.Popen([B, "--db", db, "serve", "--addr", "127.0.0.1:0", "--query-cache-mb", str(mb), "--no-maintenance", "--rate-limit", "0"],
-                         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    addr = None
-    while addr is None:
-        line = p.stderr.readline()
-        m = re.search(r"listening on http://(\S+)", line)
-        if m: addr = m.group(1)
-    host, port = addr.rsplit(":", 1)
-    c = http.client.HTTPConnection(host, int(port))
-    for _ in range(200):
-        c.request("GET", "/readyz"); r = c.getresponse(); r.read()
-        if r.status == 200: break
-        time.sleep(0.1)
-    return p, c
-def req(c, method, path, body=None):
-    c.request(method, path, body=json.dumps(body) if body else None, headers={"content-type": "application/json"})
-    r = c.getresponse(); return r.status, r.read()
-p, c = serve(4)
-for i in range(300):
-    req(c, "POST", "/v1/users/ann/notes", {"text": f"Fact number {i}: I visited place {i} with friend {i % 17}."})
-p.terminate(); p.wait()
-res = {}
-for rnd in range(2):
-  for mb in (0, 4):
-    p, c = serve(mb)
-    q = {"query": "where did I go with my friend last summer?", "k": 5, "strengthen": False}
-    req(c, "POST", "/v1/users/ann/recall", q)
-    ts = []
-    for _ in range(200):
-        t = time.perf_counter(); s, _ = req(c, "POST", "/v1/users/ann/recall", q); ts.append(time.perf_counter() - t)
-        assert s == 200
-    ts.sort()
-    res.setdefault(mb, []).append((statistics.median(ts) * 1000, ts[int(len(ts) * 0.95)] * 1000))
-    _, m = req(c, "GET", "/metrics")
-    hits = re.search(rb"membank_query_cache_hits_total (\d+)", m)
-    print(f"round {rnd} cache {mb} MiB: p50 {res[mb][-1][0]:.2f} ms, p95 {res[mb][-1][1]:.2f} ms, hits {hits.group(1).decode() if hits else '-'}", flush=True)
-    p.terminate(); p.wait()
+"""Repeated-query latency over HTTP with the query cache off (0 MiB) and on (4 MiB).
+
+    python3 scripts/query-cache-bench.py target/release/membank [--rounds 2] [--requests 200]
+
+One store of 300 notes; then, alternating off and on for each round, a fresh `membank serve`
+on 127.0.0.1 (rate limit off, no background maintenance) answers the same recall
+`--requests` times, and the median and 95th percentile of the round trip are printed with the
+cache's hits from `/metrics`. Each server logs to a file in the temporary directory and is
+stopped by its own process (terminate, then wait), also when something fails.
+"""
+
+import argparse
+import http.client
+import json
+import re
 import shutil
-shutil.rmtree(d, ignore_errors=True)
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+QUERY = {"query": "where did I go with my friend last summer?", "k": 5, "strengthen": False}
+
+
+class Server:
+    def __init__(self, binary: str, db: Path, cache_mb: int, log: Path) -> None:
+        self.log = log.open("w")
+        self.process = subprocess.Popen(
+            [binary, "--db", str(db), "serve", "--addr", "127.0.0.1:0", "--query-cache-mb", str(cache_mb),
+             "--no-maintenance", "--rate-limit", "0"],
+            stdout=subprocess.DEVNULL, stderr=self.log, text=True)
+        deadline = time.monotonic() + 120
+        address = None
+        while address is None:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"membank serve did not start; see {log}")
+            found = re.search(r"listening on http://(\S+)", log.read_text())
+            address = found.group(1) if found else time.sleep(0.05)
+        host, port = address.rsplit(":", 1)
+        self.http = http.client.HTTPConnection(host, int(port), timeout=60)
+        while self.request("GET", "/readyz")[0] != 200:
+            if time.monotonic() > deadline:
+                raise RuntimeError("membank serve did not become ready")
+            time.sleep(0.1)
+
+    def request(self, method: str, path: str, body: object = None) -> tuple[int, bytes]:
+        self.http.request(method, path, body=json.dumps(body) if body is not None else None,
+                          headers={"content-type": "application/json"})
+        answer = self.http.getresponse()
+        return answer.status, answer.read()
+
+    def stop(self) -> None:
+        self.http.close()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("binary")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--requests", type=int, default=200)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="membank-query-cache-"))
+    db = work / "membank.db"
+    try:
+        server = Server(args.binary, db, 0, work / "load.log")
+        try:
+            for i in range(300):
+                status, _ = server.request("POST", "/v1/users/ann/notes",
+                                           {"text": f"Fact number {i}: I visited place {i} with friend {i % 17}."})
+                assert status == 201, status
+        finally:
+            server.stop()
+        for round_ in range(args.rounds):
+            for cache_mb in (0, 4):
+                server = Server(args.binary, db, cache_mb, work / f"serve-{round_}-{cache_mb}.log")
+                try:
+                    server.request("POST", "/v1/users/ann/recall", QUERY)
+                    times = []
+                    for _ in range(args.requests):
+                        started = time.perf_counter()
+                        status, body = server.request("POST", "/v1/users/ann/recall", QUERY)
+                        times.append(time.perf_counter() - started)
+                        assert status == 200, (status, body[:200])
+                    times.sort()
+                    _, metrics = server.request("GET", "/metrics")
+                finally:
+                    server.stop()
+                hits = re.search(rb"membank_query_cache_hits_total (\d+)", metrics)
+                print(f"round {round_} cache {cache_mb} MiB: p50 {statistics.median(times) * 1000:.2f} ms, "
+                      f"p95 {times[int(len(times) * 0.95)] * 1000:.2f} ms, "
+                      f"hits {hits.group(1).decode() if hits else '-'}", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
