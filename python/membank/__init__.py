@@ -47,6 +47,7 @@ from ._types import (
     Reminiscence,
     ScoreParts,
     SweepReport,
+    User,
 )
 
 if TYPE_CHECKING:
@@ -100,4 +101,5 @@ __all__ = [
     "MaintainReport",
     "Event",
     "ExportSummary",
+    "User",
 ]

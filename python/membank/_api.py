@@ -6,7 +6,17 @@ from typing import List, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import _ops
 from ._ops import Day, Op, PathLike, When
-from ._types import Event, ExportSummary, MaintainReport, MemoryList, MemoryRecord, MemoryWithRetention, Recall, SweepReport
+from ._types import (
+    Event,
+    ExportSummary,
+    MaintainReport,
+    MemoryList,
+    MemoryRecord,
+    MemoryWithRetention,
+    Recall,
+    SweepReport,
+    User,
+)
 
 T = TypeVar("T")
 
@@ -171,3 +181,7 @@ class SyncApi:
         """Write everything stored about the user to ``path`` in the lossless
         ``membank-export`` format (JSON Lines), and return its counts."""
         return self._run(_ops.export(user, path, vectors))
+
+    def users(self) -> List[User]:
+        """The tenant's users, in creation order (a key bound to one user sees that one)."""
+        return self._run(_ops.users())

@@ -25,7 +25,17 @@ from . import _ops
 from ._api import SyncApi
 from ._errors import ConnectionFailed
 from ._ops import Day, Op, PathLike, When, read_answer
-from ._types import Event, ExportSummary, MaintainReport, MemoryList, MemoryRecord, MemoryWithRetention, Recall, SweepReport
+from ._types import (
+    Event,
+    ExportSummary,
+    MaintainReport,
+    MemoryList,
+    MemoryRecord,
+    MemoryWithRetention,
+    Recall,
+    SweepReport,
+    User,
+)
 
 T = TypeVar("T")
 
@@ -313,3 +323,7 @@ class AsyncClient:
     async def export(self, user: str, path: PathLike, *, vectors: bool = False) -> ExportSummary:
         """See :meth:`membank.Memory.export`."""
         return await self._run(_ops.export(user, path, vectors))
+
+    async def users(self) -> List[User]:
+        """See :meth:`membank.Memory.users`."""
+        return await self._run(_ops.users())

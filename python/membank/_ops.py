@@ -30,6 +30,7 @@ from ._types import (
     MemoryWithRetention,
     Recall,
     SweepReport,
+    User,
 )
 
 T = TypeVar("T")
@@ -299,6 +300,10 @@ def events(user: str, memory_id: Optional[str], after: Optional[int], limit: int
         ]
     )
     return Op("GET", _user_path(user, "/events") + query, None, lambda j: [Event.from_json(e) for e in j["events"]])
+
+
+def users() -> Op[List[User]]:
+    return Op("GET", "/v1/users", None, lambda j: [User.from_json(u) for u in j["users"]])
 
 
 def export(user: str, path: PathLike, vectors: bool) -> Op[ExportSummary]:

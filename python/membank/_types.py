@@ -35,6 +35,7 @@ __all__ = [
     "MaintainReport",
     "Event",
     "ExportSummary",
+    "User",
 ]
 
 Json = Mapping[str, Any]
@@ -548,3 +549,17 @@ class ExportSummary:
     users: int
     memories: int
     events: int
+
+
+@dataclass(frozen=True)
+class User:
+    """A user of the tenant (``GET /v1/users``): its id, the time zone its days are
+    counted in, and its first write."""
+
+    user: str
+    time_zone: str
+    created_at: datetime
+
+    @classmethod
+    def from_json(cls, j: Json) -> User:
+        return cls(user=str(j["user"]), time_zone=str(j["time_zone"]), created_at=parse_instant(str(j["created_at"])))

@@ -264,3 +264,14 @@ def test_wrong_types_are_type_errors(api: SyncApi) -> None:
         api.recall("ann", b"bytes")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         api.get("ann", 42)  # type: ignore[arg-type]
+
+
+def test_users_lists_the_tenants_users_with_their_zone(api: SyncApi, user: str) -> None:
+    other = user + "-b"
+    api.remember(user, "My cat is Miso")
+    api.note(other, "Ann plays the cello")
+    listed = {u.user: u for u in api.users()}
+    assert {user, other} <= set(listed)
+    assert all(isinstance(u, membank.User) for u in listed.values())
+    assert listed[user].time_zone and listed[user].created_at.tzinfo is not None
+    assert listed[user].created_at <= listed[other].created_at

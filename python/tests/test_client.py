@@ -125,6 +125,7 @@ def test_every_async_method(server: Server, tmp_path: Path) -> None:
             assert any(e.kind == "created" for e in await m.events(user, first))
             assert (await m.export(user, tmp_path / "a.jsonl")).memories == 2
             assert (await m.erase(user, second)).status == "erased"
+            assert user in [u.user for u in await m.users()]
             # Several at once on one client.
             results = await asyncio.gather(*(m.recall(user, "Miso", strengthen=False) for _ in range(8)))
             assert all(r[0].id == first for r in results)

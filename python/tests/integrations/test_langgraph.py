@@ -183,6 +183,20 @@ def test_list_namespaces(backend: MemoryBackend, user: str) -> None:
     assert store.list_namespaces(prefix=(user,), limit=1, offset=1) == [(user, "a", "y")]
 
 
+def test_list_namespaces_without_a_user_lists_every_users_own(backend: MemoryBackend, user: str) -> None:
+    store = MembankStore(backend)
+    other = user + "-b"
+    store.put((user, "a"), "k", {"v": "one thing"})
+    store.put((other, "b"), "k", {"v": "another thing"})
+    if not callable(getattr(backend, "users", None)):
+        with pytest.raises(InvalidNamespaceError, match="names the user"):
+            store.list_namespaces()
+        return
+    # Memory and Client list the tenant's users (`users()`), so no prefix is needed.
+    listed = store.list_namespaces(limit=1000)
+    assert (user, "a") in listed and (other, "b") in listed
+
+
 def test_async_forms(backend: MemoryBackend, user: str) -> None:
     store = MembankStore(backend)
     ns = (user, "async")
