@@ -125,6 +125,8 @@ describe('membank web app (API keys, stub LLM)', () => {
     const select = page.getByTestId('user-select');
     assert.equal(await select.inputValue(), 'alice');
     assert.deepEqual(await select.locator('option').allTextContents(), ['alice'], 'a key bound to alice lists only alice');
+    // The page is up before its list has loaded (on PostgreSQL it once was not there yet).
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="timeline"] [data-testid="memory-card"]').length >= n, TURNS.length, { timeout: TIMEOUT });
     const days = await page.getByTestId('day-group').evaluateAll((els) => els.map((e) => [e.dataset.day, e.querySelectorAll('[data-testid="memory-card"]').length]));
     const expected = new Map();
     for (const t of TURNS) expected.set(daysAgo(t.ago).day, (expected.get(daysAgo(t.ago).day) ?? 0) + 1);
