@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import List, Mapping, Optional, Sequence, TypeVar, Union
+from types import TracebackType
+from typing import List, Mapping, Optional, Sequence, Type, TypeVar, Union
 
 from . import _ops
 from ._ops import Day, Op, PathLike, When
@@ -19,6 +20,7 @@ from ._types import (
 )
 
 T = TypeVar("T")
+S = TypeVar("S", bound="SyncApi")
 
 
 class SyncApi:
@@ -26,6 +28,20 @@ class SyncApi:
 
     def _run(self, op: Op[T]) -> T:  # pragma: no cover - each transport defines it
         raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - each transport defines it
+        raise NotImplementedError
+
+    def __enter__(self: S) -> S:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.close()
 
     def remember(
         self,

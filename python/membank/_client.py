@@ -92,17 +92,6 @@ class Client(SyncApi):
         """Close the pooled connections."""
         self._http.close()
 
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"membank.Client({self.base_url!r})"
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import TracebackType
-from typing import List, Optional, Type, TypeVar, Union
+from typing import List, Optional, TypeVar, Union
 
 from . import _native
 from ._api import SyncApi
@@ -75,17 +74,6 @@ class Memory(SyncApi):
         """Release the database once the calls in flight have finished. Later calls raise
         :class:`~membank.Unavailable`. Calling it again does nothing."""
         self._engine.close()
-
-    def __enter__(self) -> Memory:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"membank.Memory(db={self.db!r}{', closed' if self.closed else ''})"

@@ -152,6 +152,25 @@ def _memory_id(j: Any) -> str:
 # --- the operations -------------------------------------------------------------------
 
 
+def _write_fields(
+    at: Optional[When],
+    importance: Optional[float],
+    agent: Optional[str],
+    session: Optional[str],
+    metadata: Optional[Mapping[str, str]],
+    clock_from: Optional[str],
+) -> Dict[str, Any]:
+    """The fields a turn and a note share: when, importance, labels, metadata, clock."""
+    return {
+        "occurred_at": when("at", at),
+        "importance": importance,
+        "agent": _opt_text("agent", agent),
+        "session": _opt_text("session", session),
+        "metadata": _metadata(metadata),
+        "clock_from": _opt_text("clock_from", clock_from),
+    }
+
+
 def remember(
     user: str,
     user_text: str,
@@ -167,12 +186,7 @@ def remember(
         {
             "user_text": _text("user_text", user_text),
             "assistant_text": _opt_text("assistant_text", assistant_text),
-            "occurred_at": when("at", at),
-            "importance": importance,
-            "agent": _opt_text("agent", agent),
-            "session": _opt_text("session", session),
-            "metadata": _metadata(metadata),
-            "clock_from": _opt_text("clock_from", clock_from),
+            **_write_fields(at, importance, agent, session, metadata, clock_from),
         }
     )
     return Op("POST", _user_path(user, "/turns"), body, _memory_id, creates=True)
@@ -193,12 +207,7 @@ def note(
         {
             "text": _text("text", text),
             "source": _opt_text("source", source),
-            "occurred_at": when("at", at),
-            "importance": importance,
-            "agent": _opt_text("agent", agent),
-            "session": _opt_text("session", session),
-            "metadata": _metadata(metadata),
-            "clock_from": _opt_text("clock_from", clock_from),
+            **_write_fields(at, importance, agent, session, metadata, clock_from),
         }
     )
     return Op("POST", _user_path(user, "/notes"), body, _memory_id, creates=True)
