@@ -1,12 +1,13 @@
 //! The dense scan's numeric kernels: an `f32` dot product, the int8 screening pass (each
 //! row's `i8` codes against the query quantised to `i16`, summed exactly in `i32`), and the
-//! 4-bit pre-screen of large users (two codes a byte, the same exact integer sum). Each is compiled twice, for the baseline
-//! target and for AVX2+FMA, and picked at run time, so one binary runs everywhere and uses
-//! 8-lane fused multiply-adds where it can.
+//! 4-bit pre-screen of large users (two codes a byte, the same exact integer sum). Each has
+//! a portable variant and variants for AVX2, AVX-VNNI, AVX-512 and AVX-512 VNNI
+//! ([`ScanPath`]); the process picks the best its CPU has once, at the first scan, and logs
+//! it, so one binary runs everywhere and uses the widest integer dot products it can.
 //!
-//! This is the one module of the store allowed `unsafe`: calling a function compiled for
-//! AVX2 is only sound on a CPU that has AVX2, which is checked first. The bodies are safe,
-//! bounds-checked Rust that the compiler vectorises.
+//! This is the one module of the store allowed `unsafe`: calling a function compiled for a
+//! CPU feature is only sound on a CPU that has it, which [`ScanPath::checked`] proves once,
+//! and the intrinsic kernels load through raw pointers, inside bounds their callers assert.
 
 /// The scale that maps a row's largest magnitude to 127.
 pub(crate) fn quantise_scale(row: &[f32]) -> f32 {
@@ -29,10 +30,193 @@ pub(crate) fn round_clamp(x: f32, limit: i32) -> i32 {
     ((x + 0.5f32.copysign(x)) as i32).clamp(-limit, limit)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn has_avx2_fma() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+/// The instruction sets a scan kernel runs on. One is chosen per process, the best this CPU
+/// has ([`scan_path`]), and each of the three kernels runs its variant for it:
+///
+/// | path | `f32` dot | int8 rows (`i8` × `i16`) | 4-bit rows (`u4` × `i8`) |
+/// |---|---|---|---|
+/// | `portable` | baseline target | baseline target | baseline target |
+/// | `avx2` | 8 lanes, FMA | `vpmaddwd` (compiler) | `vpmaddubsw` + `vpmaddwd` |
+/// | `avx-vnni` | as `avx2` | `vpdpwssd`, 256-bit | `vpdpbusd`, 256-bit |
+/// | `avx512` | 16 lanes, FMA | `vpmaddwd`, 512-bit | `vpmaddubsw` + `vpmaddwd`, 512-bit |
+/// | `avx512-vnni` | 16 lanes, FMA | `vpdpwssd`, 512-bit | `vpdpbusd`, 512-bit |
+///
+/// Every integer variant computes the same exact sum, so the int8 and 4-bit scores are
+/// identical on every path; the `f32` dot differs only in the order of its roundings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScanPath {
+    /// The baseline target's code (SSE2 on x86-64), vectorised by the compiler.
+    Portable,
+    /// AVX2 with FMA, 256-bit.
+    Avx2,
+    /// AVX2 with AVX-VNNI's 256-bit integer dot products.
+    AvxVnni,
+    /// AVX-512F and AVX-512BW, 512-bit.
+    Avx512,
+    /// AVX-512 with AVX-512 VNNI's integer dot products.
+    Avx512Vnni,
+}
+
+impl ScanPath {
+    /// Every path, from the baseline up.
+    pub const ALL: [ScanPath; 5] =
+        [ScanPath::Portable, ScanPath::Avx2, ScanPath::AvxVnni, ScanPath::Avx512, ScanPath::Avx512Vnni];
+
+    /// The name `MEMBANK_SCAN_KERNEL` takes and the benches print.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScanPath::Portable => "portable",
+            ScanPath::Avx2 => "avx2",
+            ScanPath::AvxVnni => "avx-vnni",
+            ScanPath::Avx512 => "avx512",
+            ScanPath::Avx512Vnni => "avx512-vnni",
+        }
+    }
+
+    /// The path named `name` ([`ScanPath::name`]).
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name.trim())
+    }
+
+    /// What each kernel runs on this path: `[("f32", …), ("int8", …), ("4-bit", …)]`.
+    pub fn kernels(self) -> [(&'static str, &'static str); 3] {
+        match self {
+            ScanPath::Portable => [("f32", "portable"), ("int8", "portable"), ("4-bit", "portable")],
+            ScanPath::Avx2 => [("f32", "avx2+fma"), ("int8", "avx2 vpmaddwd"), ("4-bit", "avx2 vpmaddubsw")],
+            ScanPath::AvxVnni => [("f32", "avx2+fma"), ("int8", "avx-vnni vpdpwssd"), ("4-bit", "avx-vnni vpdpbusd")],
+            ScanPath::Avx512 => [("f32", "avx512f"), ("int8", "avx512bw vpmaddwd"), ("4-bit", "avx512bw vpmaddubsw")],
+            ScanPath::Avx512Vnni => {
+                [("f32", "avx512f"), ("int8", "avx512-vnni vpdpwssd"), ("4-bit", "avx512-vnni vpdpbusd")]
+            }
+        }
+    }
+
+    /// The first CPU feature this path needs that this CPU lacks (`None`: it can run).
+    pub fn missing_feature(self) -> Option<&'static str> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            let needs: &[(&str, bool)] = match self {
+                ScanPath::Portable => &[],
+                ScanPath::Avx2 => &[("avx2", has!("avx2")), ("fma", has!("fma"))],
+                ScanPath::AvxVnni => &[("avx2", has!("avx2")), ("fma", has!("fma")), ("avxvnni", has!("avxvnni"))],
+                ScanPath::Avx512 => &[("avx512f", has!("avx512f")), ("avx512bw", has!("avx512bw"))],
+                ScanPath::Avx512Vnni => {
+                    &[("avx512f", has!("avx512f")), ("avx512bw", has!("avx512bw")), ("avx512vnni", has!("avx512vnni"))]
+                }
+            };
+            needs.iter().find(|(_, present)| !present).map(|(name, _)| *name)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        match self {
+            ScanPath::Portable => None,
+            ScanPath::Avx2 | ScanPath::AvxVnni => Some("x86-64 avx2"),
+            ScanPath::Avx512 | ScanPath::Avx512Vnni => Some("x86-64 avx512f"),
+        }
+    }
+
+    /// This path, proven runnable on this CPU.
+    pub(crate) fn checked(self) -> Option<Checked> {
+        self.missing_feature().is_none().then_some(Checked(self))
+    }
+}
+
+impl std::fmt::Display for ScanPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A [`ScanPath`] this CPU has (only [`ScanPath::checked`] makes one), so the kernels can
+/// call its `target_feature` functions without checking again on every row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Checked(ScanPath);
+
+/// The environment variable that forces a scan path (for benchmarks and comparisons); a
+/// path the CPU lacks, or an unknown name, is logged and ignored.
+pub const SCAN_KERNEL_ENV: &str = "MEMBANK_SCAN_KERNEL";
+
+/// The best path this CPU has: AVX-512 with VNNI, then AVX-512, AVX-VNNI, AVX2, portable.
+/// On the machines measured, the 512-bit paths were the fastest where present (`membank
+/// bench recall` prints the path; `MEMBANK_SCAN_KERNEL` compares them).
+pub fn best_scan_path() -> ScanPath {
+    [ScanPath::Avx512Vnni, ScanPath::Avx512, ScanPath::AvxVnni, ScanPath::Avx2]
+        .into_iter()
+        .find(|p| p.missing_feature().is_none())
+        .unwrap_or(ScanPath::Portable)
+}
+
+static CHOSEN: std::sync::OnceLock<Checked> = std::sync::OnceLock::new();
+
+/// The path this process's scans run on: [`best_scan_path`], or `MEMBANK_SCAN_KERNEL` when
+/// it names one this CPU has. Chosen once, and logged once.
+pub fn scan_path() -> ScanPath {
+    chosen().0
+}
+
+fn chosen() -> Checked {
+    *CHOSEN.get_or_init(|| {
+        let best = best_scan_path();
+        let mut path = best;
+        if let Ok(wanted) = std::env::var(SCAN_KERNEL_ENV) {
+            match ScanPath::parse(&wanted) {
+                Some(p) => match p.missing_feature() {
+                    None => path = p,
+                    Some(feature) => tracing::warn!(
+                        "{SCAN_KERNEL_ENV}={wanted}: this CPU lacks {feature}; the dense scan uses {best}"
+                    ),
+                },
+                None => tracing::warn!(
+                    "{SCAN_KERNEL_ENV}={wanted} is not a scan path (portable, avx2, avx-vnni, avx512, avx512-vnni); the dense scan uses {best}"
+                ),
+            }
+        }
+        let kernels = path.kernels().map(|(kernel, on)| format!("{kernel} {on}")).join(", ");
+        tracing::info!("dense scan kernels: {path} ({kernels})");
+        path.checked().unwrap_or(Checked(ScanPath::Portable))
+    })
+}
+
+/// One path's scores of `rows` against `query` with each of the three kernels, every row
+/// quantised as the cache quantises it and scored in reverse order (the 4-bit scores empty
+/// for an odd dimension); `Err` names the CPU feature the path needs and this CPU lacks.
+/// For tests that compare the paths on real vectors ([`crate::kernel_check`]).
+pub fn path_scores(path: ScanPath, rows: &[Vec<f32>], query: &[f32]) -> Result<PathScores, &'static str> {
+    let checked = path.checked().ok_or_else(|| path.missing_feature().unwrap_or("an x86-64 CPU"))?;
+    let dim = query.len();
+    assert!(rows.iter().all(|r| r.len() == dim), "rows of the query's dimension");
+    let order: Vec<u32> = (0..rows.len() as u32).rev().collect();
+    let f32s = order.iter().map(|&r| dot_on(checked, &rows[r as usize], query)).collect();
+    let scales: Vec<f32> = rows.iter().map(|r| quantise_scale(r)).collect();
+    let codes: Vec<i8> = rows.iter().zip(&scales).flat_map(|(r, &s)| r.iter().map(move |&x| quantise(x, s))).collect();
+    let mut int8 = vec![0f32; order.len()];
+    dot_i8_rows_on(checked, &codes, &scales, dim, &order, &QuantisedQuery::new(query), &mut int8);
+    let mut four_bit = Vec::new();
+    if dim.is_multiple_of(2) {
+        let mut codes4 = Vec::new();
+        let scales4: Vec<f32> = rows
+            .iter()
+            .map(|r| {
+                let scale = quantise4_scale(r);
+                push_codes4(r, scale, &mut codes4);
+                scale
+            })
+            .collect();
+        four_bit = vec![0f32; order.len()];
+        dot_u4_rows_on(checked, &codes4, &scales4, dim, &order, &ByteQuery::new(query), &mut four_bit);
+    }
+    Ok(PathScores { f32: f32s, int8, four_bit })
+}
+
+/// What [`path_scores`] returns: one score per row, in reverse row order, from each kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathScores {
+    /// The exact `f32` dot products.
+    pub f32: Vec<f32>,
+    /// The int8 screening pass's scores.
+    pub int8: Vec<f32>,
+    /// The 4-bit pre-screen's scores (empty for an odd dimension).
+    pub four_bit: Vec<f32>,
 }
 
 /// `a * b + c`, fused when compiled with FMA.
@@ -43,24 +227,34 @@ fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
 
 /// The dot product of two equally long vectors.
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    dot_on(chosen(), a, b)
+}
+
+/// [`dot`] on `path`.
+pub(crate) fn dot_on(path: Checked, a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "dot of vectors of different lengths");
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2,fma")]
         fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
             dot_impl::<true>(a, b)
         }
-        if has_avx2_fma() {
+        match path.0 {
+            ScanPath::Portable => {}
             #[allow(unsafe_code)]
-            // SAFETY: the CPU supports AVX2 and FMA, checked just above.
-            return unsafe { dot_avx2(a, b) };
+            // SAFETY: `path` is checked: the CPU has AVX2 and FMA.
+            ScanPath::Avx2 | ScanPath::AvxVnni => return unsafe { dot_avx2(a, b) },
+            #[allow(unsafe_code)]
+            // SAFETY: `path` is checked: the CPU has AVX-512F; the slices are equally long.
+            ScanPath::Avx512 | ScanPath::Avx512Vnni => return unsafe { x86::dot_avx512(a, b) },
         }
     }
+    let _ = path;
     dot_impl::<false>(a, b)
 }
 
 #[inline(always)]
 fn dot_impl<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len(), "dot of vectors of different lengths");
     let mut lanes = [0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
@@ -102,32 +296,69 @@ pub(crate) fn dot_i8_rows(
     query: &QuantisedQuery,
     out: &mut [f32],
 ) {
+    dot_i8_rows_on(chosen(), codes, scales, dim, rows, query, out)
+}
+
+/// [`dot_i8_rows`] on `path`.
+pub(crate) fn dot_i8_rows_on(
+    path: Checked,
+    codes: &[i8],
+    scales: &[f32],
+    dim: usize,
+    rows: &[u32],
+    query: &QuantisedQuery,
+    out: &mut [f32],
+) {
+    assert_eq!(query.codes.len(), dim, "query of the wrong dimension");
+    assert_eq!(rows.len(), out.len(), "one output per row");
+    assert!(
+        rows.iter().all(|&r| (r as usize + 1) * dim <= codes.len() && (r as usize) < scales.len()),
+        "row out of range"
+    );
+    let scale = |r: u32, sum: i32| scales[r as usize] * query.scale * sum as f32;
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2,fma")]
-        fn rows_avx2(codes: &[i8], scales: &[f32], dim: usize, rows: &[u32], query: &QuantisedQuery, out: &mut [f32]) {
-            rows_impl(codes, scales, dim, rows, query, out)
+        fn rows_avx2(
+            codes: &[i8],
+            dim: usize,
+            rows: &[u32],
+            query: &[i16],
+            out: &mut [f32],
+            scale: impl Fn(u32, i32) -> f32,
+        ) {
+            rows_impl(codes, dim, rows, query, out, scale)
         }
-        if has_avx2_fma() {
-            #[allow(unsafe_code)]
-            // SAFETY: the CPU supports AVX2 and FMA, checked just above.
-            return unsafe { rows_avx2(codes, scales, dim, rows, query, out) };
+        #[allow(unsafe_code)]
+        // SAFETY: `path` is checked, so the CPU has the features of the function called;
+        // every row's `dim` codes lie inside `codes` and the query has `dim` codes
+        // (asserted above), which is all the intrinsic loads read.
+        unsafe {
+            match path.0 {
+                ScanPath::Portable => {}
+                ScanPath::Avx2 => return rows_avx2(codes, dim, rows, &query.codes, out, scale),
+                ScanPath::AvxVnni => return x86::rows8_avx_vnni(codes, dim, rows, &query.codes, out, scale),
+                ScanPath::Avx512 => return x86::rows8_avx512(codes, dim, rows, &query.codes, out, scale),
+                ScanPath::Avx512Vnni => return x86::rows8_avx512_vnni(codes, dim, rows, &query.codes, out, scale),
+            }
         }
     }
-    rows_impl(codes, scales, dim, rows, query, out)
+    let _ = path;
+    rows_impl(codes, dim, rows, &query.codes, out, scale)
 }
 
 #[inline(always)]
-fn rows_impl(codes: &[i8], scales: &[f32], dim: usize, rows: &[u32], query: &QuantisedQuery, out: &mut [f32]) {
-    assert_eq!(query.codes.len(), dim, "query of the wrong dimension");
-    assert_eq!(rows.len(), out.len(), "one output per row");
-    let q = &query.codes[..];
+fn rows_impl(codes: &[i8], dim: usize, rows: &[u32], q: &[i16], out: &mut [f32], scale: impl Fn(u32, i32) -> f32) {
     for (&r, slot) in rows.iter().zip(out.iter_mut()) {
-        let r = r as usize;
-        let row = &codes[r * dim..(r + 1) * dim];
-        let sum: i32 = row.iter().zip(q).map(|(&c, &x)| i32::from(c) * i32::from(x)).sum();
-        *slot = scales[r] * query.scale * sum as f32;
+        let row = &codes[r as usize * dim..(r as usize + 1) * dim];
+        *slot = scale(r, dot_i8_i16(row, q));
     }
+}
+
+/// `Σ row[j] · q[j]` in `i32`, exact (no overflow by [`QuantisedQuery::new`]).
+#[inline(always)]
+fn dot_i8_i16(row: &[i8], q: &[i16]) -> i32 {
+    row.iter().zip(q).map(|(&c, &x)| i32::from(c) * i32::from(x)).sum()
 }
 
 /// The scale that maps a row's largest magnitude to 7, for its 4-bit codes.
@@ -163,6 +394,19 @@ impl ByteQuery {
 /// For each row index `rows[i]`, `out[i] = scales[r] * query.scale * Σ_j c_rj * query.codes[j]`
 /// with `c_rj` the row's 4-bit codes ([`push_codes4`]), the integer sum exact.
 pub(crate) fn dot_u4_rows(codes: &[u8], scales: &[f32], dim: usize, rows: &[u32], query: &ByteQuery, out: &mut [f32]) {
+    dot_u4_rows_on(chosen(), codes, scales, dim, rows, query, out)
+}
+
+/// [`dot_u4_rows`] on `path`.
+pub(crate) fn dot_u4_rows_on(
+    path: Checked,
+    codes: &[u8],
+    scales: &[f32],
+    dim: usize,
+    rows: &[u32],
+    query: &ByteQuery,
+    out: &mut [f32],
+) {
     assert_eq!(query.codes.len(), dim, "query of the wrong dimension");
     assert!(dim.is_multiple_of(2), "4-bit codes need an even dimension");
     assert_eq!(rows.len(), out.len(), "one output per row");
@@ -173,72 +417,347 @@ pub(crate) fn dot_u4_rows(codes: &[u8], scales: &[f32], dim: usize, rows: &[u32]
     );
     // Σ (u − 8)·q = Σ u·q − 8·Σ q.
     let offset: i32 = 8 * query.codes.iter().map(|&q| i32::from(q)).sum::<i32>();
-    #[cfg(target_arch = "x86_64")]
-    if half.is_multiple_of(32) && has_avx2_fma() {
-        #[allow(unsafe_code)]
-        // SAFETY: AVX2 is present (checked just above); every row's `half` bytes lie inside
-        // `codes` and its scale inside `scales` (asserted above), and the query has `dim`
-        // codes, read 32 at a time up to `half` on each side.
-        unsafe {
-            rows4_avx2(codes, scales, half, rows, query, offset, out)
-        };
-        return;
-    }
+    let scale = |r: u32, sum: i32| scales[r as usize] * query.scale * (sum - offset) as f32;
     let (low, high) = query.codes.split_at(half);
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    // SAFETY: `path` is checked, so the CPU has the features of the function called;
+    // every row's `half` bytes lie inside `codes` (asserted above) and each half of the
+    // query has `half` codes, which is all the intrinsic loads read.
+    unsafe {
+        match path.0 {
+            ScanPath::Portable => {}
+            ScanPath::Avx2 => return x86::rows4_avx2(codes, half, rows, low, high, out, scale),
+            ScanPath::AvxVnni => return x86::rows4_avx_vnni(codes, half, rows, low, high, out, scale),
+            ScanPath::Avx512 => return x86::rows4_avx512(codes, half, rows, low, high, out, scale),
+            ScanPath::Avx512Vnni => return x86::rows4_avx512_vnni(codes, half, rows, low, high, out, scale),
+        }
+    }
+    let _ = path;
     for (&r, slot) in rows.iter().zip(out.iter_mut()) {
-        let r = r as usize;
-        let row = &codes[r * half..(r + 1) * half];
-        let sum: i32 = row
-            .iter()
-            .zip(low)
-            .zip(high)
-            .map(|((&b, &l), &h)| i32::from(b & 15) * i32::from(l) + i32::from(b >> 4) * i32::from(h))
-            .sum();
-        *slot = scales[r] * query.scale * (sum - offset) as f32;
+        let row = &codes[r as usize * half..(r as usize + 1) * half];
+        *slot = scale(r, dot_u4_i8(row, low, high));
     }
 }
 
-/// [`dot_u4_rows`] with AVX2: 32 bytes (64 dimensions) a step, the low and high nibbles
-/// multiplied by the query's bytes with `pmaddubsw` (u8 × i8 pairs; |sum| ≤ 2·15·127, no
-/// saturation), the two halves added as `i16` (≤ 7620), then widened to `i32` by `pmaddwd`.
+/// `Σ_j (row[j] & 15)·low[j] + (row[j] >> 4)·high[j]`, exact.
+#[inline(always)]
+fn dot_u4_i8(row: &[u8], low: &[i8], high: &[i8]) -> i32 {
+    row.iter()
+        .zip(low)
+        .zip(high)
+        .map(|((&b, &l), &h)| i32::from(b & 15) * i32::from(l) + i32::from(b >> 4) * i32::from(h))
+        .sum()
+}
+
+/// The x86-64 kernels written with intrinsics. Each loads only inside the slices it is given
+/// (its caller asserts their lengths) and finishes a row's tail with the portable sum, so
+/// any dimension works; the integer sums are the same exact sums as the portable code's.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
 #[allow(unsafe_code)]
-unsafe fn rows4_avx2(
-    codes: &[u8],
-    scales: &[f32],
-    half: usize,
-    rows: &[u32],
-    query: &ByteQuery,
-    offset: i32,
-    out: &mut [f32],
-) {
+mod x86 {
     use std::arch::x86_64::*;
-    // SAFETY (whole body): see the caller; loads are unaligned and within the slices.
-    unsafe {
-        let mask = _mm256_set1_epi8(0x0F);
-        let ones = _mm256_set1_epi16(1);
-        let q = query.codes.as_ptr();
-        for (&r, slot) in rows.iter().zip(out.iter_mut()) {
-            let row = codes.as_ptr().add(r as usize * half);
-            let mut acc = _mm256_setzero_si256();
+
+    use super::{dot_i8_i16, dot_u4_i8};
+
+    /// The `f32` dot product, 16 lanes in two accumulators, the tail masked.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn dot_avx512(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        // SAFETY (whole body): loads at `j..j + 16` with `j + 16 ≤ n`, and the masked tail
+        // reads only the lanes below `n - j`.
+        unsafe {
+            let (mut acc0, mut acc1) = (_mm512_setzero_ps(), _mm512_setzero_ps());
             let mut j = 0;
-            while j < half {
-                let bytes = _mm256_loadu_si256(row.add(j).cast());
-                let low = _mm256_and_si256(bytes, mask);
-                let high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
-                let q_low = _mm256_loadu_si256(q.add(j).cast());
-                let q_high = _mm256_loadu_si256(q.add(half + j).cast());
-                let pairs = _mm256_add_epi16(_mm256_maddubs_epi16(low, q_low), _mm256_maddubs_epi16(high, q_high));
-                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
+            while j + 32 <= n {
+                acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(pa.add(j)), _mm512_loadu_ps(pb.add(j)), acc0);
+                acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(pa.add(j + 16)), _mm512_loadu_ps(pb.add(j + 16)), acc1);
                 j += 32;
             }
-            let sum128 = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-            let sum64 = _mm_add_epi32(sum128, _mm_unpackhi_epi64(sum128, sum128));
-            let sum32 = _mm_add_epi32(sum64, _mm_shuffle_epi32(sum64, 1));
-            let sum = _mm_cvtsi128_si32(sum32);
-            *slot = *scales.get_unchecked(r as usize) * query.scale * (sum - offset) as f32;
+            if j + 16 <= n {
+                acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(pa.add(j)), _mm512_loadu_ps(pb.add(j)), acc0);
+                j += 16;
+            }
+            if j < n {
+                let mask: __mmask16 = (1u32 << (n - j)) as u16 - 1;
+                acc1 = _mm512_fmadd_ps(
+                    _mm512_maskz_loadu_ps(mask, pa.add(j)),
+                    _mm512_maskz_loadu_ps(mask, pb.add(j)),
+                    acc1,
+                );
+            }
+            _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
         }
+    }
+
+    /// Int8 rows against the `i16` query, 32 dimensions a step: the codes sign-extended to
+    /// `i16`, then `vpdpwssd` (VNNI) or `vpmaddwd` + add.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn rows8_avx512(
+        codes: &[i8],
+        dim: usize,
+        rows: &[u32],
+        q: &[i16],
+        out: &mut [f32],
+        scale: impl Fn(u32, i32) -> f32,
+    ) {
+        // SAFETY: this function's features are the body's (no VNNI).
+        unsafe { rows8_512::<false>(codes, dim, rows, q, out, scale) }
+    }
+
+    /// [`rows8_avx512`] with `vpdpwssd`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn rows8_avx512_vnni(
+        codes: &[i8],
+        dim: usize,
+        rows: &[u32],
+        q: &[i16],
+        out: &mut [f32],
+        scale: impl Fn(u32, i32) -> f32,
+    ) {
+        // SAFETY: this function's features are the body's.
+        unsafe { rows8_512::<true>(codes, dim, rows, q, out, scale) }
+    }
+
+    /// The body of the two functions above, inlined into each (so it is compiled with its
+    /// caller's features; only the VNNI one reaches `vpdpwssd`).
+    #[inline(always)]
+    unsafe fn rows8_512<const VNNI: bool>(
+        codes: &[i8],
+        dim: usize,
+        rows: &[u32],
+        q: &[i16],
+        out: &mut [f32],
+        scale: impl Fn(u32, i32) -> f32,
+    ) {
+        let body = dim - dim % 32;
+        for (&r, slot) in rows.iter().zip(out.iter_mut()) {
+            let row = &codes[r as usize * dim..(r as usize + 1) * dim];
+            // SAFETY: loads of 32 codes and 32 query values at `j < body ≤ dim`.
+            let mut sum = unsafe {
+                let mut acc = _mm512_setzero_si512();
+                let mut j = 0;
+                while j < body {
+                    let c = _mm512_cvtepi8_epi16(_mm256_loadu_si256(row.as_ptr().add(j).cast()));
+                    let x = _mm512_loadu_si512(q.as_ptr().add(j).cast());
+                    acc = if VNNI {
+                        _mm512_dpwssd_epi32(acc, c, x)
+                    } else {
+                        _mm512_add_epi32(acc, _mm512_madd_epi16(c, x))
+                    };
+                    j += 32;
+                }
+                _mm512_reduce_add_epi32(acc)
+            };
+            sum += dot_i8_i16(&row[body..], &q[body..]);
+            *slot = scale(r, sum);
+        }
+    }
+
+    /// Int8 rows against the `i16` query with AVX-VNNI: 16 dimensions a step, `vpdpwssd`.
+    #[target_feature(enable = "avx2,fma,avxvnni")]
+    pub(super) unsafe fn rows8_avx_vnni(
+        codes: &[i8],
+        dim: usize,
+        rows: &[u32],
+        q: &[i16],
+        out: &mut [f32],
+        scale: impl Fn(u32, i32) -> f32,
+    ) {
+        let body = dim - dim % 16;
+        for (&r, slot) in rows.iter().zip(out.iter_mut()) {
+            let row = &codes[r as usize * dim..(r as usize + 1) * dim];
+            // SAFETY: loads of 16 codes and 16 query values at `j < body ≤ dim`.
+            let mut sum = unsafe {
+                let (mut acc0, mut acc1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+                let mut j = 0;
+                while j + 32 <= body {
+                    let c0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(row.as_ptr().add(j).cast()));
+                    let c1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(row.as_ptr().add(j + 16).cast()));
+                    acc0 = _mm256_dpwssd_avx_epi32(acc0, c0, _mm256_loadu_si256(q.as_ptr().add(j).cast()));
+                    acc1 = _mm256_dpwssd_avx_epi32(acc1, c1, _mm256_loadu_si256(q.as_ptr().add(j + 16).cast()));
+                    j += 32;
+                }
+                if j < body {
+                    let c = _mm256_cvtepi8_epi16(_mm_loadu_si128(row.as_ptr().add(j).cast()));
+                    acc0 = _mm256_dpwssd_avx_epi32(acc0, c, _mm256_loadu_si256(q.as_ptr().add(j).cast()));
+                }
+                hsum256(_mm256_add_epi32(acc0, acc1))
+            };
+            sum += dot_i8_i16(&row[body..], &q[body..]);
+            *slot = scale(r, sum);
+        }
+    }
+
+    /// The 4-bit rows with 256-bit vectors, 32 bytes (64 dimensions) a step: the low and
+    /// high nibbles against the query's two halves, with `vpdpbusd` (AVX-VNNI) or with
+    /// `vpmaddubsw` (u8 × i8 pairs, |sum| ≤ 2·15·127, no saturation), the two added as
+    /// `i16` (≤ 7620) and widened by `vpmaddwd`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn rows4_avx2(
+        codes: &[u8],
+        half: usize,
+        rows: &[u32],
+        low: &[i8],
+        high: &[i8],
+        out: &mut [f32],
+        scale: impl Fn(u32, i32) -> f32,
+    ) {
+        // SAFETY: this function's features are the body's (no VNNI).
+        unsafe { rows4_256::<false>(codes, half, rows, low, high, out, scale) }
+    }
+
+    /// [`rows4_avx2`] with `vpdpbusd`.
+    #[target_feature(enable = "avx2,fma,avxvnni")]
+    pub(super) unsafe fn rows4_avx_vnni(
+        codes: &[u8],
+        half: usize,
+        rows: &[u32],
+        low: &[i8],
+        high: &[i8],
+        out: &mut [f32],
+        scale: impl Fn(u32, i32) -> f32,
+    ) {
+        // SAFETY: this function's features are the body's.
+        unsafe { rows4_256::<true>(codes, half, rows, low, high, out, scale) }
+    }
+
+    /// The body of the two functions above, inlined into each.
+    #[inline(always)]
+    unsafe fn rows4_256<const VNNI: bool>(
+        codes: &[u8],
+        half: usize,
+        rows: &[u32],
+        low: &[i8],
+        high: &[i8],
+        out: &mut [f32],
+        scale: impl Fn(u32, i32) -> f32,
+    ) {
+        let body = half - half % 32;
+        for (&r, slot) in rows.iter().zip(out.iter_mut()) {
+            let row = &codes[r as usize * half..(r as usize + 1) * half];
+            // SAFETY: loads of 32 bytes of the row and of each query half at `j < body ≤ half`.
+            let mut sum = unsafe {
+                let mask = _mm256_set1_epi8(0x0F);
+                let ones = _mm256_set1_epi16(1);
+                let mut acc = _mm256_setzero_si256();
+                let mut j = 0;
+                while j < body {
+                    let bytes = _mm256_loadu_si256(row.as_ptr().add(j).cast());
+                    let lo = _mm256_and_si256(bytes, mask);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
+                    let q_lo = _mm256_loadu_si256(low.as_ptr().add(j).cast());
+                    let q_hi = _mm256_loadu_si256(high.as_ptr().add(j).cast());
+                    acc = if VNNI {
+                        _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(acc, lo, q_lo), hi, q_hi)
+                    } else {
+                        let pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, q_lo), _mm256_maddubs_epi16(hi, q_hi));
+                        _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones))
+                    };
+                    j += 32;
+                }
+                hsum256(acc)
+            };
+            sum += dot_u4_i8(&row[body..], &low[body..], &high[body..]);
+            *slot = scale(r, sum);
+        }
+    }
+
+    /// The 4-bit rows with 512-bit vectors, 64 bytes (128 dimensions) a step, then one
+    /// 32-byte step and the portable tail; `vpdpbusd` (AVX-512 VNNI) or `vpmaddubsw` as in
+    /// [`rows4_avx2`]. Inlined into its two callers.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn rows4_avx512(
+        codes: &[u8],
+        half: usize,
+        rows: &[u32],
+        low: &[i8],
+        high: &[i8],
+        out: &mut [f32],
+        scale: impl Fn(u32, i32) -> f32,
+    ) {
+        // SAFETY: this function's features are the body's (no VNNI).
+        unsafe { rows4_512::<false>(codes, half, rows, low, high, out, scale) }
+    }
+
+    /// [`rows4_avx512`] with `vpdpbusd`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn rows4_avx512_vnni(
+        codes: &[u8],
+        half: usize,
+        rows: &[u32],
+        low: &[i8],
+        high: &[i8],
+        out: &mut [f32],
+        scale: impl Fn(u32, i32) -> f32,
+    ) {
+        // SAFETY: this function's features are the body's.
+        unsafe { rows4_512::<true>(codes, half, rows, low, high, out, scale) }
+    }
+
+    /// The body of the two functions above, inlined into each.
+    #[inline(always)]
+    unsafe fn rows4_512<const VNNI: bool>(
+        codes: &[u8],
+        half: usize,
+        rows: &[u32],
+        low: &[i8],
+        high: &[i8],
+        out: &mut [f32],
+        scale: impl Fn(u32, i32) -> f32,
+    ) {
+        let wide = half - half % 64;
+        let body = half - half % 32;
+        for (&r, slot) in rows.iter().zip(out.iter_mut()) {
+            let row = &codes[r as usize * half..(r as usize + 1) * half];
+            // SAFETY: loads of 64 (then 32) bytes of the row and of each query half at
+            // `j < wide` (then `j < body`), both ≤ `half`.
+            let mut sum = unsafe {
+                let mask = _mm512_set1_epi8(0x0F);
+                let ones = _mm512_set1_epi16(1);
+                let mut acc = _mm512_setzero_si512();
+                let mut j = 0;
+                while j < wide {
+                    let bytes = _mm512_loadu_si512(row.as_ptr().add(j).cast());
+                    let lo = _mm512_and_si512(bytes, mask);
+                    let hi = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), mask);
+                    let q_lo = _mm512_loadu_si512(low.as_ptr().add(j).cast());
+                    let q_hi = _mm512_loadu_si512(high.as_ptr().add(j).cast());
+                    acc = if VNNI {
+                        _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc, lo, q_lo), hi, q_hi)
+                    } else {
+                        let pairs = _mm512_add_epi16(_mm512_maddubs_epi16(lo, q_lo), _mm512_maddubs_epi16(hi, q_hi));
+                        _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, ones))
+                    };
+                    j += 64;
+                }
+                let mut total = _mm512_reduce_add_epi32(acc);
+                if j < body {
+                    let mask = _mm256_set1_epi8(0x0F);
+                    let bytes = _mm256_loadu_si256(row.as_ptr().add(j).cast());
+                    let lo = _mm256_and_si256(bytes, mask);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
+                    let q_lo = _mm256_loadu_si256(low.as_ptr().add(j).cast());
+                    let q_hi = _mm256_loadu_si256(high.as_ptr().add(j).cast());
+                    let pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, q_lo), _mm256_maddubs_epi16(hi, q_hi));
+                    total += hsum256(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+                }
+                total
+            };
+            sum += dot_u4_i8(&row[body..], &low[body..], &high[body..]);
+            *slot = scale(r, sum);
+        }
+    }
+
+    /// The sum of a vector's eight `i32` lanes (wrapping, as the lanes' own sums).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn hsum256(v: __m256i) -> i32 {
+        let sum128 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        let sum64 = _mm_add_epi32(sum128, _mm_unpackhi_epi64(sum128, sum128));
+        let sum32 = _mm_add_epi32(sum64, _mm_shuffle_epi32(sum64, 1));
+        _mm_cvtsi128_si32(sum32)
     }
 }
 
@@ -254,6 +773,98 @@ mod tests {
                 ((x >> 33) as f32 / (1u64 << 31) as f32) - 0.5
             })
             .collect()
+    }
+
+    /// `n` rows of dimension `dim` of the shapes that stress a kernel: random, a zero row,
+    /// rows of one value (every code at its largest magnitude), large and tiny scales.
+    fn awkward_rows(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+        (0..n as u64)
+            .map(|i| match i % 6 {
+                0 => vec![0.0; dim],
+                1 => vec![if i % 4 == 1 { 1.0 } else { -1.0 }; dim],
+                2 => vector(seed + i, dim).iter().map(|x| x * 1e4).collect(),
+                3 => vector(seed + i, dim).iter().map(|x| x * 1e-4).collect(),
+                _ => vector(seed + i, dim),
+            })
+            .collect()
+    }
+
+    /// Every scan path against the portable one, on every dimension from 1 to 130 and a few
+    /// larger ones (tails of every length for each step width), with awkward rows and
+    /// queries: the integer kernels must give the same scores bit for bit (their sums are
+    /// exact), the `f32` dot the same up to rounding. A path this CPU lacks is skipped, and
+    /// the test says so.
+    #[test]
+    fn every_scan_path_gives_the_portable_scores() {
+        let dims: Vec<usize> = (1..=130).chain([191, 192, 254, 256, 383, 384, 768, 1000, 1024]).collect();
+        let mut ran = Vec::new();
+        for path in ScanPath::ALL {
+            if let Some(feature) = path.missing_feature() {
+                eprintln!("scan path {path}: skipped, this CPU lacks {feature}");
+                continue;
+            }
+            for &dim in &dims {
+                let rows = awkward_rows(13, dim, dim as u64);
+                let queries = [vector(dim as u64 + 7, dim), vec![1.0; dim], vec![-1.0; dim], vec![0.0; dim]];
+                for (qi, query) in queries.iter().enumerate() {
+                    let portable = path_scores(ScanPath::Portable, &rows, query).expect("portable runs everywhere");
+                    let got = path_scores(path, &rows, query).expect("checked above");
+                    assert_eq!(got.int8, portable.int8, "{path}, int8, dim {dim}, query {qi}");
+                    assert_eq!(got.four_bit, portable.four_bit, "{path}, 4-bit, dim {dim}, query {qi}");
+                    assert_eq!(got.four_bit.is_empty(), dim % 2 == 1);
+                    for (r, (&a, &b)) in got.f32.iter().zip(&portable.f32).enumerate() {
+                        let row = &rows[rows.len() - 1 - r];
+                        let magnitude: f32 = row.iter().zip(query).map(|(x, y)| (x * y).abs()).sum();
+                        assert!(
+                            (a - b).abs() <= 1e-5 * magnitude + f32::MIN_POSITIVE,
+                            "{path}, f32, dim {dim}, query {qi}, row {r}: {a} vs {b}"
+                        );
+                    }
+                }
+            }
+            ran.push(path.name());
+        }
+        eprintln!("scan paths run on this CPU: {}", ran.join(", "));
+        assert!(ran.contains(&"portable"));
+    }
+
+    /// The integer paths' sums stay exact where the codes are at their extremes: int8 rows
+    /// of ±127 against the largest `i16` query codes at a high dimension (the sum near
+    /// `i32`'s limit), and 4-bit rows of 15s and 1s against ±127 (no `i16` saturation).
+    #[test]
+    fn integer_paths_do_not_saturate_at_the_extremes() {
+        for dim in [384, 4096, 16_384] {
+            let rows = vec![vec![1.0f32; dim], vec![-1.0f32; dim]];
+            let query: Vec<f32> = (0..dim).map(|j| if j % 3 == 0 { -1.0 } else { 1.0 }).collect();
+            let portable = path_scores(ScanPath::Portable, &rows, &query).expect("portable");
+            // Σ over a third of -1s and two thirds of +1s: dim / 3 net, times the scales.
+            let net = (query.iter().sum::<f32>()).abs();
+            assert!((portable.int8[0].abs() - net).abs() <= 1e-3 * net, "dim {dim}: {:?} vs {net}", portable.int8);
+            for path in ScanPath::ALL {
+                let Ok(got) = path_scores(path, &rows, &query) else {
+                    eprintln!(
+                        "scan path {path}: skipped at dim {dim}, this CPU lacks {}",
+                        path.missing_feature().unwrap_or("?")
+                    );
+                    continue;
+                };
+                assert_eq!(got.int8, portable.int8, "{path}, dim {dim}");
+                assert_eq!(got.four_bit, portable.four_bit, "{path}, dim {dim}");
+            }
+        }
+    }
+
+    #[test]
+    fn scan_paths_name_and_parse_each_other() {
+        for path in ScanPath::ALL {
+            assert_eq!(ScanPath::parse(path.name()), Some(path));
+            assert_eq!(path.kernels().len(), 3);
+        }
+        assert_eq!(ScanPath::parse("avx1024"), None);
+        assert_eq!(ScanPath::Portable.missing_feature(), None);
+        // The best path is one this CPU has, and the chosen one too.
+        assert_eq!(best_scan_path().missing_feature(), None);
+        assert_eq!(scan_path().missing_feature(), None);
     }
 
     #[test]
@@ -349,5 +960,53 @@ mod tests {
         assert_eq!(quantise_scale(&[0.0; 4]), 0.0);
         assert_eq!(quantise(0.3, 0.0), 0);
         assert_eq!(quantise(-1.0, 1.0 / 127.0), -127);
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    /// Not a test: `cargo test --release -p membank-store --lib kernel_timing -- --ignored
+    /// --nocapture` prints each path's time per row for the 4-bit and int8 passes.
+    #[test]
+    #[ignore]
+    fn kernel_timing() {
+        let (n, dim) = (100_000usize, 384usize);
+        let mut x = 7u64;
+        let mut next = move || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((x >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        };
+        let data: Vec<f32> = (0..n * dim).map(|_| next()).collect();
+        let query: Vec<f32> = (0..dim).map(|_| next()).collect();
+        let (mut codes, mut scales, mut codes4, mut scales4) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for row in data.chunks(dim) {
+            let s = quantise_scale(row);
+            codes.extend(row.iter().map(|&v| quantise(v, s)));
+            scales.push(s);
+            let s4 = quantise4_scale(row);
+            push_codes4(row, s4, &mut codes4);
+            scales4.push(s4);
+        }
+        let rows: Vec<u32> = (0..n as u32).collect();
+        let mut out = vec![0f32; n];
+        let (q8, q4) = (QuantisedQuery::new(&query), ByteQuery::new(&query));
+        for path in ScanPath::ALL {
+            let Some(checked) = path.checked() else { continue };
+            let mut t4 = Vec::new();
+            let mut t8 = Vec::new();
+            for _ in 0..21 {
+                let start = std::time::Instant::now();
+                dot_u4_rows_on(checked, &codes4, &scales4, dim, &rows, &q4, &mut out);
+                t4.push(start.elapsed().as_secs_f64() * 1e3);
+                let start = std::time::Instant::now();
+                dot_i8_rows_on(checked, &codes, &scales, dim, &rows, &q8, &mut out);
+                t8.push(start.elapsed().as_secs_f64() * 1e3);
+            }
+            t4.sort_by(f64::total_cmp);
+            t8.sort_by(f64::total_cmp);
+            eprintln!("{path:>12}: 4-bit {:.3} ms, int8 {:.3} ms per 100k rows (medians of 21)", t4[10], t8[10]);
+        }
     }
 }

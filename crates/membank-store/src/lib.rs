@@ -41,6 +41,13 @@ pub use self::postgres::{PgOptions, PgStore};
 pub use backend::{Backend, Location, open, redact};
 pub use cache::{CacheCounters, CacheKind, CacheStats, DEFAULT_CACHE_MB, DenseScreen, FOUR_BIT_ROWS, StoreOptions};
 pub use error::StoreError;
+pub use kernels::{SCAN_KERNEL_ENV, ScanPath, best_scan_path, scan_path};
+/// The scan kernels on a chosen path, for tests in other crates that compare the paths on
+/// real vectors; not part of the store's interface.
+#[doc(hidden)]
+pub mod kernel_check {
+    pub use crate::kernels::{PathScores, path_scores};
+}
 pub use keys::{ApiKeyRecord, ApiKeyStore, NewApiKey};
 pub use sqlite::SqliteStore;
 pub use types::*;

@@ -21,6 +21,7 @@ mod migrate;
 mod output;
 mod postgres;
 mod round_trip;
+mod scan_kernels;
 mod serve;
 mod transfer;
 

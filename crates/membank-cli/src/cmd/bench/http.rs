@@ -58,6 +58,8 @@ pub struct HttpReport {
     pub memories: usize,
     /// k of each recall.
     pub k: usize,
+    /// The dense scan's kernels (the servers run in this process's environment, on its CPU).
+    pub scan_kernels: super::paths::ScanKernels,
     /// One entry per client concurrency (and strengthening mode), in the order asked; with
     /// PostgreSQL, one per backend too (SQLite first).
     pub results: Vec<HttpResult>,
@@ -302,6 +304,7 @@ fn measure(
         model_threads,
         memories: args.memories,
         k: args.k,
+        scan_kernels: super::paths::scan(),
         results: Vec::new(),
         ratios: (both && backends).then(Vec::new),
         path_ratios: (both && !backends).then(Vec::new),
@@ -315,6 +318,7 @@ fn measure(
             args.k,
             model_threads.map_or("remote".into(), |t| t.to_string())
         );
+        println!("{}", report.scan_kernels);
         if both && backends {
             println!(
                 "SQLite and PostgreSQL (the same memories, vectors and times), one server each; at each level the backends take turns (SQLite, PostgreSQL, PostgreSQL, SQLite) on the same queries"

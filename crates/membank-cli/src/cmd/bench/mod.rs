@@ -28,6 +28,7 @@ mod embed;
 mod erase;
 mod http;
 mod maintain;
+mod paths;
 mod pg_dataset;
 mod recall;
 mod stats;

@@ -26,6 +26,8 @@ pub struct RecallReport {
     pub k: usize,
     /// Queries timed per size.
     pub queries: usize,
+    /// The dense scan's kernels.
+    pub scan_kernels: super::paths::ScanKernels,
     /// One entry per store size, in the order asked.
     pub results: Vec<RecallResult>,
 }
@@ -79,9 +81,16 @@ pub fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: 
         .map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" "))
         .collect();
     let k = 10;
-    let mut report =
-        RecallReport { benchmark: "recall", model: model.id.clone(), k, queries: questions.len(), results: Vec::new() };
+    let mut report = RecallReport {
+        benchmark: "recall",
+        model: model.id.clone(),
+        k,
+        queries: questions.len(),
+        scan_kernels: super::paths::scan(),
+        results: Vec::new(),
+    };
     if !ctx.cli_json {
+        println!("{}", report.scan_kernels);
         println!(
             "recall latency, one user, k = {k}, {} queries per size, strengthening off (read path only)",
             questions.len()

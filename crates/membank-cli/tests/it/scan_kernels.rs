@@ -1,0 +1,81 @@
+//! The dense scan's kernel paths on real vectors: MemoryBank's sentences embedded by the
+//! real models, scored on every path this CPU has (`membank_store::ScanPath`) and compared
+//! with the portable path. The integer passes must agree bit for bit, the `f32` re-rank up
+//! to rounding. The unit tests in the store cover random and awkward inputs; these cover
+//! the vectors a user's memories actually have. A path the CPU lacks is skipped, and the
+//! test prints the missing feature.
+
+use std::path::Path;
+
+use membank_embed::{Embedder, KnownModel, LocalEmbedder, LocalOptions};
+use membank_store::ScanPath;
+use membank_store::kernel_check::path_scores;
+
+/// Up to `n` distinct user lines of a MemoryBank file.
+fn lines(file: &str, n: usize) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/memorybank").join(file);
+    let bank: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display())))
+            .expect("MemoryBank JSON");
+    let mut out = Vec::new();
+    for user in bank.as_object().into_iter().flat_map(|o| o.values()) {
+        for turns in user["history"].as_object().into_iter().flat_map(|h| h.values()) {
+            for turn in turns.as_array().into_iter().flatten() {
+                if let Some(text) = turn["query"].as_str()
+                    && !text.trim().is_empty()
+                    && !out.iter().any(|t| t == text)
+                {
+                    out.push(text.to_string());
+                }
+                if out.len() == n {
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn every_path_agrees(embedder: &LocalEmbedder, sentences: &[String]) {
+    let refs: Vec<&str> = sentences.iter().map(String::as_str).collect();
+    let rows = embedder.embed(&refs).expect("embedding the memories");
+    let mut ran = Vec::new();
+    for path in ScanPath::ALL {
+        if let Some(feature) = path.missing_feature() {
+            eprintln!("scan path {path}: skipped, this CPU lacks {feature}");
+            continue;
+        }
+        for (i, query) in sentences.iter().step_by(25).enumerate() {
+            let query = embedder.embed_query(query).expect("embedding a query");
+            let portable = path_scores(ScanPath::Portable, &rows, &query).expect("portable");
+            let got = path_scores(path, &rows, &query).expect("checked");
+            assert_eq!(got.int8, portable.int8, "{path}, int8, query {i}");
+            assert_eq!(got.four_bit, portable.four_bit, "{path}, 4-bit, query {i}");
+            for (a, b) in got.f32.iter().zip(&portable.f32) {
+                assert!((a - b).abs() <= 1e-5, "{path}, f32, query {i}: {a} vs {b}");
+            }
+        }
+        ran.push(path.name());
+    }
+    eprintln!("{}: scan paths run on this CPU: {}", embedder.model_id(), ran.join(", "));
+}
+
+#[test]
+fn every_scan_path_scores_real_minilm_vectors_as_the_portable_one() {
+    let embedder = LocalEmbedder::open(&crate::model_dir(), LocalOptions { threads: 2, ..Default::default() })
+        .expect("the MiniLM model");
+    every_path_agrees(&embedder, &lines("memory_bank_en.json", 300));
+}
+
+#[test]
+fn every_scan_path_scores_real_e5_vectors_of_chinese_as_the_portable_one() {
+    let dir = membank_embed::fetch::default_dir_for(KnownModel::MultilingualE5Small);
+    if !dir.join("model.safetensors").exists() {
+        let message = format!("multilingual-e5-small is not in {}", dir.display());
+        assert!(std::env::var_os("MEMBANK_REQUIRE_E5").is_none(), "{message}");
+        eprintln!("SKIPPED: {message}");
+        return;
+    }
+    let embedder = LocalEmbedder::open(&dir, LocalOptions { threads: 2, ..Default::default() }).expect("the e5 model");
+    every_path_agrees(&embedder, &lines("memory_bank_cn.json", 200));
+}
