@@ -54,7 +54,11 @@ pub use types::*;
 
 use membank_core::event::Event;
 use membank_core::forgetting::ForgettingPolicy;
-use membank_core::{Memory, MemoryId, Scope, TenantId, Timestamp, UserId};
+use membank_core::{Memory, MemoryId, Scope, Status, TenantId, Timestamp, UserId};
+
+/// What [`Store::dense_search_tiers`] returns: the best hits under the filter, and the best
+/// with archived and superseded memories admitted, each with its status.
+pub type DenseTiers = (Vec<Hit>, Vec<(Hit, Status)>);
 
 /// The storage operations the engine needs. All are scoped; all are synchronous (callers
 /// on an async runtime run them on a blocking thread).
@@ -97,6 +101,20 @@ pub trait Store: Send + Sync {
         filter: &SearchFilter,
         limit: usize,
     ) -> Result<Vec<Hit>, StoreError>;
+    /// Two dense searches from one scan: the best `limit` under `filter` (as
+    /// [`Store::dense_search`]), and the best `wide_limit` under `filter` with archived and
+    /// superseded memories admitted, each with its status. A recall that may reminisce needs
+    /// both.
+    #[allow(clippy::too_many_arguments)]
+    fn dense_search_tiers(
+        &self,
+        scope: &Scope,
+        model: &EmbeddingModel,
+        query: &[f32],
+        filter: &SearchFilter,
+        limit: usize,
+        wide_limit: usize,
+    ) -> Result<DenseTiers, StoreError>;
     /// BM25 search of index terms over this scope. Best first, at most `limit`; scores are
     /// positive, higher is better.
     fn lexical_search(

@@ -8,18 +8,17 @@
 //!
 //! **The probe.** One dense search over the person's memories with the archived ones
 //! admitted, with the query's vector (the search text's, which the first search then reuses)
-//! and the recall's filters, for its first k + [`PROBE`] candidates, whose rows are read for
-//! their status. `a_k` is the cosine of the k-th active one, `b` the best cosine of the
+//! and the recall's filters, for its first k + [`PROBE`] candidates and their statuses. The
+//! same scan gives the first search's dense candidates of either ranking
+//! ([`membank_store::Store::dense_search_tiers`]), and the lexical ones of the active
+//! ranking are searched beside it, so a recall that does not consult the archive scans once. `a_k` is the cosine of the k-th active one, `b` the best cosine of the
 //! archived ones (superseded ones never count). When fewer than k of them are active, either
 //! the person has fewer than k matching active memories or more than [`PROBE`] archived ones
 //! rank above the k-th active one: either way the archive is worth the ranking's look.
 
-use std::collections::HashMap;
+use membank_core::Status;
 
-use membank_core::{MemoryId, Status};
-use membank_store::SearchFilter;
-
-use super::setup::Setup;
+use super::setup::{Prefetched, Setup};
 use super::time::{self, QueryTime};
 use super::types::{Reminisce, Reminiscence};
 use crate::{Engine, EngineError};
@@ -49,16 +48,30 @@ impl Engine {
         if request.reminisce != Reminisce::Auto || request.include_archived || setup.reminiscing {
             return Ok(summary);
         }
-        let vector = self.embedder.embed_query(&time::search_text(setup, time))?;
+        let text = time::search_text(setup, time);
+        let vector = self.embedder.embed_query(&text)?;
+        let terms = membank_core::text::query_terms(&text);
         let scope = &request.scope;
-        let filter = SearchFilter { include_archived: true, ..setup.filter.clone() };
-        let probe = self.store.dense_search(scope, &self.model(), &vector, &filter, request.k + PROBE)?;
-        let ids: Vec<MemoryId> = probe.iter().map(|h| h.id).collect();
-        let status: HashMap<MemoryId, Status> =
-            self.store.get_many(scope, &ids)?.into_iter().map(|m| (m.id, m.status)).collect();
-        let is = |id: &MemoryId, wanted: Status| status.get(id) == Some(&wanted);
-        let active: Vec<f64> = probe.iter().filter(|h| is(&h.id, Status::Active)).map(|h| h.score).collect();
-        let archived_best = probe.iter().find(|h| is(&h.id, Status::Archived)).map(|h| h.score);
+        let wide_limit = setup.candidates.max(request.k + PROBE);
+        let model = self.model();
+        // The lexical candidates under the active filter, beside the scan: most recalls do
+        // not consult the archive and use them as they are.
+        let (tiers, lexical) = std::thread::scope(|threads| {
+            let lexical = (!terms.is_empty())
+                .then(|| threads.spawn(|| self.store.lexical_search(scope, &terms, &setup.filter, setup.candidates)));
+            let tiers =
+                self.store.dense_search_tiers(scope, &model, &vector, &setup.filter, setup.candidates, wide_limit);
+            // The lexical search only panics on a bug; pass the panic on as such.
+            (tiers, lexical.map(|l| l.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
+        });
+        let (active_candidates, wide) = tiers?;
+        let lexical = match lexical {
+            Some(found) => found?,
+            None => self.store.lexical_search(scope, &terms, &setup.filter, setup.candidates)?,
+        };
+        let probe = &wide[..wide.len().min(request.k + PROBE)];
+        let active: Vec<f64> = probe.iter().filter(|(_, s)| *s == Status::Active).map(|(h, _)| h.score).collect();
+        let archived_best = probe.iter().find(|(_, s)| *s == Status::Archived).map(|(h, _)| h.score);
         summary.probed = true;
         summary.active_best = active.first().copied();
         // The bar: the k-th active cosine, the last active memory the recall could return
@@ -74,6 +87,11 @@ impl Engine {
         if consult {
             *setup = setup.with_archive();
             summary.consulted = true;
+            // The wide list is the archive ranking's dense search, under the same filter.
+            let dense = wide.into_iter().take(setup.candidates).map(|(hit, _)| hit).collect();
+            setup.prefetched = Some(Prefetched { dense, lexical: None });
+        } else {
+            setup.prefetched = Some(Prefetched { dense: active_candidates, lexical: Some(lexical) });
         }
         Ok(summary)
     }

@@ -31,14 +31,23 @@ pub(super) struct Search {
 
 impl Engine {
     /// Embeds the search text (unless reminiscence already did) and takes the dense and
-    /// lexical candidates.
+    /// lexical candidates (those reminiscence's probe already found are not searched again).
     pub(super) fn first_search(&self, setup: &Setup, text: String) -> Result<Search, EngineError> {
         let vector = match &setup.query_vector {
             Some(vector) => vector.clone(),
             None => self.embedder.embed_query(text.as_str())?,
         };
         let terms = text::query_terms(&text);
-        let (dense, lexical) = self.searches(setup, &vector, &terms, &setup.filter)?;
+        let (dense, lexical) = match &setup.prefetched {
+            Some(found) => {
+                let lexical = match &found.lexical {
+                    Some(lexical) => lexical.clone(),
+                    None => self.store.lexical_search(&setup.request.scope, &terms, &setup.filter, setup.candidates)?,
+                };
+                (found.dense.clone(), lexical)
+            }
+            None => self.searches(setup, &vector, &terms, &setup.filter)?,
+        };
         Ok(Search { text, vector, terms, dense, lexical, seen: HashMap::new() })
     }
 

@@ -2,7 +2,7 @@
 
 use membank_core::limits::MAX_RECALL_K;
 use membank_core::{InvalidInput, Timestamp};
-use membank_store::SearchFilter;
+use membank_store::{Hit, SearchFilter};
 
 use super::types::{RecallConfig, RecallRequest, Reminisce};
 use crate::ops::validate_text;
@@ -30,6 +30,17 @@ pub(super) struct Setup<'a> {
     /// The search text's embedding, when reminiscence needed it before the first search
     /// (which then uses it rather than embedding the text again).
     pub query_vector: Option<Vec<f32>>,
+    /// The first searches' candidates, when reminiscence's probe already found them (its
+    /// one scan gives the dense candidates of either ranking).
+    pub prefetched: Option<Prefetched>,
+}
+
+/// First-stage candidates found before the first search, under the setup's filter.
+pub(super) struct Prefetched {
+    /// The dense candidates, best first.
+    pub dense: Vec<Hit>,
+    /// The lexical candidates, when they were searched too.
+    pub lexical: Option<Vec<Hit>>,
 }
 
 impl Setup<'_> {
@@ -44,6 +55,7 @@ impl Setup<'_> {
             weight_by_retention: self.weight_by_retention,
             reminiscing: true,
             query_vector: self.query_vector.clone(),
+            prefetched: None,
         }
     }
 }
@@ -78,6 +90,7 @@ impl Engine {
             weight_by_retention: request.weight_by_retention.unwrap_or(config.weight_by_retention),
             reminiscing: false,
             query_vector: None,
+            prefetched: None,
         };
         // `always` ranks over the archive from the start; an audit sees it anyway.
         Ok(if request.reminisce == Reminisce::Always && !request.include_archived {

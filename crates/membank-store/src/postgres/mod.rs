@@ -962,6 +962,46 @@ impl Store for PgStore {
         })
     }
 
+    fn dense_search_tiers(
+        &self,
+        scope: &Scope,
+        model: &EmbeddingModel,
+        query: &[f32],
+        filter: &SearchFilter,
+        limit: usize,
+        wide_limit: usize,
+    ) -> Result<crate::DenseTiers, StoreError> {
+        if query.len() != model.dim {
+            return Err(StoreError::Invalid(membank_core::InvalidInput::new(
+                "query vector",
+                format!("has {} dimensions, the model {}", query.len(), model.dim),
+            )));
+        }
+        self.pool.read(|tx| {
+            let uid = scope_uid(scope);
+            let Some((row, revision)) = cache_key(tx, uid)? else { return Ok((Vec::new(), Vec::new())) };
+            if !self.check_model(tx, model)? || limit.max(wide_limit) == 0 {
+                return Ok((Vec::new(), Vec::new()));
+            }
+            let labels = Labels {
+                agent: scope.agent.as_ref().map(|a| a.as_str()),
+                session: scope.session.as_ref().map(|s| s.as_str()),
+            };
+            self.vectors.search_tiers(
+                &mut PgSource { tx, uid },
+                row,
+                revision,
+                model.dim,
+                query,
+                filter,
+                &labels,
+                limit,
+                wide_limit,
+                self.dense_screen,
+            )
+        })
+    }
+
     fn lexical_search(
         &self,
         scope: &Scope,

@@ -37,6 +37,8 @@
 //! A user's entry is charged to the store's cache budget as its arrays' capacities plus the
 //! labels' strings: about `dim · 5.5 + 74` bytes a row (2,186 at 384 dimensions).
 
+use membank_core::Status;
+
 use super::Source;
 use super::usercache::{Labels, RowMeta, UserCache, UserRows};
 use crate::cache::{CacheKind, DenseScreen, FOUR_BIT_ROWS, reserve_rows};
@@ -83,6 +85,29 @@ impl VectorCache {
     ) -> Result<Vec<Hit>, StoreError> {
         self.with_fresh(source, user_row, revision, dim, |cached| {
             scan(cached, dim, query, filter, labels, limit, screen)
+        })
+    }
+}
+
+impl VectorCache {
+    /// [`VectorCache::search`] for the two lists of [`crate::Store::dense_search_tiers`],
+    /// from one scan.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn search_tiers(
+        &self,
+        source: &mut dyn Source,
+        user_row: i64,
+        revision: i64,
+        dim: usize,
+        query: &[f32],
+        filter: &SearchFilter,
+        labels: &Labels<'_>,
+        limit: usize,
+        wide_limit: usize,
+        screen: DenseScreen,
+    ) -> Result<crate::DenseTiers, StoreError> {
+        self.with_fresh(source, user_row, revision, dim, |cached| {
+            scan_tiers(cached, dim, query, filter, labels, limit, wide_limit, screen)
         })
     }
 }
@@ -187,9 +212,13 @@ fn score_rows(rows: &[u32], out: &mut [f32], score: impl Fn(&[u32], &mut [f32]) 
     }
 }
 
-/// The 4-bit pre-screen (see the module docs): the rows whose estimate may reach the
-/// `limit`-th best, out of `rows` (more than `limit` of them).
-fn four_bit_screen(cached: &UserVectors, dim: usize, query: &[f32], rows: &[u32], limit: usize) -> Vec<u32> {
+/// Which of some rows go on to the next pass, given their approximate scores and each
+/// one's error.
+type Keep<'a> = dyn Fn(&[u32], &[f32], &dyn Fn(u32, f32) -> f32) -> Vec<u32> + 'a;
+
+/// The 4-bit pre-screen (see the module docs): the rows of `rows` that `keep` keeps given
+/// their estimates and margins (those whose estimate may reach a group's `limit`-th best).
+fn four_bit_screen(cached: &UserVectors, dim: usize, query: &[f32], rows: &[u32], keep: &Keep<'_>) -> Vec<u32> {
     let quantised = kernels::ByteQuery::new(query);
     let mut approx = vec![0f32; rows.len()];
     score_rows(rows, &mut approx, |rows, out| {
@@ -208,12 +237,12 @@ fn four_bit_screen(cached: &UserVectors, dim: usize, query: &[f32], rows: &[u32]
         let e = cached.scales4[r as usize] * 6.0 * sigma;
         e + 64.0 * f32::EPSILON * (e + a.abs() + 1.0)
     };
-    within_reach(rows, &approx, limit, margin)
+    keep(rows, &approx, &margin)
 }
 
 /// The rows whose estimate plus its error can reach the `limit`-th best estimate minus its
 /// error (`limit` ≤ rows): both screening passes keep these.
-fn within_reach(rows: &[u32], approx: &[f32], limit: usize, error: impl Fn(u32, f32) -> f32) -> Vec<u32> {
+fn within_reach(rows: &[u32], approx: &[f32], limit: usize, error: &dyn Fn(u32, f32) -> f32) -> Vec<u32> {
     let mut lower: Vec<f32> = rows.iter().zip(approx).map(|(&r, &a)| a - error(r, a)).collect();
     let (_, kth, _) = lower.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
     let floor = *kth;
@@ -229,19 +258,95 @@ fn scan(
     limit: usize,
     screen: DenseScreen,
 ) -> Vec<Hit> {
-    let mut rows: Vec<u32> =
+    let rows: Vec<u32> =
         cached.entries.iter().enumerate().filter(|(_, e)| e.admitted(filter, labels)).map(|(i, _)| i as u32).collect();
-    let limit = limit.min(rows.len());
-    if limit == 0 {
-        return Vec::new();
+    let [best] = scan_groups(cached, dim, query, rows, [(None, limit)], screen);
+    hits(cached, best)
+}
+
+/// [`scan`] for two lists from one pass: the best `limit` rows under `filter`, and the best
+/// `wide_limit` under `filter` with archived and superseded memories admitted (each with its
+/// status). The same lists as two scans, at about the cost of the wider one.
+#[allow(clippy::too_many_arguments)]
+fn scan_tiers(
+    cached: &UserVectors,
+    dim: usize,
+    query: &[f32],
+    filter: &SearchFilter,
+    labels: &Labels<'_>,
+    limit: usize,
+    wide_limit: usize,
+    screen: DenseScreen,
+) -> crate::DenseTiers {
+    let wide = SearchFilter { include_archived: true, ..filter.clone() };
+    let rows: Vec<u32> =
+        cached.entries.iter().enumerate().filter(|(_, e)| e.admitted(&wide, labels)).map(|(i, _)| i as u32).collect();
+    let narrow = |r: u32| cached.entries[r as usize].admitted(filter, labels);
+    let [best, best_wide] = scan_groups(cached, dim, query, rows, [(Some(&narrow), limit), (None, wide_limit)], screen);
+    let statuses: Vec<Status> = best_wide.iter().map(|&(_, r)| cached.entries[r].status).collect();
+    (hits(cached, best), hits(cached, best_wide).into_iter().zip(statuses).collect())
+}
+
+fn hits(cached: &UserVectors, scored: Vec<(f32, usize)>) -> Vec<Hit> {
+    scored.into_iter().map(|(score, index)| Hit { id: cached.entries[index].id, score: f64::from(score) }).collect()
+}
+
+/// A group of rows to rank: which of the scanned rows belong to it (`None`: all of them),
+/// and how many of its best to return.
+type Group<'a> = (Option<&'a dyn Fn(u32) -> bool>, usize);
+
+/// The best rows of each group among `rows`, best first (exact `f32` scores, ties by row
+/// order), from one pass of each screen over `rows`: a row goes on to the next, finer pass
+/// when it is within reach of the best of any group it belongs to.
+fn scan_groups<const N: usize>(
+    cached: &UserVectors,
+    dim: usize,
+    query: &[f32],
+    mut rows: Vec<u32>,
+    groups: [Group<'_>; N],
+    screen: DenseScreen,
+) -> [Vec<(f32, usize)>; N] {
+    let most = groups.iter().map(|g| g.1).max().unwrap_or(0);
+    if most == 0 || rows.is_empty() {
+        return std::array::from_fn(|_| Vec::new());
     }
-    if screen == DenseScreen::FourBit && rows.len() >= FOUR_BIT_ROWS && rows.len() > limit && !cached.scales4.is_empty()
+    // Keeps the rows within reach of any group's `limit`-th best, given approximate scores
+    // and their error; a group with no more rows than its limit keeps them all.
+    let keep = |rows: &[u32], approx: &[f32], error: &dyn Fn(u32, f32) -> f32| -> Vec<u32> {
+        let mut kept = vec![false; rows.len()];
+        for (member, limit) in &groups {
+            if *limit == 0 {
+                continue;
+            }
+            let reach = match member {
+                None if rows.len() <= *limit => rows.to_vec(),
+                None => within_reach(rows, approx, *limit, error),
+                Some(member) => {
+                    let (mine, scores): (Vec<u32>, Vec<f32>) =
+                        rows.iter().zip(approx).filter(|(r, _)| member(**r)).map(|(r, a)| (*r, *a)).unzip();
+                    if mine.len() <= *limit { mine } else { within_reach(&mine, &scores, *limit, error) }
+                }
+            };
+            if N == 1 {
+                return reach;
+            }
+            // `reach` is in row order, a subsequence of `rows`.
+            let mut at = 0;
+            for r in reach {
+                while rows[at] != r {
+                    at += 1;
+                }
+                kept[at] = true;
+            }
+        }
+        rows.iter().zip(kept).filter(|(_, k)| *k).map(|(r, _)| *r).collect()
+    };
+    let wanted: usize = groups.iter().map(|g| g.1).sum();
+    if screen == DenseScreen::FourBit && rows.len() >= FOUR_BIT_ROWS && rows.len() > most && !cached.scales4.is_empty()
     {
-        rows = four_bit_screen(cached, dim, query, &rows, limit);
+        rows = four_bit_screen(cached, dim, query, &rows, &keep);
     }
-    let candidates: Vec<u32> = if rows.len() <= limit {
-        rows
-    } else {
+    if rows.len() > wanted {
         // Pass 1: approximate scores of every admitted row from its int8 codes, on two
         // threads for a large user (the scan is most of a recall's time there).
         let quantised = kernels::QuantisedQuery::new(query);
@@ -263,27 +368,33 @@ fn scan(
             let e = cached.scales[r as usize] * (l1 * (0.5 + rounding) + query_step);
             e + 8.0 * f32::EPSILON * (e + a.abs())
         };
-        within_reach(&rows, &approx, limit, bound)
-    };
+        rows = keep(&rows, &approx, &bound);
+    }
     // Pass 2: exact f32 scores of the candidates only.
-    let mut scored: Vec<(f32, usize)> = candidates
+    let scored: Vec<(f32, usize)> = rows
         .iter()
-        .map(|&r| {
-            let r = r as usize;
-            (kernels::dot(&cached.data[r * dim..(r + 1) * dim], query), r)
-        })
+        .map(|&r| (kernels::dot(&cached.data[r as usize * dim..(r as usize + 1) * dim], query), r as usize))
         .collect();
     let by_score = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-    if limit < scored.len() {
-        scored.select_nth_unstable_by(limit - 1, by_score);
-        scored.truncate(limit);
-    }
-    scored.sort_by(by_score);
-    scored.into_iter().map(|(score, index)| Hit { id: cached.entries[index].id, score: f64::from(score) }).collect()
+    groups.map(|(member, limit)| {
+        let mut mine: Vec<(f32, usize)> = match member {
+            None => scored.clone(),
+            Some(member) => scored.iter().filter(|(_, r)| member(*r as u32)).copied().collect(),
+        };
+        if limit == 0 {
+            return Vec::new();
+        }
+        if limit < mine.len() {
+            mine.select_nth_unstable_by(limit - 1, by_score);
+            mine.truncate(limit);
+        }
+        mine.sort_by(by_score);
+        mine
+    })
 }
 
 #[cfg(test)]
-mod tests {
+mod tests_support {
     use chrono::NaiveDate;
     use membank_core::{Kind, MemoryId, Status};
 
@@ -291,7 +402,7 @@ mod tests {
 
     /// A cache of `n` rows of dimension `dim` with pseudo-random unit vectors, every
     /// seventh row a copy of an earlier one (exact ties), without SQLite.
-    fn cache(n: usize, dim: usize, seed: u64) -> UserVectors {
+    pub(super) fn cache(n: usize, dim: usize, seed: u64) -> UserVectors {
         let mut x = seed;
         let mut next = move || {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -328,6 +439,14 @@ mod tests {
         }
         cached
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use membank_core::{MemoryId, Status};
+
+    use super::tests_support::cache;
+    use super::*;
 
     /// The plain full scan the screened one must equal: every admitted row in f32.
     fn brute(
@@ -353,7 +472,9 @@ mod tests {
         let rows: Vec<u32> = (0..n as u32).collect();
         for q in 0..4 {
             let query = cache(1, dim, 500 + q).data;
-            let kept = four_bit_screen(&cached, dim, &query, &rows, 50);
+            let kept = four_bit_screen(&cached, dim, &query, &rows, &|rows, approx, error| {
+                within_reach(rows, approx, 50, error)
+            });
             // It must leave out rows (else it would only cost time)…
             assert!(kept.len() < n / 2, "query {q}: kept {} of {n}", kept.len());
             // …and never the exact top 50 (archived rows included here: no filter).
@@ -364,6 +485,39 @@ mod tests {
             exact.sort_by(|a, b| b.0.total_cmp(&a.0));
             for (_, r) in &exact[..50] {
                 assert!(kept.contains(r), "query {q}: row {r} of the exact top 50 was screened out");
+            }
+        }
+    }
+
+    /// The one-pass tiers give exactly what two scans give: the best under the filter, and
+    /// the best with archived rows admitted, with their statuses; on both screens, at sizes
+    /// on both sides of the 4-bit threshold, and with limits larger than a tier.
+    #[test]
+    fn the_tiers_scan_equals_two_scans() {
+        let labels = Labels { agent: None, session: None };
+        for (n, dim, seed) in [(300, 384, 11), (FOUR_BIT_ROWS + 500, 384, 12), (2_000, 16, 13)] {
+            let cached = cache(n, dim, seed);
+            for q in 0..3 {
+                let query: Vec<f32> =
+                    if q == 0 { cached.data[3 * dim..4 * dim].to_vec() } else { cache(1, dim, seed * 10 + q).data };
+                for (limit, wide_limit) in [(10, 26), (50, 50), (1, 200), (0, 5), (5, 0), (n, n + 3)] {
+                    let filter = SearchFilter::default();
+                    for screen in [DenseScreen::Exact, DenseScreen::FourBit] {
+                        let (active, wide) =
+                            scan_tiers(&cached, dim, &query, &filter, &labels, limit, wide_limit, screen);
+                        let expected_active = brute(&cached, dim, &query, false, limit);
+                        let expected_wide = brute(&cached, dim, &query, true, wide_limit);
+                        let got: Vec<(MemoryId, f32)> = active.iter().map(|h| (h.id, h.score as f32)).collect();
+                        assert_eq!(got, expected_active, "n {n}, query {q}, limits {limit}/{wide_limit}, {screen:?}");
+                        let got: Vec<(MemoryId, f32)> = wide.iter().map(|(h, _)| (h.id, h.score as f32)).collect();
+                        assert_eq!(got, expected_wide, "n {n}, query {q}, limits {limit}/{wide_limit}, {screen:?}");
+                        for (hit, status) in &wide {
+                            let row = cached.entries.iter().find(|e| e.id == hit.id).expect("a cached row");
+                            assert_eq!(*status, row.status);
+                        }
+                        assert!(wide.iter().any(|(_, s)| *s == Status::Archived) || wide_limit < n);
+                    }
+                }
             }
         }
     }
@@ -398,5 +552,56 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::tests_support::cache;
+    use super::*;
+
+    /// Not a test: `cargo test --release -p membank-store --lib scan_timing -- --ignored
+    /// --nocapture` prints a 100k-row scan's time and its parts.
+    #[test]
+    #[ignore]
+    fn scan_timing() {
+        let (n, dim) = (100_000, 384);
+        let cached = cache(n, dim, 3);
+        let labels = Labels { agent: None, session: None };
+        let filter = SearchFilter::default();
+        let query = cache(1, dim, 99).data;
+        let median = |mut t: Vec<f64>| {
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2]
+        };
+        let (mut whole, mut admit, mut screen) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..41 {
+            let start = std::time::Instant::now();
+            let hits = scan(&cached, dim, &query, &filter, &labels, 50, DenseScreen::FourBit);
+            whole.push(start.elapsed().as_secs_f64() * 1e3);
+            assert_eq!(hits.len(), 50);
+            let start = std::time::Instant::now();
+            let rows: Vec<u32> = cached
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.admitted(&filter, &labels))
+                .map(|(i, _)| i as u32)
+                .collect();
+            admit.push(start.elapsed().as_secs_f64() * 1e3);
+            let start = std::time::Instant::now();
+            let kept = four_bit_screen(&cached, dim, &query, &rows, &|rows, approx, error| {
+                within_reach(rows, approx, 50, error)
+            });
+            screen.push(start.elapsed().as_secs_f64() * 1e3);
+            assert!(kept.len() >= 50);
+        }
+        eprintln!(
+            "scan of {n} rows: {:.3} ms; admission {:.3} ms, 4-bit screen {:.3} ms (medians of 41, {})",
+            median(whole),
+            median(admit),
+            median(screen),
+            kernels::scan_path()
+        );
     }
 }

@@ -695,6 +695,47 @@ impl Store for SqliteStore {
         })
     }
 
+    fn dense_search_tiers(
+        &self,
+        scope: &Scope,
+        model: &EmbeddingModel,
+        query: &[f32],
+        filter: &SearchFilter,
+        limit: usize,
+        wide_limit: usize,
+    ) -> Result<crate::DenseTiers, StoreError> {
+        if query.len() != model.dim {
+            return Err(StoreError::Invalid(membank_core::InvalidInput::new(
+                "query vector",
+                format!("has {} dimensions, the model {}", query.len(), model.dim),
+            )));
+        }
+        self.read(|conn| {
+            let Some((user, revision)) = user_row(conn, &scope.tenant, &scope.user)? else {
+                return Ok((Vec::new(), Vec::new()));
+            };
+            if !check_model(conn, model)? || limit.max(wide_limit) == 0 {
+                return Ok((Vec::new(), Vec::new()));
+            }
+            let labels = Labels {
+                agent: scope.agent.as_ref().map(|a| a.as_str()),
+                session: scope.session.as_ref().map(|s| s.as_str()),
+            };
+            self.vectors.search_tiers(
+                &mut SqliteSource { conn, user_row: user },
+                user,
+                revision,
+                model.dim,
+                query,
+                filter,
+                &labels,
+                limit,
+                wide_limit,
+                self.dense_screen,
+            )
+        })
+    }
+
     fn lexical_search(
         &self,
         scope: &Scope,

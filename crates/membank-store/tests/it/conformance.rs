@@ -671,6 +671,48 @@ conformance! {
         assert!(matches!(store.dense_search(&ana, &model(), &[1.0; 3], &plain_filter, 10), Err(StoreError::Invalid(_))));
     }
 
+    fn the_tiers_search_gives_both_searches_and_the_statuses(fx: Fixture) {
+        let store = fx.store.as_ref();
+        let ana = scope("ana");
+        ensure(store, &ana);
+        let ids: Vec<MemoryId> = (0..30).map(|i| note(store, &ana, &format!("note {i}"), t0() + Duration::minutes(i), i as u64 + 1)).collect();
+        for &id in ids.iter().step_by(4) {
+            store.archive(&ana, id, "x", t0()).unwrap();
+        }
+        let mut summary = memory(&ana, Kind::DailySummary, "summary", t0() + Duration::days(1));
+        summary.derived_from = vec![ids[1]];
+        store.insert_superseding(NewMemory { memory: summary, embedding: Some((model(), unit(99))) }, &[ids[1]], t0() + Duration::days(1)).unwrap();
+        let notes = SearchFilter { kinds: vec![Kind::Note], ..Default::default() };
+        for filter in [SearchFilter::default(), notes] {
+            for (limit, wide) in [(5, 12), (12, 5), (0, 40), (40, 0)] {
+                let query = unit(7);
+                let (active, tiers) = store.dense_search_tiers(&ana, &model(), &query, &filter, limit, wide).unwrap();
+                assert_eq!(active, store.dense_search(&ana, &model(), &query, &filter, limit).unwrap(), "{filter:?} {limit}/{wide}");
+                let audit = SearchFilter { include_archived: true, ..filter.clone() };
+                let expected = store.dense_search(&ana, &model(), &query, &audit, wide).unwrap();
+                assert_eq!(tiers.iter().map(|(h, _)| *h).collect::<Vec<_>>(), expected, "{filter:?} {limit}/{wide}");
+                let got: Vec<MemoryId> = tiers.iter().map(|(h, _)| h.id).collect();
+                let rows = store.get_many(&ana, &got).unwrap();
+                for (hit, status) in &tiers {
+                    assert_eq!(Some(*status), rows.iter().find(|m| m.id == hit.id).map(|m| m.status));
+                }
+                if wide >= 30 {
+                    assert!(tiers.iter().any(|(_, s)| *s == Status::Archived));
+                    assert!(tiers.iter().any(|(_, s)| *s == Status::Superseded));
+                }
+            }
+        }
+        // Another user's memories are never in either list, and an unknown user has none.
+        let bo = scope("bo");
+        ensure(store, &bo);
+        note(store, &bo, "bo's", t0(), 7);
+        let (active, tiers) = store.dense_search_tiers(&ana, &model(), &unit(7), &SearchFilter::default(), 50, 50).unwrap();
+        assert!(!active.iter().chain(tiers.iter().map(|(h, _)| h)).any(|h| store.get_many(&bo, &[h.id]).unwrap().len() == 1));
+        let (a, t) = store.dense_search_tiers(&scope("nobody"), &model(), &unit(7), &SearchFilter::default(), 5, 5).unwrap();
+        assert!(a.is_empty() && t.is_empty());
+        assert!(matches!(store.dense_search_tiers(&ana, &model(), &[1.0; 3], &SearchFilter::default(), 5, 5), Err(StoreError::Invalid(_))));
+    }
+
     fn chinese_text_is_found_by_its_bigrams(fx: Fixture) {
         let store = fx.store.as_ref();
         let ana = scope("ana");
