@@ -617,22 +617,31 @@ impl Store for SqliteStore {
             if query.pinned_only {
                 sql.push_str(" AND m.pinned = 1");
             }
-            sql.push_str(" AND (:from IS NULL OR m.day >= :from) AND (:to IS NULL OR m.day <= :to)");
+            // A day bound is written only when given: `(:from IS NULL OR m.day >= :from)` kept
+            // the planner off the day index, so a day's summaries at 100k memories read all
+            // of the person's rows (25 ms a recall with a time in its question).
+            let (from, to) =
+                (query.day_from.map(|d| d.format("%Y-%m-%d").to_string()), query.day_to.map(|d| d.format("%Y-%m-%d").to_string()));
+            if from.is_some() {
+                sql.push_str(" AND m.day >= :from");
+            }
+            if to.is_some() {
+                sql.push_str(" AND m.day <= :to");
+            }
             sql.push_str(if query.oldest_first { " ORDER BY m.occurred_at ASC, m.seq ASC" } else { " ORDER BY m.occurred_at DESC, m.seq DESC" });
             sql.push_str(" LIMIT :limit OFFSET :offset");
             let mut stmt = conn.prepare(&sql)?;
-            let rows = stmt.query_map(
-                rusqlite::named_params! {
-                    ":user": user,
-                    ":agent": scope.agent.as_ref().map(|a| a.as_str()),
-                    ":session": scope.session.as_ref().map(|s| s.as_str()),
-                    ":from": query.day_from.map(|d| d.format("%Y-%m-%d").to_string()),
-                    ":to": query.day_to.map(|d| d.format("%Y-%m-%d").to_string()),
-                    ":limit": query.limit as i64,
-                    ":offset": query.offset as i64,
-                },
-                row_to_memory,
-            )?;
+            let (agent, session) = (scope.agent.as_ref().map(|a| a.as_str()), scope.session.as_ref().map(|s| s.as_str()));
+            let (limit, offset) = (query.limit as i64, query.offset as i64);
+            let mut params: Vec<(&str, &dyn rusqlite::ToSql)> =
+                vec![(":user", &user), (":agent", &agent), (":session", &session), (":limit", &limit), (":offset", &offset)];
+            if let Some(from) = &from {
+                params.push((":from", from));
+            }
+            if let Some(to) = &to {
+                params.push((":to", to));
+            }
+            let rows = stmt.query_map(params.as_slice(), row_to_memory)?;
             Ok(rows.collect::<Result<_, _>>()?)
         })
     }
