@@ -79,6 +79,9 @@ pub(crate) trait UserRows: Default + Send + Sync + 'static {
     fn heap_bytes(&self) -> usize;
     /// Gives back spare capacity after a whole load, when the final sizes are known.
     fn shrink(&mut self);
+    /// Called after the rows' statuses were patched in place through [`UserRows::rows_mut`]
+    /// (for a cache that keeps its own copy of them).
+    fn statuses_patched(&mut self) {}
 }
 
 struct Synced<T> {
@@ -133,6 +136,7 @@ impl<T: UserRows> UserCache<T> {
             && cached.max_seq <= max_seq
             && refresh_statuses(source, cached.rows.rows_mut())?
         {
+            cached.rows.statuses_patched();
             cached.revision = revision;
         }
         let whole = !cached.loaded || cached.revision != revision || cached.max_seq > max_seq;

@@ -61,6 +61,9 @@ pub(crate) struct UserVectors {
     /// their scales; empty when `dim` is odd.
     codes4: Vec<u8>,
     scales4: Vec<f32>,
+    /// Each entry's status again, one byte a row: the admission of a search with no other
+    /// filter reads these instead of the entries (64 bytes a row).
+    statuses: Vec<Status>,
     /// Heap bytes of the entries' label strings.
     label_bytes: usize,
 }
@@ -132,6 +135,7 @@ impl UserRows for UserVectors {
             + self.scales.capacity() * std::mem::size_of::<f32>()
             + self.codes4.capacity()
             + self.scales4.capacity() * std::mem::size_of::<f32>()
+            + self.statuses.capacity()
     }
 
     fn shrink(&mut self) {
@@ -141,6 +145,12 @@ impl UserRows for UserVectors {
         self.scales.shrink_to_fit();
         self.codes4.shrink_to_fit();
         self.scales4.shrink_to_fit();
+        self.statuses.shrink_to_fit();
+    }
+
+    fn statuses_patched(&mut self) {
+        self.statuses.clear();
+        self.statuses.extend(self.entries.iter().map(|e| e.status));
     }
 }
 
@@ -153,6 +163,7 @@ fn load_after(source: &mut dyn Source, dim: usize, after: i64, cached: &mut User
         cached.data.reserve_exact(n * dim);
         cached.codes.reserve_exact(n * dim);
         cached.scales.reserve_exact(n);
+        cached.statuses.reserve_exact(n);
         if dim.is_multiple_of(2) {
             cached.codes4.reserve_exact(n * dim / 2);
             cached.scales4.reserve_exact(n);
@@ -169,6 +180,8 @@ fn load_after(source: &mut dyn Source, dim: usize, after: i64, cached: &mut User
         last = entry.seq;
         cached.label_bytes += entry.label_bytes();
         reserve_rows(&mut cached.entries, 1, appending);
+        reserve_rows(&mut cached.statuses, 1, appending);
+        cached.statuses.push(entry.status);
         cached.entries.push(entry);
         let start = cached.data.len();
         reserve_rows(&mut cached.data, dim, appending);
@@ -258,8 +271,7 @@ fn scan(
     limit: usize,
     screen: DenseScreen,
 ) -> Vec<Hit> {
-    let rows: Vec<u32> =
-        cached.entries.iter().enumerate().filter(|(_, e)| e.admitted(filter, labels)).map(|(i, _)| i as u32).collect();
+    let rows = admitted(cached, filter, labels);
     let [best] = scan_groups(cached, dim, query, rows, [(None, limit)], screen);
     hits(cached, best)
 }
@@ -279,12 +291,27 @@ fn scan_tiers(
     screen: DenseScreen,
 ) -> crate::DenseTiers {
     let wide = SearchFilter { include_archived: true, ..filter.clone() };
-    let rows: Vec<u32> =
-        cached.entries.iter().enumerate().filter(|(_, e)| e.admitted(&wide, labels)).map(|(i, _)| i as u32).collect();
+    let rows = admitted(cached, &wide, labels);
     let narrow = |r: u32| cached.entries[r as usize].admitted(filter, labels);
     let [best, best_wide] = scan_groups(cached, dim, query, rows, [(Some(&narrow), limit), (None, wide_limit)], screen);
     let statuses: Vec<Status> = best_wide.iter().map(|&(_, r)| cached.entries[r].status).collect();
     (hits(cached, best), hits(cached, best_wide).into_iter().zip(statuses).collect())
+}
+
+/// The rows a search with `filter` and `labels` may return, in row order. Without kinds,
+/// days or labels only the status decides, read from the compact copy.
+fn admitted(cached: &UserVectors, filter: &SearchFilter, labels: &Labels<'_>) -> Vec<u32> {
+    let by_status_only = filter.kinds.is_empty()
+        && filter.day_from.is_none()
+        && filter.day_to.is_none()
+        && labels.agent.is_none()
+        && labels.session.is_none();
+    if by_status_only {
+        let archived = filter.include_archived;
+        let admit = |s: Status| s == Status::Active || (archived && matches!(s, Status::Archived | Status::Superseded));
+        return cached.statuses.iter().enumerate().filter(|(_, s)| admit(**s)).map(|(i, _)| i as u32).collect();
+    }
+    cached.entries.iter().enumerate().filter(|(_, e)| e.admitted(filter, labels)).map(|(i, _)| i as u32).collect()
 }
 
 fn hits(cached: &UserVectors, scored: Vec<(f32, usize)>) -> Vec<Hit> {
@@ -427,6 +454,7 @@ mod tests_support {
             cached.data.extend_from_slice(&row);
             let status = if i % 11 == 3 { Status::Archived } else { Status::Active };
             let at = chrono::DateTime::from_timestamp(1_700_000_000 + i as i64, 0).expect("valid");
+            cached.statuses.push(status);
             cached.entries.push(RowMeta {
                 seq: i as i64 + 1,
                 id: MemoryId::generate(at),
