@@ -292,8 +292,11 @@ fn scan_tiers(
 ) -> crate::DenseTiers {
     let wide = SearchFilter { include_archived: true, ..filter.clone() };
     let rows = admitted(cached, &wide, labels);
-    let narrow = |r: u32| cached.entries[r as usize].admitted(filter, labels);
-    let [best, best_wide] = scan_groups(cached, dim, query, rows, [(Some(&narrow), limit), (None, wide_limit)], screen);
+    // The rows pass the wide filter, which differs from `filter` at most in admitting the
+    // archived and superseded: the narrow group is the active ones among them.
+    let active = |r: u32| cached.statuses[r as usize] == Status::Active;
+    let narrow: Option<&dyn Fn(u32) -> bool> = if filter.include_archived { None } else { Some(&active) };
+    let [best, best_wide] = scan_groups(cached, dim, query, rows, [(narrow, limit), (None, wide_limit)], screen);
     let statuses: Vec<Status> = best_wide.iter().map(|&(_, r)| cached.entries[r].status).collect();
     (hits(cached, best), hits(cached, best_wide).into_iter().zip(statuses).collect())
 }
