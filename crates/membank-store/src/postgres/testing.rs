@@ -91,7 +91,20 @@ impl TestDatabase {
                 client.execute("SELECT citus_set_coordinator_host($1, $2)", &[host, port])?;
             }
             for ((host, port), _) in &workers {
-                client.execute("SELECT citus_add_node($1, $2)", &[host, port])?;
+                // A worker's Citus maintenance daemon, just started in the new database, may
+                // update the catalog row citus_add_node does ("tuple concurrently updated"):
+                // the call is one transaction, so it is tried again.
+                let mut attempt = 0;
+                loop {
+                    match client.execute("SELECT citus_add_node($1, $2)", &[host, port]) {
+                        Ok(_) => break,
+                        Err(_) if attempt < 10 => {
+                            attempt += 1;
+                            std::thread::sleep(std::time::Duration::from_millis(100 * attempt));
+                        }
+                        Err(err) => return Err(err),
+                    }
+                }
             }
         }
         Ok(database)

@@ -116,7 +116,14 @@ pub(super) fn import_users(store: &PgStore, users: Vec<UserImport>, merge: bool)
         let mut uids: Vec<Uuid> = users.iter().map(|u| user_uid(&u.state.tenant, &u.state.user)).collect();
         uids.sort();
         uids.dedup();
-        let existing: HashSet<Uuid> = tx.query("SELECT uid FROM users WHERE uid = ANY($1) ORDER BY uid FOR NO KEY UPDATE", &[&uids])?.iter().map(|row| col(row, 0)).collect::<Result<_, _>>()?;
+        // One statement per user: Citus routes a row lock only by an equality on `uid` (a lock
+        // of `uid = ANY(...)` spans shards, which it refuses).
+        let mut existing: HashSet<Uuid> = HashSet::new();
+        for uid in &uids {
+            if tx.query_opt("SELECT 1 FROM users WHERE uid = $1 FOR NO KEY UPDATE", &[uid])?.is_some() {
+                existing.insert(*uid);
+            }
+        }
         if !merge && !existing.is_empty() {
             let mut taken: Vec<String> = users.iter().filter(|u| existing.contains(&user_uid(&u.state.tenant, &u.state.user))).map(|u| format!("{}/{}", u.state.tenant, u.state.user)).collect();
             taken.dedup();
