@@ -20,6 +20,8 @@ pub struct TestDatabase {
     pub name: String,
     /// Its URL (the admin URL with this database).
     pub url: String,
+    /// Whether it is a Citus cluster (the admin URL's database is a Citus coordinator).
+    pub citus: bool,
 }
 
 impl TestDatabase {
@@ -77,6 +79,7 @@ impl TestDatabase {
             workers: workers.iter().map(|(_, config)| config.clone()).collect(),
             url: with_database(admin_url, &name),
             name,
+            citus,
         };
         if citus {
             for (_, config) in &workers {

@@ -62,8 +62,15 @@ pub(super) fn export_user(
         } else {
             None
         };
-        let sql = format!("SELECT {MEMORY_COLUMNS}, e.vector FROM memories m LEFT JOIN embeddings e ON e.uid = m.uid AND e.seq = m.seq AND $2 WHERE m.uid = $1 ORDER BY m.seq");
-        let params: [&(dyn postgres::types::ToSql + Sync); 2] = [&uid, &vectors];
+        // Without the vectors, no join at all, rather than a join on a parameter (`AND $2`):
+        // Citus plans a join condition that is not an equality of the distribution columns
+        // as a cross-shard join, which it refuses.
+        let sql = if vectors {
+            format!("SELECT {MEMORY_COLUMNS}, e.vector FROM memories m LEFT JOIN embeddings e ON e.uid = m.uid AND e.seq = m.seq WHERE m.uid = $1 ORDER BY m.seq")
+        } else {
+            format!("SELECT {MEMORY_COLUMNS}, NULL::vector FROM memories m WHERE m.uid = $1 ORDER BY m.seq")
+        };
+        let params: [&(dyn postgres::types::ToSql + Sync); 1] = [&uid];
         let mut rows = tx.query_iter(&sql, &params)?;
         while let Some(row) = rows.next().map_err(PgError::from)? {
             let (_, memory) = row_to_memory(&row, tenant, user)?;
