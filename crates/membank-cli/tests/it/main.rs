@@ -70,10 +70,12 @@ impl Bank {
             );
             return None;
         };
-        Some(Self {
-            dir: tempfile::tempdir().unwrap(),
-            pg: Some(membank_store::postgres::testing::TestDatabase::create(&url, test)),
-        })
+        let database = membank_store::postgres::testing::TestDatabase::create(&url, test);
+        assert!(
+            std::env::var("MEMBANK_REQUIRE_CITUS").as_deref() != Ok("1") || database.citus,
+            "MEMBANK_REQUIRE_CITUS=1 but MEMBANK_TEST_PG_URL is not a Citus coordinator (scripts/citus-dev.sh start prints one)"
+        );
+        Some(Self { dir: tempfile::tempdir().unwrap(), pg: Some(database) })
     }
 
     /// The SQLite file of a SQLite bank.

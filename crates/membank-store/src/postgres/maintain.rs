@@ -159,7 +159,7 @@ impl PlanTx for UserWriter<'_, '_> {
     fn update(&mut self, seq: i64, values: &UpdateValues<'_>) -> Result<(), StoreError> {
         self.tx.execute(
             "UPDATE memories SET importance = $3, layer = $4, base_importance = coalesce($5, base_importance),
-               metadata = CASE WHEN $6::text IS NULL THEN metadata ELSE jsonb_set(metadata, '{importance_source}', to_jsonb($6::text)) END,
+               metadata = CASE WHEN $6::jsonb IS NULL THEN metadata ELSE jsonb_set(metadata, '{importance_source}', $6::jsonb) END,
                recall_count = recall_count + $7, access_frequency = access_frequency + $8, decay_factor = coalesce($9, decay_factor)
              WHERE uid = $1 AND seq = $2",
             &[
@@ -168,7 +168,9 @@ impl PlanTx for UserWriter<'_, '_> {
                 &values.importance,
                 &values.layer.as_str(),
                 &values.base,
-                &values.source,
+                // As a JSON string made here, not `to_jsonb($6)` in SQL: Citus refuses a
+                // function that is not IMMUTABLE (to_jsonb is STABLE) inside a CASE.
+                &values.source.map(|source| serde_json::Value::String(source.to_string())),
                 &i64::from(values.add_recalls),
                 &values.add_frequency,
                 &values.decay_factor,

@@ -7,36 +7,35 @@
 //! Every table that holds a user's data starts its primary key with `uid`, the user's key:
 //! a UUIDv5 of `(tenant, user)` computed by the store ([`super::user_uid`]), never looked up
 //! from another table. One user's rows therefore sit together in each table's primary key
-//! index (a user's memories are one index range), and every table can be hash-distributed
-//! by `uid` with Citus, colocated, so every statement of an operation (which names one
-//! user) is routed to the one worker that holds that user. A tenant's users are spread over
-//! the workers, which is what a tenant with many users wants. The distribution DDL, run once
-//! on the coordinator after the first `PgStore::open` created the tables (not run by
-//! membank, and not tested here):
+//! index (a user's memories are one index range), and every table is hash-distributed by
+//! `uid` when the database is a Citus coordinator, colocated, so every statement of an
+//! operation (which names one user) is routed to the one worker that holds that user. A
+//! tenant's users are spread over the workers, which is what a tenant with many users wants.
 //!
-//! ```sql
-//! -- Small tables every node may read: the store's settings, API keys, the schema version.
-//! SELECT create_reference_table('schema_version');
-//! SELECT create_reference_table('store_meta');
-//! SELECT create_reference_table('api_keys');
-//! -- Everything of a user, by the user's key, on the same shards.
-//! SELECT create_distributed_table('users', 'uid');
-//! SELECT create_distributed_table('memories', 'uid', colocate_with => 'users');
-//! SELECT create_distributed_table('embeddings', 'uid', colocate_with => 'users');
-//! SELECT create_distributed_table('events', 'uid', colocate_with => 'users');
-//! SELECT create_distributed_table('recent_queries', 'uid', colocate_with => 'users');
-//! SELECT create_distributed_table('idempotency_keys', 'uid', colocate_with => 'users');
-//! ```
+//! When `citus` is among the database's extensions (`pg_extension`) and the database is
+//! empty, the first migration creates the tables and, in the same transaction, distributes
+//! them ([`DISTRIBUTION`]): the tenant-wide tables (`schema_version`, `store_meta`,
+//! `api_keys`) become reference tables, copied to every node; the user tables are
+//! distributed by `uid`, colocated with `users`. Every later open checks that the schema is
+//! distributed exactly so ([`check_distribution`]) and refuses one that is half
+//! distributed (some tables distributed, others not, or distributed otherwise), naming
+//! the tables; a schema made by a plain-PostgreSQL membank before `citus` was created
+//! (none distributed) is refused too, since its tables would all stay on the coordinator.
 //!
 //! Citus requires every primary key and unique constraint of a distributed table to
 //! contain the distribution column, and foreign keys between distributed tables to include
-//! it: all of ours do (`(uid, seq)`, `(uid, id)`, `(uid, key)`). The
-//! only statements that span users are the operations reads that are meant to
-//! (`list_users` of a tenant, `all_users`, `users_due_for_maintenance`) and an import's
-//! check that a memory or event id is not already another user's; Citus runs those on
-//! every worker. Sequences (`seq`) are global `bigserial`s: Citus hands each node its own
-//! range, and the store relies only on each user's values rising in commit order, which
-//! holds because every write transaction first locks its user's row.
+//! it: all of ours do (`(uid, seq)`, `(uid, id)`, `(uid, key)`). The only statements that
+//! span users are the operations reads that are meant to (`list_users` of a tenant,
+//! `all_users`, `users_due_for_maintenance`, `check`) and an import's check that a memory
+//! or event id is not already another user's; the coordinator runs those on every worker
+//! and merges. Sequences (`seq`, `row_seq`) are `bigserial`s whose values the coordinator
+//! draws, and the store relies only on each user's values rising in commit order, which
+//! holds because every write transaction first locks its user's row. Row locks
+//! (`FOR NO KEY UPDATE` of the user's row, `FOR UPDATE` of memories) name the user's `uid`,
+//! so they are routed to that user's worker; the migration's advisory lock is taken on the
+//! coordinator, which every client goes through.
+
+use std::collections::HashMap;
 
 use postgres::Client;
 
@@ -224,14 +223,110 @@ pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
 /// migrate one after the other.
 const MIGRATION_LOCK: i64 = 0x6d65_6d62_616e_6b31;
 
-/// Brings the database to [`CURRENT_VERSION`], one transaction per step.
+/// How the tables are spread over a Citus cluster: `None`, a reference table (a copy on
+/// every node); `Some(column)`, hash-distributed by that column, colocated with `users`. In
+/// the order they are distributed (a table before those whose foreign keys name it).
+pub(super) const DISTRIBUTION: &[(&str, Option<&str>)] = &[
+    ("schema_version", None),
+    ("store_meta", None),
+    ("api_keys", None),
+    ("users", Some("uid")),
+    ("memories", Some("uid")),
+    ("embeddings", Some("uid")),
+    ("events", Some("uid")),
+    ("recent_queries", Some("uid")),
+    ("idempotency_keys", Some("uid")),
+];
+
+/// Whether the database is a Citus coordinator (or a single-node Citus): the `citus`
+/// extension is created in it.
+pub(super) fn is_citus(client: &mut impl postgres::GenericClient) -> Result<bool, StoreError> {
+    let found: bool = client
+        .query_one("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')", &[])
+        .map_err(PgError::from)?
+        .get(0);
+    Ok(found)
+}
+
+/// Distributes the freshly created tables ([`DISTRIBUTION`]), in the transaction that made them.
+fn distribute(tx: &mut postgres::Transaction<'_>) -> Result<(), StoreError> {
+    for (table, column) in DISTRIBUTION {
+        // The names are this file's constants (and the functions take a regclass, which a
+        // text parameter is not).
+        let sql = match column {
+            None => format!("SELECT create_reference_table('{table}')"),
+            Some(column) if *table == "users" => format!("SELECT create_distributed_table('{table}', '{column}')"),
+            Some(column) => {
+                format!("SELECT create_distributed_table('{table}', '{column}', colocate_with => 'users')")
+            }
+        };
+        tx.batch_execute(&sql).map_err(PgError::from)?;
+    }
+    tracing::info!("distributed the membank schema over the Citus cluster");
+    Ok(())
+}
+
+/// On a Citus database with the membank schema: every table of [`DISTRIBUTION`] is
+/// distributed as listed and the user tables are colocated, or the schema is refused with
+/// what is wrong.
+pub(super) fn check_distribution(client: &mut impl postgres::GenericClient) -> Result<(), StoreError> {
+    // partmethod 'n' is a reference table, 'h' hash-distributed; column_to_column_name gives
+    // the distribution column's name.
+    let rows = client
+        .query(
+            "SELECT logicalrelid::regclass::text, partmethod::text,
+                    CASE WHEN partmethod = 'h' THEN column_to_column_name(logicalrelid, partkey) END,
+                    colocationid
+               FROM pg_dist_partition",
+            &[],
+        )
+        .map_err(PgError::from)?;
+    let found: HashMap<String, (String, Option<String>, i32)> =
+        rows.iter().map(|r| (r.get::<_, String>(0), (r.get(1), r.get(2), r.get(3)))).collect();
+    let mut wrong = Vec::new();
+    let mut colocation = None;
+    for (table, column) in DISTRIBUTION {
+        let how = found.get(*table);
+        let ok = match (column, how) {
+            (None, Some((method, _, _))) => method == "n",
+            (Some(column), Some((method, Some(partkey), id))) => {
+                let same_group = *colocation.get_or_insert(*id) == *id;
+                method == "h" && partkey == column && same_group
+            }
+            _ => false,
+        };
+        if !ok {
+            wrong.push(match column {
+                None => format!("{table} (should be a reference table)"),
+                Some(column) => format!("{table} (should be distributed by {column}, colocated with users)"),
+            });
+        }
+    }
+    if wrong.is_empty() {
+        return Ok(());
+    }
+    let how = if wrong.len() == DISTRIBUTION.len() { "not distributed" } else { "half distributed" };
+    Err(StoreError::Corrupt(format!(
+        "the database has the citus extension but its membank schema is {how}: {}; \
+         membank distributes the schema itself when it creates it on an empty Citus database \
+         (migrate into a new one with `membank migrate --to`)",
+        wrong.join(", ")
+    )))
+}
+
+/// Brings the database to [`CURRENT_VERSION`], one transaction per step; on Citus, creates
+/// the schema distributed and checks the distribution of an existing one.
 pub(super) fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    let citus = is_citus(client)?;
     loop {
         let mut tx = client.transaction().map_err(PgError::from)?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).map_err(PgError::from)?;
         let found = version(&mut tx)?;
         if found > CURRENT_VERSION {
             return Err(StoreError::NewerSchema { found, supported: CURRENT_VERSION });
+        }
+        if citus && found > 0 {
+            check_distribution(&mut tx)?;
         }
         if found == CURRENT_VERSION {
             return Ok(());
@@ -259,11 +354,24 @@ pub(super) fn migrate(client: &mut Client) -> Result<(), StoreError> {
             .map_err(PgError::from)?;
         }
         let next = found + 1;
-        tx.batch_execute(MIGRATIONS[found as usize]).map_err(PgError::from)?;
+        // One statement at a time: Citus forwards a DDL statement's whole query string to the
+        // workers, and a worker refuses several commands in one (extended-protocol) string.
+        for statement in statements(MIGRATIONS[found as usize]) {
+            tx.batch_execute(statement).map_err(PgError::from)?;
+        }
+        if citus && found == 0 {
+            distribute(&mut tx)?;
+        }
         tx.execute("UPDATE schema_version SET version = $1", &[&next]).map_err(PgError::from)?;
         tx.commit().map_err(PgError::from)?;
         tracing::info!(version = next, "migrated PostgreSQL schema");
     }
+}
+
+/// A migration's statements: its text cut after each `;` that ends a line (no statement of
+/// ours has one inside), without blank pieces.
+fn statements(migration: &str) -> impl Iterator<Item = &str> {
+    migration.split_inclusive(";\n").map(str::trim).filter(|s| !s.is_empty())
 }
 
 /// The schema version of the database (0: no membank schema).

@@ -62,8 +62,15 @@ pub(super) fn export_user(
         } else {
             None
         };
-        let sql = format!("SELECT {MEMORY_COLUMNS}, e.vector FROM memories m LEFT JOIN embeddings e ON e.uid = m.uid AND e.seq = m.seq AND $2 WHERE m.uid = $1 ORDER BY m.seq");
-        let params: [&(dyn postgres::types::ToSql + Sync); 2] = [&uid, &vectors];
+        // Without the vectors, no join at all, rather than a join on a parameter (`AND $2`):
+        // Citus plans a join condition that is not an equality of the distribution columns
+        // as a cross-shard join, which it refuses.
+        let sql = if vectors {
+            format!("SELECT {MEMORY_COLUMNS}, e.vector FROM memories m LEFT JOIN embeddings e ON e.uid = m.uid AND e.seq = m.seq WHERE m.uid = $1 ORDER BY m.seq")
+        } else {
+            format!("SELECT {MEMORY_COLUMNS}, NULL::vector FROM memories m WHERE m.uid = $1 ORDER BY m.seq")
+        };
+        let params: [&(dyn postgres::types::ToSql + Sync); 1] = [&uid];
         let mut rows = tx.query_iter(&sql, &params)?;
         while let Some(row) = rows.next().map_err(PgError::from)? {
             let (_, memory) = row_to_memory(&row, tenant, user)?;
@@ -116,7 +123,14 @@ pub(super) fn import_users(store: &PgStore, users: Vec<UserImport>, merge: bool)
         let mut uids: Vec<Uuid> = users.iter().map(|u| user_uid(&u.state.tenant, &u.state.user)).collect();
         uids.sort();
         uids.dedup();
-        let existing: HashSet<Uuid> = tx.query("SELECT uid FROM users WHERE uid = ANY($1) ORDER BY uid FOR NO KEY UPDATE", &[&uids])?.iter().map(|row| col(row, 0)).collect::<Result<_, _>>()?;
+        // One statement per user: Citus routes a row lock only by an equality on `uid` (a lock
+        // of `uid = ANY(...)` spans shards, which it refuses).
+        let mut existing: HashSet<Uuid> = HashSet::new();
+        for uid in &uids {
+            if tx.query_opt("SELECT 1 FROM users WHERE uid = $1 FOR NO KEY UPDATE", &[uid])?.is_some() {
+                existing.insert(*uid);
+            }
+        }
         if !merge && !existing.is_empty() {
             let mut taken: Vec<String> = users.iter().filter(|u| existing.contains(&user_uid(&u.state.tenant, &u.state.user))).map(|u| format!("{}/{}", u.state.tenant, u.state.user)).collect();
             taken.dedup();

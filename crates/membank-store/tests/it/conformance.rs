@@ -125,8 +125,19 @@ pub mod pg {
 
     use super::Fixture;
 
+    /// With `MEMBANK_REQUIRE_CITUS=1`, fails unless `database` is a Citus cluster (the URL
+    /// is a coordinator's): the Citus run of the suite cannot pass on plain PostgreSQL.
+    pub fn require_citus(database: &TestDatabase) {
+        let required = std::env::var("MEMBANK_REQUIRE_CITUS").is_ok_and(|v| v == "1");
+        assert!(
+            !required || database.citus,
+            "MEMBANK_REQUIRE_CITUS=1 but MEMBANK_TEST_PG_URL is not a Citus coordinator (scripts/citus-dev.sh start prints one)"
+        );
+    }
+
     pub fn fixture(admin_url: &str, test: &str) -> Fixture {
         let database = TestDatabase::create(admin_url, test);
+        require_citus(&database);
         let store = Arc::new(PgStore::open(&database.url).unwrap());
         let (other_url, check) = (database.url.clone(), Arc::clone(&store));
         Fixture {

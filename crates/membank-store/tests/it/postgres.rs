@@ -41,6 +41,81 @@ fn a_newer_schema_is_refused() {
     }
 }
 
+/// On a Citus coordinator (`scripts/citus-dev.sh`), the schema is created distributed: the
+/// user tables by `uid`, colocated, with shards on both workers, the tenant-wide tables as
+/// reference tables; and a schema one of whose tables was undistributed is refused, naming
+/// it. On plain PostgreSQL it checks that nothing Citus-specific was done.
+#[test]
+fn on_citus_the_schema_is_distributed_by_user_and_a_half_distributed_one_is_refused() {
+    let Some(url) = server("on_citus_the_schema_is_distributed_by_user_and_a_half_distributed_one_is_refused") else {
+        return;
+    };
+    let database = TestDatabase::create(&url, "citus_layout");
+    crate::conformance::pg::require_citus(&database);
+    let store = PgStore::open(&database.url).unwrap();
+    drop(store);
+    let mut client = admin(&database);
+    let citus: bool =
+        client.query_one("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')", &[]).unwrap().get(0);
+    assert_eq!(citus, database.citus);
+    if !citus {
+        return;
+    }
+    let layout: Vec<(String, String, Option<String>)> = client
+        .query(
+            "SELECT logicalrelid::regclass::text, partmethod::text,
+                    CASE WHEN partmethod = 'h' THEN column_to_column_name(logicalrelid, partkey) END
+               FROM pg_dist_partition ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let hashed = |t: &str| (t.to_string(), "h".to_string(), Some("uid".to_string()));
+    let reference = |t: &str| (t.to_string(), "n".to_string(), None);
+    assert_eq!(
+        layout,
+        vec![
+            reference("api_keys"),
+            hashed("embeddings"),
+            hashed("events"),
+            hashed("idempotency_keys"),
+            hashed("memories"),
+            hashed("recent_queries"),
+            reference("schema_version"),
+            reference("store_meta"),
+            hashed("users"),
+        ]
+    );
+    let colocations: i64 = client
+        .query_one("SELECT count(DISTINCT colocationid) FROM pg_dist_partition WHERE partmethod = 'h'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(colocations, 1, "the user tables are colocated");
+    // The users' shards are on every worker.
+    let (workers, placed): (i64, i64) = {
+        let row = client
+            .query_one(
+                "SELECT (SELECT count(*) FROM pg_dist_node WHERE groupid <> 0 AND isactive),
+                        (SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'users'::regclass)",
+                &[],
+            )
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert!(workers >= 2, "a coordinator with at least two workers, found {workers}");
+    assert_eq!(placed, workers, "the users' shards are on every worker");
+    // One table undistributed: the schema is half distributed and refused.
+    client.batch_execute("SELECT undistribute_table('store_meta')").unwrap();
+    match PgStore::open(&database.url) {
+        Err(StoreError::Corrupt(message)) => {
+            assert!(message.contains("half distributed") && message.contains("store_meta"), "{message}")
+        }
+        other => panic!("expected a half-distributed schema to be refused, got {other:?}"),
+    }
+}
+
 #[test]
 fn a_database_with_tables_of_its_own_is_refused() {
     let Some(url) = server("a_database_with_tables_of_its_own_is_refused") else { return };
