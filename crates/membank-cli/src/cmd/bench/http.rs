@@ -61,6 +61,8 @@ pub struct HttpReport {
     /// One entry per client concurrency (and strengthening mode), in the order asked; with
     /// PostgreSQL, one per backend too (SQLite first).
     pub results: Vec<HttpResult>,
+    /// The embedding kernel paths (the CPU's best; a remote embedder ignores them).
+    pub kernels: super::EmbedKernels,
     /// With PostgreSQL: PostgreSQL's latency over SQLite's, per concurrency and mode.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratios: Option<Vec<HttpRatio>>,
@@ -303,6 +305,7 @@ fn measure(
         memories: args.memories,
         k: args.k,
         results: Vec::new(),
+        kernels: super::embed_kernels(),
         ratios: (both && backends).then(Vec::new),
         path_ratios: (both && !backends).then(Vec::new),
         datasets: None,
@@ -315,6 +318,7 @@ fn measure(
             args.k,
             model_threads.map_or("remote".into(), |t| t.to_string())
         );
+        println!("{}", report.kernels);
         if both && backends {
             println!(
                 "SQLite and PostgreSQL (the same memories, vectors and times), one server each; at each level the backends take turns (SQLite, PostgreSQL, PostgreSQL, SQLite) on the same queries"

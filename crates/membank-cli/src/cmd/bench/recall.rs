@@ -28,6 +28,8 @@ pub struct RecallReport {
     pub queries: usize,
     /// One entry per store size, in the order asked.
     pub results: Vec<RecallResult>,
+    /// The embedding kernel paths (the CPU's best; a remote embedder ignores them).
+    pub kernels: super::EmbedKernels,
 }
 
 /// One store size of `bench recall`.
@@ -79,13 +81,20 @@ pub fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: 
         .map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" "))
         .collect();
     let k = 10;
-    let mut report =
-        RecallReport { benchmark: "recall", model: model.id.clone(), k, queries: questions.len(), results: Vec::new() };
+    let mut report = RecallReport {
+        benchmark: "recall",
+        model: model.id.clone(),
+        k,
+        queries: questions.len(),
+        results: Vec::new(),
+        kernels: super::embed_kernels(),
+    };
     if !ctx.cli_json {
         println!(
             "recall latency, one user, k = {k}, {} queries per size, strengthening off (read path only)",
             questions.len()
         );
+        println!("{}", report.kernels);
         println!(
             "{:>8} {:>12} {:>12} {:>14} {:>14} {:>11} {:>13} {:>12} {:>11} {:>11} {:>11} {:>11}",
             "memories",
