@@ -69,7 +69,11 @@ impl EmbedderChoice {
             EmbedderChoice::Local { dir, expect, threads, query_precision } => {
                 let embedder = membank_embed::LocalEmbedder::open(
                     dir,
-                    membank_embed::LocalOptions { threads: *threads, query_precision: *query_precision },
+                    membank_embed::LocalOptions {
+                        threads: *threads,
+                        query_precision: *query_precision,
+                        ..Default::default()
+                    },
                 )?;
                 if let Some(expected) = expect
                     && embedder.known_model() != *expected

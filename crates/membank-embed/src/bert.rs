@@ -18,7 +18,7 @@
 //! It deliberately knows nothing about threads, batching policy or tokenisation (see
 //! `local`), and supports only what BERT sentence encoders use: absolute position
 //! embeddings, exact GELU, single-segment input (token type 0), f32 weights (with an int8
-//! copy of the linear maps for queries, made on first use).
+//! copy of the linear maps, made on first use, for integer products).
 
 use std::sync::OnceLock;
 
@@ -153,12 +153,12 @@ pub(crate) struct Bert {
     embedding_norm_bias: Vec<f32>,
     layers: Vec<Layer>,
     /// The layers' four linear maps in int8 (one per layer), for [`Weights::Int8`]: made by
-    /// the first int8 pass ([`Bert::quantized`]), so a process that only stores memories
-    /// never pays for it; empty when a shape does not suit the kernel.
+    /// the first int8 pass ([`Bert::quantized`]), so a process that runs only f32 never pays
+    /// for it; empty when a weight is not finite.
     quantized: OnceLock<Vec<QLayer>>,
 }
 
-/// One layer's linear maps in int8 with a scale per output column (see
+/// One layer's linear maps in int8 with a scale per output column and group of rows (see
 /// [`kernels::QMatrix`]): a quarter of the bytes a query has to stream.
 struct QLayer {
     qkv: QMatrix,
@@ -170,9 +170,10 @@ struct QLayer {
 /// Which weights a forward pass multiplies by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Weights {
-    /// The model's own f32 weights (documents, and the reference).
+    /// The model's own f32 weights (the reference, and the probe's layer means).
     F32,
-    /// The int8 copy ([`Bert::quantize`]); falls back to f32 when there is none.
+    /// The int8 copy ([`Bert::quantized`]) times activations quantised to int8 on the fly
+    /// ([`kernels::matmul_q8`]); falls back to f32 when there is no copy.
     Int8,
 }
 
@@ -294,12 +295,6 @@ impl Bert {
         })
     }
 
-    /// Whether the int8 copy can be made: every linear map's width a multiple of the
-    /// kernel's 8 lanes (true of both known models).
-    pub(crate) fn can_quantize(&self) -> bool {
-        self.config.hidden_size.is_multiple_of(8) && self.config.intermediate_size.is_multiple_of(8)
-    }
-
     /// The int8 copy of every layer's linear maps that [`Weights::Int8`] uses (about a
     /// quarter of the f32 layers' size again; 10 MB for MiniLM, a few tens of milliseconds
     /// to make), made on first use; empty when it cannot be made.
@@ -324,7 +319,7 @@ impl Bert {
                 .iter()
                 .map(|q| q.qkv.bytes() + q.attention_out.bytes() + q.intermediate.bytes() + q.output.bytes())
                 .sum();
-            tracing::debug!(bytes, "made the int8 copy of the model's linear maps for queries");
+            tracing::debug!(bytes, "made the int8 copy of the model's linear maps");
             layers
         })
     }
@@ -351,8 +346,9 @@ impl Bert {
     /// Encodes a batch of token-id sequences (each non-empty, at most `max_positions()` long,
     /// ids below `vocab_size()`) into pooled, L2-normalised vectors, one per sequence.
     ///
-    /// With [`Weights::Int8`] (and an int8 copy) the linear maps multiply by int8 weights,
-    /// and every sequence's vector is the same whatever else is in the batch.
+    /// With [`Weights::Int8`] (and an int8 copy) the linear maps are integer products of
+    /// int8 weights and int8 activations, and every sequence's vector is the same whatever
+    /// else is in the batch (and on every kernel path).
     ///
     /// That is [`Output::Embedding`]; with [`Output::LayerMean`] it stops after that many
     /// layers and returns each sequence's mean hidden state there (every token, start and
@@ -395,10 +391,10 @@ impl Bert {
         };
         for (index, layer) in self.layers.iter().enumerate().take(depth) {
             // `c += a · w` with the chosen weights: the f32 matrix (`rows × cols`) or its
-            // int8 copy.
+            // int8 copy (which also takes the f32 matrix, for each row's outliers).
             let linear = |a: &[f32], w: &[f32], q: fn(&QLayer) -> &QMatrix, c: &mut [f32], rows: usize, cols: usize| {
                 if int8 {
-                    kernels::matmul_q8(a, tokens, q(&quantized[index]), c, column_threads);
+                    kernels::matmul_q8(a, tokens, q(&quantized[index]), w, c, column_threads);
                 } else {
                     kernels::matmul_columns(
                         a,

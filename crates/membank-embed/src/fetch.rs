@@ -479,7 +479,11 @@ pub fn fetch_known_noting(
 pub fn verify_e5_dir(dir: &Path) -> Result<(), EmbedError> {
     let embedder = crate::LocalEmbedder::open(
         dir,
-        crate::LocalOptions { threads: 1, query_precision: crate::QueryPrecision::F32 },
+        crate::LocalOptions {
+            threads: 1,
+            query_precision: crate::QueryPrecision::F32,
+            document_precision: crate::QueryPrecision::F32,
+        },
     )?;
     if embedder.known_model() != KnownModel::MultilingualE5Small {
         return Err(EmbedError::InvalidModel {

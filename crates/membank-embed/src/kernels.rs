@@ -247,90 +247,338 @@ fn small_m_impl<const FMA: bool>(a: &[f32], av: View, b: &[f32], bv: View, c: &m
 }
 
 /// A linear layer's weights in int8 with a scale per output column and group of
-/// [`GROUP`] input rows, for the query path.
+/// [`GROUP`] input rows, multiplied by activations in int8 ([`matmul_q8`]).
 ///
 /// `w[p][j] ≈ q[p][j] · s[p / GROUP][j]`, with `s[g][j]` the largest `|w[p][j]|` of the
 /// group over 127 (symmetric, round to nearest). One scale per whole column (per-channel)
 /// was measured first: cosine to the f32 vectors 0.9965 on the shortest reference
 /// sentences, under the 0.999 we require; groups of 32 rows keep outliers from setting
-/// the step of a whole column. The columns are packed in panels of at most [`PANEL`]
-/// columns: panel `q` holds rows `0..k` of its columns, each row's bytes contiguous, so
-/// one panel is one sequential read; its scales follow the same order, a row of `width`
-/// per group. About 28% of the f32 matrix's bytes.
+/// the step of a whole column.
+///
+/// The layout is the one `vpdpbusd` reads: columns in panels of [`PANEL`], and in a panel,
+/// for each four consecutive input rows (a *quad*), each column's four bytes side by side,
+/// so one 64-byte load holds four rows of sixteen columns. Rows beyond `k` and columns
+/// beyond `n` are zero. Beside each group's scales, `offsets` holds `128 · Σ q[p][j]` over
+/// the group: the activations are stored offset by 128 (`vpdpbusd` multiplies unsigned
+/// bytes by signed ones), and that offset adds exactly this much to every sum.
 #[derive(Debug, Clone)]
 pub(crate) struct QMatrix {
     k: usize,
     n: usize,
+    /// `⌈k / 4⌉`.
+    quads: usize,
+    /// `⌈k / GROUP⌉`.
+    groups: usize,
+    /// Panel `q`, quad `t`, column `j`, byte `b` at `((q·quads + t)·PANEL + j)·4 + b`.
     data: Vec<i8>,
+    /// Panel `q`, group `g`, column `j` at `(q·groups + g)·PANEL + j`.
     scales: Vec<f32>,
+    /// `128 · Σ q[p][j]` over the group, indexed as `scales`.
+    offsets: Vec<i32>,
 }
 
-/// Columns per panel of a [`QMatrix`]: three 8-lane vectors, so a tile of 4 rows keeps
-/// 12 accumulators, 3 weight vectors and a broadcast in the 16 AVX2 registers.
-const PANEL: usize = 24;
-/// Rows of a tile of [`matmul_q8`].
+/// Columns per panel of a [`QMatrix`]: one AVX-512 register of 32-bit sums, two AVX2 ones.
+const PANEL: usize = 16;
+/// Rows of a tile of [`matmul_q8`]: four rows share each load of the weights.
 const TILE_ROWS: usize = 4;
-/// Input rows that share one scale per column.
+/// Input rows that share one scale per column, in the weights and in the activations.
 const GROUP: usize = 32;
+/// Quads per group.
+const GROUP_QUADS: usize = GROUP / 4;
+/// Activation rows multiplied by every panel before the next rows: a block of a long
+/// document batch (64 rows of at most 1536 bytes) stays in L2 while the panels pass over it.
+const ROW_BLOCK: usize = 64;
 
 impl QMatrix {
-    /// Quantises a row-major `k × n` matrix; `None` when `n` is not a multiple of 8 (the
-    /// kernel's vector width; every BERT shape is) or the matrix holds a non-finite value.
+    /// Quantises a row-major `k × n` matrix; `None` when it is empty or holds a non-finite
+    /// value.
     pub(crate) fn quantize(w: &[f32], k: usize, n: usize) -> Option<Self> {
-        if n == 0 || k == 0 || !n.is_multiple_of(8) || w.len() != k * n || !w.iter().all(|x| x.is_finite()) {
+        if n == 0 || k == 0 || w.len() != k * n || !w.iter().all(|x| x.is_finite()) {
             return None;
         }
-        let groups = k.div_ceil(GROUP);
-        let mut data = Vec::with_capacity(k * n);
-        let mut scales = Vec::with_capacity(groups * n);
-        let mut j0 = 0;
-        while j0 < n {
-            let width = PANEL.min(n - j0);
+        let (quads, groups, panels) = (k.div_ceil(4), k.div_ceil(GROUP), n.div_ceil(PANEL));
+        let mut data = vec![0i8; panels * quads * PANEL * 4];
+        let mut scales = vec![0f32; panels * groups * PANEL];
+        let mut offsets = vec![0i32; panels * groups * PANEL];
+        for j in 0..n {
+            let (panel, column) = (j / PANEL, j % PANEL);
             for g in 0..groups {
                 let rows = g * GROUP..((g + 1) * GROUP).min(k);
-                for j in j0..j0 + width {
-                    let largest = rows.clone().map(|p| w[p * n + j].abs()).fold(0f32, f32::max);
-                    scales.push(if largest > 0.0 { largest / 127.0 } else { 1.0 });
+                let largest = rows.clone().map(|p| w[p * n + j].abs()).fold(0f32, f32::max);
+                let scale = if largest > 0.0 { largest / 127.0 } else { 1.0 };
+                let mut sum = 0i32;
+                for p in rows {
+                    let code = (w[p * n + j] / scale).round().clamp(-127.0, 127.0) as i8;
+                    data[((panel * quads + p / 4) * PANEL + column) * 4 + p % 4] = code;
+                    sum += i32::from(code);
                 }
+                let at = (panel * groups + g) * PANEL + column;
+                scales[at] = scale;
+                offsets[at] = 128 * sum;
             }
-            for p in 0..k {
-                let group = &scales[j0 * groups + (p / GROUP) * width..][..width];
-                for (j, &scale) in (j0..j0 + width).zip(group) {
-                    data.push((w[p * n + j] / scale).round().clamp(-127.0, 127.0) as i8);
-                }
-            }
-            j0 += width;
         }
-        Some(Self { k, n, data, scales })
+        Some(Self { k, n, quads, groups, data, scales, offsets })
     }
 
     /// Heap bytes held.
     pub(crate) fn bytes(&self) -> usize {
-        self.data.len() + 4 * self.scales.len()
+        self.data.len() + 4 * (self.scales.len() + self.offsets.len())
+    }
+
+    /// The weight as quantised, `q[p][j] · s[p / GROUP][j]` (for tests).
+    #[cfg(test)]
+    fn dequantized(&self, p: usize, j: usize) -> f32 {
+        let (panel, column) = (j / PANEL, j % PANEL);
+        let code = self.data[((panel * self.quads + p / 4) * PANEL + column) * 4 + p % 4];
+        f32::from(code) * self.scales[(panel * self.groups + p / GROUP) * PANEL + column]
     }
 }
 
-/// `c += a · w` for `m` dense rows of `a` (`m × k`) and `c` (`m × n`), with `w` in int8.
+/// The ways [`matmul_q8`] can multiply, one per instruction set; every path gives
+/// bit-identical results (the sums are exact integers, and each is scaled into the f32
+/// result by one fused multiply-add in the same order), so which one runs changes speed
+/// only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Int8Path {
+    /// Scalar 32-bit integer arithmetic; any CPU.
+    Portable,
+    /// AVX2: bytes widened to 16 bits, `vpmaddwd` (two products a lane, exact).
+    Avx2,
+    /// AVX-VNNI: `vpdpbusd` on 256-bit registers (four products a lane).
+    AvxVnni,
+    /// AVX-512 VNNI: `vpdpbusd` on 512-bit registers.
+    Avx512Vnni,
+}
+
+impl Int8Path {
+    /// Every path, in order of preference (fastest first, as measured on a Sapphire Rapids
+    /// Xeon, which has all of them).
+    pub(crate) const ALL: [Self; 4] = [Self::Avx512Vnni, Self::AvxVnni, Self::Avx2, Self::Portable];
+
+    /// The path's name, as `kernel_paths` reports it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Portable => "portable",
+            Self::Avx2 => "avx2",
+            Self::AvxVnni => "avx-vnni",
+            Self::Avx512Vnni => "avx512-vnni",
+        }
+    }
+
+    /// The first CPU feature this path needs that this CPU lacks; `None` when it can run.
+    pub(crate) fn missing_feature(self) -> Option<&'static str> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            let needs: &[(&str, bool)] = match self {
+                Self::Portable => &[],
+                Self::Avx2 => &[("avx2", has!("avx2")), ("fma", has!("fma"))],
+                Self::AvxVnni => &[("avx2", has!("avx2")), ("fma", has!("fma")), ("avxvnni", has!("avxvnni"))],
+                Self::Avx512Vnni => &[
+                    ("avx512f", has!("avx512f")),
+                    ("avx512bw", has!("avx512bw")),
+                    ("avx512vnni", has!("avx512vnni")),
+                    ("fma", has!("fma")),
+                ],
+            };
+            needs.iter().find(|(_, present)| !present).map(|(name, _)| *name)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            if self == Self::Portable { None } else { Some("x86_64") }
+        }
+    }
+}
+
+/// The int8 path this CPU runs: the first of [`Int8Path::ALL`] it supports, chosen (and
+/// logged, once, at info level) on first use.
+pub(crate) fn int8_path() -> Int8Path {
+    static PATH: std::sync::OnceLock<Int8Path> = std::sync::OnceLock::new();
+    *PATH.get_or_init(|| {
+        let path = Int8Path::ALL.into_iter().find(|p| p.missing_feature().is_none()).unwrap_or(Int8Path::Portable);
+        tracing::info!(int8 = path.name(), f32 = f32_path(), "embedding kernels chosen");
+        path
+    })
+}
+
+/// The path of the f32 products and element-wise kernels: matrixmultiply's and our own
+/// AVX2+FMA code, or the baseline target's.
+pub(crate) fn f32_path() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        return "avx2+fma";
+    }
+    "portable"
+}
+
+/// Activation rows in int8, a scale per row and [`GROUP`], each code stored plus 128 as a
+/// byte (the unsigned operand of `vpdpbusd`); rows padded to whole quads with code 0 (byte
+/// 128). `wide` holds the same bytes as 16-bit lanes, for the AVX2 path only.
 ///
-/// Every output element is computed the same way whatever `m` is and however the
-/// columns are split over threads: one lane accumulates `a[i][p] · q[p][j]` for `p` in
-/// order, then `c[i][j] += acc · scale[j]` — so a query embedded alone and inside a batch of
-/// other queries gets bit-identical numbers. With `threads ≥ 2` the panels are split in two
-/// halves, the right half computed into a buffer of its own and copied in (as
-/// [`matmul_columns`] does).
+/// Each row's [`OUTLIERS`] largest magnitudes are left out of the codes (code 0) and kept
+/// in f32 in `outliers`, to be multiplied by the f32 weights: BERT's hidden states have a
+/// few dimensions five to ten times larger than the rest, and one of them in a group would
+/// set that group's step for all 32 values.
+#[derive(Debug, Default)]
+struct QRows {
+    stride: usize,
+    codes: Vec<u8>,
+    wide: Vec<u16>,
+    scales: Vec<f32>,
+    /// `OUTLIERS` (input row, value) pairs per row, largest first.
+    outliers: Vec<(u32, f32)>,
+}
+
+/// Activations per row kept in f32 (see [`QRows`]).
+const OUTLIERS: usize = 4;
+
+impl QRows {
+    fn quantize(a: &[f32], m: usize, k: usize, path: Int8Path) -> Self {
+        let stride = k.div_ceil(4) * 4;
+        let groups = k.div_ceil(GROUP);
+        let mut rows = Self {
+            stride,
+            codes: vec![128; m * stride],
+            wide: Vec::new(),
+            scales: vec![0.0; m * groups],
+            outliers: vec![(0, 0.0); m * OUTLIERS],
+        };
+        quantize_rows(a, k, &mut rows.codes, stride, &mut rows.scales, &mut rows.outliers);
+        if path == Int8Path::Avx2 {
+            rows.wide = rows.codes.iter().map(|&b| u16::from(b)).collect();
+        }
+        rows
+    }
+}
+
+/// Fills `codes` (rows of `stride` bytes), `scales` (a row of `⌈k / GROUP⌉` each) and
+/// `outliers` (a row of [`OUTLIERS`] each) from the rows of `a` (`k` long): symmetric,
+/// round to nearest, the largest magnitude of each row's group (outliers left out) to ±127.
+fn quantize_rows(
+    a: &[f32],
+    k: usize,
+    codes: &mut [u8],
+    stride: usize,
+    scales: &mut [f32],
+    outliers: &mut [(u32, f32)],
+) {
+    dispatch!(quantize_rows_avx2, quantize_rows_impl(a: &[f32], k: usize, codes: &mut [u8], stride: usize, scales: &mut [f32], outliers: &mut [(u32, f32)]));
+}
+
+#[inline(always)]
+fn quantize_rows_impl<const FMA: bool>(
+    a: &[f32],
+    k: usize,
+    codes: &mut [u8],
+    stride: usize,
+    scales: &mut [f32],
+    outliers: &mut [(u32, f32)],
+) {
+    // Adding 1.5 · 2^23 rounds a float below 2^22 to an integer (ties to even) that lands
+    // in the low mantissa bits; plain arithmetic, so the loop vectorises (`round` does not).
+    const ROUNDER: f32 = 12_582_912.0;
+    let largest = |values: &[f32]| values.iter().fold(0f32, |m, &x| if x.abs() > m { x.abs() } else { m });
+    let groups = k.div_ceil(GROUP);
+    let rows = a.chunks_exact(k).zip(codes.chunks_exact_mut(stride));
+    for ((row, out), (row_scales, row_outliers)) in
+        rows.zip(scales.chunks_exact_mut(groups).zip(outliers.chunks_exact_mut(OUTLIERS)))
+    {
+        for (group, scale) in row.chunks(GROUP).zip(row_scales.iter_mut()) {
+            *scale = largest(group);
+        }
+        // The outliers: the largest group maximum, its first element of that magnitude,
+        // that group's maximum again without it; a row of zeros gives (0, 0.0) pairs.
+        let mut taken = [usize::MAX; OUTLIERS];
+        for slot in 0..OUTLIERS {
+            let (g, &top) =
+                row_scales.iter().enumerate().fold((0, &0f32), |best, (g, m)| if *m > *best.1 { (g, m) } else { best });
+            if top == 0.0 {
+                break;
+            }
+            let group = g * GROUP..((g + 1) * GROUP).min(k);
+            let index = group.clone().find(|&i| row[i].abs() == top && !taken.contains(&i)).unwrap_or(group.start);
+            taken[slot] = index;
+            row_outliers[slot] = (index as u32, row[index]);
+            row_scales[g] = group.filter(|i| !taken.contains(i)).map(|i| row[i].abs()).fold(0f32, f32::max);
+        }
+        for ((group, out), scale) in row.chunks(GROUP).zip(out.chunks_mut(GROUP)).zip(row_scales.iter_mut()) {
+            let inverse = if *scale > 0.0 { 127.0 / *scale } else { 0.0 };
+            for (byte, &x) in out.iter_mut().zip(group) {
+                let code = ((x * inverse + ROUNDER).to_bits() as i32).wrapping_sub(ROUNDER.to_bits() as i32);
+                *byte = (code.clamp(-127, 127) + 128) as u8;
+            }
+            *scale /= 127.0;
+        }
+        for &index in taken.iter().filter(|&&i| i != usize::MAX) {
+            out[index] = 128;
+        }
+    }
+}
+
+/// `c += a · w` for `m` dense rows of `a` (`m × k`) and `c` (`m × n`), with `w` in int8
+/// and each row of `a` quantised to int8 on the fly (a scale per row and [`GROUP`]).
+///
+/// Every output element is computed the same way whatever `m` is, however the columns are
+/// split over threads, and on every [`Int8Path`]: the exact integer sum of each group,
+/// scaled into a per-tile f32 sum by a fused multiply-add in group order, then added to
+/// `c` — so a query embedded alone and inside a batch of other queries gets bit-identical
+/// numbers. With `threads ≥ 2` the panels are split in two halves, the right half computed
+/// into a buffer of its own and copied in (as [`matmul_columns`] does).
 ///
 /// Panics (a bug in this crate) when the slices are shorter than the shapes say.
-pub(crate) fn matmul_q8(a: &[f32], m: usize, w: &QMatrix, c: &mut [f32], threads: usize) {
+pub(crate) fn matmul_q8(a: &[f32], m: usize, w: &QMatrix, w_f32: &[f32], c: &mut [f32], threads: usize) {
+    #[cfg(test)]
+    let path = FORCED_PATH.with(std::cell::Cell::get).unwrap_or_else(int8_path);
+    #[cfg(not(test))]
+    let path = int8_path();
+    matmul_q8_on(path, a, m, w, w_f32, c, threads);
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The path [`matmul_q8`] takes on this thread instead of the CPU's best, so that tests
+    /// can run a whole forward pass on each path.
+    pub(crate) static FORCED_PATH: std::cell::Cell<Option<Int8Path>> = const { std::cell::Cell::new(None) };
+}
+
+/// [`matmul_q8`] on the given path. Panics if the CPU lacks what the path needs.
+pub(crate) fn matmul_q8_on(
+    path: Int8Path,
+    a: &[f32],
+    m: usize,
+    w: &QMatrix,
+    w_f32: &[f32],
+    c: &mut [f32],
+    threads: usize,
+) {
     let (k, n) = (w.k, w.n);
     assert!(a.len() >= m * k && c.len() >= m * n, "matmul_q8: slices shorter than the shapes");
+    assert_eq!(w_f32.len(), k * n, "matmul_q8: the f32 weights are not k × n");
+    assert!(path.missing_feature().is_none(), "matmul_q8: the CPU cannot run the {} path", path.name());
     if m == 0 {
         return;
     }
+    let rows = QRows::quantize(&a[..m * k], m, k, path);
     let panels = n.div_ceil(PANEL);
     if threads < 2 || panels < 4 {
-        q8_panels(a, m, w, 0, panels, c, n, 0);
-        return;
+        q8_panels(path, &rows, m, w, 0, panels, c, n, 0);
+    } else {
+        q8_panels_split(path, &rows, m, w, panels, c);
     }
+    // The outliers, in f32, by the same plain code on every path.
+    for (row, outliers) in c[..m * n].chunks_exact_mut(n).zip(rows.outliers.chunks_exact(OUTLIERS)) {
+        for &(index, value) in outliers {
+            let weights = &w_f32[index as usize * n..(index as usize + 1) * n];
+            for (x, &weight) in row.iter_mut().zip(weights) {
+                *x += value * weight;
+            }
+        }
+    }
+}
+
+/// [`q8_panels`] over two threads: the right half of the panels into a buffer of its own.
+fn q8_panels_split(path: Int8Path, rows: &QRows, m: usize, w: &QMatrix, panels: usize, c: &mut [f32]) {
+    let n = w.n;
     let split = panels / 2;
     let first_right = split * PANEL;
     let width = n - first_right;
@@ -339,9 +587,9 @@ pub(crate) fn matmul_q8(a: &[f32], m: usize, w: &QMatrix, c: &mut [f32], threads
         right[i * width..(i + 1) * width].copy_from_slice(&c[i * n + first_right..(i + 1) * n]);
     }
     std::thread::scope(|scope| {
-        let right = &mut right;
-        scope.spawn(move || q8_panels(a, m, w, split, panels, right, width, first_right));
-        q8_panels(a, m, w, 0, split, c, n, 0);
+        let (right, rows) = (&mut right, &rows);
+        scope.spawn(move || q8_panels(path, rows, m, w, split, panels, right, width, first_right));
+        q8_panels(path, rows, m, w, 0, split, c, n, 0);
     });
     for i in 0..m {
         c[i * n + first_right..(i + 1) * n].copy_from_slice(&right[i * width..(i + 1) * width]);
@@ -351,140 +599,260 @@ pub(crate) fn matmul_q8(a: &[f32], m: usize, w: &QMatrix, c: &mut [f32], threads
 /// Panels `from..to` of `w` into `c`, whose rows are `ldc` long and whose column 0 is
 /// `w`'s column `column0`.
 #[allow(clippy::too_many_arguments)]
-fn q8_panels(a: &[f32], m: usize, w: &QMatrix, from: usize, to: usize, c: &mut [f32], ldc: usize, column0: usize) {
-    let k = w.k;
-    for q in from..to {
-        let j0 = q * PANEL;
-        let width = PANEL.min(w.n - j0);
-        let panel = &w.data[j0 * k..(j0 + width) * k];
-        let groups = k.div_ceil(GROUP);
-        let scales = &w.scales[j0 * groups..(j0 + width) * groups];
-        let mut i = 0;
-        while i < m {
-            let rows = TILE_ROWS.min(m - i);
-            let a_rows = &a[i * k..(i + rows) * k];
-            let c_at = i * ldc + (j0 - column0);
-            let c_rows = &mut c[c_at..c_at + (rows - 1) * ldc + width];
-            q8_tile(a_rows, k, panel, width, scales, c_rows, ldc, rows);
-            i += rows;
-        }
-    }
-}
-
-/// One tile: `rows` (1–4) rows of `a` times one panel of `width` (8, 16 or 24) columns.
-#[allow(clippy::too_many_arguments)]
-fn q8_tile(a: &[f32], k: usize, panel: &[i8], width: usize, scales: &[f32], c: &mut [f32], ldc: usize, rows: usize) {
-    debug_assert!(a.len() == rows * k && panel.len() == k * width && scales.len() == k.div_ceil(GROUP) * width);
-    debug_assert!(c.len() == (rows - 1) * ldc + width);
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2_fma() {
-        macro_rules! go {
-            ($r:literal, $v:literal) => {{
-                #[allow(unsafe_code)]
-                // SAFETY: AVX2 and FMA are present (checked above); the slices' lengths are
-                // exactly what the tile reads and writes (`a`: rows·k, `panel`: k·width with
-                // width = 8·$v, `scales`: ⌈k / GROUP⌉·width, `c`: (rows−1)·ldc + width), asserted by the
-                // callers' slicing, and `q8_tile_avx2` touches nothing outside them.
-                unsafe {
-                    q8_tile_avx2::<$r, $v>(a, k, panel, scales, c, ldc)
-                }
-            }};
-        }
-        match (rows, width / 8) {
-            (4, 3) => go!(4, 3),
-            (3, 3) => go!(3, 3),
-            (2, 3) => go!(2, 3),
-            (1, 3) => go!(1, 3),
-            (4, 2) => go!(4, 2),
-            (3, 2) => go!(3, 2),
-            (2, 2) => go!(2, 2),
-            (1, 2) => go!(1, 2),
-            (4, 1) => go!(4, 1),
-            (3, 1) => go!(3, 1),
-            (2, 1) => go!(2, 1),
-            _ => go!(1, 1),
-        }
-        return;
-    }
-    q8_tile_portable(a, k, panel, width, scales, c, ldc, rows);
-}
-
-/// [`q8_tile`] without AVX2: the same order per element (no fused multiply-add here).
-#[allow(clippy::too_many_arguments)]
-fn q8_tile_portable(
-    a: &[f32],
-    k: usize,
-    panel: &[i8],
-    width: usize,
-    scales: &[f32],
+fn q8_panels(
+    path: Int8Path,
+    rows: &QRows,
+    m: usize,
+    w: &QMatrix,
+    from: usize,
+    to: usize,
     c: &mut [f32],
     ldc: usize,
-    rows: usize,
+    column0: usize,
 ) {
-    for r in 0..rows {
-        let x = &a[r * k..(r + 1) * k];
-        for j in 0..width {
-            for (g, group) in x.chunks(GROUP).enumerate() {
-                let mut acc = 0f32;
-                for (i, &xp) in group.iter().enumerate() {
-                    acc += xp * f32::from(panel[(g * GROUP + i) * width + j]);
+    let (stride, groups, quads) = (rows.stride, w.groups, w.quads);
+    let mut block = 0;
+    while block < m {
+        let block_end = (block + ROW_BLOCK).min(m);
+        for panel in from..to {
+            let j0 = panel * PANEL;
+            let width = PANEL.min(w.n - j0);
+            let mut i = block;
+            while i < block_end {
+                let count = TILE_ROWS.min(block_end - i);
+                let tile = Tile {
+                    codes: &rows.codes[i * stride..(i + count) * stride],
+                    wide: if rows.wide.is_empty() { &[] } else { &rows.wide[i * stride..(i + count) * stride] },
+                    stride,
+                    row_scales: &rows.scales[i * groups..(i + count) * groups],
+                    groups,
+                    quads,
+                    data: &w.data[panel * quads * PANEL * 4..(panel + 1) * quads * PANEL * 4],
+                    scales: &w.scales[panel * groups * PANEL..(panel + 1) * groups * PANEL],
+                    offsets: &w.offsets[panel * groups * PANEL..(panel + 1) * groups * PANEL],
+                };
+                let mut out = [[0f32; PANEL]; TILE_ROWS];
+                run_tile(path, &tile, count, &mut out);
+                for (r, sums) in out.iter().enumerate().take(count) {
+                    let start = (i + r) * ldc + (j0 - column0);
+                    for (x, &sum) in c[start..start + width].iter_mut().zip(sums) {
+                        *x += sum;
+                    }
                 }
-                c[r * ldc + j] += acc * scales[g * width + j];
+                i += count;
+            }
+        }
+        block = block_end;
+    }
+}
+
+/// One tile's operands: up to [`TILE_ROWS`] quantised rows and one panel of weights.
+struct Tile<'a> {
+    /// `rows · stride` bytes.
+    codes: &'a [u8],
+    /// The same as 16-bit lanes (AVX2 path only; else empty).
+    wide: &'a [u16],
+    stride: usize,
+    /// `rows · groups`.
+    row_scales: &'a [f32],
+    groups: usize,
+    quads: usize,
+    /// `quads · PANEL · 4` bytes.
+    data: &'a [i8],
+    /// `groups · PANEL` each.
+    scales: &'a [f32],
+    offsets: &'a [i32],
+}
+
+/// `out[r][j] = Σ_g (sum of group g as f32) · (row scale · column scale)`, fused
+/// multiply-adds in group order, for `rows` (1–4) rows of the tile, on `path`.
+fn run_tile(path: Int8Path, tile: &Tile<'_>, rows: usize, out: &mut [[f32; PANEL]; TILE_ROWS]) {
+    // The lengths every path relies on (the unsafe ones read through raw pointers).
+    assert!((1..=TILE_ROWS).contains(&rows) && tile.stride >= 4 * tile.quads);
+    assert!(tile.codes.len() >= rows * tile.stride && tile.row_scales.len() >= rows * tile.groups);
+    assert!(tile.data.len() == tile.quads * PANEL * 4 && tile.groups == tile.quads.div_ceil(GROUP_QUADS));
+    assert!(tile.scales.len() == tile.groups * PANEL && tile.offsets.len() == tile.groups * PANEL);
+    macro_rules! rows {
+        ($kernel:ident) => {
+            match rows {
+                1 => $kernel::<1>(tile, out),
+                2 => $kernel::<2>(tile, out),
+                3 => $kernel::<3>(tile, out),
+                _ => $kernel::<4>(tile, out),
+            }
+        };
+    }
+    match path {
+        Int8Path::Portable => rows!(tile_portable),
+        #[cfg(target_arch = "x86_64")]
+        Int8Path::Avx2 => {
+            assert!(tile.wide.len() >= rows * tile.stride, "the AVX2 path needs the 16-bit activations");
+            #[allow(unsafe_code)]
+            // SAFETY: `matmul_q8_on` checked that the CPU has AVX2 and FMA; the asserts above
+            // bound every read the kernel makes.
+            unsafe {
+                rows!(tile_avx2)
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Int8Path::AvxVnni => {
+            #[allow(unsafe_code)]
+            // SAFETY: as above, with AVX-VNNI checked.
+            unsafe {
+                rows!(tile_avx_vnni)
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Int8Path::Avx512Vnni => {
+            #[allow(unsafe_code)]
+            // SAFETY: as above, with AVX-512 F, BW and VNNI checked.
+            unsafe {
+                rows!(tile_avx512_vnni)
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => unreachable!("matmul_q8_on refuses x86 paths elsewhere"),
+    }
+}
+
+/// The reference: 32-bit integer sums, one element at a time.
+fn tile_portable<const R: usize>(tile: &Tile<'_>, out: &mut [[f32; PANEL]; TILE_ROWS]) {
+    for (r, out) in out.iter_mut().enumerate().take(R) {
+        let codes = &tile.codes[r * tile.stride..(r + 1) * tile.stride];
+        for g in 0..tile.groups {
+            let quads = g * GROUP_QUADS..((g + 1) * GROUP_QUADS).min(tile.quads);
+            let row_scale = tile.row_scales[r * tile.groups + g];
+            for (j, out) in out.iter_mut().enumerate() {
+                let mut sum = 0i32;
+                for t in quads.clone() {
+                    for b in 0..4 {
+                        sum += i32::from(codes[4 * t + b]) * i32::from(tile.data[(t * PANEL + j) * 4 + b]);
+                    }
+                }
+                let exact = sum - tile.offsets[g * PANEL + j];
+                *out = (exact as f32).mul_add(row_scale * tile.scales[g * PANEL + j], *out);
             }
         }
     }
 }
 
+/// AVX2: each quad's 64 weight bytes widened to 16 bits (four registers of four columns ×
+/// four rows), multiplied by the row's four activations with `vpmaddwd`, which leaves two
+/// partial sums per column that are added pairwise (`vphaddd`) at the group's end.
+/// `vpmaddubsw` (bytes directly) was not used: its 16-bit sums saturate for 8-bit
+/// activations, and keeping them to 7 bits halves their resolution.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(unsafe_code)]
-unsafe fn q8_tile_avx2<const R: usize, const V: usize>(
-    a: &[f32],
-    k: usize,
-    panel: &[i8],
-    scales: &[f32],
-    c: &mut [f32],
-    ldc: usize,
-) {
+unsafe fn tile_avx2<const R: usize>(tile: &Tile<'_>, out: &mut [[f32; PANEL]; TILE_ROWS]) {
     use std::arch::x86_64::*;
-    let width = 8 * V;
-    let a = a.as_ptr();
-    let panel = panel.as_ptr();
-    // SAFETY (whole body): every pointer below stays inside the slices, by the lengths
-    // stated in `q8_tile`: rows r < R of `a` are r·k..r·k+k, row p of the panel is
-    // p·width..p·width+width, and row r of `c` starts at r·ldc with `width` elements.
+    // SAFETY (whole body): `run_tile` asserted the lengths: quad t of row r < R is at
+    // r·stride + 4t (8 bytes of `wide`), the panel's quad t at 64t (64 bytes), group g's
+    // scales and offsets at 16g (16 each), and `out` has TILE_ROWS ≥ R rows of 16.
     unsafe {
-        // One group of rows at a time: its sums are scaled once into `c` at the group's end
-        // (12 multiply-adds per 32 rows instead of a multiplication per weight vector).
-        let mut start = 0;
-        while start < k {
-            let end = (start + GROUP).min(k);
-            let mut acc = [[_mm256_setzero_ps(); V]; R];
-            for p in start..end {
-                let row = panel.add(p * width);
-                let mut wv = [_mm256_setzero_ps(); V];
-                for (v, slot) in wv.iter_mut().enumerate() {
-                    let bytes = _mm_loadl_epi64(row.add(8 * v).cast::<__m128i>());
-                    *slot = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
+        let data = tile.data.as_ptr();
+        let wide = tile.wide.as_ptr();
+        for g in 0..tile.groups {
+            let mut acc = [[_mm256_setzero_si256(); 4]; R];
+            for t in g * GROUP_QUADS..((g + 1) * GROUP_QUADS).min(tile.quads) {
+                let quad = data.add(t * PANEL * 4);
+                let mut weights = [_mm256_setzero_si256(); 4];
+                for (v, slot) in weights.iter_mut().enumerate() {
+                    *slot = _mm256_cvtepi8_epi16(_mm_loadu_si128(quad.add(16 * v).cast()));
                 }
-                for (r, acc_r) in acc.iter_mut().enumerate() {
-                    let x = _mm256_set1_ps(*a.add(r * k + p));
-                    for (slot, &wv) in acc_r.iter_mut().zip(&wv) {
-                        *slot = _mm256_fmadd_ps(x, wv, *slot);
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let x = _mm256_set1_epi64x(wide.add(r * tile.stride + 4 * t).cast::<i64>().read_unaligned());
+                    for (slot, &w) in acc.iter_mut().zip(&weights) {
+                        *slot = _mm256_add_epi32(*slot, _mm256_madd_epi16(w, x));
                     }
                 }
             }
-            let scale = scales.as_ptr().add((start / GROUP) * width);
-            for (r, acc_r) in acc.iter().enumerate() {
-                for (v, &sum) in acc_r.iter().enumerate() {
-                    let out = c.as_mut_ptr().add(r * ldc + 8 * v);
-                    _mm256_storeu_ps(
-                        out,
-                        _mm256_fmadd_ps(sum, _mm256_loadu_ps(scale.add(8 * v)), _mm256_loadu_ps(out)),
-                    );
+            let scales = tile.scales.as_ptr().add(g * PANEL);
+            let offsets = tile.offsets.as_ptr().add(g * PANEL);
+            for (r, acc) in acc.iter().enumerate() {
+                let row_scale = _mm256_set1_ps(tile.row_scales[r * tile.groups + g]);
+                for half in 0..2 {
+                    // Lanes (c0 c1 c4 c5 | c2 c3 c6 c7) after the pairwise add; put in order.
+                    let pairs = _mm256_hadd_epi32(acc[2 * half], acc[2 * half + 1]);
+                    let sums = _mm256_permute4x64_epi64::<0b11_01_10_00>(pairs);
+                    let exact = _mm256_sub_epi32(sums, _mm256_loadu_si256(offsets.add(8 * half).cast()));
+                    let scale = _mm256_mul_ps(row_scale, _mm256_loadu_ps(scales.add(8 * half)));
+                    let slot = out[r].as_mut_ptr().add(8 * half);
+                    _mm256_storeu_ps(slot, _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), scale, _mm256_loadu_ps(slot)));
                 }
             }
-            start = end;
+        }
+    }
+}
+
+/// AVX-VNNI: `vpdpbusd` on two 256-bit registers per row, with the even and odd quads in
+/// separate sums so that twice as many are in flight.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,avxvnni")]
+#[allow(unsafe_code)]
+unsafe fn tile_avx_vnni<const R: usize>(tile: &Tile<'_>, out: &mut [[f32; PANEL]; TILE_ROWS]) {
+    use std::arch::x86_64::*;
+    // SAFETY (whole body): as in `tile_avx2`, reading 4 bytes of `codes` per row and quad.
+    unsafe {
+        let data = tile.data.as_ptr();
+        let codes = tile.codes.as_ptr();
+        for g in 0..tile.groups {
+            let mut acc = [[[_mm256_setzero_si256(); 2]; 2]; R];
+            for t in g * GROUP_QUADS..((g + 1) * GROUP_QUADS).min(tile.quads) {
+                let quad = data.add(t * PANEL * 4);
+                let low = _mm256_loadu_si256(quad.cast());
+                let high = _mm256_loadu_si256(quad.add(32).cast());
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let x = _mm256_set1_epi32(codes.add(r * tile.stride + 4 * t).cast::<i32>().read_unaligned());
+                    let acc = &mut acc[t % 2];
+                    acc[0] = _mm256_dpbusd_avx_epi32(acc[0], x, low);
+                    acc[1] = _mm256_dpbusd_avx_epi32(acc[1], x, high);
+                }
+            }
+            let scales = tile.scales.as_ptr().add(g * PANEL);
+            let offsets = tile.offsets.as_ptr().add(g * PANEL);
+            for (r, acc) in acc.iter().enumerate() {
+                let row_scale = _mm256_set1_ps(tile.row_scales[r * tile.groups + g]);
+                for (half, (&even, &odd)) in acc[0].iter().zip(&acc[1]).enumerate() {
+                    let sums = _mm256_add_epi32(even, odd);
+                    let exact = _mm256_sub_epi32(sums, _mm256_loadu_si256(offsets.add(8 * half).cast()));
+                    let scale = _mm256_mul_ps(row_scale, _mm256_loadu_ps(scales.add(8 * half)));
+                    let slot = out[r].as_mut_ptr().add(8 * half);
+                    _mm256_storeu_ps(slot, _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), scale, _mm256_loadu_ps(slot)));
+                }
+            }
+        }
+    }
+}
+
+/// AVX-512 VNNI: `vpdpbusd` on one 512-bit register per row (a whole panel), even and odd
+/// quads in separate sums.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
+#[allow(unsafe_code)]
+unsafe fn tile_avx512_vnni<const R: usize>(tile: &Tile<'_>, out: &mut [[f32; PANEL]; TILE_ROWS]) {
+    use std::arch::x86_64::*;
+    // SAFETY (whole body): as in `tile_avx_vnni`.
+    unsafe {
+        let data = tile.data.as_ptr();
+        let codes = tile.codes.as_ptr();
+        for g in 0..tile.groups {
+            let mut acc = [[_mm512_setzero_si512(); 2]; R];
+            for t in g * GROUP_QUADS..((g + 1) * GROUP_QUADS).min(tile.quads) {
+                let weights = _mm512_loadu_si512(data.add(t * PANEL * 4).cast());
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let x = _mm512_set1_epi32(codes.add(r * tile.stride + 4 * t).cast::<i32>().read_unaligned());
+                    acc[t % 2] = _mm512_dpbusd_epi32(acc[t % 2], x, weights);
+                }
+            }
+            let scales = _mm512_loadu_ps(tile.scales.as_ptr().add(g * PANEL));
+            let offsets = _mm512_loadu_si512(tile.offsets.as_ptr().add(g * PANEL).cast());
+            for (r, acc) in acc.iter().enumerate() {
+                let exact = _mm512_sub_epi32(_mm512_add_epi32(acc[0], acc[1]), offsets);
+                let scale = _mm512_mul_ps(_mm512_set1_ps(tile.row_scales[r * tile.groups + g]), scales);
+                let slot = out[r].as_mut_ptr();
+                _mm512_storeu_ps(slot, _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), scale, _mm512_loadu_ps(slot)));
+            }
         }
     }
 }
@@ -685,97 +1053,173 @@ mod tests {
         }
     }
 
-    /// A pseudo-random matrix with a few large columns (as BERT's outlier dimensions).
-    fn weights(k: usize, n: usize) -> Vec<f32> {
-        (0..k * n)
-            .map(|i| {
-                let x = ((i as u64).wrapping_mul(2_654_435_761) % 1000) as f32 / 500.0 - 1.0;
-                if i % n == 7 { 8.0 * x } else { x }
-            })
-            .collect()
+    /// A pseudo-random generator for test inputs (xorshift64*), uniform in [-1, 1).
+    struct Noise(u64);
+
+    impl Noise {
+        fn next(&mut self) -> f32 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        }
+
+        /// `len` values, every `outlier`-th one eight times larger (BERT's outlier
+        /// dimensions); `outlier` 0 for none.
+        fn values(&mut self, len: usize, outlier: usize) -> Vec<f32> {
+            (0..len).map(|i| if outlier > 0 && i % outlier == 3 { 8.0 * self.next() } else { self.next() }).collect()
+        }
     }
 
+    /// Shapes with every kind of tail: k not a multiple of 4, 32 or 64, n not a multiple
+    /// of 8 or 16, a single row, a block of rows longer than `ROW_BLOCK`.
+    const SHAPES: [(usize, usize, usize); 14] = [
+        (1, 1, 1),
+        (1, 3, 5),
+        (2, 4, 7),
+        (3, 5, 16),
+        (4, 31, 17),
+        (5, 32, 33),
+        (1, 33, 48),
+        (9, 63, 15),
+        (7, 64, 64),
+        (4, 65, 40),
+        (11, 100, 129),
+        (70, 37, 24),
+        (10, 384, 1152),
+        (3, 1536, 384),
+    ];
+
     #[test]
-    fn int8_product_matches_the_dequantised_weights() {
-        for (k, n) in [(5, 8), (37, 48), (64, 40), (384, 1152)] {
-            let w = weights(k, n);
-            let q = QMatrix::quantize(&w, k, n).expect("n is a multiple of 8");
-            // The dequantised matrix, read back through the panel layout.
-            let mut dq = vec![0f32; k * n];
-            let mut j0 = 0;
-            while j0 < n {
-                let width = PANEL.min(n - j0);
-                for p in 0..k {
-                    for j in 0..width {
-                        dq[p * n + j0 + j] = f32::from(q.data[j0 * k + p * width + j])
-                            * q.scales[j0 * k.div_ceil(GROUP) + (p / GROUP) * width + j];
-                    }
-                }
-                j0 += width;
-            }
-            // Quantisation error per weight is at most half a step of its group's scale,
-            // and that step is the group's largest magnitude over 127.
-            for (i, (&x, &y)) in w.iter().zip(&dq).enumerate() {
-                let (p, j) = (i / n, i % n);
-                let largest = (p / GROUP * GROUP..((p / GROUP + 1) * GROUP).min(k))
-                    .map(|r| w[r * n + j].abs())
-                    .fold(0f32, f32::max);
-                assert!((x - y).abs() <= largest / 127.0 * 0.5 + 1e-6, "({k}, {n}) weight {i}");
-            }
-            for m in [1, 3, 4, 9] {
-                let a: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 11) as f32 / 11.0 - 0.4).collect();
-                let expected = naive(&a, View::dense(0, m, k), &dq, View::dense(0, k, n));
-                let mut c = vec![0.25f32; m * n];
-                matmul_q8(&a, m, &q, &mut c, 1);
-                for (i, (&got, &want)) in c.iter().zip(&expected).enumerate() {
-                    let tolerance = 1e-4 * (1.0 + want.abs()) * k as f32;
-                    assert!((got - 0.25 - want).abs() <= tolerance, "({k}, {n}, m = {m}) element {i}: {got} vs {want}");
+    fn int8_weights_are_within_half_a_step_of_the_f32_ones() {
+        let mut noise = Noise(7);
+        for (_, k, n) in SHAPES {
+            let w = noise.values(k * n, 13);
+            let q = QMatrix::quantize(&w, k, n).expect("quantises");
+            for p in 0..k {
+                for j in 0..n {
+                    // The step is the group's largest magnitude over 127.
+                    let largest = (p / GROUP * GROUP..((p / GROUP + 1) * GROUP).min(k))
+                        .map(|r| w[r * n + j].abs())
+                        .fold(0f32, f32::max);
+                    let error = (w[p * n + j] - q.dequantized(p, j)).abs();
+                    assert!(error <= largest / 127.0 * 0.5 + 1e-6, "({k}, {n}) weight ({p}, {j}): {error}");
                 }
             }
         }
-        assert!(QMatrix::quantize(&[1.0; 12], 2, 6).is_none(), "n not a multiple of 8");
         assert!(QMatrix::quantize(&[f32::NAN; 16], 2, 8).is_none(), "non-finite weights");
+        assert!(QMatrix::quantize(&[], 0, 8).is_none(), "empty");
     }
 
+    /// The product against the f64 product of the dequantised weights and the f32
+    /// activations: the only other error is the activations' rounding, at most half a step
+    /// (the group's largest magnitude over 127) per activation, bounded here term by term.
     #[test]
-    fn the_portable_int8_tile_agrees_with_the_vector_one() {
-        let (k, n) = (100, 48);
-        let q = QMatrix::quantize(&weights(k, n), k, n).expect("quantises");
-        let a: Vec<f32> = (0..4 * k).map(|i| ((i * 13) % 17) as f32 / 17.0 - 0.5).collect();
-        let groups = k.div_ceil(GROUP);
-        for (panel_index, width) in [(0, 24), (1, 24)] {
-            let j0 = panel_index * PANEL;
-            let panel = &q.data[j0 * k..(j0 + width) * k];
-            let scales = &q.scales[j0 * groups..(j0 + width) * groups];
-            for rows in 1..=4 {
-                let mut fast = vec![0.5f32; (rows - 1) * n + width];
-                let mut portable = fast.clone();
-                q8_tile(&a[..rows * k], k, panel, width, scales, &mut fast, n, rows);
-                q8_tile_portable(&a[..rows * k], k, panel, width, scales, &mut portable, n, rows);
-                for (x, y) in fast.iter().zip(&portable) {
-                    assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "rows {rows}: {x} vs {y}");
+    fn int8_product_is_within_the_activation_rounding_of_the_exact_one() {
+        let mut noise = Noise(11);
+        for (m, k, n) in SHAPES {
+            let w = noise.values(k * n, 13);
+            let q = QMatrix::quantize(&w, k, n).expect("quantises");
+            let a = noise.values(m * k, 29);
+            let mut c = vec![0.25f32; m * n];
+            matmul_q8(&a, m, &q, &w, &mut c, 1);
+            for i in 0..m {
+                let row = &a[i * k..(i + 1) * k];
+                for j in 0..n {
+                    let (mut exact, mut bound) = (0f64, 0f64);
+                    for p in 0..k {
+                        // The outliers are multiplied by the f32 weights, the rest by the
+                        // int8 ones: both differences are in the bound.
+                        let weight = f64::from(q.dequantized(p, j));
+                        exact += f64::from(row[p]) * weight;
+                        let group = &row[p / GROUP * GROUP..((p / GROUP + 1) * GROUP).min(k)];
+                        let step = f64::from(group.iter().fold(0f32, |m, x| m.max(x.abs()))) / 127.0;
+                        bound += 0.5 * step * weight.abs();
+                        bound += f64::from(row[p].abs()) * (f64::from(w[p * n + j]) - weight).abs();
+                    }
+                    let got = f64::from(c[i * n + j]) - 0.25;
+                    assert!(
+                        (got - exact).abs() <= bound * 1.001 + 1e-5 * (1.0 + exact.abs()),
+                        "({m}, {k}, {n}) element ({i}, {j}): {got} vs {exact}, bound {bound}"
+                    );
                 }
             }
+        }
+    }
+
+    /// Every int8 path this CPU has gives bit-identical results to the portable one, on
+    /// every shape and with the columns split over two threads; a path the CPU lacks is
+    /// skipped, saying so.
+    #[test]
+    fn every_int8_path_equals_the_portable_one() {
+        let mut noise = Noise(3);
+        let cases: Vec<_> = SHAPES
+            .iter()
+            .map(|&(m, k, n)| {
+                let w = noise.values(k * n, 13);
+                let q = QMatrix::quantize(&w, k, n).expect("quantises");
+                // Activations with outliers, with a zero row and a zero group (scale 0).
+                let mut a = noise.values(m * k, 29);
+                a[..k.min(40)].fill(0.0);
+                let start = noise.values(m * n, 0);
+                (m, k, n, w, q, a, start)
+            })
+            .collect();
+        for path in Int8Path::ALL {
+            if let Some(feature) = path.missing_feature() {
+                eprintln!("int8 path {}: skipped, this CPU lacks {feature}", path.name());
+                continue;
+            }
+            for (m, k, n, w, q, a, start) in &cases {
+                let mut portable = start.clone();
+                matmul_q8_on(Int8Path::Portable, a, *m, q, w, &mut portable, 1);
+                for threads in [1, 2] {
+                    let mut got = start.clone();
+                    matmul_q8_on(path, a, *m, q, w, &mut got, threads);
+                    assert_eq!(got, portable, "{} path, ({m}, {k}, {n}), {threads} threads", path.name());
+                }
+            }
+            eprintln!("int8 path {}: equal to the portable path on {} shapes", path.name(), cases.len());
         }
     }
 
     #[test]
     fn int8_rows_are_the_same_alone_in_a_batch_and_split_over_threads() {
         let (k, n) = (96, 1152);
-        let q = QMatrix::quantize(&weights(k, n), k, n).expect("quantises");
+        let mut noise = Noise(5);
+        let w = noise.values(k * n, 13);
+        let q = QMatrix::quantize(&w, k, n).expect("quantises");
         let m = 11;
-        let a: Vec<f32> = (0..m * k).map(|i| ((i * 13) % 17) as f32 / 17.0 - 0.5).collect();
+        let a = noise.values(m * k, 29);
         let start: Vec<f32> = (0..m * n).map(|i| (i % 5) as f32 * 0.1).collect();
         let mut batch = start.clone();
-        matmul_q8(&a, m, &q, &mut batch, 1);
+        matmul_q8(&a, m, &q, &w, &mut batch, 1);
         let mut split = start.clone();
-        matmul_q8(&a, m, &q, &mut split, 2);
+        matmul_q8(&a, m, &q, &w, &mut split, 2);
         assert_eq!(batch, split, "two threads");
         for i in 0..m {
             let mut alone = start[i * n..(i + 1) * n].to_vec();
-            matmul_q8(&a[i * k..(i + 1) * k], 1, &q, &mut alone, 1);
+            matmul_q8(&a[i * k..(i + 1) * k], 1, &q, &w, &mut alone, 1);
             assert_eq!(alone, batch[i * n..(i + 1) * n], "row {i} alone");
         }
+    }
+
+    #[test]
+    fn activation_rows_round_to_the_nearest_step_without_their_outliers() {
+        // The four largest magnitudes are kept apart (code 0, byte 128); of the rest, 1.5
+        // steps rounds to 2 (ties to even), -127 steps stays -127; the padding is 128.
+        let mut row = vec![0.015f32, -1.27, 1.27, 0.0, 0.0049, 9.0, -8.0, 7.0, 6.5];
+        row.resize(33, 0.0);
+        row[32] = 0.5;
+        let quantised = QRows::quantize(&row, 1, 33, Int8Path::Portable);
+        assert_eq!(quantised.stride, 36);
+        assert_eq!(&quantised.codes[..9], &[130, 1, 255, 128, 128, 128, 128, 128, 128]);
+        assert_eq!(&quantised.codes[32..], &[255, 128, 128, 128]);
+        assert_eq!(quantised.scales, vec![1.27 / 127.0, 0.5 / 127.0]);
+        assert_eq!(quantised.outliers, vec![(5, 9.0), (6, -8.0), (7, 7.0), (8, 6.5)]);
+        let zeros = QRows::quantize(&[0.0; 5], 1, 5, Int8Path::Portable);
+        assert_eq!(zeros.codes, vec![128; 8]);
+        assert_eq!(zeros.outliers, vec![(0, 0.0); OUTLIERS]);
     }
 
     #[test]

@@ -49,6 +49,30 @@ pub use hash::HashEmbedder;
 pub use local::{KnownModel, LocalEmbedder, LocalOptions, QueryPrecision};
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 
+/// The kernel paths the local encoder runs on this CPU, chosen once at run time from the
+/// CPU's features: `int8` for the integer matrix products (`avx512-vnni`, `avx-vnni`,
+/// `avx2` or `portable`), `f32` for the f32 products and element-wise kernels
+/// (`avx2+fma` or `portable`). Benchmarks print it beside their figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelPaths {
+    /// The path of the int8 (W8A8) matrix products.
+    pub int8: &'static str,
+    /// The path of the f32 products (attention, and everything when int8 is off).
+    pub f32: &'static str,
+}
+
+impl std::fmt::Display for KernelPaths {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "int8 {}, f32 {}", self.int8, self.f32)
+    }
+}
+
+/// The kernel paths this CPU runs (see [`KernelPaths`]); the first call chooses them and
+/// logs the choice at info level.
+pub fn kernel_paths() -> KernelPaths {
+    KernelPaths { int8: kernels::int8_path().name(), f32: kernels::f32_path() }
+}
+
 /// Turns texts into fixed-length, L2-normalised vectors.
 ///
 /// Implementations are shareable across threads; a call embeds a batch and returns one

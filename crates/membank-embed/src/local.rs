@@ -136,9 +136,12 @@ pub struct LocalOptions {
     /// Worker threads per `embed` call; 0 is taken as 1. Each thread runs whole batches
     /// with single-threaded matrix products.
     pub threads: usize,
-    /// The weights search queries are embedded with ([`Embedder::embed_query`],
-    /// [`Embedder::embed_queries`]); stored documents always use f32.
+    /// The weights and arithmetic search queries are embedded with
+    /// ([`Embedder::embed_query`], [`Embedder::embed_queries`]).
     pub query_precision: QueryPrecision,
+    /// The same for stored documents ([`Embedder::embed`]). The probe's layer means
+    /// ([`Embedder::layer_means`]) stay f32 whatever this says: the probe was fitted on them.
+    pub document_precision: QueryPrecision,
 }
 
 impl Default for LocalOptions {
@@ -147,6 +150,7 @@ impl Default for LocalOptions {
         Self {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             query_precision: QueryPrecision::default(),
+            document_precision: QueryPrecision::default(),
         }
     }
 }
@@ -155,16 +159,19 @@ impl Default for LocalOptions {
 ///
 /// A recall embeds one short query, and with f32 weights that means streaming every
 /// layer's 42 MB (MiniLM; e5 84 MB) through the cores for a dozen rows. `Int8` keeps a
-/// copy of the linear maps in int8 with a scale per output column (activations stay f32),
-/// a quarter of the bytes and a kernel that keeps 12 accumulators in registers. Its
-/// vectors agree with the f32 ones at cosine ≥ 0.999 (measured on the reference
-/// sentences, `tests/it/reference.rs`), and a query gets the same vector alone or in a
-/// batch of others (micro-batching in `serve`). Documents stay f32, the reference.
+/// copy of the linear maps in int8 with a scale per output column and group of 32 rows,
+/// a quarter of the bytes, and quantises each token's activations to int8 on the fly (a
+/// scale per group of 32, its four largest values kept in f32), so the products run in
+/// integer arithmetic (`vpdpbusd` where the CPU has VNNI; see `kernels`). Its vectors
+/// agree with the f32 ones at cosine ≥ 0.999 (measured on the reference sentences,
+/// English and Chinese, both models: `tests/it/reference.rs`, `tests/it/e5.rs`), and a
+/// text gets the same vector alone or in a batch of others (micro-batching in `serve`).
+/// Used for queries and, by default, for documents too ([`LocalOptions`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum QueryPrecision {
     /// The model's f32 weights: the reference path.
     F32,
-    /// int8 weights with per-column scales (default).
+    /// int8 weights and activations, integer products (default).
     #[default]
     Int8,
 }
@@ -188,6 +195,13 @@ impl QueryPrecision {
     }
 }
 
+fn precision_of(weights: Weights) -> QueryPrecision {
+    match weights {
+        Weights::Int8 => QueryPrecision::Int8,
+        Weights::F32 => QueryPrecision::F32,
+    }
+}
+
 /// A known sentence encoder in-process on the CPU. See the module docs.
 #[derive(Debug)]
 pub struct LocalEmbedder {
@@ -198,6 +212,7 @@ pub struct LocalEmbedder {
     model: Bert,
     threads: usize,
     query_weights: Weights,
+    document_weights: Weights,
 }
 
 impl LocalEmbedder {
@@ -245,10 +260,12 @@ impl LocalEmbedder {
         let weights = std::fs::read(dir.join("model.safetensors"))?;
         let model = Bert::from_safetensors(config, pooling, &weights).map_err(invalid)?;
         // The int8 copy itself is made by the first query, not here.
-        let query_weights = match options.query_precision {
-            QueryPrecision::Int8 if model.can_quantize() => Weights::Int8,
-            _ => Weights::F32,
+        let weights_for = |precision| match precision {
+            QueryPrecision::Int8 => Weights::Int8,
+            QueryPrecision::F32 => Weights::F32,
         };
+        let (query_weights, document_weights) =
+            (weights_for(options.query_precision), weights_for(options.document_precision));
         if tokenizer.max_id() as usize >= model.vocab_size() {
             return Err(invalid(format!(
                 "tokenizer.json has token id {} but the model has only {} word embeddings",
@@ -263,7 +280,7 @@ impl LocalEmbedder {
                 known.max_seq_length()
             )));
         }
-        tracing::debug!(dir = %dir.display(), model = %model_id, threads = options.threads, query_weights = ?query_weights, "loaded local embedding model");
+        tracing::debug!(dir = %dir.display(), model = %model_id, threads = options.threads, query_weights = ?query_weights, document_weights = ?document_weights, "loaded local embedding model");
         Ok(Self {
             dir: dir.to_path_buf(),
             known,
@@ -272,6 +289,7 @@ impl LocalEmbedder {
             model,
             threads: options.threads.max(1),
             query_weights,
+            document_weights,
         })
     }
 
@@ -292,10 +310,12 @@ impl LocalEmbedder {
 
     /// The weights queries are embedded with (`Int8` unless f32 was asked for).
     pub fn query_precision(&self) -> QueryPrecision {
-        match self.query_weights {
-            Weights::Int8 => QueryPrecision::Int8,
-            Weights::F32 => QueryPrecision::F32,
-        }
+        precision_of(self.query_weights)
+    }
+
+    /// The weights documents are embedded with (`Int8` unless f32 was asked for).
+    pub fn document_precision(&self) -> QueryPrecision {
+        precision_of(self.document_weights)
     }
 
     /// The token ids of `text` as it stands (no query or passage prefix): the start token,
@@ -444,7 +464,7 @@ impl Embedder for LocalEmbedder {
 
     /// Embeds documents (stored memories): with e5, each text gets the `passage: ` prefix.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        Ok(self.embed_prefixed(texts, self.known.prefixes().1, Weights::F32))
+        Ok(self.embed_prefixed(texts, self.known.prefixes().1, self.document_weights))
     }
 
     /// Embeds a search query: with e5, the text gets the `query: ` prefix; with the
@@ -466,5 +486,45 @@ impl Embedder for LocalEmbedder {
             return Ok(None);
         }
         Ok(Some(self.encode_prefixed(texts, self.known.prefixes().1, Weights::F32, Output::LayerMean(layer))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::{FORCED_PATH, Int8Path};
+
+    /// Every int8 path this CPU has gives bit-identical vectors to the portable path on the
+    /// real all-MiniLM-L6-v2, for texts of one to a few hundred tokens; a path the CPU lacks
+    /// is skipped, saying so. One thread, so the whole pass runs on this test's thread.
+    #[test]
+    fn every_int8_path_gives_the_portable_vectors_on_the_real_model() {
+        let dir =
+            std::env::var_os("MEMBANK_MODEL_DIR").map(PathBuf::from).unwrap_or_else(crate::fetch::default_model_dir);
+        let embedder =
+            LocalEmbedder::open(&dir, LocalOptions { threads: 1, ..Default::default() }).unwrap_or_else(|e| {
+                panic!("all-MiniLM-L6-v2 is not usable in {} ({e}); run `membank models fetch`", dir.display())
+            });
+        let long = "We walked along the river and talked about the summer. ".repeat(20);
+        let texts =
+            ["", "Hi", "My sister Anna lives in Berlin and works as a nurse.", "中文句子，测试。", long.as_str()];
+        let on = |path: Int8Path| {
+            FORCED_PATH.with(|forced| forced.set(Some(path)));
+            let vectors = embedder.embed(&texts).expect("embeds");
+            FORCED_PATH.with(|forced| forced.set(None));
+            vectors
+        };
+        let portable = on(Int8Path::Portable);
+        for path in Int8Path::ALL {
+            match path.missing_feature() {
+                Some(feature) => {
+                    eprintln!("int8 path {} on the real model: skipped, this CPU lacks {feature}", path.name())
+                }
+                None => {
+                    assert_eq!(on(path), portable, "{} path", path.name());
+                    eprintln!("int8 path {} on the real model: equal to the portable path", path.name());
+                }
+            }
+        }
     }
 }

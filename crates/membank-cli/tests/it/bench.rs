@@ -82,6 +82,12 @@ fn bench_embed_reads_a_sentence_file_and_reports_json() {
     assert_eq!(report["benchmark"], "embed");
     assert_eq!(report["model"], "sentence-transformers/all-MiniLM-L6-v2");
     assert_eq!(report["source"], file.to_str().unwrap());
+    // The kernel paths that ran, whichever this CPU has.
+    assert!(
+        ["avx512-vnni", "avx-vnni", "avx2", "portable"].contains(&report["kernels"]["int8"].as_str().unwrap()),
+        "{report}"
+    );
+    assert!(["avx2+fma", "portable"].contains(&report["kernels"]["f32"].as_str().unwrap()), "{report}");
     assert_eq!(
         (report["sentences"].as_u64(), report["words"].as_u64(), report["runs"].as_u64()),
         (Some(3), Some(18), Some(2))
@@ -112,7 +118,8 @@ fn bench_embed_reads_a_sentence_file_and_reports_json() {
         "1",
     ]);
     assert!(text.starts_with(&format!("embedding 3 sentences from {}", file.display())), "{text}");
-    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(text.lines().nth(1).unwrap().starts_with("embedding kernels: int8 "), "{text}");
+    assert_eq!(text.lines().count(), 4, "{text}");
 }
 
 #[test]

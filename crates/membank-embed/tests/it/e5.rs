@@ -247,16 +247,20 @@ fn cls_pooling_is_taken_from_the_pooling_config() {
     assert!(cosine(&a[0], &b[0]) < 0.99, "CLS pooling changed nothing");
 }
 
-/// e5's int8 query path (the default) against its f32 path, on 100 of the fixtures' texts
-/// (edge cases, then MemoryBank utterances in Chinese and English): cosine ≥ 0.999
-/// each, and each query's vector the same alone as in a batch.
+/// e5's int8 path (the default) against its f32 path, on 100 of the fixtures' texts (edge
+/// cases, then MemoryBank utterances in Chinese and English), as queries and as documents
+/// (`passage: `): cosine ≥ 0.999 each, and each query's vector the same alone as in a batch.
 #[test]
 fn int8_queries_agree_with_the_f32_path() {
     let Some(int8) = e5() else { return };
     assert_eq!(int8.query_precision(), membank_embed::QueryPrecision::Int8);
     let f32_path = LocalEmbedder::open(
         int8.model_dir(),
-        LocalOptions { threads: 2, query_precision: membank_embed::QueryPrecision::F32 },
+        LocalOptions {
+            threads: 2,
+            query_precision: membank_embed::QueryPrecision::F32,
+            document_precision: membank_embed::QueryPrecision::F32,
+        },
     )
     .expect("loads");
     #[derive(Deserialize)]
@@ -283,6 +287,11 @@ fn int8_queries_agree_with_the_f32_path() {
     }
     eprintln!("e5 int8 queries: minimum cosine to the f32 path {} ({:?})", worst.0, worst.1);
     assert!(worst.0 >= 0.999, "cosine {} for {:?}", worst.0, worst.1);
+    let documents = int8.embed(&texts).expect("embeds");
+    let reference = f32_path.embed(&texts).expect("embeds");
+    let worst = documents.iter().zip(&reference).map(|(d, r)| cosine(d, r)).fold(f32::MAX, f32::min);
+    eprintln!("e5 int8 documents: minimum cosine to the f32 path {worst}");
+    assert!(worst >= 0.999, "cosine {worst}");
 }
 
 /// The query cache keys on the text with its whitespace normalised: e5's tokenizer must

@@ -3,7 +3,7 @@
 
 use membank_embed::{Embedder, LocalEmbedder, LocalOptions};
 
-use crate::support::{cosine, embedder, model_dir};
+use crate::support::{cosine, embedder, f32_embedder, model_dir};
 
 #[test]
 fn identity_and_dimension() {
@@ -71,7 +71,8 @@ fn similar_sentences_are_closer_than_unrelated_ones() {
 /// the batch it came in; hostile texts give finite vectors.
 #[test]
 fn layer_means_are_the_embedding_at_full_depth_and_stop_early_otherwise() {
-    let embedder = embedder();
+    // Layer means are always f32, so they are compared with the f32 embedding.
+    let embedder = f32_embedder();
     let texts = ["My sister Anna lives in Berlin.", "Thanks, that helps!", "", "中文句子，测试。"];
     let embedded = embedder.embed(&texts).expect("embedding works");
     let full = embedder.layer_means(&texts, 6).expect("runs").expect("a local model shows its layers");

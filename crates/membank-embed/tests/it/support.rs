@@ -34,6 +34,19 @@ pub fn embedder() -> &'static LocalEmbedder {
     })
 }
 
+/// The real model with f32 queries and documents (the reference path), loaded once.
+pub fn f32_embedder() -> &'static LocalEmbedder {
+    static EMBEDDER: OnceLock<LocalEmbedder> = OnceLock::new();
+    EMBEDDER.get_or_init(|| {
+        let f32 = membank_embed::QueryPrecision::F32;
+        let options = LocalOptions { threads: 2, query_precision: f32, document_precision: f32 };
+        match LocalEmbedder::open(&model_dir(), options) {
+            Ok(embedder) => embedder,
+            Err(e) => panic!("loading the model failed: {e}"),
+        }
+    })
+}
+
 /// Cosine similarity of two vectors.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();

@@ -44,6 +44,8 @@ pub struct EmbedReport {
     pub runs: usize,
     /// One entry per thread count, in the order asked.
     pub results: Vec<EmbedResult>,
+    /// The kernel paths the local encoder ran (the CPU's best; remote embedders ignore it).
+    pub kernels: super::EmbedKernels,
 }
 
 /// One thread count of `bench embed`.
@@ -74,6 +76,7 @@ fn embed(ctx: &Context, texts: Vec<String>, source: String, threads: &[usize], r
         words,
         runs,
         results: Vec::new(),
+        kernels: super::embed_kernels(),
     };
     if !ctx.cli_json {
         println!(
@@ -81,6 +84,7 @@ fn embed(ctx: &Context, texts: Vec<String>, source: String, threads: &[usize], r
             report.source,
             words as f64 / n as f64
         );
+        println!("{}", report.kernels);
         println!("{:>8} {:>14} {:>12} {:>18}", "threads", "sentences/s", "seconds", "per CPU-second");
     }
     for &t in threads {

@@ -63,6 +63,8 @@ pub struct HttpReport {
     /// One entry per client concurrency (and strengthening mode), in the order asked; with
     /// PostgreSQL, one per backend too (SQLite first).
     pub results: Vec<HttpResult>,
+    /// The embedding kernel paths (the CPU's best; a remote embedder ignores them).
+    pub kernels: super::EmbedKernels,
     /// With PostgreSQL: PostgreSQL's latency over SQLite's, per concurrency and mode.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratios: Option<Vec<HttpRatio>>,
@@ -306,6 +308,7 @@ fn measure(
         k: args.k,
         scan_kernels: super::paths::scan(),
         results: Vec::new(),
+        kernels: super::embed_kernels(),
         ratios: (both && backends).then(Vec::new),
         path_ratios: (both && !backends).then(Vec::new),
         datasets: None,
@@ -318,6 +321,7 @@ fn measure(
             args.k,
             model_threads.map_or("remote".into(), |t| t.to_string())
         );
+        println!("{}", report.kernels);
         println!("{}", report.scan_kernels);
         if both && backends {
             println!(

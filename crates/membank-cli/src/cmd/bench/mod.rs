@@ -63,6 +63,29 @@ pub fn run(ctx: &Context, command: BenchCommand) -> Result<()> {
     }
 }
 
+/// The embedding kernel paths this CPU runs (`membank_embed::kernel_paths`), as the bench
+/// reports carry them: `int8` for the integer matrix products, `f32` for the rest.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmbedKernels {
+    /// `avx512-vnni`, `avx-vnni`, `avx2` or `portable`.
+    pub int8: &'static str,
+    /// `avx2+fma` or `portable`.
+    pub f32: &'static str,
+}
+
+/// The embedding kernel paths this CPU runs.
+pub(crate) fn embed_kernels() -> EmbedKernels {
+    let paths = membank_embed::kernel_paths();
+    EmbedKernels { int8: paths.int8, f32: paths.f32 }
+}
+
+impl std::fmt::Display for EmbedKernels {
+    /// The line the text reports print: `embedding kernels: int8 …, f32 …`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "embedding kernels: int8 {}, f32 {}", self.int8, self.f32)
+    }
+}
+
 /// Prints the report with `--json`; the text tables were printed as the rows came.
 fn finish(ctx: &Context, report: &impl Serialize) -> Result<()> {
     if ctx.cli_json { print_json(report) } else { Ok(()) }

@@ -30,6 +30,8 @@ pub struct RecallReport {
     pub scan_kernels: super::paths::ScanKernels,
     /// One entry per store size, in the order asked.
     pub results: Vec<RecallResult>,
+    /// The embedding kernel paths (the CPU's best; a remote embedder ignores them).
+    pub kernels: super::EmbedKernels,
 }
 
 /// One store size of `bench recall`.
@@ -88,8 +90,10 @@ pub fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: 
         queries: questions.len(),
         scan_kernels: super::paths::scan(),
         results: Vec::new(),
+        kernels: super::embed_kernels(),
     };
     if !ctx.cli_json {
+        println!("{}", report.kernels);
         println!("{}", report.scan_kernels);
         println!(
             "recall latency, one user, k = {k}, {} queries per size, strengthening off (read path only)",
