@@ -477,40 +477,41 @@ fn quantize_rows_impl<const FMA: bool>(
     // Adding 1.5 · 2^23 rounds a float below 2^22 to an integer (ties to even) that lands
     // in the low mantissa bits; plain arithmetic, so the loop vectorises (`round` does not).
     const ROUNDER: f32 = 12_582_912.0;
-    let largest = |values: &[f32]| values.iter().fold(0f32, |m, &x| if x.abs() > m { x.abs() } else { m });
+    // The largest magnitude, compared as bits (the order of non-negative floats), which
+    // vectorises where a float maximum does not.
+    let largest = |values: &[f32]| f32::from_bits(values.iter().map(|x| x.to_bits() & 0x7fff_ffff).max().unwrap_or(0));
     let groups = k.div_ceil(GROUP);
+    // The row with its outliers zeroed, which is what gets quantised.
+    let mut kept = vec![0f32; k];
     let rows = a.chunks_exact(k).zip(codes.chunks_exact_mut(stride));
     for ((row, out), (row_scales, row_outliers)) in
         rows.zip(scales.chunks_exact_mut(groups).zip(outliers.chunks_exact_mut(OUTLIERS)))
     {
-        for (group, scale) in row.chunks(GROUP).zip(row_scales.iter_mut()) {
+        kept.copy_from_slice(row);
+        for (group, scale) in kept.chunks(GROUP).zip(row_scales.iter_mut()) {
             *scale = largest(group);
         }
         // The outliers: the largest group maximum, its first element of that magnitude,
         // that group's maximum again without it; a row of zeros gives (0, 0.0) pairs.
-        let mut taken = [usize::MAX; OUTLIERS];
-        for slot in 0..OUTLIERS {
+        for slot in row_outliers.iter_mut() {
             let (g, &top) =
                 row_scales.iter().enumerate().fold((0, &0f32), |best, (g, m)| if *m > *best.1 { (g, m) } else { best });
             if top == 0.0 {
                 break;
             }
-            let group = g * GROUP..((g + 1) * GROUP).min(k);
-            let index = group.clone().find(|&i| row[i].abs() == top && !taken.contains(&i)).unwrap_or(group.start);
-            taken[slot] = index;
-            row_outliers[slot] = (index as u32, row[index]);
-            row_scales[g] = group.filter(|i| !taken.contains(i)).map(|i| row[i].abs()).fold(0f32, f32::max);
+            let group = &mut kept[g * GROUP..((g + 1) * GROUP).min(k)];
+            let at = group.iter().position(|x| x.abs() == top).unwrap_or(0);
+            *slot = ((g * GROUP + at) as u32, group[at]);
+            group[at] = 0.0;
+            row_scales[g] = largest(group);
         }
-        for ((group, out), scale) in row.chunks(GROUP).zip(out.chunks_mut(GROUP)).zip(row_scales.iter_mut()) {
+        for ((group, out), scale) in kept.chunks(GROUP).zip(out.chunks_mut(GROUP)).zip(row_scales.iter_mut()) {
             let inverse = if *scale > 0.0 { 127.0 / *scale } else { 0.0 };
             for (byte, &x) in out.iter_mut().zip(group) {
                 let code = ((x * inverse + ROUNDER).to_bits() as i32).wrapping_sub(ROUNDER.to_bits() as i32);
                 *byte = (code.clamp(-127, 127) + 128) as u8;
             }
             *scale /= 127.0;
-        }
-        for &index in taken.iter().filter(|&&i| i != usize::MAX) {
-            out[index] = 128;
         }
     }
 }
@@ -786,73 +787,114 @@ unsafe fn tile_avx2<const R: usize>(tile: &Tile<'_>, out: &mut [[f32; PANEL]; TI
 }
 
 /// AVX-VNNI: `vpdpbusd` on two 256-bit registers per row, with the even and odd quads in
-/// separate sums so that twice as many are in flight.
+/// separate sums so that twice as many are in flight. (Every index into the register
+/// arrays is a constant once the loops over `R` are unrolled, so they stay in registers.)
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,avxvnni")]
 #[allow(unsafe_code)]
+// One row index addresses several register arrays and the row's codes; it is a constant
+// once the loops over `R` are unrolled.
+#[allow(clippy::needless_range_loop)]
 unsafe fn tile_avx_vnni<const R: usize>(tile: &Tile<'_>, out: &mut [[f32; PANEL]; TILE_ROWS]) {
     use std::arch::x86_64::*;
     // SAFETY (whole body): as in `tile_avx2`, reading 4 bytes of `codes` per row and quad.
     unsafe {
         let data = tile.data.as_ptr();
         let codes = tile.codes.as_ptr();
+        let row_code =
+            |r: usize, t: usize| _mm256_set1_epi32(codes.add(r * tile.stride + 4 * t).cast::<i32>().read_unaligned());
+        let mut totals = [[_mm256_setzero_ps(); 2]; R];
         for g in 0..tile.groups {
-            let mut acc = [[[_mm256_setzero_si256(); 2]; 2]; R];
-            for t in g * GROUP_QUADS..((g + 1) * GROUP_QUADS).min(tile.quads) {
+            let (mut t, end) = (g * GROUP_QUADS, ((g + 1) * GROUP_QUADS).min(tile.quads));
+            let mut even = [[_mm256_setzero_si256(); 2]; R];
+            let mut odd = [[_mm256_setzero_si256(); 2]; R];
+            while t + 2 <= end {
                 let quad = data.add(t * PANEL * 4);
-                let low = _mm256_loadu_si256(quad.cast());
-                let high = _mm256_loadu_si256(quad.add(32).cast());
-                for (r, acc) in acc.iter_mut().enumerate() {
-                    let x = _mm256_set1_epi32(codes.add(r * tile.stride + 4 * t).cast::<i32>().read_unaligned());
-                    let acc = &mut acc[t % 2];
-                    acc[0] = _mm256_dpbusd_avx_epi32(acc[0], x, low);
-                    acc[1] = _mm256_dpbusd_avx_epi32(acc[1], x, high);
+                let (low0, high0) = (_mm256_loadu_si256(quad.cast()), _mm256_loadu_si256(quad.add(32).cast()));
+                let (low1, high1) = (_mm256_loadu_si256(quad.add(64).cast()), _mm256_loadu_si256(quad.add(96).cast()));
+                for r in 0..R {
+                    let (x0, x1) = (row_code(r, t), row_code(r, t + 1));
+                    even[r][0] = _mm256_dpbusd_avx_epi32(even[r][0], x0, low0);
+                    even[r][1] = _mm256_dpbusd_avx_epi32(even[r][1], x0, high0);
+                    odd[r][0] = _mm256_dpbusd_avx_epi32(odd[r][0], x1, low1);
+                    odd[r][1] = _mm256_dpbusd_avx_epi32(odd[r][1], x1, high1);
+                }
+                t += 2;
+            }
+            if t < end {
+                let quad = data.add(t * PANEL * 4);
+                let (low, high) = (_mm256_loadu_si256(quad.cast()), _mm256_loadu_si256(quad.add(32).cast()));
+                for r in 0..R {
+                    let x = row_code(r, t);
+                    even[r][0] = _mm256_dpbusd_avx_epi32(even[r][0], x, low);
+                    even[r][1] = _mm256_dpbusd_avx_epi32(even[r][1], x, high);
                 }
             }
             let scales = tile.scales.as_ptr().add(g * PANEL);
             let offsets = tile.offsets.as_ptr().add(g * PANEL);
-            for (r, acc) in acc.iter().enumerate() {
+            for r in 0..R {
                 let row_scale = _mm256_set1_ps(tile.row_scales[r * tile.groups + g]);
-                for (half, (&even, &odd)) in acc[0].iter().zip(&acc[1]).enumerate() {
-                    let sums = _mm256_add_epi32(even, odd);
+                for half in 0..2 {
+                    let sums = _mm256_add_epi32(even[r][half], odd[r][half]);
                     let exact = _mm256_sub_epi32(sums, _mm256_loadu_si256(offsets.add(8 * half).cast()));
                     let scale = _mm256_mul_ps(row_scale, _mm256_loadu_ps(scales.add(8 * half)));
-                    let slot = out[r].as_mut_ptr().add(8 * half);
-                    _mm256_storeu_ps(slot, _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), scale, _mm256_loadu_ps(slot)));
+                    totals[r][half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), scale, totals[r][half]);
                 }
             }
+        }
+        for (r, halves) in totals.iter().enumerate() {
+            _mm256_storeu_ps(out[r].as_mut_ptr(), halves[0]);
+            _mm256_storeu_ps(out[r].as_mut_ptr().add(8), halves[1]);
         }
     }
 }
 
 /// AVX-512 VNNI: `vpdpbusd` on one 512-bit register per row (a whole panel), even and odd
-/// quads in separate sums.
+/// quads in separate sums, every sum in a register.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
 #[allow(unsafe_code)]
+// One row index addresses several register arrays and the row's codes; it is a constant
+// once the loops over `R` are unrolled.
+#[allow(clippy::needless_range_loop)]
 unsafe fn tile_avx512_vnni<const R: usize>(tile: &Tile<'_>, out: &mut [[f32; PANEL]; TILE_ROWS]) {
     use std::arch::x86_64::*;
     // SAFETY (whole body): as in `tile_avx_vnni`.
     unsafe {
         let data = tile.data.as_ptr();
         let codes = tile.codes.as_ptr();
+        let row_code =
+            |r: usize, t: usize| _mm512_set1_epi32(codes.add(r * tile.stride + 4 * t).cast::<i32>().read_unaligned());
+        let mut totals = [_mm512_setzero_ps(); R];
         for g in 0..tile.groups {
-            let mut acc = [[_mm512_setzero_si512(); 2]; R];
-            for t in g * GROUP_QUADS..((g + 1) * GROUP_QUADS).min(tile.quads) {
-                let weights = _mm512_loadu_si512(data.add(t * PANEL * 4).cast());
-                for (r, acc) in acc.iter_mut().enumerate() {
-                    let x = _mm512_set1_epi32(codes.add(r * tile.stride + 4 * t).cast::<i32>().read_unaligned());
-                    acc[t % 2] = _mm512_dpbusd_epi32(acc[t % 2], x, weights);
+            let (mut t, end) = (g * GROUP_QUADS, ((g + 1) * GROUP_QUADS).min(tile.quads));
+            let mut even = [_mm512_setzero_si512(); R];
+            let mut odd = [_mm512_setzero_si512(); R];
+            while t + 2 <= end {
+                let w0 = _mm512_loadu_si512(data.add(t * PANEL * 4).cast());
+                let w1 = _mm512_loadu_si512(data.add((t + 1) * PANEL * 4).cast());
+                for r in 0..R {
+                    even[r] = _mm512_dpbusd_epi32(even[r], row_code(r, t), w0);
+                    odd[r] = _mm512_dpbusd_epi32(odd[r], row_code(r, t + 1), w1);
+                }
+                t += 2;
+            }
+            if t < end {
+                let w = _mm512_loadu_si512(data.add(t * PANEL * 4).cast());
+                for r in 0..R {
+                    even[r] = _mm512_dpbusd_epi32(even[r], row_code(r, t), w);
                 }
             }
             let scales = _mm512_loadu_ps(tile.scales.as_ptr().add(g * PANEL));
             let offsets = _mm512_loadu_si512(tile.offsets.as_ptr().add(g * PANEL).cast());
-            for (r, acc) in acc.iter().enumerate() {
-                let exact = _mm512_sub_epi32(_mm512_add_epi32(acc[0], acc[1]), offsets);
+            for r in 0..R {
+                let exact = _mm512_sub_epi32(_mm512_add_epi32(even[r], odd[r]), offsets);
                 let scale = _mm512_mul_ps(_mm512_set1_ps(tile.row_scales[r * tile.groups + g]), scales);
-                let slot = out[r].as_mut_ptr();
-                _mm512_storeu_ps(slot, _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), scale, _mm512_loadu_ps(slot)));
+                totals[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), scale, totals[r]);
             }
+        }
+        for (r, total) in totals.iter().enumerate() {
+            _mm512_storeu_ps(out[r].as_mut_ptr(), *total);
         }
     }
 }
