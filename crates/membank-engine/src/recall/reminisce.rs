@@ -11,8 +11,9 @@
 //! and the recall's filters, for its first k + [`PROBE`] candidates and their statuses. The
 //! same scan gives the first search's dense candidates of either ranking
 //! ([`membank_store::Store::dense_search_tiers`]), and the lexical ones of the active
-//! ranking are searched beside it, so a recall that does not consult the archive scans once. `a_k` is the cosine of the k-th active one, `b` the best cosine of the
-//! archived ones (superseded ones never count). When fewer than k of them are active, either
+//! ranking are searched beside it, so a recall that does not consult the archive scans
+//! once. `a_k` is the cosine of the k-th active one, `b` the best cosine of the archived
+//! ones (superseded ones never count). When fewer than k of them are active, either
 //! the person has fewer than k matching active memories or more than [`PROBE`] archived ones
 //! rank above the k-th active one: either way the archive is worth the ranking's look.
 
