@@ -1,9 +1,10 @@
-//! The dense scan's kernel paths on real vectors: MemoryBank's sentences embedded by the
-//! real models, scored on every path this CPU has (`membank_store::ScanPath`) and compared
-//! with the portable path. The integer passes must agree bit for bit, the `f32` re-rank up
-//! to rounding. The unit tests in the store cover random and awkward inputs; these cover
-//! the vectors a user's memories actually have. A path the CPU lacks is skipped, and the
-//! test prints the missing feature.
+//! The dense scan's kernel paths on real vectors: the embedding crate's reference texts
+//! (English, and Chinese lines of MemoryBank's kind) embedded by the real models, scored on
+//! every path this CPU has (`membank_store::ScanPath`) and compared with the portable path.
+//! The integer passes must agree bit for bit, the `f32` re-rank up to rounding. The unit
+//! tests in the store cover random and awkward inputs; these cover the vectors a user's
+//! memories actually have. A path the CPU lacks is skipped, and the test prints the
+//! missing feature. The texts are the repository's own fixtures, so a fresh clone has them.
 
 use std::path::Path;
 
@@ -11,29 +12,24 @@ use membank_embed::{Embedder, KnownModel, LocalEmbedder, LocalOptions};
 use membank_store::ScanPath;
 use membank_store::kernel_check::path_scores;
 
-/// Up to `n` distinct user lines of a MemoryBank file.
-fn lines(file: &str, n: usize) -> Vec<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/memorybank").join(file);
-    let bank: serde_json::Value =
+/// The non-empty texts of an embedding fixture (`{"cases": [{"text": …}, …]}`), those
+/// that `keep` keeps.
+fn texts(fixture: &str, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../membank-embed/tests/fixtures").join(fixture);
+    let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display())))
-            .expect("MemoryBank JSON");
-    let mut out = Vec::new();
-    for user in bank.as_object().into_iter().flat_map(|o| o.values()) {
-        for turns in user["history"].as_object().into_iter().flat_map(|h| h.values()) {
-            for turn in turns.as_array().into_iter().flatten() {
-                if let Some(text) = turn["query"].as_str()
-                    && !text.trim().is_empty()
-                    && !out.iter().any(|t| t == text)
-                {
-                    out.push(text.to_string());
-                }
-                if out.len() == n {
-                    return out;
-                }
-            }
-        }
-    }
-    out
+            .expect("fixture JSON");
+    let cases = json["cases"].as_array().expect("a cases array");
+    cases
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .filter(|t| !t.trim().is_empty() && keep(t))
+        .map(str::to_string)
+        .collect()
+}
+
+fn chinese(text: &str) -> bool {
+    text.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
 }
 
 fn every_path_agrees(embedder: &LocalEmbedder, sentences: &[String]) {
@@ -64,7 +60,10 @@ fn every_path_agrees(embedder: &LocalEmbedder, sentences: &[String]) {
 fn every_scan_path_scores_real_minilm_vectors_as_the_portable_one() {
     let embedder = LocalEmbedder::open(&crate::model_dir(), LocalOptions { threads: 2, ..Default::default() })
         .expect("the MiniLM model");
-    every_path_agrees(&embedder, &lines("memory_bank_en.json", 300));
+    let mut all = texts("minilm_reference.json", |_| true);
+    all.extend(texts("e5_hf_tokenizers_reference.json", |_| true));
+    assert!(all.len() > 300, "{} texts", all.len());
+    every_path_agrees(&embedder, &all);
 }
 
 #[test]
@@ -77,5 +76,7 @@ fn every_scan_path_scores_real_e5_vectors_of_chinese_as_the_portable_one() {
         return;
     }
     let embedder = LocalEmbedder::open(&dir, LocalOptions { threads: 2, ..Default::default() }).expect("the e5 model");
-    every_path_agrees(&embedder, &lines("memory_bank_cn.json", 200));
+    let lines = texts("e5_hf_tokenizers_reference.json", chinese);
+    assert!(lines.len() > 200, "{} Chinese texts", lines.len());
+    every_path_agrees(&embedder, &lines);
 }
