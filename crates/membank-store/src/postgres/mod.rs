@@ -760,6 +760,30 @@ fn read_event(row: &Row) -> Result<Event, StoreError> {
 /// A sweep's plan for one user: its key, each examined memory's row, the plan.
 type PlannedSweep = (Uuid, Vec<(MemoryId, i64)>, membank_core::forgetting::SweepPlan);
 
+impl PgStore {
+    /// The shared part of the dense searches: checks the query's dimension, finds the
+    /// user and the store's model (nothing to search without either, or with `wanted`
+    /// false: the default, empty result), then lets `scan` search the user's cached vectors.
+    fn with_vectors<R: Default>(
+        &self,
+        scope: &Scope,
+        model: &EmbeddingModel,
+        query: &[f32],
+        wanted: bool,
+        scan: impl FnOnce(&mut dyn crate::search::Source, i64, i64, &Labels<'_>) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        crate::search::check_query_dim(model, query)?;
+        self.pool.read(|tx| {
+            let uid = scope_uid(scope);
+            let Some((row, revision)) = cache_key(tx, uid)? else { return Ok(R::default()) };
+            if !self.check_model(tx, model)? || !wanted {
+                return Ok(R::default());
+            }
+            scan(&mut PgSource { tx, uid }, row, revision, &Labels::of(scope))
+        })
+    }
+}
+
 impl Store for PgStore {
     fn ensure_user(&self, tenant: &TenantId, user: &UserId, now: Timestamp) -> Result<UserRecord, StoreError> {
         let uid = user_uid(tenant, user);
@@ -932,33 +956,9 @@ impl Store for PgStore {
         filter: &SearchFilter,
         limit: usize,
     ) -> Result<Vec<Hit>, StoreError> {
-        if query.len() != model.dim {
-            return Err(StoreError::Invalid(membank_core::InvalidInput::new(
-                "query vector",
-                format!("has {} dimensions, the model {}", query.len(), model.dim),
-            )));
-        }
-        self.pool.read(|tx| {
-            let uid = scope_uid(scope);
-            let Some((row, revision)) = cache_key(tx, uid)? else { return Ok(Vec::new()) };
-            if !self.check_model(tx, model)? || limit == 0 {
-                return Ok(Vec::new());
-            }
-            let labels = Labels {
-                agent: scope.agent.as_ref().map(|a| a.as_str()),
-                session: scope.session.as_ref().map(|s| s.as_str()),
-            };
-            self.vectors.search(
-                &mut PgSource { tx, uid },
-                row,
-                revision,
-                model.dim,
-                query,
-                filter,
-                &labels,
-                limit,
-                self.dense_screen,
-            )
+        self.with_vectors(scope, model, query, limit > 0, |source, row, revision, labels| {
+            let screen = self.dense_screen;
+            self.vectors.search(source, row, revision, model.dim, query, filter, labels, limit, screen)
         })
     }
 
@@ -971,34 +971,10 @@ impl Store for PgStore {
         limit: usize,
         wide_limit: usize,
     ) -> Result<crate::DenseTiers, StoreError> {
-        if query.len() != model.dim {
-            return Err(StoreError::Invalid(membank_core::InvalidInput::new(
-                "query vector",
-                format!("has {} dimensions, the model {}", query.len(), model.dim),
-            )));
-        }
-        self.pool.read(|tx| {
-            let uid = scope_uid(scope);
-            let Some((row, revision)) = cache_key(tx, uid)? else { return Ok((Vec::new(), Vec::new())) };
-            if !self.check_model(tx, model)? || limit.max(wide_limit) == 0 {
-                return Ok((Vec::new(), Vec::new()));
-            }
-            let labels = Labels {
-                agent: scope.agent.as_ref().map(|a| a.as_str()),
-                session: scope.session.as_ref().map(|s| s.as_str()),
-            };
-            self.vectors.search_tiers(
-                &mut PgSource { tx, uid },
-                row,
-                revision,
-                model.dim,
-                query,
-                filter,
-                &labels,
-                limit,
-                wide_limit,
-                self.dense_screen,
-            )
+        self.with_vectors(scope, model, query, limit.max(wide_limit) > 0, |source, row, revision, labels| {
+            let screen = self.dense_screen;
+            self.vectors
+                .search_tiers(source, row, revision, model.dim, query, filter, labels, limit, wide_limit, screen)
         })
     }
 
@@ -1015,10 +991,7 @@ impl Store for PgStore {
         self.pool.read(|tx| {
             let uid = scope_uid(scope);
             let Some((row, revision)) = cache_key(tx, uid)? else { return Ok(Vec::new()) };
-            let labels = Labels {
-                agent: scope.agent.as_ref().map(|a| a.as_str()),
-                session: scope.session.as_ref().map(|s| s.as_str()),
-            };
+            let labels = Labels::of(scope);
             self.terms.search(&mut PgSource { tx, uid }, row, revision, terms, filter, &labels, limit)
         })
     }

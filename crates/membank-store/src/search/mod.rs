@@ -26,6 +26,17 @@ pub(crate) type TextSink<'a> =
     dyn FnMut(RowMeta, Option<&str>, Option<&str>, Option<&str>) -> Result<(), StoreError> + 'a;
 
 /// One user's rows in one read snapshot, as the caches load them.
+/// A query vector must have the model's dimension.
+pub(crate) fn check_query_dim(model: &crate::EmbeddingModel, query: &[f32]) -> Result<(), crate::StoreError> {
+    if query.len() != model.dim {
+        return Err(crate::StoreError::Invalid(membank_core::InvalidInput::new(
+            "query vector",
+            format!("has {} dimensions, the model {}", query.len(), model.dim),
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) trait Source {
     /// The newest sequence number the cache of `kind` holds rows up to (0 if none): of the
     /// user's vectors for [`CacheKind::Vectors`], of its memories for [`CacheKind::Terms`].

@@ -31,6 +31,13 @@ pub(crate) struct Labels<'a> {
     pub session: Option<&'a str>,
 }
 
+impl<'a> Labels<'a> {
+    /// The agent and session a scope narrows to.
+    pub(crate) fn of(scope: &'a membank_core::Scope) -> Self {
+        Labels { agent: scope.agent.as_ref().map(|a| a.as_str()), session: scope.session.as_ref().map(|s| s.as_str()) }
+    }
+}
+
 /// What a search needs to know of one cached row besides its payload.
 pub(crate) struct RowMeta {
     pub seq: i64,

@@ -509,6 +509,29 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// The shared part of the dense searches: checks the query's dimension, finds the
+    /// user and the store's model (nothing to search without either, or with `wanted`
+    /// false: the default, empty result), then lets `scan` search the user's cached vectors.
+    fn with_vectors<R: Default>(
+        &self,
+        scope: &Scope,
+        model: &EmbeddingModel,
+        query: &[f32],
+        wanted: bool,
+        scan: impl FnOnce(&mut dyn crate::search::Source, i64, i64, &Labels<'_>) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        crate::search::check_query_dim(model, query)?;
+        self.read(|conn| {
+            let Some((user, revision)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(R::default()) };
+            if !check_model(conn, model)? || !wanted {
+                return Ok(R::default());
+            }
+            scan(&mut SqliteSource { conn, user_row: user }, user, revision, &Labels::of(scope))
+        })
+    }
+}
+
 impl Store for SqliteStore {
     fn ensure_user(&self, tenant: &TenantId, user: &UserId, now: Timestamp) -> Result<UserRecord, StoreError> {
         if let Some((row, _)) = self.read(|conn| user_row(conn, tenant, user))? {
@@ -675,32 +698,9 @@ impl Store for SqliteStore {
         filter: &SearchFilter,
         limit: usize,
     ) -> Result<Vec<Hit>, StoreError> {
-        if query.len() != model.dim {
-            return Err(StoreError::Invalid(membank_core::InvalidInput::new(
-                "query vector",
-                format!("has {} dimensions, the model {}", query.len(), model.dim),
-            )));
-        }
-        self.read(|conn| {
-            let Some((user, revision)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
-            if !check_model(conn, model)? || limit == 0 {
-                return Ok(Vec::new());
-            }
-            let labels = Labels {
-                agent: scope.agent.as_ref().map(|a| a.as_str()),
-                session: scope.session.as_ref().map(|s| s.as_str()),
-            };
-            self.vectors.search(
-                &mut SqliteSource { conn, user_row: user },
-                user,
-                revision,
-                model.dim,
-                query,
-                filter,
-                &labels,
-                limit,
-                self.dense_screen,
-            )
+        self.with_vectors(scope, model, query, limit > 0, |source, row, revision, labels| {
+            let screen = self.dense_screen;
+            self.vectors.search(source, row, revision, model.dim, query, filter, labels, limit, screen)
         })
     }
 
@@ -713,35 +713,10 @@ impl Store for SqliteStore {
         limit: usize,
         wide_limit: usize,
     ) -> Result<crate::DenseTiers, StoreError> {
-        if query.len() != model.dim {
-            return Err(StoreError::Invalid(membank_core::InvalidInput::new(
-                "query vector",
-                format!("has {} dimensions, the model {}", query.len(), model.dim),
-            )));
-        }
-        self.read(|conn| {
-            let Some((user, revision)) = user_row(conn, &scope.tenant, &scope.user)? else {
-                return Ok((Vec::new(), Vec::new()));
-            };
-            if !check_model(conn, model)? || limit.max(wide_limit) == 0 {
-                return Ok((Vec::new(), Vec::new()));
-            }
-            let labels = Labels {
-                agent: scope.agent.as_ref().map(|a| a.as_str()),
-                session: scope.session.as_ref().map(|s| s.as_str()),
-            };
-            self.vectors.search_tiers(
-                &mut SqliteSource { conn, user_row: user },
-                user,
-                revision,
-                model.dim,
-                query,
-                filter,
-                &labels,
-                limit,
-                wide_limit,
-                self.dense_screen,
-            )
+        self.with_vectors(scope, model, query, limit.max(wide_limit) > 0, |source, row, revision, labels| {
+            let screen = self.dense_screen;
+            self.vectors
+                .search_tiers(source, row, revision, model.dim, query, filter, labels, limit, wide_limit, screen)
         })
     }
 
@@ -757,10 +732,7 @@ impl Store for SqliteStore {
         }
         self.read(|conn| {
             let Some((user, revision)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
-            let labels = Labels {
-                agent: scope.agent.as_ref().map(|a| a.as_str()),
-                session: scope.session.as_ref().map(|s| s.as_str()),
-            };
+            let labels = Labels::of(scope);
             self.terms.search(&mut SqliteSource { conn, user_row: user }, user, revision, terms, filter, &labels, limit)
         })
     }
