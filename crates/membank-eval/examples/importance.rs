@@ -8,6 +8,8 @@
 //! ```
 //!
 //! `score` reads texts, one per line, from standard input and prints each one's estimates.
+//! `dump` writes the tuning halves' hidden-state means (every layer, whole and per sentence)
+//! to `/tmp/importance-dump/` for trying other probes outside Rust (tuning halves only).
 //! `tune` prints the lexical estimate's AUC on the tuning halves only; `fit` cross-validates
 //! the probe on them (layer and strength) and writes its weights; `report` scores the shipped
 //! estimator (the probe) and the lexical one on both halves (look at the reporting halves
@@ -33,6 +35,9 @@ fn main() -> Result<(), Error> {
     let longmemeval = PathBuf::from(args.get(2).map_or("/tmp/longmemeval_s_cleaned.json", String::as_str));
     if command == "score" {
         return score_stdin();
+    }
+    if command == "dump" {
+        return dump(&data, &longmemeval);
     }
     let splits: &[Split] = match command {
         "tune" | "fit" | "oof" => &[Split::Tune],
@@ -429,4 +434,88 @@ fn cholesky_solve(h: &mut [f64], g: &[f64], d: usize) -> Vec<f64> {
         x[i] = v / h[i * d + i];
     }
     x
+}
+
+/// `dump`: the tuning halves' features for exploring other probes outside Rust: per model,
+/// `/tmp/importance-dump/<model>/meta.jsonl` (set, group position, label, lexical estimate,
+/// sentence count) and raw little-endian f32 matrices of the person's words' mean hidden
+/// state after each layer, whole (`whole_L<l>.f32`) and per sentence (`sent_L<l>.f32`).
+fn dump(data: &std::path::Path, longmemeval: &std::path::Path) -> Result<(), Error> {
+    use std::io::Write;
+    let examples = load(&Sources {
+        labels: &PathBuf::from("bench/critical"),
+        memorybank_en: &data.join("memorybank/memory_bank_en.json"),
+        memorybank_cn: &data.join("memorybank/memory_bank_cn.json"),
+        locomo: &data.join("locomo/locomo10.json"),
+        longmemeval,
+    })?;
+    for (dir, sets, _) in MODELS {
+        let embedder = LocalEmbedder::open(&model_store().join(dir), LocalOptions::default())?;
+        let ids: Vec<usize> = (0..examples.len())
+            .filter(|&i| examples[i].split == Split::Tune && sets.contains(&examples[i].set))
+            .collect();
+        let out = PathBuf::from(format!("/tmp/importance-dump/{dir}"));
+        std::fs::create_dir_all(&out)?;
+        let texts: Vec<&str> = ids.iter().map(|&i| membank_core::salience::probe_text(&examples[i].text)).collect();
+        let sentences: Vec<Vec<&str>> = texts.iter().map(|t| split_sentences(t)).collect();
+        let mut meta = std::fs::File::create(out.join("meta.jsonl"))?;
+        for (k, &i) in ids.iter().enumerate() {
+            let e = &examples[i];
+            let lexical = membank_core::salience::estimate_importance(&e.text);
+            writeln!(
+                meta,
+                "{}",
+                serde_json::json!({"set": e.set.name(), "group": e.group, "position": e.position, "critical": e.critical,
+                    "lexical": lexical, "sentences": sentences[k].len(), "day": e.day})
+            )?;
+        }
+        let flat: Vec<&str> = sentences.iter().flatten().copied().collect();
+        let layers: Vec<usize> = (1..=if dir.starts_with("all-MiniLM") { 6 } else { 12 }).collect();
+        for layer in layers {
+            for (name, list) in [("whole", &texts), ("sent", &flat)] {
+                let mut file = std::io::BufWriter::new(std::fs::File::create(out.join(format!("{name}_L{layer}.f32")))?);
+                for chunk in list.chunks(256) {
+                    let means = embedder.layer_means(chunk, layer)?.ok_or("no layers")?;
+                    for v in means {
+                        for x in v {
+                            file.write_all(&x.to_le_bytes())?;
+                        }
+                    }
+                }
+            }
+            println!("{dir}: layer {layer} written ({} texts, {} sentences)", texts.len(), flat.len());
+        }
+    }
+    Ok(())
+}
+
+/// A text's sentences: split after `.`, `!`, `?` followed by white space, after `。！？`, and
+/// at line breaks; pieces without a letter are dropped; the whole text when that leaves none.
+fn split_sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    for (k, &(at, c)) in chars.iter().enumerate() {
+        let next_space = chars.get(k + 1).is_none_or(|&(_, n)| n.is_whitespace());
+        let end = match c {
+            '。' | '！' | '？' | '\n' => true,
+            '.' | '!' | '?' => next_space,
+            _ => false,
+        };
+        if end {
+            let piece = text[start..at + c.len_utf8()].trim();
+            if piece.chars().any(char::is_alphabetic) {
+                out.push(piece);
+            }
+            start = at + c.len_utf8();
+        }
+    }
+    let piece = text[start..].trim();
+    if piece.chars().any(char::is_alphabetic) {
+        out.push(piece);
+    }
+    if out.is_empty() {
+        out.push(text);
+    }
+    out
 }
