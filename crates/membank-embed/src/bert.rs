@@ -386,8 +386,15 @@ impl Bert {
         let quantized: &[QLayer] = if weights == Weights::Int8 { self.quantized() } else { &[] };
         let int8 = !quantized.is_empty();
         let depth = match output {
-            Output::Embedding => self.layers.len(),
+            Output::Embedding | Output::EmbeddingAndLayerMeans(_) => self.layers.len(),
             Output::LayerMean(depth) => depth.min(self.layers.len()),
+        };
+        // Per sequence, the means after the layers `EmbeddingAndLayerMeans` asks for.
+        let capture = if let Output::EmbeddingAndLayerMeans(layers) = output { layers } else { 0 };
+        let mut layer_means: Vec<Vec<f32>> = if capture == 0 {
+            Vec::new()
+        } else {
+            vec![Vec::with_capacity(capture.count_ones() as usize * hidden); batch.len()]
         };
         for (index, layer) in self.layers.iter().enumerate().take(depth) {
             // `c += a · w` with the chosen weights: the f32 matrix (`rows × cols`) or its
@@ -429,6 +436,13 @@ impl Bert {
                 kernels::layer_norm(row, &layer.output_norm_weight, &layer.output_norm_bias, eps);
             }
             std::mem::swap(x, tmp);
+            if capture & (1 << (index + 1)) != 0 {
+                let mut start = 0;
+                for (sentence, means) in batch.iter().zip(layer_means.iter_mut()) {
+                    means.extend(mean_rows(&x[start * hidden..(start + sentence.len()) * hidden], hidden));
+                    start += sentence.len();
+                }
+            }
         }
 
         // Pooling over each sentence's tokens, then L2 normalisation.
@@ -437,22 +451,21 @@ impl Bert {
             .iter()
             .map(|sentence| {
                 let rows = &x[start * hidden..(start + sentence.len()) * hidden];
-                let mut pooled = vec![0.0f32; hidden];
-                let pooling = if output == Output::Embedding { self.pooling } else { Pooling::Mean };
-                match pooling {
-                    Pooling::Mean => {
-                        for row in rows.chunks_exact(hidden) {
-                            pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v);
-                        }
-                        let inv = 1.0 / sentence.len().max(1) as f32;
-                        pooled.iter_mut().for_each(|p| *p *= inv);
-                    }
-                    Pooling::Cls => pooled.copy_from_slice(&rows[..hidden]),
-                }
-                if output == Output::Embedding {
+                let embedding = !matches!(output, Output::LayerMean(_));
+                let pooling = if embedding { self.pooling } else { Pooling::Mean };
+                let mut pooled = match pooling {
+                    Pooling::Mean => mean_rows(rows, hidden),
+                    Pooling::Cls => rows[..hidden].to_vec(),
+                };
+                if embedding {
                     kernels::l2_normalize(&mut pooled);
                 }
                 start += sentence.len();
+                pooled
+            })
+            .zip(layer_means.into_iter().chain(std::iter::repeat_with(Vec::new)))
+            .map(|(mut pooled, means)| {
+                pooled.extend(means);
                 pooled
             })
             .collect()
@@ -487,6 +500,18 @@ impl Bert {
     }
 }
 
+/// The mean of `rows` (`hidden` values each), row by row in order (so every caller gets
+/// the same rounding).
+fn mean_rows(rows: &[f32], hidden: usize) -> Vec<f32> {
+    let mut pooled = vec![0.0f32; hidden];
+    for row in rows.chunks_exact(hidden) {
+        pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v);
+    }
+    let inv = 1.0 / (rows.len() / hidden).max(1) as f32;
+    pooled.iter_mut().for_each(|p| *p *= inv);
+    pooled
+}
+
 /// What a forward pass returns per sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Output {
@@ -495,6 +520,10 @@ pub(crate) enum Output {
     /// The mean over the sequence's tokens of the hidden state after this many layers (0:
     /// the embedding layer's output), not normalised.
     LayerMean(usize),
+    /// The sentence embedding, then the mean hidden state after each layer `l` whose bit
+    /// `1 << l` is set (in order; each as [`Output::LayerMean`] gives it): a stored text's
+    /// importance probe reads it without a second pass.
+    EmbeddingAndLayerMeans(u32),
 }
 
 /// Working memory of one forward pass, reused across batches by one thread.

@@ -473,7 +473,8 @@ fn dump(data: &std::path::Path, longmemeval: &std::path::Path) -> Result<(), Err
         let layers: Vec<usize> = (1..=if dir.starts_with("all-MiniLM") { 6 } else { 12 }).collect();
         for layer in layers {
             for (name, list) in [("whole", &texts), ("sent", &flat)] {
-                let mut file = std::io::BufWriter::new(std::fs::File::create(out.join(format!("{name}_L{layer}.f32")))?);
+                let mut file =
+                    std::io::BufWriter::new(std::fs::File::create(out.join(format!("{name}_L{layer}.f32")))?);
                 for chunk in list.chunks(256) {
                     let means = embedder.layer_means(chunk, layer)?.ok_or("no layers")?;
                     for v in means {

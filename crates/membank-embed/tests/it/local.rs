@@ -71,7 +71,7 @@ fn similar_sentences_are_closer_than_unrelated_ones() {
 /// the batch it came in; hostile texts give finite vectors.
 #[test]
 fn layer_means_are_the_embedding_at_full_depth_and_stop_early_otherwise() {
-    // Layer means are always f32, so they are compared with the f32 embedding.
+    // Layer means take the documents' weights: f32 here, to compare with the f32 embedding.
     let embedder = f32_embedder();
     let texts = ["My sister Anna lives in Berlin.", "Thanks, that helps!", "", "中文句子，测试。"];
     let embedded = embedder.embed(&texts).expect("embedding works");
@@ -93,6 +93,50 @@ fn layer_means_are_the_embedding_at_full_depth_and_stop_early_otherwise() {
     let long = "memory ".repeat(15_000);
     let hostile = embedder.layer_means(&[long.as_str(), "\u{0}\u{202E}🙂"], 3).expect("runs").expect("layers");
     assert!(hostile.iter().flatten().all(|x| x.is_finite()));
+}
+
+/// Importance estimation asks for a document's layer mean right after embedding it. Once a
+/// layer has been asked for, `embed`'s own pass keeps each text's mean there, and asking
+/// next gives what a pass of its own gives (texts kept and new ones mixed, in order; two
+/// layers kept; a layer not kept is computed); the embeddings are the same as without it. Both weights.
+#[test]
+fn a_documents_layer_mean_from_its_embedding_pass_equals_its_own_pass() {
+    use membank_embed::QueryPrecision;
+    let texts = ["My sister Anna lives in Berlin.", "Thanks, that helps!", "中文句子，测试。", ""];
+    let new = "A line that was never embedded.";
+    for precision in [QueryPrecision::Int8, QueryPrecision::F32] {
+        let options = LocalOptions { threads: 2, query_precision: precision, document_precision: precision };
+        let open = || LocalEmbedder::open(&model_dir(), options.clone()).expect("the model loads");
+        let cold = open();
+        let plain = cold.embed(&texts).expect("embeds");
+        let own = cold.layer_means(&texts, 4).expect("runs").expect("layers");
+        let own_new = cold.layer_means(&[new], 4).expect("runs").expect("layers");
+        let own_three = cold.layer_means(&texts, 3).expect("runs").expect("layers");
+        let own_five = cold.layer_means(&texts, 5).expect("runs").expect("layers");
+
+        let warm = open();
+        warm.layer_means(&["asked once"], 4).expect("runs");
+        warm.layer_means(&["asked once"], 3).expect("runs");
+        assert_eq!(
+            warm.embed(&texts).expect("embeds"),
+            plain,
+            "{precision:?}: the side output leaves the embedding alone"
+        );
+        let side = warm.layer_means(&texts, 4).expect("runs").expect("layers");
+        let mixed = warm.layer_means(&[texts[1], new, texts[0]], 4).expect("runs").expect("layers");
+        let three = warm.layer_means(&texts, 3).expect("runs").expect("layers");
+        let five = warm.layer_means(&texts, 5).expect("runs").expect("layers");
+        let close = |a: &[Vec<f32>], b: &[&Vec<f32>]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| x.len() == 384 && x.iter().zip(y.iter()).all(|(p, q)| (p - q).abs() <= 1e-5))
+        };
+        assert!(close(&side, &own.iter().collect::<Vec<_>>()), "{precision:?}: kept means are the computed ones");
+        assert!(close(&mixed, &[&own[1], &own_new[0], &own[0]]), "{precision:?}: mixed, in order");
+        assert!(close(&three, &own_three.iter().collect::<Vec<_>>()), "{precision:?}: two layers kept");
+        assert!(close(&five, &own_five.iter().collect::<Vec<_>>()), "{precision:?}: a layer not kept is computed");
+    }
 }
 
 /// The query cache keys on the text with its whitespace normalised: the tokenizer must read
