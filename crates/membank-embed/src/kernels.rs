@@ -1,14 +1,18 @@
 //! Numeric kernels of the BERT forward pass: a safe, bounds-checked wrapper around
 //! `matrixmultiply`'s single-precision matrix product (AVX2/FMA kernels chosen at run time),
-//! and the element-wise functions (layer norm, softmax, GELU, L2 normalisation), each
-//! compiled twice — for the baseline target and for AVX2+FMA — and picked at run time.
+//! the int8 products of the linear layers ([`matmul_q8`]: portable, AVX2, AVX-VNNI,
+//! AVX-512 VNNI and AMX paths, bit-identical), and the element-wise functions (layer norm,
+//! softmax, GELU, L2 normalisation), each compiled twice — for the baseline target and for
+//! AVX2+FMA — and picked at run time.
 //!
-//! This is the one module that is allowed `unsafe`: `sgemm` takes raw pointers, and the
-//! AVX2 variants may only be called on a CPU that has AVX2. The wrapper checks every index
-//! the product can touch against the slices' lengths before the call, so no caller can make
-//! it read or write out of bounds. It deliberately does not parallelise: the caller splits
-//! work across threads and each thread runs single-threaded products, which behaves better
-//! than a spinning pool on a small, shared machine.
+//! This is the one module that is allowed `unsafe`: `sgemm` takes raw pointers, the SIMD
+//! variants may only be called on a CPU that has them, and the AMX path is inline assembly
+//! (stable Rust has no AMX intrinsics) after a system call that asks Linux for the tile
+//! state. The wrappers check every index a product can touch against the slices' lengths
+//! before the call, so no caller can make one read or write out of bounds. It deliberately
+//! does not parallelise beyond two column halves: the caller splits work across threads and
+//! each thread runs single-threaded products, which behaves better than a spinning pool on
+//! a small, shared machine.
 //!
 //! Why matrixmultiply and not the `gemm` crate: both were measured on this workload
 //! (all-MiniLM-L6-v2 shapes, one thread, Zen 3) and were within noise of each other, and
@@ -257,10 +261,12 @@ fn small_m_impl<const FMA: bool>(a: &[f32], av: View, b: &[f32], bv: View, c: &m
 ///
 /// The layout is the one `vpdpbusd` reads: columns in panels of [`PANEL`], and in a panel,
 /// for each four consecutive input rows (a *quad*), each column's four bytes side by side,
-/// so one 64-byte load holds four rows of sixteen columns. Rows beyond `k` and columns
-/// beyond `n` are zero. Beside each group's scales, `offsets` holds `128 · Σ q[p][j]` over
-/// the group: the activations are stored offset by 128 (`vpdpbusd` multiplies unsigned
-/// bytes by signed ones), and that offset adds exactly this much to every sum.
+/// so one 64-byte load holds four rows of sixteen columns. A panel holds whole groups
+/// (`groups · GROUP / 4` quads), so that AMX can load any group's eight quads as one tile;
+/// rows beyond `k` and columns beyond `n` are zero. Beside each group's scales, `offsets`
+/// holds `128 · Σ q[p][j]` over the group: the activations are stored offset by 128
+/// (`vpdpbusd` multiplies unsigned bytes by signed ones), and that offset adds exactly this
+/// much to every sum (AMX multiplies signed bytes by signed ones and needs no offset).
 #[derive(Debug, Clone)]
 pub(crate) struct QMatrix {
     k: usize,
@@ -269,7 +275,9 @@ pub(crate) struct QMatrix {
     quads: usize,
     /// `⌈k / GROUP⌉`.
     groups: usize,
-    /// Panel `q`, quad `t`, column `j`, byte `b` at `((q·quads + t)·PANEL + j)·4 + b`.
+    /// Quads per panel in `data`: `groups · GROUP_QUADS` (≥ `quads`; the rest are zero).
+    panel_quads: usize,
+    /// Panel `q`, quad `t`, column `j`, byte `b` at `((q·panel_quads + t)·PANEL + j)·4 + b`.
     data: Vec<i8>,
     /// Panel `q`, group `g`, column `j` at `(q·groups + g)·PANEL + j`.
     scales: Vec<f32>,
@@ -288,6 +296,8 @@ const GROUP_QUADS: usize = GROUP / 4;
 /// Activation rows multiplied by every panel before the next rows: a block of a long
 /// document batch (64 rows of at most 1536 bytes) stays in L2 while the panels pass over it.
 const ROW_BLOCK: usize = 64;
+/// Rows of an AMX tile of activations (the most a tile holds).
+const AMX_ROWS: usize = 16;
 
 impl QMatrix {
     /// Quantises a row-major `k × n` matrix; `None` when it is empty or holds a non-finite
@@ -297,7 +307,8 @@ impl QMatrix {
             return None;
         }
         let (quads, groups, panels) = (k.div_ceil(4), k.div_ceil(GROUP), n.div_ceil(PANEL));
-        let mut data = vec![0i8; panels * quads * PANEL * 4];
+        let panel_quads = groups * GROUP_QUADS;
+        let mut data = vec![0i8; panels * panel_quads * PANEL * 4];
         let mut scales = vec![0f32; panels * groups * PANEL];
         let mut offsets = vec![0i32; panels * groups * PANEL];
         for j in 0..n {
@@ -309,7 +320,7 @@ impl QMatrix {
                 let mut sum = 0i32;
                 for p in rows {
                     let code = (w[p * n + j] / scale).round().clamp(-127.0, 127.0) as i8;
-                    data[((panel * quads + p / 4) * PANEL + column) * 4 + p % 4] = code;
+                    data[((panel * panel_quads + p / 4) * PANEL + column) * 4 + p % 4] = code;
                     sum += i32::from(code);
                 }
                 let at = (panel * groups + g) * PANEL + column;
@@ -317,7 +328,7 @@ impl QMatrix {
                 offsets[at] = 128 * sum;
             }
         }
-        Some(Self { k, n, quads, groups, data, scales, offsets })
+        Some(Self { k, n, quads, groups, panel_quads, data, scales, offsets })
     }
 
     /// Heap bytes held.
@@ -329,7 +340,7 @@ impl QMatrix {
     #[cfg(test)]
     fn dequantized(&self, p: usize, j: usize) -> f32 {
         let (panel, column) = (j / PANEL, j % PANEL);
-        let code = self.data[((panel * self.quads + p / 4) * PANEL + column) * 4 + p % 4];
+        let code = self.data[((panel * self.panel_quads + p / 4) * PANEL + column) * 4 + p % 4];
         f32::from(code) * self.scales[(panel * self.groups + p / GROUP) * PANEL + column]
     }
 }
@@ -340,6 +351,10 @@ impl QMatrix {
 /// only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Int8Path {
+    /// AMX-INT8: `tdpbssd` on tiles of 16 rows × one group of 32 inputs × 16 columns, the
+    /// group sums scaled by AVX-512 (Linux only: the process asks the kernel for the tile
+    /// state first).
+    Amx,
     /// Scalar 32-bit integer arithmetic; any CPU.
     Portable,
     /// AVX2: bytes widened to 16 bits, `vpmaddwd` (two products a lane, exact).
@@ -353,11 +368,12 @@ pub(crate) enum Int8Path {
 impl Int8Path {
     /// Every path, in order of preference (fastest first, as measured on a Sapphire Rapids
     /// Xeon, which has all of them).
-    pub(crate) const ALL: [Self; 4] = [Self::Avx512Vnni, Self::AvxVnni, Self::Avx2, Self::Portable];
+    pub(crate) const ALL: [Self; 5] = [Self::Amx, Self::Avx512Vnni, Self::AvxVnni, Self::Avx2, Self::Portable];
 
     /// The path's name, as `kernel_paths` reports it.
     pub(crate) fn name(self) -> &'static str {
         match self {
+            Self::Amx => "amx-int8",
             Self::Portable => "portable",
             Self::Avx2 => "avx2",
             Self::AvxVnni => "avx-vnni",
@@ -379,6 +395,12 @@ impl Int8Path {
                     ("avx512bw", has!("avx512bw")),
                     ("avx512vnni", has!("avx512vnni")),
                     ("fma", has!("fma")),
+                ],
+                Self::Amx => &[
+                    ("avx512f", has!("avx512f")),
+                    ("avx512bw", has!("avx512bw")),
+                    ("fma", has!("fma")),
+                    ("amx-int8 with the kernel's permission", amx::ready()),
                 ],
             };
             needs.iter().find(|(_, present)| !present).map(|(name, _)| *name)
@@ -424,6 +446,10 @@ struct QRows {
     stride: usize,
     codes: Vec<u8>,
     wide: Vec<u16>,
+    /// The codes as signed bytes, rows `GROUP · groups` long and padded with zero rows to a
+    /// multiple of [`AMX_ROWS`], for the AMX path only (`tdpbssd` multiplies signed bytes,
+    /// so no offset is needed); `scales` then has zero rows to the same multiple.
+    signed: Vec<i8>,
     scales: Vec<f32>,
     /// `OUTLIERS` (input row, value) pairs per row, largest first.
     outliers: Vec<(u32, f32)>,
@@ -440,12 +466,22 @@ impl QRows {
             stride,
             codes: vec![128; m * stride],
             wide: Vec::new(),
+            signed: Vec::new(),
             scales: vec![0.0; m * groups],
             outliers: vec![(0, 0.0); m * OUTLIERS],
         };
         quantize_rows(a, k, &mut rows.codes, stride, &mut rows.scales, &mut rows.outliers);
         if path == Int8Path::Avx2 {
             rows.wide = rows.codes.iter().map(|&b| u16::from(b)).collect();
+        }
+        if path == Int8Path::Amx {
+            let (padded, signed_stride) = (m.next_multiple_of(AMX_ROWS), groups * GROUP);
+            rows.signed = vec![0; padded * signed_stride];
+            for (out, codes) in rows.signed.chunks_exact_mut(signed_stride).zip(rows.codes.chunks_exact(stride)) {
+                // Byte `code + 128` back to the code: flip the top bit.
+                out.iter_mut().zip(codes).for_each(|(s, &b)| *s = (b ^ 0x80) as i8);
+            }
+            rows.scales.resize(padded * groups, 0.0);
         }
         rows
     }
@@ -611,6 +647,11 @@ fn q8_panels(
     ldc: usize,
     column0: usize,
 ) {
+    #[cfg(target_arch = "x86_64")]
+    if path == Int8Path::Amx {
+        amx::panels(rows, m, w, from, to, c, ldc, column0);
+        return;
+    }
     let (stride, groups, quads) = (rows.stride, w.groups, w.quads);
     let mut block = 0;
     while block < m {
@@ -628,7 +669,7 @@ fn q8_panels(
                     row_scales: &rows.scales[i * groups..(i + count) * groups],
                     groups,
                     quads,
-                    data: &w.data[panel * quads * PANEL * 4..(panel + 1) * quads * PANEL * 4],
+                    data: &w.data[panel * w.panel_quads * PANEL * 4..][..quads * PANEL * 4],
                     scales: &w.scales[panel * groups * PANEL..(panel + 1) * groups * PANEL],
                     offsets: &w.offsets[panel * groups * PANEL..(panel + 1) * groups * PANEL],
                 };
@@ -684,7 +725,9 @@ fn run_tile(path: Int8Path, tile: &Tile<'_>, rows: usize, out: &mut [[f32; PANEL
         };
     }
     match path {
-        Int8Path::Portable => rows!(tile_portable),
+        // AMX multiplies whole tiles of its own (`amx::panels`); a tile of four rows is
+        // the portable one's.
+        Int8Path::Portable | Int8Path::Amx => rows!(tile_portable),
         #[cfg(target_arch = "x86_64")]
         Int8Path::Avx2 => {
             assert!(tile.wide.len() >= rows * tile.stride, "the AVX2 path needs the 16-bit activations");
@@ -895,6 +938,275 @@ unsafe fn tile_avx512_vnni<const R: usize>(tile: &Tile<'_>, out: &mut [[f32; PAN
         }
         for (r, total) in totals.iter().enumerate() {
             _mm512_storeu_ps(out[r].as_mut_ptr(), *total);
+        }
+    }
+}
+
+/// AMX-INT8 ([`Int8Path::Amx`]): the tile unit multiplies 16 activation rows by one group of
+/// 32 inputs of one panel (16 columns) in one `tdpbssd`, and AVX-512 scales the 16 × 16
+/// exact group sums into the f32 totals exactly as [`tile_portable`] does.
+///
+/// Tiles are shaped once per call of [`amx::panels`] (`ldtilecfg`) and released at its end
+/// (`tilerelease`), so a thread that is not multiplying holds no tile state. The shapes are
+/// fixed because the operands are padded to them: activation rows to a multiple of 16 and
+/// to whole groups ([`QRows::signed`]), weight panels to whole groups
+/// ([`QMatrix::panel_quads`]); the padding is zero and adds nothing. Rust has no AMX
+/// intrinsics on stable, so the tile instructions are inline assembly (the tile registers
+/// are invisible to the compiler, which never uses them).
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod amx {
+    use std::arch::asm;
+    use std::arch::x86_64::*;
+
+    use super::{AMX_ROWS, GROUP, GROUP_QUADS, PANEL, QMatrix, QRows, ROW_BLOCK};
+
+    /// Whether this CPU has AMX-TILE and AMX-INT8 and the kernel let this process use the
+    /// tile state (asked once, on first call).
+    pub(super) fn ready() -> bool {
+        static READY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *READY.get_or_init(|| cpu_has_amx_int8() && request_tile_state())
+    }
+
+    fn cpu_has_amx_int8() -> bool {
+        // CPUID leaf 7, sub-leaf 0: EDX bit 24 is AMX-TILE, bit 25 AMX-INT8.
+        #[allow(unused_unsafe)]
+        // SAFETY: CPUID exists on every x86_64 CPU; leaf 7 is read only if the CPU has it.
+        unsafe {
+            __get_cpuid_max(0).0 >= 7 && (__cpuid_count(7, 0).edx >> 24) & 0b11 == 0b11
+        }
+    }
+
+    /// `arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`: Linux gives a process the
+    /// 8 KiB tile state only when asked; without it the first tile instruction faults.
+    #[cfg(target_os = "linux")]
+    fn request_tile_state() -> bool {
+        const SYS_ARCH_PRCTL: isize = 158;
+        const ARCH_REQ_XCOMP_PERM: usize = 0x1023;
+        const XFEATURE_XTILEDATA: usize = 18;
+        let result: isize;
+        // SAFETY: this system call only changes what the process may use; it reads and
+        // writes none of our memory. `syscall` clobbers rcx and r11, declared.
+        unsafe {
+            asm!(
+                "syscall",
+                inlateout("rax") SYS_ARCH_PRCTL => result,
+                in("rdi") ARCH_REQ_XCOMP_PERM,
+                in("rsi") XFEATURE_XTILEDATA,
+                lateout("rcx") _,
+                lateout("r11") _,
+                options(nostack),
+            );
+        }
+        result == 0
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn request_tile_state() -> bool {
+        false
+    }
+
+    /// The operand of `ldtilecfg`.
+    #[repr(C, align(64))]
+    struct TileConfig {
+        palette: u8,
+        start_row: u8,
+        reserved: [u8; 14],
+        bytes_per_row: [u16; 16],
+        rows: [u8; 16],
+    }
+
+    /// Group sums as `tilestored` leaves them: 16 rows of 16 columns.
+    #[repr(C, align(64))]
+    struct Sums([[i32; PANEL]; AMX_ROWS]);
+
+    /// The AMX path of `q8_panels`: panels `from..to` of `w` into `c`, whose rows are
+    /// `ldc` long and whose column 0 is `w`'s column `column0`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn panels(
+        rows: &QRows,
+        m: usize,
+        w: &QMatrix,
+        from: usize,
+        to: usize,
+        c: &mut [f32],
+        ldc: usize,
+        column0: usize,
+    ) {
+        let groups = w.groups;
+        // What every tile load reads: 16 rows of `a_stride` bytes, and eight quads of a
+        // panel's whole groups.
+        assert!(super::Int8Path::Amx.missing_feature().is_none(), "amx::panels without AMX");
+        assert!(rows.signed.len() >= m.next_multiple_of(AMX_ROWS) * groups * GROUP);
+        assert!(rows.scales.len() >= m.next_multiple_of(AMX_ROWS) * groups);
+        assert!(w.panel_quads == groups * GROUP_QUADS && w.data.len() >= to * w.panel_quads * PANEL * 4);
+        assert!(w.scales.len() >= to * groups * PANEL && to <= w.n.div_ceil(PANEL));
+        // SAFETY: the CPU has AMX-INT8, AVX-512 F and BW and FMA (checked above); the
+        // asserts bound every read of the tiles, and `c` is written through bounds-checked
+        // slices.
+        unsafe {
+            configure();
+            panels_avx512(rows, m, w, from, to, c, ldc, column0);
+            asm!("tilerelease", options(nostack));
+        }
+    }
+
+    /// Loads the tile shapes: tmm0 and tmm1 activations (16 rows × 32 bytes), tmm2 and tmm3
+    /// weights (8 quads × 64 bytes), tmm4 to tmm7 sums (16 rows × 16 columns × 4 bytes).
+    unsafe fn configure() {
+        let mut config =
+            TileConfig { palette: 1, start_row: 0, reserved: [0; 14], bytes_per_row: [0; 16], rows: [0; 16] };
+        // tmm0, tmm1: activations; tmm2, tmm3: weights; tmm4–tmm7: sums.
+        let (a, b, c) =
+            ((GROUP as u16, AMX_ROWS as u8), (4 * PANEL as u16, GROUP_QUADS as u8), (4 * PANEL as u16, AMX_ROWS as u8));
+        for (tmm, (bytes, rows)) in [a, a, b, b, c, c, c, c].into_iter().enumerate() {
+            config.bytes_per_row[tmm] = bytes;
+            config.rows[tmm] = rows;
+        }
+        // SAFETY: the CPU has AMX and the process its tile state (the caller checked);
+        // `config` is a valid palette-1 configuration, 64 bytes, aligned.
+        unsafe { asm!("ldtilecfg [{}]", in(reg) &config, options(nostack)) };
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn panels_avx512(
+        rows: &QRows,
+        m: usize,
+        w: &QMatrix,
+        from: usize,
+        to: usize,
+        c: &mut [f32],
+        ldc: usize,
+        column0: usize,
+    ) {
+        let groups = w.groups;
+        let a_stride = groups * GROUP;
+        let panel_bytes = w.panel_quads * PANEL * 4;
+        // Adds a tile's totals for `count` rows from row `i` into panel `panel` of `c`.
+        let mut add = |out: &[[f32; PANEL]; AMX_ROWS], i: usize, count: usize, panel: usize| {
+            let j0 = panel * PANEL;
+            let width = PANEL.min(w.n - j0);
+            for (r, sums) in out.iter().enumerate().take(count) {
+                let start = (i + r) * ldc + (j0 - column0);
+                for (x, &sum) in c[start..start + width].iter_mut().zip(sums) {
+                    *x += sum;
+                }
+            }
+        };
+        let weights = |panel: usize| w.data.as_ptr().wrapping_add(panel * panel_bytes);
+        let column_scales = |panel: usize| w.scales.as_ptr().wrapping_add(panel * groups * PANEL);
+        let mut block = 0;
+        while block < m {
+            let block_end = (block + ROW_BLOCK).min(m);
+            for panel in from..to {
+                let mut i = block;
+                while i < block_end {
+                    let count = AMX_ROWS.min(block_end - i);
+                    let mut out = [[0f32; PANEL]; AMX_ROWS];
+                    // SAFETY: `panels` asserted that the padded codes and scales hold rows
+                    // up to a multiple of 16 past `block_end`, and that panels below `to`
+                    // have their whole groups.
+                    unsafe {
+                        tile(
+                            rows.signed.as_ptr().add(i * a_stride),
+                            a_stride,
+                            weights(panel),
+                            groups,
+                            rows.scales.as_ptr().add(i * groups),
+                            column_scales(panel),
+                            &mut out,
+                        );
+                    }
+                    add(&out, i, count, panel);
+                    i += count;
+                }
+            }
+            block = block_end;
+        }
+    }
+
+    /// Group `g`'s product into `sums`: weights and activations on tiles `g % 2` (tmm0 or
+    /// tmm1, tmm2 or tmm3), the sums on tile `4 + g % 4`, so that four groups can be in the
+    /// tile unit at once.
+    #[inline(always)]
+    unsafe fn product(g: usize, a: *const i8, a_stride: usize, b: *const i8, sums: *mut i32) {
+        macro_rules! on {
+            ($a:literal, $b:literal, $c:literal) => {
+                // SAFETY: the caller bounds the 16 × 32 bytes at `a`, 8 × 64 at `b` and
+                // 1 KiB at `sums`.
+                unsafe {
+                    asm!(
+                        concat!("tileloadd tmm", $a, ", [{a} + {a_stride}*1]"),
+                        concat!("tileloadd tmm", $b, ", [{b} + {stride}*1]"),
+                        concat!("tilezero tmm", $c),
+                        concat!("tdpbssd tmm", $c, ", tmm", $a, ", tmm", $b),
+                        concat!("tilestored [{sums} + {stride}*1], tmm", $c),
+                        a = in(reg) a,
+                        a_stride = in(reg) a_stride,
+                        b = in(reg) b,
+                        stride = in(reg) 4 * PANEL,
+                        sums = in(reg) sums,
+                        options(nostack),
+                    )
+                }
+            };
+        }
+        match g % 4 {
+            0 => on!("0", "2", "4"),
+            1 => on!("1", "3", "5"),
+            2 => on!("0", "2", "6"),
+            _ => on!("1", "3", "7"),
+        }
+    }
+
+    /// Groups multiplied ahead of the one being scaled (1 to 8 measured the same; the tile
+    /// unit's `tdpbssd` and `tilestored`, 16 cycles each, do not overlap the scaling).
+    const AHEAD: usize = 4;
+
+    /// `out[r][j] = Σ_g (sum of group g as f32) · (row scale · column scale)`, fused
+    /// multiply-adds in group order (as [`super::tile_portable`]), for 16 rows at `a`
+    /// (`a_stride` bytes apart) and the panel at `b`.
+    ///
+    /// The products run [`AHEAD`] groups ahead of the scaling, into a ring of buffers.
+    #[target_feature(enable = "avx512f,avx512bw,fma")]
+    unsafe fn tile(
+        a: *const i8,
+        a_stride: usize,
+        b: *const i8,
+        groups: usize,
+        row_scales: *const f32,
+        column_scales: *const f32,
+        out: &mut [[f32; PANEL]; AMX_ROWS],
+    ) {
+        let mut ring = [const { Sums([[0; PANEL]; AMX_ROWS]) }; AHEAD];
+        let ring: *mut i32 = ring.as_mut_ptr().cast();
+        let buffer = |g: usize| ring.wrapping_add((g % AHEAD) * AMX_ROWS * PANEL);
+        let group_bytes = GROUP_QUADS * PANEL * 4;
+        // SAFETY (whole body): the caller bounds 16 rows of `groups · 32` bytes at `a`,
+        // `groups` groups of weights at `b`, 16 rows of `groups` scales at `row_scales`
+        // and `groups · 16` at `column_scales`; `buffer` stays in the ring.
+        unsafe {
+            for g in 0..groups.min(AHEAD) {
+                product(g, a.add(g * GROUP), a_stride, b.add(g * group_bytes), buffer(g));
+            }
+            let mut totals = [_mm512_setzero_ps(); AMX_ROWS];
+            for g in 0..groups {
+                let sums = buffer(g);
+                let column_scale = _mm512_loadu_ps(column_scales.add(g * PANEL));
+                for (r, total) in totals.iter_mut().enumerate() {
+                    let exact = _mm512_load_si512(sums.add(r * PANEL).cast());
+                    let scale = _mm512_mul_ps(_mm512_set1_ps(*row_scales.add(r * groups + g)), column_scale);
+                    *total = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), scale, *total);
+                }
+                let next = g + AHEAD;
+                if next < groups {
+                    product(next, a.add(next * GROUP), a_stride, b.add(next * group_bytes), buffer(next));
+                }
+            }
+            for (row, total) in out.iter_mut().zip(totals) {
+                _mm512_storeu_ps(row.as_mut_ptr(), total);
+            }
         }
     }
 }

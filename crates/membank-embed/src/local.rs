@@ -295,9 +295,11 @@ impl LocalEmbedder {
         };
         // Documents come in batches of hundreds of tokens, where the f32 product is as fast
         // as the AVX2 integer one (`vpmaddwd`, two products a lane) and only `vpdpbusd`
-        // (four) is faster; so without VNNI documents stay f32.
+        // (four) and AMX's `tdpbssd` are faster; so without VNNI or AMX documents stay f32.
         let document_precision = match crate::kernels::int8_path() {
-            crate::kernels::Int8Path::Avx512Vnni | crate::kernels::Int8Path::AvxVnni => options.document_precision,
+            crate::kernels::Int8Path::Amx
+            | crate::kernels::Int8Path::Avx512Vnni
+            | crate::kernels::Int8Path::AvxVnni => options.document_precision,
             _ => QueryPrecision::F32,
         };
         let (query_weights, document_weights) = (weights_for(options.query_precision), weights_for(document_precision));

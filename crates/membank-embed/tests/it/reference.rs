@@ -72,9 +72,9 @@ fn one_at_a_time_equals_batched() {
 fn int8_queries_agree_with_f32_and_do_not_depend_on_the_batch() {
     let int8 = embedder();
     assert_eq!(int8.query_precision(), membank_embed::QueryPrecision::Int8);
-    // Documents take the int8 path only where the CPU has VNNI.
+    // Documents take the int8 path only where the CPU has VNNI or AMX.
     let paths = membank_embed::kernel_paths();
-    let int8_documents = paths.int8.contains("vnni");
+    let int8_documents = paths.int8.contains("vnni") || paths.int8.contains("amx");
     eprintln!("kernel paths: {paths}; int8 documents: {int8_documents}");
     assert_eq!(int8.document_precision() == membank_embed::QueryPrecision::Int8, int8_documents);
     let cases = fixture().cases;
