@@ -2,8 +2,8 @@
 //! `matrixmultiply`'s single-precision matrix product (AVX2/FMA kernels chosen at run time),
 //! the int8 products of the linear layers ([`matmul_q8`]: portable, AVX2, AVX-VNNI,
 //! AVX-512 VNNI and AMX paths, bit-identical), and the element-wise functions (layer norm,
-//! softmax, GELU, L2 normalisation), each compiled twice — for the baseline target and for
-//! AVX2+FMA — and picked at run time.
+//! softmax, GELU, L2 normalisation), each compiled three times — for the baseline target, for AVX2+FMA and for AVX-512 — and
+//! picked at run time.
 //!
 //! This is the one module that is allowed `unsafe`: `sgemm` takes raw pointers, the SIMD
 //! variants may only be called on a CPU that has them, and the AMX path is inline assembly
@@ -125,15 +125,50 @@ fn has_avx2_fma() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
-/// Runs `$body` compiled for AVX2+FMA when the CPU has them (8 lanes and fused
-/// multiply-add), else compiled for the baseline target. `$fma` is the const generic the
+/// Whether the CPU has the AVX-512 subsets the element-wise kernels are compiled for.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx512() -> bool {
+    #[cfg(test)]
+    if AVX512_OFF.with(std::cell::Cell::get) {
+        return false;
+    }
+    use std::arch::is_x86_feature_detected as has;
+    has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") && has_avx2_fma()
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Makes [`dispatch!`] skip its AVX-512 build on this thread, so that tests can compare
+    /// it with the AVX2 one.
+    pub(crate) static AVX512_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `$body` compiled for AVX-512 (16 lanes) or AVX2 (8 lanes), both with FMA, when the
+/// CPU has them, else compiled for the baseline target. `$fma` is the const generic the
 /// body uses to choose `mul_add` (one instruction with FMA, a slow libm call without).
+///
+/// The AVX-512 and AVX2 builds give bit-identical results: they compile the same Rust, the
+/// compiler never reorders floating-point arithmetic, and every `mul_add` is fused in both;
+/// only the width of the registers the loops are vectorised over differs.
 macro_rules! dispatch {
     ($name:ident, $generic:ident($($arg:ident: $ty:ty),*)) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+        fn avx512($($arg: $ty),*) {
+            $generic::<true>($($arg),*)
+        }
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
         fn $name($($arg: $ty),*) {
             $generic::<true>($($arg),*)
+        }
+        #[cfg(target_arch = "x86_64")]
+        if has_avx512() {
+            #[allow(unsafe_code)]
+            // SAFETY: the CPU supports these AVX-512 subsets, AVX2 and FMA, checked just above.
+            unsafe { avx512($($arg),*) };
+            return;
         }
         #[cfg(target_arch = "x86_64")]
         if has_avx2_fma() {
@@ -424,8 +459,12 @@ pub(crate) fn int8_path() -> Int8Path {
 }
 
 /// The path of the f32 products and element-wise kernels: matrixmultiply's and our own
-/// AVX2+FMA code, or the baseline target's.
+/// AVX-512 or AVX2 code with FMA, or the baseline target's.
 pub(crate) fn f32_path() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512() {
+        return "avx512+fma";
+    }
     #[cfg(target_arch = "x86_64")]
     if has_avx2_fma() {
         return "avx2+fma";
@@ -603,12 +642,26 @@ pub(crate) fn matmul_q8_on(
         q8_panels_split(path, &rows, m, w, panels, c);
     }
     // The outliers, in f32, by the same plain code on every path.
-    for (row, outliers) in c[..m * n].chunks_exact_mut(n).zip(rows.outliers.chunks_exact(OUTLIERS)) {
-        for &(index, value) in outliers {
-            let weights = &w_f32[index as usize * n..(index as usize + 1) * n];
-            for (x, &weight) in row.iter_mut().zip(weights) {
-                *x += value * weight;
-            }
+    add_outliers(&mut c[..m * n], n, &rows.outliers, w_f32);
+}
+
+/// `c[i][j] += Σ_o value_o · w[index_o][j]` over each row's [`OUTLIERS`] (index, value)
+/// pairs, added one after the other in their order, a product rounded before each sum (no
+/// fused multiply-add: the same numbers whichever build runs).
+fn add_outliers(c: &mut [f32], n: usize, outliers: &[(u32, f32)], w_f32: &[f32]) {
+    dispatch!(add_outliers_avx2, add_outliers_impl(c: &mut [f32], n: usize, outliers: &[(u32, f32)], w_f32: &[f32]));
+}
+
+/// One pass over each row for all four outliers (four passes read and wrote `c` four times).
+#[inline(always)]
+fn add_outliers_impl<const FMA: bool>(c: &mut [f32], n: usize, outliers: &[(u32, f32)], w_f32: &[f32]) {
+    const _: () = assert!(OUTLIERS == 4, "add_outliers_impl is written for four outliers a row");
+    let weights = |index: u32| &w_f32[index as usize * n..(index as usize + 1) * n];
+    for (row, kept) in c.chunks_exact_mut(n).zip(outliers.chunks_exact(OUTLIERS)) {
+        let [(i0, v0), (i1, v1), (i2, v2), (i3, v3)] = [kept[0], kept[1], kept[2], kept[3]];
+        let (w0, w1, w2, w3) = (weights(i0), weights(i1), weights(i2), weights(i3));
+        for ((((x, &a), &b), &c), &d) in row.iter_mut().zip(w0).zip(w1).zip(w2).zip(w3) {
+            *x = *x + v0 * a + v1 * b + v2 * c + v3 * d;
         }
     }
 }
@@ -1535,6 +1588,61 @@ mod tests {
             }
             eprintln!("int8 path {}: equal to the portable path on {} shapes", path.name(), cases.len());
         }
+    }
+
+    /// The AVX-512 build of every dispatched kernel gives the AVX2 build's bits, on lengths
+    /// with every kind of tail; skipped, saying so, where the CPU lacks AVX-512.
+    #[test]
+    fn avx512_builds_of_the_element_wise_kernels_equal_the_avx2_ones() {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if !has_avx512() {
+                eprintln!("avx512 element-wise kernels: skipped, this CPU lacks AVX-512");
+                return;
+            }
+            let mut noise = Noise(17);
+            for len in [1, 7, 15, 16, 17, 31, 33, 100, 384, 1536, 1537] {
+                let row = noise.values(len, 13);
+                let (gamma, beta) = (noise.values(len, 0), noise.values(len, 0));
+                let a = noise.values(3 * len, 29);
+                let w = noise.values(len * len.min(40), 0);
+                let b = noise.values(len.min(40) * len, 0);
+                let outliers: Vec<(u32, f32)> =
+                    (0..3 * OUTLIERS).map(|i| ((i * 7 % len.min(40)) as u32, noise.next() * 8.0)).collect();
+                let run = |off: bool| {
+                    AVX512_OFF.with(|cell| cell.set(off));
+                    let mut soft: Vec<f32> = row.iter().map(|x| 10.0 * x).collect();
+                    softmax(&mut soft);
+                    let mut gelu_out: Vec<f32> = row.iter().map(|x| 4.0 * x).collect();
+                    gelu(&mut gelu_out);
+                    let mut norm = row.clone();
+                    layer_norm(&mut norm, &gamma, &beta, 1e-12);
+                    let quantised = QRows::quantize(&a, 3, len, Int8Path::Portable);
+                    let mut plus = noise_free_start(3 * len);
+                    add_outliers(&mut plus, len, &outliers, &b);
+                    let k = len.min(40);
+                    let mut product = noise_free_start(5 * len);
+                    matmul(
+                        &w,
+                        View::dense(0, 5.min(len), k),
+                        &b,
+                        View::dense(0, k, len),
+                        &mut product,
+                        View::dense(0, 5.min(len), len),
+                        true,
+                    );
+                    AVX512_OFF.with(|cell| cell.set(false));
+                    (soft, gelu_out, norm, quantised.codes, quantised.scales, quantised.outliers, plus, product)
+                };
+                assert!(run(false) == run(true), "length {len}");
+            }
+            eprintln!("avx512 element-wise kernels: equal to the avx2 ones");
+        }
+    }
+
+    /// A start for accumulating outputs that is not all zeros.
+    fn noise_free_start(len: usize) -> Vec<f32> {
+        (0..len).map(|i| (i % 7) as f32 * 0.125).collect()
     }
 
     #[test]

@@ -648,6 +648,11 @@ mod tests {
             vectors
         };
         let portable = on(Int8Path::Portable);
+        // The element-wise kernels' AVX-512 build against their AVX2 build, on the best path.
+        crate::kernels::AVX512_OFF.with(|off| off.set(true));
+        let avx2 = embedder.embed(&texts).expect("embeds");
+        crate::kernels::AVX512_OFF.with(|off| off.set(false));
+        assert_eq!(avx2, embedder.embed(&texts).expect("embeds"), "element-wise kernels with and without AVX-512");
         for path in Int8Path::ALL {
             match path.missing_feature() {
                 Some(feature) => {
