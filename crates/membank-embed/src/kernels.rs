@@ -476,6 +476,10 @@ pub(crate) fn f32_path() -> &'static str {
 /// byte (the unsigned operand of `vpdpbusd`); rows padded to whole quads with code 0 (byte
 /// 128). `wide` holds the same bytes as 16-bit lanes, for the AVX2 path only.
 ///
+/// On the AMX path the bytes are the codes themselves (`tdpbssd` multiplies signed bytes,
+/// so no offset is needed), rows are padded to whole groups and there are zero rows (and
+/// zero scales) up to a multiple of [`AMX_ROWS`], so that every tile has one shape.
+///
 /// Each row's [`OUTLIERS`] largest magnitudes are left out of the codes (code 0) and kept
 /// in f32 in `outliers`, to be multiplied by the f32 weights: BERT's hidden states have a
 /// few dimensions five to ten times larger than the rest, and one of them in a group would
@@ -485,10 +489,6 @@ struct QRows {
     stride: usize,
     codes: Vec<u8>,
     wide: Vec<u16>,
-    /// The codes as signed bytes, rows `GROUP · groups` long and padded with zero rows to a
-    /// multiple of [`AMX_ROWS`], for the AMX path only (`tdpbssd` multiplies signed bytes,
-    /// so no offset is needed); `scales` then has zero rows to the same multiple.
-    signed: Vec<i8>,
     scales: Vec<f32>,
     /// `OUTLIERS` (input row, value) pairs per row, largest first.
     outliers: Vec<(u32, f32)>,
@@ -499,45 +499,43 @@ const OUTLIERS: usize = 4;
 
 impl QRows {
     fn quantize(a: &[f32], m: usize, k: usize, path: Int8Path) -> Self {
-        let stride = k.div_ceil(4) * 4;
         let groups = k.div_ceil(GROUP);
+        let (stride, padded, offset) = if path == Int8Path::Amx {
+            (groups * GROUP, m.next_multiple_of(AMX_ROWS), 0)
+        } else {
+            (k.div_ceil(4) * 4, m, 128)
+        };
         let mut rows = Self {
             stride,
-            codes: vec![128; m * stride],
+            codes: vec![offset; padded * stride],
             wide: Vec::new(),
-            signed: Vec::new(),
-            scales: vec![0.0; m * groups],
+            scales: vec![0.0; padded * groups],
             outliers: vec![(0, 0.0); m * OUTLIERS],
         };
-        quantize_rows(a, k, &mut rows.codes, stride, &mut rows.scales, &mut rows.outliers);
+        quantize_rows(a, k, &mut rows.codes, stride, offset, &mut rows.scales, &mut rows.outliers);
         if path == Int8Path::Avx2 {
             rows.wide = rows.codes.iter().map(|&b| u16::from(b)).collect();
-        }
-        if path == Int8Path::Amx {
-            let (padded, signed_stride) = (m.next_multiple_of(AMX_ROWS), groups * GROUP);
-            rows.signed = vec![0; padded * signed_stride];
-            for (out, codes) in rows.signed.chunks_exact_mut(signed_stride).zip(rows.codes.chunks_exact(stride)) {
-                // Byte `code + 128` back to the code: flip the top bit.
-                out.iter_mut().zip(codes).for_each(|(s, &b)| *s = (b ^ 0x80) as i8);
-            }
-            rows.scales.resize(padded * groups, 0.0);
         }
         rows
     }
 }
 
-/// Fills `codes` (rows of `stride` bytes), `scales` (a row of `⌈k / GROUP⌉` each) and
-/// `outliers` (a row of [`OUTLIERS`] each) from the rows of `a` (`k` long): symmetric,
-/// round to nearest, the largest magnitude of each row's group (outliers left out) to ±127.
+/// Fills `codes` (rows of `stride` bytes, each code plus `offset` modulo 256), `scales` (a
+/// row of `⌈k / GROUP⌉` each) and `outliers` (a row of [`OUTLIERS`] each) from the rows of
+/// `a` (`k` long): symmetric, round to nearest, the largest magnitude of each row's group
+/// (outliers left out) to ±127. Bytes past `k` in a row, and rows past `a`'s, are left as
+/// they are.
+#[allow(clippy::too_many_arguments)]
 fn quantize_rows(
     a: &[f32],
     k: usize,
     codes: &mut [u8],
     stride: usize,
+    offset: u8,
     scales: &mut [f32],
     outliers: &mut [(u32, f32)],
 ) {
-    dispatch!(quantize_rows_avx2, quantize_rows_impl(a: &[f32], k: usize, codes: &mut [u8], stride: usize, scales: &mut [f32], outliers: &mut [(u32, f32)]));
+    dispatch!(quantize_rows_avx2, quantize_rows_impl(a: &[f32], k: usize, codes: &mut [u8], stride: usize, offset: u8, scales: &mut [f32], outliers: &mut [(u32, f32)]));
 }
 
 #[inline(always)]
@@ -546,6 +544,7 @@ fn quantize_rows_impl<const FMA: bool>(
     k: usize,
     codes: &mut [u8],
     stride: usize,
+    offset: u8,
     scales: &mut [f32],
     outliers: &mut [(u32, f32)],
 ) {
@@ -584,7 +583,7 @@ fn quantize_rows_impl<const FMA: bool>(
             let inverse = if *scale > 0.0 { 127.0 / *scale } else { 0.0 };
             for (byte, &x) in out.iter_mut().zip(group) {
                 let code = ((x * inverse + ROUNDER).to_bits() as i32).wrapping_sub(ROUNDER.to_bits() as i32);
-                *byte = (code.clamp(-127, 127) + 128) as u8;
+                *byte = (code.clamp(-127, 127) as u8).wrapping_add(offset);
             }
             *scale /= 127.0;
         }
@@ -636,28 +635,52 @@ pub(crate) fn matmul_q8_on(
     }
     let rows = QRows::quantize(&a[..m * k], m, k, path);
     let panels = n.div_ceil(PANEL);
+    let weights = Weights { q: w, f32: w_f32 };
     if threads < 2 || panels < 4 {
-        q8_panels(path, &rows, m, w, 0, panels, c, n, 0);
+        q8_panels(path, &rows, m, weights, 0, panels, c, n, 0);
     } else {
-        q8_panels_split(path, &rows, m, w, panels, c);
+        q8_panels_split(path, &rows, m, weights, panels, c);
     }
-    // The outliers, in f32, by the same plain code on every path.
-    add_outliers(&mut c[..m * n], n, &rows.outliers, w_f32);
 }
 
-/// `c[i][j] += Σ_o value_o · w[index_o][j]` over each row's [`OUTLIERS`] (index, value)
-/// pairs, added one after the other in their order, a product rounded before each sum (no
-/// fused multiply-add: the same numbers whichever build runs).
-fn add_outliers(c: &mut [f32], n: usize, outliers: &[(u32, f32)], w_f32: &[f32]) {
-    dispatch!(add_outliers_avx2, add_outliers_impl(c: &mut [f32], n: usize, outliers: &[(u32, f32)], w_f32: &[f32]));
+/// A linear layer's weights in int8, and in f32 for the activations' outliers.
+#[derive(Clone, Copy)]
+struct Weights<'a> {
+    q: &'a QMatrix,
+    f32: &'a [f32],
+}
+
+/// `c[i][j] += Σ_o value_o · w[index_o][first + j]` for `j < width` over each row's
+/// [`OUTLIERS`] (index, value) pairs, added one after the other in their order, a product
+/// rounded before each sum (no fused multiply-add: the same numbers whichever build runs);
+/// `c`'s rows are `ldc` apart, `w`'s `n` long.
+///
+/// The products call it for each block of rows right after its panels, while those rows
+/// of `c` are still in cache (one pass after the whole product read and wrote every row of
+/// `c` again from memory: 9 % of a document batch).
+fn add_outliers(c: &mut [f32], ldc: usize, first: usize, width: usize, outliers: &[(u32, f32)], w: Weights<'_>) {
+    let (n, w_f32) = (w.q.n, w.f32);
+    dispatch!(add_outliers_avx2, add_outliers_impl(c: &mut [f32], ldc: usize, first: usize, width: usize, n: usize, outliers: &[(u32, f32)], w_f32: &[f32]));
 }
 
 /// One pass over each row for all four outliers (four passes read and wrote `c` four times).
 #[inline(always)]
-fn add_outliers_impl<const FMA: bool>(c: &mut [f32], n: usize, outliers: &[(u32, f32)], w_f32: &[f32]) {
+fn add_outliers_impl<const FMA: bool>(
+    c: &mut [f32],
+    ldc: usize,
+    first: usize,
+    width: usize,
+    n: usize,
+    outliers: &[(u32, f32)],
+    w_f32: &[f32],
+) {
     const _: () = assert!(OUTLIERS == 4, "add_outliers_impl is written for four outliers a row");
-    let weights = |index: u32| &w_f32[index as usize * n..(index as usize + 1) * n];
-    for (row, kept) in c.chunks_exact_mut(n).zip(outliers.chunks_exact(OUTLIERS)) {
+    if width == 0 {
+        return;
+    }
+    let weights = |index: u32| &w_f32[index as usize * n + first..][..width];
+    for (r, kept) in outliers.chunks_exact(OUTLIERS).enumerate() {
+        let row = &mut c[r * ldc..][..width];
         let [(i0, v0), (i1, v1), (i2, v2), (i3, v3)] = [kept[0], kept[1], kept[2], kept[3]];
         let (w0, w1, w2, w3) = (weights(i0), weights(i1), weights(i2), weights(i3));
         for ((((x, &a), &b), &c), &d) in row.iter_mut().zip(w0).zip(w1).zip(w2).zip(w3) {
@@ -666,9 +689,29 @@ fn add_outliers_impl<const FMA: bool>(c: &mut [f32], n: usize, outliers: &[(u32,
     }
 }
 
+/// The outliers of rows `block..block_end` at panels `from..to`, into `c` as [`q8_panels`]
+/// lays it out.
+#[allow(clippy::too_many_arguments)]
+fn add_block_outliers(
+    rows: &QRows,
+    w: Weights<'_>,
+    block: usize,
+    block_end: usize,
+    from: usize,
+    to: usize,
+    c: &mut [f32],
+    ldc: usize,
+    column0: usize,
+) {
+    let first = from * PANEL;
+    let width = (to * PANEL).min(w.q.n).saturating_sub(first);
+    let outliers = &rows.outliers[block * OUTLIERS..block_end * OUTLIERS];
+    add_outliers(&mut c[block * ldc + first - column0..], ldc, first, width, outliers, w);
+}
+
 /// [`q8_panels`] over two threads: the right half of the panels into a buffer of its own.
-fn q8_panels_split(path: Int8Path, rows: &QRows, m: usize, w: &QMatrix, panels: usize, c: &mut [f32]) {
-    let n = w.n;
+fn q8_panels_split(path: Int8Path, rows: &QRows, m: usize, w: Weights<'_>, panels: usize, c: &mut [f32]) {
+    let n = w.q.n;
     let split = panels / 2;
     let first_right = split * PANEL;
     let width = n - first_right;
@@ -687,13 +730,13 @@ fn q8_panels_split(path: Int8Path, rows: &QRows, m: usize, w: &QMatrix, panels: 
 }
 
 /// Panels `from..to` of `w` into `c`, whose rows are `ldc` long and whose column 0 is
-/// `w`'s column `column0`.
+/// `w`'s column `column0`, each block of rows followed by its outliers.
 #[allow(clippy::too_many_arguments)]
 fn q8_panels(
     path: Int8Path,
     rows: &QRows,
     m: usize,
-    w: &QMatrix,
+    weights: Weights<'_>,
     from: usize,
     to: usize,
     c: &mut [f32],
@@ -702,9 +745,10 @@ fn q8_panels(
 ) {
     #[cfg(target_arch = "x86_64")]
     if path == Int8Path::Amx {
-        amx::panels(rows, m, w, from, to, c, ldc, column0);
+        amx::panels(rows, m, weights, from, to, c, ldc, column0);
         return;
     }
+    let w = weights.q;
     let (stride, groups, quads) = (rows.stride, w.groups, w.quads);
     let mut block = 0;
     while block < m {
@@ -737,6 +781,7 @@ fn q8_panels(
                 i += count;
             }
         }
+        add_block_outliers(rows, weights, block, block_end, from, to, c, ldc, column0);
         block = block_end;
     }
 }
@@ -1002,7 +1047,7 @@ unsafe fn tile_avx512_vnni<const R: usize>(tile: &Tile<'_>, out: &mut [[f32; PAN
 /// Tiles are shaped once per call of [`amx::panels`] (`ldtilecfg`) and released at its end
 /// (`tilerelease`), so a thread that is not multiplying holds no tile state. The shapes are
 /// fixed because the operands are padded to them: activation rows to a multiple of 16 and
-/// to whole groups ([`QRows::signed`]), weight panels to whole groups
+/// to whole groups ([`QRows`]), weight panels to whole groups
 /// ([`QMatrix::panel_quads`]); the padding is zero and adds nothing. Rust has no AMX
 /// intrinsics on stable, so the tile instructions are inline assembly (the tile registers
 /// are invisible to the compiler, which never uses them).
@@ -1012,7 +1057,7 @@ mod amx {
     use std::arch::asm;
     use std::arch::x86_64::*;
 
-    use super::{AMX_ROWS, GROUP, GROUP_QUADS, PANEL, QMatrix, QRows, ROW_BLOCK};
+    use super::{AMX_ROWS, GROUP, GROUP_QUADS, PANEL, QRows, ROW_BLOCK, Weights};
 
     /// Whether this CPU has AMX-TILE and AMX-INT8 and the kernel let this process use the
     /// tile state (asked once, on first call).
@@ -1079,27 +1124,32 @@ mod amx {
     pub(super) fn panels(
         rows: &QRows,
         m: usize,
-        w: &QMatrix,
+        weights: Weights<'_>,
         from: usize,
         to: usize,
         c: &mut [f32],
         ldc: usize,
         column0: usize,
     ) {
+        let w = weights.q;
         let groups = w.groups;
         // What every tile load reads: 16 rows of `a_stride` bytes, and eight quads of a
         // panel's whole groups.
         assert!(super::Int8Path::Amx.missing_feature().is_none(), "amx::panels without AMX");
-        assert!(rows.signed.len() >= m.next_multiple_of(AMX_ROWS) * groups * GROUP);
+        assert!(rows.stride == groups * GROUP && rows.codes.len() >= m.next_multiple_of(AMX_ROWS) * rows.stride);
         assert!(rows.scales.len() >= m.next_multiple_of(AMX_ROWS) * groups);
         assert!(w.panel_quads == groups * GROUP_QUADS && w.data.len() >= to * w.panel_quads * PANEL * 4);
         assert!(w.scales.len() >= to * groups * PANEL && to <= w.n.div_ceil(PANEL));
+        // What the tiles add into: rows 0..m of `c`, columns from `from`'s first to `to`'s
+        // last (or `n`), shifted by `column0`.
+        let last_column = (to * PANEL).min(w.n);
+        assert!(from <= to && column0 <= from * PANEL && last_column - column0 <= ldc);
+        assert!(m == 0 || from == to || c.len() >= (m - 1) * ldc + last_column - column0);
         // SAFETY: the CPU has AMX-INT8, AVX-512 F and BW and FMA (checked above); the
-        // asserts bound every read of the tiles, and `c` is written through bounds-checked
-        // slices.
+        // asserts bound every read of the tiles and every element of `c` a tile adds into.
         unsafe {
             configure();
-            panels_avx512(rows, m, w, from, to, c, ldc, column0);
+            panels_avx512(rows, m, weights, from, to, c, ldc, column0);
             asm!("tilerelease", options(nostack));
         }
     }
@@ -1126,57 +1176,64 @@ mod amx {
     unsafe fn panels_avx512(
         rows: &QRows,
         m: usize,
-        w: &QMatrix,
+        weights: Weights<'_>,
         from: usize,
         to: usize,
         c: &mut [f32],
         ldc: usize,
         column0: usize,
     ) {
+        let w = weights.q;
         let groups = w.groups;
         let a_stride = groups * GROUP;
         let panel_bytes = w.panel_quads * PANEL * 4;
-        // Adds a tile's totals for `count` rows from row `i` into panel `panel` of `c`.
-        let mut add = |out: &[[f32; PANEL]; AMX_ROWS], i: usize, count: usize, panel: usize| {
-            let j0 = panel * PANEL;
-            let width = PANEL.min(w.n - j0);
-            for (r, sums) in out.iter().enumerate().take(count) {
-                let start = (i + r) * ldc + (j0 - column0);
-                for (x, &sum) in c[start..start + width].iter_mut().zip(sums) {
-                    *x += sum;
-                }
-            }
-        };
-        let weights = |panel: usize| w.data.as_ptr().wrapping_add(panel * panel_bytes);
+        let panel_weights = |panel: usize| w.data.as_ptr().wrapping_add(panel * panel_bytes);
         let column_scales = |panel: usize| w.scales.as_ptr().wrapping_add(panel * groups * PANEL);
         let mut block = 0;
         while block < m {
             let block_end = (block + ROW_BLOCK).min(m);
             for panel in from..to {
+                let j0 = panel * PANEL;
+                // The panel's columns inside `n`, as a mask of the 16 lanes.
+                let columns = (1u32 << PANEL.min(w.n - j0)) - 1;
                 let mut i = block;
                 while i < block_end {
                     let count = AMX_ROWS.min(block_end - i);
-                    let mut out = [[0f32; PANEL]; AMX_ROWS];
                     // SAFETY: `panels` asserted that the padded codes and scales hold rows
-                    // up to a multiple of 16 past `block_end`, and that panels below `to`
-                    // have their whole groups.
+                    // up to a multiple of 16 past `block_end`, that panels below `to` have
+                    // their whole groups, and that `c` holds rows i..i + count at these
+                    // columns.
                     unsafe {
                         tile(
-                            rows.signed.as_ptr().add(i * a_stride),
+                            rows.codes.as_ptr().add(i * a_stride).cast::<i8>(),
                             a_stride,
-                            weights(panel),
+                            panel_weights(panel),
                             groups,
                             rows.scales.as_ptr().add(i * groups),
                             column_scales(panel),
-                            &mut out,
+                            Destination {
+                                at: c.as_mut_ptr().add(i * ldc + j0 - column0),
+                                ldc,
+                                rows: count,
+                                columns: columns as u16,
+                            },
                         );
                     }
-                    add(&out, i, count, panel);
                     i += count;
                 }
             }
+            super::add_block_outliers(rows, weights, block, block_end, from, to, c, ldc, column0);
             block = block_end;
         }
+    }
+
+    /// Where a tile adds its totals: `rows` rows `ldc` apart from `at`, the lanes of
+    /// `columns` in each.
+    struct Destination {
+        at: *mut f32,
+        ldc: usize,
+        rows: usize,
+        columns: u16,
     }
 
     /// Group `g`'s product into `sums`: weights and activations on tiles `g % 2` (tmm0 or
@@ -1217,9 +1274,10 @@ mod amx {
     /// unit's `tdpbssd` and `tilestored`, 16 cycles each, do not overlap the scaling).
     const AHEAD: usize = 4;
 
-    /// `out[r][j] = Σ_g (sum of group g as f32) · (row scale · column scale)`, fused
-    /// multiply-adds in group order (as [`super::tile_portable`]), for 16 rows at `a`
-    /// (`a_stride` bytes apart) and the panel at `b`.
+    /// `c[r][j] += Σ_g (sum of group g as f32) · (row scale · column scale)`, the sum made
+    /// by fused multiply-adds in group order from zero and then added to `c` (as
+    /// [`super::tile_portable`] and `q8_panels` do), for 16 rows at `a` (`a_stride` bytes
+    /// apart) and the panel at `b`, into the rows and columns of `out`.
     ///
     /// The products run [`AHEAD`] groups ahead of the scaling, into a ring of buffers.
     #[target_feature(enable = "avx512f,avx512bw,fma")]
@@ -1230,15 +1288,18 @@ mod amx {
         groups: usize,
         row_scales: *const f32,
         column_scales: *const f32,
-        out: &mut [[f32; PANEL]; AMX_ROWS],
+        out: Destination,
     ) {
-        let mut ring = [const { Sums([[0; PANEL]; AMX_ROWS]) }; AHEAD];
+        // Not zeroed (a 4 KiB memset per tile showed in profiles): `tilestored` writes a
+        // buffer whole before it is read.
+        let mut ring = std::mem::MaybeUninit::<[Sums; AHEAD]>::uninit();
         let ring: *mut i32 = ring.as_mut_ptr().cast();
         let buffer = |g: usize| ring.wrapping_add((g % AHEAD) * AMX_ROWS * PANEL);
         let group_bytes = GROUP_QUADS * PANEL * 4;
         // SAFETY (whole body): the caller bounds 16 rows of `groups · 32` bytes at `a`,
-        // `groups` groups of weights at `b`, 16 rows of `groups` scales at `row_scales`
-        // and `groups · 16` at `column_scales`; `buffer` stays in the ring.
+        // `groups` groups of weights at `b`, 16 rows of `groups` scales at `row_scales`,
+        // `groups · 16` at `column_scales` and the destination; masked lanes are neither
+        // read nor written; `buffer` stays in the ring.
         unsafe {
             for g in 0..groups.min(AHEAD) {
                 product(g, a.add(g * GROUP), a_stride, b.add(g * group_bytes), buffer(g));
@@ -1257,8 +1318,10 @@ mod amx {
                     product(next, a.add(next * GROUP), a_stride, b.add(next * group_bytes), buffer(next));
                 }
             }
-            for (row, total) in out.iter_mut().zip(totals) {
-                _mm512_storeu_ps(row.as_mut_ptr(), total);
+            for (r, total) in totals.into_iter().enumerate().take(out.rows) {
+                let at = out.at.add(r * out.ldc);
+                let sum = _mm512_add_ps(_mm512_maskz_loadu_ps(out.columns, at), total);
+                _mm512_mask_storeu_ps(at, out.columns, sum);
             }
         }
     }
@@ -1619,7 +1682,11 @@ mod tests {
                     layer_norm(&mut norm, &gamma, &beta, 1e-12);
                     let quantised = QRows::quantize(&a, 3, len, Int8Path::Portable);
                     let mut plus = noise_free_start(3 * len);
-                    add_outliers(&mut plus, len, &outliers, &b);
+                    let qb = QMatrix::quantize(&b, len.min(40), len).expect("quantises");
+                    let weights = Weights { q: &qb, f32: &b };
+                    add_outliers(&mut plus, len, 0, len, &outliers, weights);
+                    // A band of columns, as one thread's half of the panels adds it.
+                    add_outliers(&mut plus[len / 3..], len, len / 3, len - len / 3, &outliers, weights);
                     let k = len.min(40);
                     let mut product = noise_free_start(5 * len);
                     matmul(
