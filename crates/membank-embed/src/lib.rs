@@ -50,9 +50,9 @@ pub use local::{KnownModel, LocalEmbedder, LocalOptions, QueryPrecision};
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 
 /// The kernel paths the local encoder runs on this CPU, chosen once at run time from the
-/// CPU's features: `int8` for the integer matrix products (`avx512-vnni`, `avx-vnni`,
-/// `avx2` or `portable`), `f32` for the f32 products and element-wise kernels
-/// (`avx2+fma` or `portable`). Benchmarks print it beside their figures.
+/// CPU's features: `int8` for the integer matrix products (`amx-int8`, `avx512-vnni`,
+/// `avx-vnni`, `avx2` or `portable`), `f32` for the f32 products and element-wise kernels
+/// (`avx512+fma`, `avx2+fma` or `portable`). Benchmarks print it beside their figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelPaths {
     /// The path of the int8 (W8A8) matrix products.

@@ -84,10 +84,11 @@ fn bench_embed_reads_a_sentence_file_and_reports_json() {
     assert_eq!(report["source"], file.to_str().unwrap());
     // The kernel paths that ran, whichever this CPU has.
     assert!(
-        ["avx512-vnni", "avx-vnni", "avx2", "portable"].contains(&report["kernels"]["int8"].as_str().unwrap()),
+        ["amx-int8", "avx512-vnni", "avx-vnni", "avx2", "portable"]
+            .contains(&report["kernels"]["int8"].as_str().unwrap()),
         "{report}"
     );
-    assert!(["avx2+fma", "portable"].contains(&report["kernels"]["f32"].as_str().unwrap()), "{report}");
+    assert!(["avx512+fma", "avx2+fma", "portable"].contains(&report["kernels"]["f32"].as_str().unwrap()), "{report}");
     assert_eq!(
         (report["sentences"].as_u64(), report["words"].as_u64(), report["runs"].as_u64()),
         (Some(3), Some(18), Some(2))

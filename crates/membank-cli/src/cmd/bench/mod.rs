@@ -67,9 +67,9 @@ pub fn run(ctx: &Context, command: BenchCommand) -> Result<()> {
 /// reports carry them: `int8` for the integer matrix products, `f32` for the rest.
 #[derive(Debug, Clone, Serialize)]
 pub struct EmbedKernels {
-    /// `avx512-vnni`, `avx-vnni`, `avx2` or `portable`.
+    /// `amx-int8`, `avx512-vnni`, `avx-vnni`, `avx2` or `portable`.
     pub int8: &'static str,
-    /// `avx2+fma` or `portable`.
+    /// `avx512+fma`, `avx2+fma` or `portable`.
     pub f32: &'static str,
 }
 
