@@ -8,8 +8,12 @@
 #   scripts/citus-dev.sh status    print the running cluster's coordinator URL (exit 1 when none runs)
 #   scripts/citus-dev.sh stop      stop every node and remove the cluster's directory (exit 0 when none runs)
 #   scripts/citus-dev.sh node-stop NAME | node-start NAME
-#                                  stop (immediate) or start one node (coordinator, worker1, worker2)
-#                                  of the running cluster, for fault tests; its data is kept
+#                                  stop (immediate) or start one node (coordinator, worker1, worker2,
+#                                  worker3 once added) of the running cluster, for fault tests; its
+#                                  data is kept
+#   scripts/citus-dev.sh node-add  start a third worker, worker3, and add it to the coordinator
+#                                  (citus_add_node; its shards come only with a rebalance); prints
+#                                  its name as the last line of stdout. `stop` stops it too
 #
 # Conventions are those of scripts/postgres-dev.sh: loopback only, free ports, trust
 # authentication, a state directory ($MEMBANK_CITUS_DEV_DIR, default
@@ -42,7 +46,10 @@ state_dir=${MEMBANK_CITUS_DEV_DIR:-${TMPDIR:-/tmp}/membank-citus-dev}
 cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/membank
 cache_dir=$cache_root/citus-$citus_version-pg$pg_major
 state_file=$state_dir/cluster
-nodes=(coordinator worker1 worker2)
+base_nodes=(coordinator worker1 worker2)
+nodes=("${base_nodes[@]}")
+# The worker `node-add` adds; once recorded in the state file it is one of the nodes.
+extra_worker=worker3
 started=$SECONDS
 
 say() { printf '%s [%3ds] %s\n' "$prog" $((SECONDS - started)) "$*" >&2; }
@@ -53,15 +60,17 @@ die() {
 
 usage() {
   cat <<USAGE
-usage: scripts/citus-dev.sh start | status | stop | node-stop NAME | node-start NAME
+usage: scripts/citus-dev.sh start | status | stop | node-stop NAME | node-start NAME | node-add
 
   start            start a throw-away Citus $citus_version cluster (a coordinator and two workers,
                    PostgreSQL $pg_major with pgvector) on 127.0.0.1, or reuse the running one; the
                    last line of stdout is the coordinator's URL (postgres://$db_user@127.0.0.1:PORT/$db_name)
   status           print the running cluster's coordinator URL; exit 1 when none runs
   stop             stop every node and remove the cluster's directory; exit 0 when none runs
-  node-stop NAME   stop one node (coordinator, worker1, worker2) at once, keeping its data
+  node-stop NAME   stop one node (coordinator, worker1, worker2, $extra_worker) at once, keeping its data
   node-start NAME  start a node stopped by node-stop
+  node-add         start a third worker, $extra_worker, and add it to the coordinator (citus_add_node;
+                   shards move to it only with citus_rebalance_start); prints its name
 
 state directory: \$MEMBANK_CITUS_DEV_DIR (now $state_dir)
 Citus cache:     $cache_dir
@@ -72,8 +81,10 @@ USAGE
 log=$(mktemp "${TMPDIR:-/tmp}/membank-citus-dev-log.XXXXXX")
 staging=''
 aborting=''
+adding=''
 on_exit() {
   [[ -z $aborting ]] || abort_start "$aborting" || true
+  [[ -z $adding ]] || abort_add || true
   [[ -z $staging ]] || rm -rf -- "$staging" || true
   rm -f "$log"
 }
@@ -200,6 +211,7 @@ load_state() { # the state file into run_dir, port_NAME
       port_*) printf -v "$key" '%s' "$value" ;;
     esac
   done <"$state_file"
+  if [[ -n ${port_worker3:-} ]]; then nodes=("${base_nodes[@]}" "$extra_worker"); fi
   [[ -n $run_dir ]] || die "state file $state_file is incomplete; remove it and $state_dir/run.* by hand"
 }
 
@@ -296,8 +308,37 @@ include_if_exists = 'membank-port.conf'
 CONF
 }
 
+node_locale() { # the locale every node is made with
+  if locale -a 2>/dev/null | grep -ix 'C.utf-\?8' >/dev/null; then echo C.UTF-8; else echo C; fi
+}
+
+new_node() { # NAME LOCALE: initdb a node, start it on a free port recorded in the state file,
+  # and create the database with citus and vector in it
+  local n=$1 locale=$2 port attempt
+  say "initdb $n into $run_dir/$n (citus preloaded, trust authentication, locale $locale)"
+  init_node "$n" "$locale"
+  for ((attempt = 1; ; attempt++)); do
+    port=$(pick_port)
+    printf 'port = %s\n' "$port" >"$run_dir/$n/membank-port.conf"
+    if ((EUID == 0)); then chown postgres: "$run_dir/$n/membank-port.conf"; fi
+    say "starting $n on 127.0.0.1:$port"
+    start_node "$n" && break
+    if ((attempt < 5)) && grep -q 'could not bind\|Address already in use' "$run_dir/$n.log" 2>/dev/null; then
+      continue
+    fi
+    tail -n 30 "$run_dir/$n.log" 2>/dev/null | sed 's/^/  | /' >&2 || true
+    die "$n did not start; its log is $run_dir/$n.log"
+  done
+  printf -v "port_$n" '%s' "$port"
+  printf 'port_%s=%s\n' "$n" "$port" >>"$state_file"
+  say "creating database $db_name with extensions citus and vector on $n"
+  run "CREATE DATABASE ($n)" psql_q "postgres://$db_user@127.0.0.1:$port/postgres" "CREATE DATABASE $db_name"
+  run "CREATE EXTENSION ($n)" psql_q "postgres://$db_user@127.0.0.1:$port/$db_name" \
+    "CREATE EXTENSION citus; CREATE EXTENSION vector"
+}
+
 cmd_start() {
-  local n port locale url attempt v
+  local n locale url v
   lock_state
   if load_state; then
     if cluster_alive; then
@@ -322,34 +363,12 @@ cmd_start() {
   as_owner test -w "$run_dir" ||
     die "$run_dir is not writable by the server's user (postgres); set MEMBANK_CITUS_DEV_DIR (e.g. under /tmp)"
   ((${#run_dir} + 20 <= 107)) || die "the path $run_dir is too long for a unix socket; set a shorter MEMBANK_CITUS_DEV_DIR"
-  locale=C
-  if locale -a 2>/dev/null | grep -ix 'C.utf-\?8' >/dev/null; then locale=C.UTF-8; fi
+  locale=$(node_locale)
   printf 'run_dir=%s\n' "$run_dir" >"$state_file"
   say "TLS: a private CA and a server certificate for localhost/127.0.0.1 ($run_dir/ca.crt), for every node"
   run "making TLS certificates" make_certificates "$run_dir"
   if ((EUID == 0)); then chown postgres: "$run_dir/server.crt" "$run_dir/server.key"; fi
-  for n in "${nodes[@]}"; do
-    say "initdb $n into $run_dir/$n (citus preloaded, trust authentication, locale $locale)"
-    init_node "$n" "$locale"
-    for ((attempt = 1; ; attempt++)); do
-      port=$(pick_port)
-      printf 'port = %s\n' "$port" >"$run_dir/$n/membank-port.conf"
-      if ((EUID == 0)); then chown postgres: "$run_dir/$n/membank-port.conf"; fi
-      say "starting $n on 127.0.0.1:$port"
-      start_node "$n" && break
-      if ((attempt < 5)) && grep -q 'could not bind\|Address already in use' "$run_dir/$n.log" 2>/dev/null; then
-        continue
-      fi
-      tail -n 30 "$run_dir/$n.log" 2>/dev/null | sed 's/^/  | /' >&2 || true
-      die "$n did not start; its log is $run_dir/$n.log"
-    done
-    printf -v "port_$n" '%s' "$port"
-    printf 'port_%s=%s\n' "$n" "$port" >>"$state_file"
-    say "creating database $db_name with extensions citus and vector on $n"
-    run "CREATE DATABASE ($n)" psql_q "postgres://$db_user@127.0.0.1:$port/postgres" "CREATE DATABASE $db_name"
-    run "CREATE EXTENSION ($n)" psql_q "postgres://$db_user@127.0.0.1:$port/$db_name" \
-      "CREATE EXTENSION citus; CREATE EXTENSION vector"
-  done
+  for n in "${nodes[@]}"; do new_node "$n" "$locale"; done
   url="postgres://$db_user@127.0.0.1:$port_coordinator/$db_name"
   say "adding the workers to the coordinator"
   run "citus_set_coordinator_host" psql_q "$url" "SELECT citus_set_coordinator_host('127.0.0.1', $port_coordinator)"
@@ -385,6 +404,8 @@ stop_all() {
   for n in "${nodes[@]}"; do stop_node "$n"; done
   remove_run_dir "$run_dir"
   rm -f "$state_file"
+  nodes=("${base_nodes[@]}")
+  port_worker3=''
 }
 
 abort_start() {
@@ -407,7 +428,7 @@ cmd_stop() {
 
 cmd_status() {
   if load_state && cluster_alive; then
-    say "running: coordinator on port $port_coordinator, workers on $port_worker1 and $port_worker2 ($run_dir)"
+    say "running: coordinator on port $port_coordinator, workers on $port_worker1 and $port_worker2${port_worker3:+ and $port_worker3} ($run_dir)"
     printf 'postgres://%s@127.0.0.1:%s/%s\n' "$db_user" "$port_coordinator" "$db_name"
     return 0
   fi
@@ -415,15 +436,60 @@ cmd_status() {
   return 1
 }
 
-check_node_name() {
-  case $1 in coordinator | worker1 | worker2) ;; *) die "no node named '$1' (coordinator, worker1, worker2)" ;; esac
+check_node_name() { # after load_state: $extra_worker is a node once node-add made it
+  local n
+  for n in "${nodes[@]}"; do [[ $1 != "$n" ]] || return 0; done
+  die "no node named '$1' (${nodes[*]})"
+}
+
+# A node-add that failed: its worker stopped, its directory removed, its port forgotten, so
+# the cluster is as it was before and node-add can be run again.
+abort_add() {
+  local url="postgres://$db_user@127.0.0.1:$port_coordinator/$db_name"
+  if [[ -n ${port_worker3:-} ]] &&
+    [[ $(psql_q "$url" "SELECT count(*) FROM pg_dist_node WHERE nodeport = $port_worker3" 2>/dev/null) == 1 ]]; then
+    psql_q "$url" "SELECT citus_remove_node('127.0.0.1', $port_worker3)" >/dev/null 2>&1 || true
+  fi
+  stop_node "$extra_worker"
+  rm -rf -- "${run_dir:?}/$extra_worker"
+  sed -i "/^port_$extra_worker=/d" "$state_file"
+  say "node-add failed: stopped $extra_worker and removed $run_dir/$extra_worker; the cluster has its two workers"
+}
+
+cmd_node_add() {
+  local url v
+  lock_state
+  load_state || die "no cluster is recorded in $state_dir"
+  cluster_alive || die "not every node of the cluster runs (${nodes[*]}); start them first"
+  url="postgres://$db_user@127.0.0.1:$port_coordinator/$db_name"
+  if [[ -n ${port_worker3:-} ]]; then
+    v=$(psql_q "$url" "SELECT count(*) FROM pg_dist_node WHERE nodeport = $port_worker3 AND isactive") ||
+      die "could not ask the coordinator about $extra_worker"
+    [[ $v == 1 ]] || die "$extra_worker runs on port $port_worker3 but the coordinator does not list it as active"
+    say "$extra_worker was added already (port $port_worker3)"
+    printf '%s\n' "$extra_worker"
+    return 0
+  fi
+  adding=1
+  # What a node-add killed before it could clean up left behind.
+  stop_node "$extra_worker"
+  rm -rf -- "${run_dir:?}/$extra_worker"
+  new_node "$extra_worker" "$(node_locale)"
+  nodes+=("$extra_worker")
+  say "adding $extra_worker to the coordinator (its shards come with citus_rebalance_start)"
+  run "citus_add_node ($extra_worker)" psql_q "$url" "SELECT citus_add_node('127.0.0.1', $port_worker3)"
+  v=$(psql_q "$url" "SELECT count(*) FROM citus_get_active_worker_nodes()") || die "could not list the workers"
+  [[ $v == 3 ]] || die "the coordinator sees $v active workers, not 3"
+  adding=''
+  say "ready: $extra_worker on port $port_worker3; the coordinator has 3 workers"
+  printf '%s\n' "$extra_worker"
 }
 
 cmd_node() { # stop|start NAME
   local what=$1 n=$2
-  check_node_name "$n"
   lock_state
   load_state || die "no cluster is recorded in $state_dir"
+  check_node_name "$n"
   case $what in
     stop)
       say "stopping $n (immediate; its data is kept)"
@@ -459,6 +525,10 @@ case ${1:-} in
   node-stop | node-start)
     (($# == 2)) || { usage >&2; exit 2; }
     cmd_node "${1#node-}" "$2"
+    ;;
+  node-add)
+    (($# == 1)) || { usage >&2; exit 2; }
+    cmd_node_add
     ;;
   -h | --help | help)
     usage

@@ -137,7 +137,9 @@ class InternalError(MembankError):
 
 class Unavailable(MembankError):
     """``unavailable`` (503): the embedding model is missing or failed, the database
-    cannot be reached, an LLM is needed and none is configured, or the Memory is closed."""
+    cannot be reached, an LLM is needed and none is configured, or the Memory is closed;
+    and ``storage_unavailable`` (503, with ``Retry-After``): the database, or a node of a
+    distributed one, cannot be reached right now, so retrying shortly can succeed."""
 
     default_code = "unavailable"
 
@@ -178,6 +180,10 @@ _BY_CODE: Dict[str, Type[MembankError]] = {
         StorageFull,
     )
 }
+
+
+# A database (or Citus node) that is away for now: the same class as ``unavailable``.
+_BY_CODE["storage_unavailable"] = Unavailable
 
 
 def error_from(code: str, message: str, status: Optional[int] = None) -> MembankError:

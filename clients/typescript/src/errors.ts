@@ -21,6 +21,7 @@ export type ServerErrorCode =
   | 'rate_limited'
   | 'internal'
   | 'unavailable'
+  | 'storage_unavailable'
   | 'storage_full';
 
 /**
@@ -50,7 +51,7 @@ export class MembankError extends Error {
    * anything was sent). An `error` event inside a chat stream arrives on a 200 answer.
    */
   readonly status: number;
-  /** With `rate_limited`: the seconds the server asked to wait (`Retry-After`). */
+  /** With `rate_limited` and `storage_unavailable`: the seconds the server asked to wait (`Retry-After`). */
   readonly retryAfter: number | undefined;
   /** The method and URL of the request, for logs. */
   readonly request: string | undefined;

@@ -889,7 +889,7 @@ export interface components {
         };
         /** @description A stable code and a human-readable message. */
         ErrorDetail: {
-            /** @description Stable, machine-readable code, e.g. `invalid_input`, `not_found`, `rate_limited`. */
+            /** @description Stable, machine-readable code, e.g. `invalid_input`, `not_found`, `storage_unavailable`. */
             code: string;
             /** @description What went wrong, for a person. */
             message: string;
@@ -1718,7 +1718,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1846,7 +1846,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1974,7 +1974,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2105,7 +2105,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2240,7 +2240,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2378,7 +2378,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2513,7 +2513,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2651,7 +2651,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2785,7 +2785,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2920,7 +2920,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3068,7 +3068,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3203,7 +3203,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3336,7 +3336,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3469,7 +3469,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3606,7 +3606,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3745,7 +3745,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3881,7 +3881,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4014,7 +4014,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4147,7 +4147,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4280,7 +4280,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4418,7 +4418,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4549,7 +4549,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4680,7 +4680,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4815,7 +4815,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4951,7 +4951,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5086,7 +5086,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5224,7 +5224,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5362,7 +5362,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Embedding model unavailable or server not ready. */
+            /** @description Model unavailable or server not ready, or database unreachable now (`storage_unavailable`). */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -112,6 +112,7 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
                 EngineError::Embed(membank_embed::EmbedError::ModelMissing { .. }) => 7,
                 EngineError::LlmNotConfigured => 8,
                 EngineError::Llm(_) => 9,
+                EngineError::StorageUnavailable(_) => 10,
                 _ => 1,
             };
         }
@@ -124,6 +125,7 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
                 StoreError::NotFound { .. } => 4,
                 StoreError::Conflict(_) => 5,
                 StoreError::Invalid(_) => 3,
+                StoreError::Unavailable(_) => 10,
                 _ => 1,
             };
         }

@@ -11,7 +11,9 @@
 //!
 //! Exit codes: 0 success; 2 usage; 3 invalid input; 4 not found; 5 conflict with the
 //! memory's state; 6 incompatible database or model; 7 embedding model missing;
-//! 8 no LLM configured (summarize, chat); 9 the LLM failed; 1 anything else.
+//! 8 no LLM configured (summarize, chat); 9 the LLM failed; 10 the database cannot be
+//! reached now (a PostgreSQL server or Citus node down or restarting: try again); 1
+//! anything else.
 
 mod cmd;
 mod input;

@@ -31,6 +31,12 @@ pub enum EngineError {
     /// The store failed (ours or the machine's).
     #[error("storage failed: {0}")]
     Storage(String),
+    /// The machine's, for now: the database (or a node of a distributed one) cannot be
+    /// reached or went away during the operation; retrying later can succeed. Its message
+    /// and source name the server and the cause, for the operator: a server answers it
+    /// with a message of its own.
+    #[error(transparent)]
+    StorageUnavailable(StoreError),
     /// The machine's: the database's disk is full. The operation was rolled back whole:
     /// nothing of it was stored, changed or erased, and what was stored before is intact.
     #[error(
@@ -59,6 +65,7 @@ impl EngineError {
             EngineError::Embed(_) => "embedding_failed",
             EngineError::Storage(_) => "storage_failed",
             EngineError::StorageFull => "storage_full",
+            EngineError::StorageUnavailable(_) => "storage_unavailable",
             EngineError::Output(_) => "output_failed",
             EngineError::LlmNotConfigured => "llm_not_configured",
             EngineError::Llm(err) => err.code(),
@@ -76,6 +83,8 @@ impl From<StoreError> for EngineError {
             err @ (StoreError::ModelMismatch { .. } | StoreError::NewerSchema { .. } | StoreError::Corrupt(_)) => {
                 EngineError::Incompatible(err.to_string())
             }
+            // Not logged here: the boundary that answers it (the server, the CLI) does.
+            unavailable @ StoreError::Unavailable(_) => EngineError::StorageUnavailable(unavailable),
             full if full.is_storage_full() => {
                 tracing::error!(error = %full, "the database's disk is full");
                 EngineError::StorageFull

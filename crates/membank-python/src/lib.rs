@@ -70,6 +70,8 @@ impl Failure {
             5 | 6 => "conflict",
             // 7: the model is missing; 8, 9: the LLM.
             7..=9 => "unavailable",
+            // 10: the database cannot be reached now.
+            10 => "storage_unavailable",
             // A file named in the settings (the configuration file) that is not there.
             _ if err.chain().any(|c| {
                 c.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound)

@@ -19,7 +19,7 @@ pub struct ErrorBody {
 /// A stable code and a human-readable message.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
-    /// Stable, machine-readable code, e.g. `invalid_input`, `not_found`, `rate_limited`.
+    /// Stable, machine-readable code, e.g. `invalid_input`, `not_found`, `storage_unavailable`.
     pub code: String,
     /// What went wrong, for a person.
     pub message: String,
@@ -62,6 +62,10 @@ pub enum ApiError {
     /// Ours or the operator's: the embedding model is missing or failed, or the server is not ready (503).
     #[error("{0}")]
     Unavailable(String),
+    /// The machine's, for now: the database, or a node of it, cannot be reached; retry
+    /// after a moment (503, with `Retry-After`).
+    #[error("{0}")]
+    StorageUnavailable(String),
     /// The machine's: the database's disk is full; nothing of the request was stored (507).
     #[error("{0}")]
     StorageFull(String),
@@ -84,6 +88,7 @@ impl ApiError {
             ApiError::Invalid(_) => "invalid_input",
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::Unavailable(_) => "unavailable",
+            ApiError::StorageUnavailable(_) => "storage_unavailable",
             ApiError::StorageFull(_) => "storage_full",
             ApiError::Internal => "internal",
         }
@@ -102,6 +107,7 @@ impl ApiError {
             ApiError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::StorageUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::StorageFull(_) => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -120,6 +126,11 @@ impl From<EngineError> for ApiError {
             EngineError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
             EngineError::Conflict(message) => ApiError::Conflict(message),
             full @ EngineError::StorageFull => ApiError::StorageFull(full.to_string()),
+            EngineError::StorageUnavailable(cause) => {
+                // The cause names the node and what it said: for the log, never the client.
+                tracing::warn!(error = %chain(&cause), "the database is unavailable");
+                ApiError::StorageUnavailable(STORAGE_UNAVAILABLE.into())
+            }
             EngineError::Embed(membank_embed::EmbedError::ModelMissing { .. }) => {
                 tracing::error!(error = %err, "embedding model missing");
                 ApiError::Unavailable("the embedding model is not available on this server yet; try again later".into())
@@ -149,11 +160,36 @@ impl From<membank_store::StoreError> for ApiError {
     }
 }
 
+/// What a client is told when the database cannot be reached: nothing of which node or
+/// why (that is in the server's log).
+pub const STORAGE_UNAVAILABLE: &str = "the database is unavailable right now; try again shortly";
+
+/// How long a client is asked to wait after `storage_unavailable`: about what a restarting
+/// database node takes, and short enough that a retry soon finds one that is back.
+pub const STORAGE_UNAVAILABLE_RETRY_SECS: u64 = 2;
+
+/// `err` and its sources on one line, `a: b: c`, for a log record.
+pub(crate) fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = (self.status(), axum::Json(self.body())).into_response();
-        if let ApiError::RateLimited { retry_after_secs } = self
-            && let Ok(value) = axum::http::HeaderValue::from_str(&retry_after_secs.to_string())
+        let retry_after_secs = match self {
+            ApiError::RateLimited { retry_after_secs } => Some(retry_after_secs),
+            ApiError::StorageUnavailable(_) => Some(STORAGE_UNAVAILABLE_RETRY_SECS),
+            _ => None,
+        };
+        if let Some(secs) = retry_after_secs
+            && let Ok(value) = axum::http::HeaderValue::from_str(&secs.to_string())
         {
             response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
         }
@@ -195,10 +231,50 @@ pub enum ErrorResponses {
     /// Internal error.
     #[response(status = 500)]
     Internal(ErrorBody),
-    /// Embedding model unavailable or server not ready.
+    /// Model unavailable or server not ready, or database unreachable now (`storage_unavailable`).
     #[response(status = 503)]
     Unavailable(ErrorBody),
     /// The database's disk is full; nothing of the request was stored, changed or erased.
     #[response(status = 507)]
     StorageFull(ErrorBody),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the store says when a Citus worker is down, with the details an operator needs.
+    fn unavailable() -> membank_store::StoreError {
+        membank_store::StoreError::Unavailable(Box::new(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "ERROR: connection to the remote node postgres@127.0.0.1:5433 failed with the following error: Connection refused",
+        )))
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_database_is_a_503_storage_unavailable_that_names_nothing_inside() {
+        let response = ApiError::from(unavailable()).into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            response.headers().get(axum::http::header::RETRY_AFTER).map(|v| v.to_str().unwrap()),
+            Some(STORAGE_UNAVAILABLE_RETRY_SECS.to_string().as_str())
+        );
+        let bytes = axum::body::to_bytes(response.into_body(), 4096).await.unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({ "error": { "code": "storage_unavailable", "message": STORAGE_UNAVAILABLE } })
+        );
+        for internal in ["127.0.0.1", "5433", "remote node", "ERROR", "postgres", "refused"] {
+            assert!(!STORAGE_UNAVAILABLE.contains(internal), "{internal}");
+        }
+    }
+
+    #[test]
+    fn the_log_line_keeps_the_cause() {
+        let err = membank_engine::EngineError::from(unavailable());
+        assert_eq!(err.code(), "storage_unavailable");
+        let line = chain(&err);
+        assert!(line.contains("cannot be reached") && line.contains("127.0.0.1:5433"), "{line}");
+    }
 }

@@ -144,6 +144,11 @@ fn engine_failure(err: EngineError) -> ToolResult {
             tracing::error!(error = %err, "MCP tool failed");
             fail(format!("{err} (storage_full)"))
         }
+        EngineError::StorageUnavailable(_) => {
+            // Which node and why is for the log; the model is told only to try later.
+            tracing::warn!(error = %crate::error::chain(&err), "MCP tool failed: the database is unavailable");
+            fail(format!("membank's storage is unavailable right now; try again shortly ({})", err.code()))
+        }
         _ => {
             tracing::error!(error = %err, "MCP tool failed");
             fail("membank could not do this right now (internal error)")
@@ -545,4 +550,24 @@ pub fn stdio_scope(
     user: &str,
 ) -> Result<Scope, membank_engine::core::InvalidInput> {
     Ok(Scope::user(tenant, UserId::new(user)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_database_is_a_tool_error_that_names_nothing_inside() {
+        let err = EngineError::from(membank_store::StoreError::Unavailable(Box::new(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "connection to the remote node postgres@127.0.0.1:5433 failed",
+        ))));
+        let result = serde_json::to_value(engine_failure(err).unwrap()).unwrap();
+        assert_eq!(result["isError"], true, "{result}");
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("storage is unavailable") && text.contains("(storage_unavailable)"), "{text}");
+        for internal in ["127.0.0.1", "5433", "remote node", "postgres"] {
+            assert!(!text.contains(internal), "{text}");
+        }
+    }
 }

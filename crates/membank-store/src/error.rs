@@ -52,11 +52,19 @@ pub enum StoreError {
     /// Ours or the machine's: the database failed (disk full, locked too long, I/O).
     #[error("database error: {0}")]
     Database(#[from] rusqlite::Error),
-    /// Ours or the machine's: the PostgreSQL server failed, refused a statement or could
-    /// not be reached (see [`crate::postgres::PgError`]).
+    /// Ours or the machine's: the PostgreSQL server failed or refused a statement (see
+    /// [`crate::postgres::PgError`]; one that could not be reached is [`Self::Unavailable`]).
     #[cfg(feature = "postgres")]
     #[error("database error: {0}")]
-    Postgres(#[from] crate::postgres::PgError),
+    Postgres(#[source] crate::postgres::PgError),
+    /// The machine's, for now: the database server, or a node of a distributed one, cannot
+    /// be reached or went away during the operation (stopped, restarting, out of
+    /// connections, the connection broke), or no connection became free in time. Nothing
+    /// about the request was wrong and retrying later can succeed. A transaction that
+    /// failed before its commit was sent was rolled back; one whose connection broke
+    /// while committing may or may not have been applied (PostgreSQL alone knows).
+    #[error("the database cannot be reached now (try again shortly)")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl StoreError {

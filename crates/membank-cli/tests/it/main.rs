@@ -10,6 +10,7 @@
 mod bad_input;
 mod bench;
 mod chat;
+mod citus_faults;
 mod config;
 mod durability;
 mod first_hour;

@@ -5,7 +5,8 @@
 //! sharing one PostgreSQL database. A write through one is read through the other at
 //! once, an erasure through one leaves the other nothing of the content, and strengthening
 //! recalls split across both lose no increment. Each test skips, saying so, without
-//! `MEMBANK_TEST_PG_URL` (and fails with `MEMBANK_REQUIRE_PG=1`), like `Bank::postgres`.
+//! `MEMBANK_TEST_PG_URL` (and fails with `MEMBANK_REQUIRE_PG=1`), like `Bank::postgres`;
+//! but one: a database that cannot be reached (nothing listens) is exit code 10.
 //! No test here reads a clock: ordering comes from the requests' own completion.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -16,8 +17,9 @@ use serde_json::{Value, json};
 
 use crate::Bank;
 
-/// One `membank serve` process over the bank's database, on a free loopback port.
-struct Server {
+/// One `membank serve` process over the bank's database, on a free loopback port (the
+/// Citus fault tests, `citus_faults.rs`, run theirs with it too).
+pub(crate) struct Server {
     child: Child,
     addr: String,
     /// Everything the server wrote to stderr so far, for failure messages.
@@ -30,8 +32,12 @@ impl Server {
     /// Starts `membank serve` and waits for its banner, which names the port. Background
     /// maintenance is off and so is the rate limit: the tests count exact effects.
     fn start(bank: &Bank) -> Self {
-        let mut child = bank
-            .command()
+        Self::spawn(bank.command())
+    }
+
+    /// [`Server::start`] with `command` (the binary, its environment and `--db`).
+    pub(crate) fn spawn(mut command: std::process::Command) -> Self {
+        let mut child = command
             .args(["serve", "--addr", "127.0.0.1:0", "--no-maintenance", "--rate-limit", "0"])
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
@@ -63,13 +69,25 @@ impl Server {
 
     /// One request on its own connection; the status and the body.
     fn request(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
+        let (status, _, body) = self.exchange(method, path, body);
+        (status, body)
+    }
+
+    /// One request on its own connection; the status, the response head (status line and
+    /// headers) and the body. An answer slower than the bound below fails the test rather
+    /// than hang it.
+    pub(crate) fn exchange(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String, String) {
         let mut stream = TcpStream::connect(&self.addr).unwrap();
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(300))).unwrap();
         let body = body.map(Value::to_string).unwrap_or_default();
         write!(stream, "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
         let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
+        stream
+            .read_to_string(&mut response)
+            .unwrap_or_else(|e| panic!("{method} {path} on {}: no answer: {e}", self.addr));
         let status = response.split_whitespace().nth(1).unwrap().parse().unwrap();
-        (status, response.split_once("\r\n\r\n").map_or("", |(_, body)| body).to_string())
+        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+        (status, head.to_string(), body.to_string())
     }
 
     /// A request that must answer `status`; its body as JSON.
@@ -80,7 +98,7 @@ impl Server {
     }
 
     /// Polls `/readyz` every 50 ms, at most 600 times (the model loads at start).
-    fn wait_ready(&self) {
+    pub(crate) fn wait_ready(&self) {
         for _ in 0..600 {
             if self.request("GET", "/readyz", None).0 == 200 {
                 return;
@@ -90,8 +108,18 @@ impl Server {
         panic!("the server on {} never became ready", self.addr);
     }
 
+    /// Everything the server wrote to stderr so far.
+    pub(crate) fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Whether the process still runs (it has not exited, crashed or been restarted).
+    pub(crate) fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
     /// SIGTERM to this process only; its exit status and all it wrote to stderr.
-    fn terminate(mut self) -> (std::process::ExitStatus, String) {
+    pub(crate) fn terminate(mut self) -> (std::process::ExitStatus, String) {
         let status = std::process::Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
         assert!(status.success());
         let exit = self.child.wait().unwrap();
@@ -102,7 +130,7 @@ impl Server {
         (exit, log)
     }
 
-    fn note(&self, user: &str, text: &str) -> String {
+    pub(crate) fn note(&self, user: &str, text: &str) -> String {
         let memory = self.expect(201, "POST", &format!("/v1/users/{user}/notes"), Some(json!({ "text": text })));
         memory["id"].as_str().unwrap().to_string()
     }
@@ -111,7 +139,7 @@ impl Server {
         self.expect(200, "POST", &format!("/v1/users/{user}/recall"), Some(body))
     }
 
-    fn get(&self, user: &str, id: &str) -> Value {
+    pub(crate) fn get(&self, user: &str, id: &str) -> Value {
         self.expect(200, "GET", &format!("/v1/users/{user}/memories/{id}"), None)
     }
 
@@ -358,4 +386,24 @@ fn postgres_serve_exits_cleanly_on_sigterm() {
     let listed = bank.json(&["list", "--user", "lena"]);
     assert_eq!(listed["memories"][0]["id"], id.as_str());
     assert_eq!(listed["memories"][0]["recall_count"], 1);
+}
+
+/// A database that cannot be reached is an error class of its own: one line saying so and
+/// what failed, and exit code 10 (try again), not 1. Needs no PostgreSQL: nothing listens on
+/// the port.
+#[test]
+fn an_unreachable_database_is_exit_10_with_a_clear_message() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let bank = Bank::new();
+    let url = format!("postgres://membank@127.0.0.1:{port}/membank");
+    for args in [&["list", "--user", "ana"][..], &["check"]] {
+        let out = bank.command_without_db().arg("--db").arg(&url).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(10), "membank {args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains("cannot be reached now (try again shortly)"),
+            "{stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
 }

@@ -102,6 +102,9 @@ impl Default for PgOptions {
     }
 }
 
+/// How long opening one connection may take when the URL sets no `connect_timeout`.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The PostgreSQL implementation of [`Store`].
 pub struct PgStore {
     /// The URL without its password, for messages.
@@ -156,6 +159,12 @@ impl PgStore {
         config.ssl_mode(tls.ssl_mode());
         if config.get_application_name().is_none() {
             config.application_name("membank");
+        }
+        // Without a bound, connecting to a host that does not answer (a node gone from the
+        // network) waits for the system's TCP timeout, minutes; a request should fail fast
+        // (503 storage_unavailable) instead. The URL's own `connect_timeout` wins.
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
         }
         let target = describe(&config);
         let pool = Pool::new(config, options.max_connections, tls.connector()?);

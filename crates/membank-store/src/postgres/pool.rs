@@ -11,6 +11,14 @@
 //! It deliberately does no retrying: a statement that fails because the server went away
 //! fails the operation (the connection is dropped, the next operation opens a new one), so
 //! a write is never applied twice behind the caller's back.
+//!
+//! What a fault leaves behind is cleared without restarting the process: a connection the
+//! server closed, or whose session a FATAL error ended, is dropped rather than returned;
+//! and when an idle connection turns out dead at BEGIN, every other idle one (opened
+//! before the same restart, most likely) is dropped with it, so the operations after a
+//! coordinator's restart open fresh connections instead of each failing on a stale one.
+//! While a server is down, opening a connection fails within the URL's `connect_timeout`
+//! (`PgStore::open_with` sets 5 s when the URL names none).
 
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
@@ -97,6 +105,22 @@ impl Pool {
         self.freed.notify_one();
     }
 
+    /// Drops every idle connection: one of them was found dead, and the others were opened
+    /// before whatever killed it. Busy ones are judged when they come back.
+    fn discard_idle(&self) {
+        let idle = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let idle = std::mem::take(&mut state.idle);
+            state.open -= idle.len();
+            idle
+        };
+        if !idle.is_empty() {
+            tracing::debug!(dropped = idle.len(), "dropped the idle PostgreSQL connections after one was found dead");
+            drop(idle);
+            self.freed.notify_all();
+        }
+    }
+
     fn give_back(&self, conn: Conn) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if conn.client.is_closed() {
@@ -149,12 +173,18 @@ impl Pool {
             // the client has marked itself closed: that connection is as dead.
             let shut_down = [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN, SqlState::CANNOT_CONNECT_NOW];
             let dead = conn.client.is_closed()
-                || error.is_closed()
+                || ends_session(&error)
                 || error.code().is_some_and(|code| shut_down.contains(code));
             if replaced || !dead {
+                if dead {
+                    self.discard(conn);
+                    return Err(PgError::from(error).into());
+                }
                 break Err(PgError::from(error).into());
             }
             replaced = true;
+            // The other idle connections were most likely cut off by the same restart.
+            self.discard_idle();
             let fresh = match self.take() {
                 Ok(fresh) => fresh,
                 Err(err) => {
@@ -164,7 +194,14 @@ impl Pool {
             };
             self.discard(std::mem::replace(&mut conn, fresh));
         };
-        self.give_back(conn);
+        // A FATAL error during the operation (the server shutting down or crashing) ended
+        // this connection's session even if the client has not yet seen the socket close:
+        // it must not go back to the pool.
+        if result.as_ref().is_err_and(session_ended) {
+            self.discard(conn);
+        } else {
+            self.give_back(conn);
+        }
         result
     }
 
@@ -177,6 +214,25 @@ impl Pool {
         self.give_back(conn);
         result
     }
+}
+
+/// Whether `err` ended the connection's session: the client saw it close, or the server
+/// sent a FATAL or PANIC error (after which it closes the connection). Citus passes a
+/// worker's FATAL on as an ERROR of the coordinator's, which leaves our session intact.
+fn ends_session(err: &postgres::Error) -> bool {
+    use postgres::error::Severity;
+    err.is_closed()
+        || err.as_db_error().is_some_and(|db| matches!(db.parsed_severity(), Some(Severity::Fatal | Severity::Panic)))
+}
+
+/// [`ends_session`] for an operation's error, which carries the client's error inside.
+fn session_ended(err: &StoreError) -> bool {
+    let pg = match err {
+        StoreError::Postgres(pg) => Some(pg),
+        StoreError::Unavailable(source) => source.downcast_ref::<PgError>(),
+        _ => None,
+    };
+    matches!(pg, Some(PgError::Client(client)) if ends_session(client))
 }
 
 /// One transaction on a pooled connection, with that connection's prepared statements.

@@ -116,6 +116,56 @@ fn on_citus_the_schema_is_distributed_by_user_and_a_half_distributed_one_is_refu
     }
 }
 
+/// Citus moves a shard to another worker, and copies a reference table to a worker added
+/// later, by logical replication, which refuses a table with no replica identity (the
+/// default `citus_rebalance_start()` fails on it): every table of the schema has a primary
+/// key. A database of schema version 2, whose `schema_version` had none, gets one on open.
+#[test]
+fn every_table_has_a_primary_key_so_citus_can_move_it() {
+    let Some(url) = server("every_table_has_a_primary_key_so_citus_can_move_it") else { return };
+    let database = TestDatabase::create(&url, "primary_keys");
+    // The schema's tables by name (on a Citus coordinator, pg_class also lists its own
+    // copies of the reference tables' shards).
+    let tables = [
+        "schema_version",
+        "store_meta",
+        "api_keys",
+        "users",
+        "memories",
+        "embeddings",
+        "events",
+        "recent_queries",
+        "idempotency_keys",
+    ];
+    let without_key = |client: &mut postgres::Client| -> Vec<String> {
+        client
+            .query(
+                "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                  WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname = ANY($1) AND c.relreplident <> 'f'
+                    AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND (i.indisprimary OR i.indisreplident))
+                  ORDER BY 1",
+                &[&&tables[..]],
+            )
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+    };
+    drop(PgStore::open(&database.url).unwrap());
+    let mut client = admin(&database);
+    assert_eq!(without_key(&mut client), Vec::<String>::new());
+    // As version 2 left it.
+    client
+        .batch_execute(
+            "ALTER TABLE schema_version DROP CONSTRAINT schema_version_pkey; UPDATE schema_version SET version = 2",
+        )
+        .unwrap();
+    assert_eq!(without_key(&mut client), ["schema_version"]);
+    let store = PgStore::open(&database.url).unwrap();
+    assert_eq!(store.schema_version().unwrap(), membank_store::postgres::CURRENT_VERSION);
+    assert_eq!(without_key(&mut client), Vec::<String>::new());
+}
+
 #[test]
 fn a_database_with_tables_of_its_own_is_refused() {
     let Some(url) = server("a_database_with_tables_of_its_own_is_refused") else { return };
