@@ -93,6 +93,29 @@ pub enum BenchCommand {
     /// "path_ratios": [{"clients", "strengthen", "p50", "p95"}] (the f32 path's over the
     /// default's).
     Http(HttpArgs),
+    /// Scale-out: many users' recall and ingestion on SQLite, PostgreSQL and a Citus
+    /// cluster, in the same run.
+    ///
+    /// The SQLite dataset of --users × --per-user memories is `bench cache`'s (built once in
+    /// --dir, real vectors). `membank migrate` copies it into a new database of the
+    /// --postgres server and of the --citus coordinator (kept between runs, found again
+    /// through a record in --dir, unless --no-keep), timed. One server per backend on
+    /// 127.0.0.1:0, in this process; each request recalls a user drawn across all of them.
+    /// First every user is recalled once (the caches load it: "first_touch"), then at each
+    /// --clients level the backends take turns in blocks (A B C C B A) on the same users and
+    /// queries. Then ingestion: --ingest turns per backend through `POST /turns` at each
+    /// level, into scratch stores dropped at the end.
+    ///
+    /// With --json: {"benchmark": "scale", "model", "users", "per_user", "k",
+    /// "cache_budget_bytes", "kernels", "scan_kernels", "backends": [{"backend" ("sqlite" |
+    /// "postgres" | "citus"), "location", "workers" (Citus: active workers; else null)}],
+    /// "datasets": [{"backend", "location", "added", "seconds", "memories_per_second"}]
+    /// (SQLite: the build; the others: `migrate`), "first_touch" and "results": [{"backend",
+    /// "clients", "requests", "latency": {"p50_ms", "p95_ms", "p99_ms"},
+    /// "recalls_per_second"}], "cache": [{"backend", "hits", "misses", "evictions"}],
+    /// "ingest": [{"backend", "clients", "turns", "seconds", "turns_per_second",
+    /// "latency"}]}.
+    Scale(ScaleArgs),
     /// Sweep time over many users.
     ///
     /// With --json: {"benchmark": "sweep", "users", "per_user", "built" (whether this run
@@ -228,6 +251,48 @@ pub struct HttpArgs {
     /// the engine's remember and through the store's insert (0: skip).
     #[arg(long, default_value_t = 200, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=100_000))]
     pub ingest: usize,
+    /// Public data folder (texts of memories and queries).
+    #[arg(long, default_value = "../shared/data")]
+    pub data: PathBuf,
+}
+
+/// `bench scale`.
+#[derive(Debug, Args)]
+pub struct ScaleArgs {
+    /// Users.
+    #[arg(long, default_value_t = 1000, value_parser = count(MAX_COUNT))]
+    pub users: usize,
+    /// Memories per user.
+    #[arg(long, default_value_t = 1000, value_parser = count(MAX_COUNT))]
+    pub per_user: usize,
+    /// A PostgreSQL server (postgres://…) to measure: the dataset goes into a new database
+    /// of it.
+    #[arg(long, value_name = "URL")]
+    pub postgres: Option<String>,
+    /// A Citus coordinator (postgres://…, `scripts/citus-dev.sh start` prints one) to
+    /// measure: the dataset goes into a new database made a cluster of the same nodes.
+    #[arg(long, value_name = "URL")]
+    pub citus: Option<String>,
+    /// Client concurrencies, comma-separated (each 1 to 256).
+    #[arg(long, value_delimiter = ',', default_value = "1,32", value_parser = count(256))]
+    pub clients: Vec<usize>,
+    /// Recalls per concurrency level and backend (spread over the clients; at least 10 per
+    /// client).
+    #[arg(long, default_value_t = 400, value_parser = count(MAX_COUNT))]
+    pub requests: usize,
+    /// k of each recall.
+    #[arg(long, default_value_t = 10, value_parser = count(membank_engine::core::limits::MAX_RECALL_K as u64))]
+    pub k: usize,
+    /// Turns stored per concurrency level and backend (0: skip ingestion).
+    #[arg(long, default_value_t = 400, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=100_000))]
+    pub ingest: usize,
+    /// Drop the PostgreSQL and Citus copies at the end instead of keeping them for the
+    /// next run (which then migrates again).
+    #[arg(long)]
+    pub no_keep: bool,
+    /// Where to keep the SQLite dataset and the records of the kept copies.
+    #[arg(long, default_value = "target/bench")]
+    pub dir: PathBuf,
     /// Public data folder (texts of memories and queries).
     #[arg(long, default_value = "../shared/data")]
     pub data: PathBuf,

@@ -409,6 +409,131 @@ fn bench_cache_reports_json_per_pass_with_the_caches_and_resident_memory() {
     bank.fails(&[&["--cache-mb", "0"], &args[2..]].concat(), 2);
 }
 
+/// The arguments of a tiny `bench scale` in `bank`: 3 users × 20 memories, 1 and 2
+/// clients, 2 turns of ingestion per level.
+pub(crate) fn tiny_scale_args(bank: &Bank) -> Vec<String> {
+    let data = tiny_data(bank);
+    let dir = bank.path("bench");
+    [
+        "bench",
+        "scale",
+        "--users",
+        "3",
+        "--per-user",
+        "20",
+        "--clients",
+        "1,2",
+        "--requests",
+        "2",
+        "--k",
+        "3",
+        "--ingest",
+        "2",
+        "--dir",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([dir.to_str().unwrap().to_string(), "--data".into(), data.to_str().unwrap().to_string()])
+    .collect()
+}
+
+/// Checks a `bench scale` report of [`tiny_scale_args`] over `backends` (SQLite first):
+/// every backend's row at every level, in the order of the turns, with the counts the
+/// arguments ask for.
+pub(crate) fn check_scale_report(report: &Value, backends: &[&str]) {
+    assert_eq!(report["benchmark"], "scale");
+    assert_eq!(
+        (report["users"].as_u64(), report["per_user"].as_u64(), report["k"].as_u64()),
+        (Some(3), Some(20), Some(3))
+    );
+    let names = |rows: &Value| -> Vec<String> {
+        rows.as_array().unwrap().iter().map(|r| r["backend"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(names(&report["backends"]), backends, "{report}");
+    assert_eq!(names(&report["datasets"]), backends, "{report}");
+    assert_eq!(names(&report["cache"]), backends, "{report}");
+    // Every user recalled once on each backend, then at least 10 requests per client.
+    let rows = |key: &str, count: &str| -> Vec<(String, u64, u64)> {
+        report[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (r["backend"].as_str().unwrap().to_string(), r["clients"].as_u64().unwrap(), r[count].as_u64().unwrap())
+            })
+            .collect()
+    };
+    let expect = |levels: &[(u64, u64)]| -> Vec<(String, u64, u64)> {
+        levels.iter().flat_map(|&(c, n)| backends.iter().map(move |b| (b.to_string(), c, n))).collect()
+    };
+    assert_eq!(rows("first_touch", "requests"), expect(&[(3, 3)]), "{report}");
+    assert_eq!(rows("results", "requests"), expect(&[(1, 10), (2, 20)]), "{report}");
+    assert_eq!(rows("ingest", "turns"), expect(&[(1, 2), (2, 2)]), "{report}");
+    for row in report["first_touch"].as_array().unwrap().iter().chain(report["results"].as_array().unwrap()) {
+        latency(&row["latency"], "latency");
+        assert!(number(&row["recalls_per_second"], "recalls_per_second") > 0.0, "{row}");
+    }
+    for row in report["ingest"].as_array().unwrap() {
+        latency(&row["latency"], "latency");
+        assert!(number(&row["turns_per_second"], "turns_per_second") > 0.0, "{row}");
+    }
+    // 3 first touches and 30 recalls on each backend, each one dense and one BM25 search;
+    // the first search of each user in each cache loads it.
+    for cache in report["cache"].as_array().unwrap() {
+        let (hits, misses) = (cache["hits"].as_u64().unwrap(), cache["misses"].as_u64().unwrap());
+        assert_eq!(misses, 6, "{cache}");
+        assert_eq!(hits + misses, 66, "{cache}");
+    }
+}
+
+#[test]
+fn bench_scale_reports_json_on_sqlite_and_refuses_bad_servers() {
+    let bank = Bank::new();
+    let args = tiny_scale_args(&bank);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (report, stderr) = json_and_stderr(&bank, &args);
+    check_scale_report(&report, &["sqlite"]);
+    assert!(stderr.contains("built 3 users x 20 memories"), "{stderr}");
+    assert_eq!(report["datasets"][0]["added"], 60, "{report}");
+    assert_eq!(report["backends"][0]["workers"], Value::Null, "{report}");
+    // The dataset is kept: a second run builds nothing.
+    let (again, _) = json_and_stderr(&bank, &args);
+    assert_eq!(again["datasets"][0]["added"], 0, "{again}");
+    for bad in [
+        ["--users", "0"],
+        ["--per-user", "-1"],
+        ["--clients", "0"],
+        ["--clients", "257"],
+        ["--requests", "0"],
+        ["--k", "0"],
+        ["--ingest", "100001"],
+        ["--ingest", "many"],
+    ] {
+        bank.fails(&[&args[..], &bad[..]].concat(), 2);
+    }
+    // Not a PostgreSQL URL, empty, hostile, or a server that is not there: refused before
+    // anything is built, naming the flag (the dataset of the runs above stays as it was).
+    for flag in ["--postgres", "--citus"] {
+        for (url, code) in [
+            ("mysql://127.0.0.1/x", 3),
+            ("", 3),
+            ("/etc/passwd", 3),
+            // A host name no resolver knows: unavailable.
+            ("postgres://x'; DROP DATABASE membank; --", 10),
+            // Nothing listens on port 1: unavailable, the documented exit code 10.
+            ("postgres://membank@127.0.0.1:1/membank?connect_timeout=2", 10),
+        ] {
+            let stderr = bank.fails(&[&args[..], &[flag, url]].concat(), code);
+            assert!(stderr.contains(&flag[2..]), "{flag} {url}: {stderr}");
+            if code == 10 {
+                assert!(stderr.contains("nothing was measured"), "{stderr}");
+            }
+        }
+    }
+    let (last, _) = json_and_stderr(&bank, &args);
+    assert_eq!(last["datasets"][0]["added"], 0, "{last}");
+}
+
 /// `bench/embed/compare.sh` with the binary under test, the model, and `home` as HOME.
 fn compare_sh(home: &Path) -> Command {
     let mut command = Command::new("bash");

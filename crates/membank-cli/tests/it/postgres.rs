@@ -407,3 +407,35 @@ fn an_unreachable_database_is_exit_10_with_a_clear_message() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
 }
+
+#[test]
+fn bench_scale_measures_postgres_or_citus_beside_sqlite_and_refuses_the_wrong_flag() {
+    let Some(bank) = Bank::postgres("bench_scale") else { return };
+    let pg = bank.pg.as_ref().unwrap();
+    let (flag, other, backend) =
+        if pg.citus { ("--citus", "--postgres", "citus") } else { ("--postgres", "--citus", "postgres") };
+    let args = crate::bench::tiny_scale_args(&bank);
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // A Citus coordinator is not plain PostgreSQL, and the other way round.
+    let stderr = bank.fails(&[&args[..], &[other, &pg.url]].concat(), 3);
+    assert!(stderr.contains("Citus coordinator"), "{stderr}");
+    // The copy goes into a new database of that server (made a cluster of the same nodes on
+    // Citus), migrated, and is dropped at the end with the ingestion's scratch databases.
+    args.extend([flag, &pg.url, "--no-keep"]);
+    let out = bank.command().arg("--json").args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    crate::bench::check_scale_report(&report, &["sqlite", backend]);
+    assert!(stderr.contains(&format!("{backend}: migrated 60 memories")), "{stderr}");
+    let dataset = &report["datasets"][1];
+    assert_eq!(dataset["added"], 60, "{report}");
+    assert!(dataset["memories_per_second"].as_f64().unwrap() > 0.0, "{report}");
+    let workers = &report["backends"][1]["workers"];
+    if pg.citus {
+        assert!(workers.as_u64().unwrap() >= 1, "{report}");
+    } else {
+        assert!(workers.is_null(), "{report}");
+    }
+    assert!(!report["backends"][1]["location"].as_str().unwrap().contains(&pg.name), "a database of its own: {report}");
+}

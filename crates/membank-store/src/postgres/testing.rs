@@ -114,6 +114,31 @@ impl TestDatabase {
     }
 }
 
+/// The active worker nodes of the Citus coordinator whose database `url` names, or `None`
+/// when the database is not a Citus coordinator (no `citus` extension in it); as
+/// [`TestDatabase::create`] decides to make a cluster of its own.
+///
+/// A URL that does not parse is [`crate::StoreError::Invalid`]; a server that cannot be
+/// reached, [`crate::StoreError::Unavailable`]; a refusal by the server, the error it gave.
+pub fn citus_workers(url: &str) -> Result<Option<usize>, crate::StoreError> {
+    use super::PgError;
+    let config: postgres::Config =
+        url.parse().map_err(|e: postgres::Error| membank_core::InvalidInput::new("database URL", e.to_string()))?;
+    let mut client = config.connect(postgres::NoTls).map_err(PgError::from)?;
+    let citus: bool = client
+        .query_one("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')", &[])
+        .map_err(PgError::from)?
+        .get(0);
+    if !citus {
+        return Ok(None);
+    }
+    let workers: i64 = client
+        .query_one("SELECT count(*) FROM pg_dist_node WHERE noderole = 'primary' AND isactive AND groupid <> 0", &[])
+        .map_err(PgError::from)?
+        .get(0);
+    Ok(Some(usize::try_from(workers).unwrap_or(0)))
+}
+
 impl TestDatabase {
     /// Keeps the database on the server (it is not dropped with this handle), as a
     /// benchmark's dataset kept between runs is; returns its name.

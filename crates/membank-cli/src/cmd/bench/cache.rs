@@ -181,7 +181,8 @@ pub fn rss() -> Option<Rss> {
     })
 }
 
-fn user_scope(u: usize) -> Result<Scope> {
+/// The scope of the u-th user of a many-user dataset (`bench cache`, `bench scale`).
+pub(super) fn user_scope(u: usize) -> Result<Scope> {
     Ok(Scope::user(TenantId::default_tenant(), UserId::new(&format!("user-{u}"))?))
 }
 
@@ -197,7 +198,13 @@ pub fn run(ctx: &Context, args: CacheArgs) -> Result<CacheOutput> {
 
 /// The SQLite database of these arguments and model.
 fn sqlite_path(args: &CacheArgs, model: &EmbeddingModel) -> PathBuf {
-    args.dir.join(format!("cache-v1-{}x{}-{}.db", args.users, args.per_user, model.id.replace('/', "_")))
+    users_dataset_path(&args.dir, args.users, args.per_user, model)
+}
+
+/// The SQLite database of `users` × `per_user` memories of `model` in `dir`, shared by
+/// `bench cache` and `bench scale` (each builds it with [`build`] when missing).
+pub(super) fn users_dataset_path(dir: &Path, users: usize, per_user: usize, model: &EmbeddingModel) -> PathBuf {
+    dir.join(format!("cache-v1-{users}x{per_user}-{}.db", model.id.replace('/', "_")))
 }
 
 /// The name under which the PostgreSQL copy of that database is recorded.
@@ -218,7 +225,7 @@ fn measure(ctx: &Context, args: &CacheArgs, postgres: Option<&str>) -> Result<Ca
         let path = sqlite_path(args, &model);
         let built = postgres.is_none() && !path.exists();
         if built {
-            build(&path, args, &model, embedder.as_ref(), &corpus)?;
+            build(&path, args.users, args.per_user, &model, embedder.as_ref(), &corpus)?;
         }
         let queries = questions.iter().map(|q| embedder.embed_query(q)).collect::<Result<Vec<_>, _>>()?;
         // The model goes before the baseline: the growth measured is the caches'.
@@ -304,7 +311,7 @@ fn compare(ctx: &Context, args: &CacheArgs, url: &str) -> Result<CacheComparison
         let start = Instant::now();
         let built = !path.exists();
         if built {
-            build(&path, args, &model, embedder.as_ref(), &sentences(&args.data, 4000)?)?;
+            build(&path, args.users, args.per_user, &model, embedder.as_ref(), &sentences(&args.data, 4000)?)?;
         }
         let sqlite = Dataset::new(
             "sqlite",
@@ -459,9 +466,10 @@ fn gcd(a: usize, b: usize) -> usize {
 
 /// Builds the database under a temporary name and renames it when complete, so an
 /// interrupted build is never reused as a finished one.
-fn build(
+pub(super) fn build(
     path: &Path,
-    args: &CacheArgs,
+    users: usize,
+    per_user: usize,
     model: &EmbeddingModel,
     embedder: &dyn membank_embed::Embedder,
     corpus: &[String],
@@ -481,10 +489,10 @@ fn build(
         let store = SqliteStore::open_with(&partial, StoreOptions { cache_budget: Some(0), ..Default::default() })?;
         let start_day = chrono::Utc::now() - chrono::Duration::days(365);
         let n = corpus.len();
-        for u in 0..args.users {
+        for u in 0..users {
             let scope = user_scope(u)?;
             store.ensure_user(&scope.tenant, &scope.user, start_day)?;
-            let batch = (0..args.per_user)
+            let batch = (0..per_user)
                 .map(|i| {
                     // Two sentences chosen by user and position: every user's texts and
                     // vectors differ, from the same real vocabulary and vector space.
@@ -501,7 +509,7 @@ fn build(
                 })
                 .collect();
             store.insert_many(batch)?;
-            bar.update("inserting users", u + 1, args.users);
+            bar.update("inserting users", u + 1, users);
         }
     }
     bar.finish();
@@ -513,6 +521,6 @@ fn build(
     }
     std::fs::rename(&partial, path)
         .with_context(|| format!("cannot rename {} to {}", partial.display(), path.display()))?;
-    eprintln!("built {} users x {} memories in {:.1}s", args.users, args.per_user, start.elapsed().as_secs_f64());
+    eprintln!("built {} users x {} memories in {:.1}s", users, per_user, start.elapsed().as_secs_f64());
     Ok(())
 }

@@ -601,16 +601,16 @@ fn print_ingest(results: &[IngestResult]) {
     }
 }
 
-/// One keep-alive HTTP/1.1 connection to the bench server.
-struct Connection {
+/// One keep-alive HTTP/1.1 connection to a bench server (`bench http`, `bench scale`).
+pub(super) struct Connection {
     writer: TcpStream,
     reader: BufReader<TcpStream>,
 }
 
 impl Connection {
-    fn open(addr: SocketAddr) -> Result<Self> {
+    pub(super) fn open(addr: SocketAddr) -> Result<Self> {
         if !addr.ip().is_loopback() {
-            bail!("the HTTP benchmark only talks to loopback addresses");
+            bail!("the HTTP benchmarks only talk to loopback addresses");
         }
         let stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
@@ -618,11 +618,26 @@ impl Connection {
         Ok(Self { reader: BufReader::new(stream.try_clone()?), writer: stream })
     }
 
+    /// A recall of the bench user.
     fn recall(&mut self, query: &str, k: usize, strengthen: bool) -> Result<()> {
+        self.recall_of("bench", query, k, strengthen)
+    }
+
+    /// A recall of `user`; an answer other than 200 is an error.
+    pub(super) fn recall_of(&mut self, user: &str, query: &str, k: usize, strengthen: bool) -> Result<()> {
         let body = serde_json::json!({ "query": query, "k": k, "strengthen": strengthen }).to_string();
+        let (code, body) = self.post(&format!("/v1/users/{user}/recall"), &body)?;
+        if code != 200 {
+            bail!("recall answered {code}: {}", String::from_utf8_lossy(&body));
+        }
+        Ok(())
+    }
+
+    /// `POST path` with a JSON body; the status and the response body.
+    pub(super) fn post(&mut self, path: &str, body: &str) -> Result<(u16, Vec<u8>)> {
         write!(
             self.writer,
-            "POST /v1/users/bench/recall HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
             body.len(),
             body
         )?;
@@ -647,9 +662,6 @@ impl Connection {
         }
         let mut body = vec![0; length.context("response without Content-Length")?];
         self.reader.read_exact(&mut body)?;
-        if code != 200 {
-            bail!("recall answered {code}: {}", String::from_utf8_lossy(&body));
-        }
-        Ok(())
+        Ok((code, body))
     }
 }

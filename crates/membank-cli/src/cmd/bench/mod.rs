@@ -13,6 +13,8 @@
 //!   on many near-identical turns (`maintain.rs`).
 //! - `cache`: memory of the search caches over U users × M memories under the cache
 //!   budget (`cache.rs`).
+//! - `scale`: recall and ingestion over HTTP for U users × M memories on SQLite,
+//!   PostgreSQL and Citus side by side, and `migrate`'s rate into each (`scale.rs`).
 //!
 //! With `--json` each prints one report object (the `*Report` structs of each module, documented
 //! field by field) instead of its table; progress of database builds goes to standard
@@ -31,6 +33,7 @@ mod maintain;
 mod paths;
 mod pg_dataset;
 mod recall;
+mod scale;
 mod stats;
 mod sweep;
 
@@ -53,6 +56,7 @@ pub fn run(ctx: &Context, command: BenchCommand) -> Result<()> {
         BenchCommand::Sweep { users, per_user, dir } => finish(ctx, &sweep::sweep(ctx, users, per_user, &dir)?),
         BenchCommand::Http(args) => finish(ctx, &http::run(ctx, args)?),
         BenchCommand::Cache(args) => finish(ctx, &cache::run(ctx, args)?),
+        BenchCommand::Scale(args) => finish(ctx, &scale::run(ctx, args)?),
         BenchCommand::Maintain { long, long_bytes, similar, short, only, dir, data } => {
             let shapes = maintain::Shapes { long, long_bytes, similar, short, only };
             finish(ctx, &maintain::run(ctx, &shapes, &dir, &data)?)

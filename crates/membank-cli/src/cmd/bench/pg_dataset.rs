@@ -18,6 +18,8 @@ pub(crate) struct PgDataset {
     pub store: Arc<PgStore>,
     /// Its URL without a password, for messages and reports.
     pub location: String,
+    /// Its URL as given (a password included: never printed).
+    pub url: String,
 }
 
 /// Most memories [`copy_users`] writes in one transaction: big enough that a transaction's
@@ -54,7 +56,9 @@ pub(crate) fn pg_dataset(server_url: &str, dir: &Path, key: &str, identity: &str
         let url = with_database(server_url, name);
         if recorded == identity {
             match PgStore::open(&url) {
-                Ok(store) => return Ok(PgDataset { store: Arc::new(store), location: membank_store::redact(&url) }),
+                Ok(store) => {
+                    return Ok(PgDataset { store: Arc::new(store), location: membank_store::redact(&url), url });
+                }
                 Err(err) => eprintln!("the recorded database {name} does not open ({err}); making a new one"),
             }
         } else {
@@ -73,16 +77,21 @@ pub(crate) fn pg_dataset(server_url: &str, dir: &Path, key: &str, identity: &str
                 .with_context(|| format!("cannot write {}", record.display()))?;
             let location = membank_store::redact(&database.url);
             eprintln!("made the database {location} for {key}");
+            let url = database.url.clone();
             // Kept for the next run: dropping the handle would drop the database.
             database.keep();
-            Ok(PgDataset { store: Arc::new(store), location })
+            Ok(PgDataset { store: Arc::new(store), location, url })
         }
         Err(err) => {
             eprintln!(
                 "cannot create a database on {} ({err}); the dataset goes into the database of --db itself",
                 membank_store::redact(server_url)
             );
-            Ok(PgDataset { store: Arc::new(PgStore::open(server_url)?), location: membank_store::redact(server_url) })
+            Ok(PgDataset {
+                store: Arc::new(PgStore::open(server_url)?),
+                location: membank_store::redact(server_url),
+                url: server_url.to_string(),
+            })
         }
     }
 }
@@ -102,7 +111,7 @@ pub(crate) fn recorded_pg_dataset(
     let store =
         PgStore::open_with(&url, membank_store::PgOptions { cache_budget: options.cache_budget, ..Default::default() })
             .with_context(|| format!("cannot open {}", membank_store::redact(&url)))?;
-    Ok(PgDataset { store: Arc::new(store), location: membank_store::redact(&url) })
+    Ok(PgDataset { store: Arc::new(store), location: membank_store::redact(&url), url })
 }
 
 /// The id of the scope's first memory (the oldest), which names a build of a dataset: ids
