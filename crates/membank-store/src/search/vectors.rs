@@ -254,12 +254,87 @@ fn four_bit_screen(cached: &UserVectors, dim: usize, query: &[f32], rows: &[u32]
 }
 
 /// The rows whose estimate plus its error can reach the `limit`-th best estimate minus its
-/// error (`limit` ≤ rows): both screening passes keep these.
+/// error (`limit` ≤ rows): one group's rows kept, computed plainly; the reference that
+/// [`keep_within_reach`] is tested against.
+#[cfg(test)]
 fn within_reach(rows: &[u32], approx: &[f32], limit: usize, error: &dyn Fn(u32, f32) -> f32) -> Vec<u32> {
     let mut lower: Vec<f32> = rows.iter().zip(approx).map(|(&r, &a)| a - error(r, a)).collect();
     let (_, kth, _) = lower.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
     let floor = *kth;
     rows.iter().zip(approx).filter(|&(&r, &a)| a + error(r, a) >= floor).map(|(&r, _)| r).collect()
+}
+
+/// The rows of `rows` whose estimate plus its error can reach the `limit`-th best estimate
+/// minus its error among the rows of some group (a group with no more rows than its limit
+/// keeps all of its rows), in row order: what every screening pass keeps. Each row's error
+/// is computed once, and the groups share one pass: a group's floor is the `limit`-th best
+/// lower bound among its rows, found by a selection (over the rows' lower bounds when the
+/// group has them all, taken once for the widest such group and narrowed for the others).
+fn keep_within_reach(rows: &[u32], approx: &[f32], error: &dyn Fn(u32, f32) -> f32, groups: &[Group<'_>]) -> Vec<u32> {
+    let bounds: Vec<(f32, f32)> = rows
+        .iter()
+        .zip(approx)
+        .map(|(&r, &a)| {
+            let e = error(r, a);
+            (a - e, a + e)
+        })
+        .collect();
+    let descending = |a: &f32, b: &f32| b.total_cmp(a);
+    // The best lower bounds of all rows, as many as the largest limit of a group that has
+    // every row, the first of them in order up to that limit (a selection leaves the
+    // `limit`-th in place and the better ones before it).
+    let mut best_of_all: Option<Vec<f32>> = None;
+    let mut floor_of_all = |limit: usize| -> f32 {
+        let best = best_of_all.get_or_insert_with(|| {
+            let widest = groups
+                .iter()
+                .filter(|(member, _)| member.is_none())
+                .map(|(_, limit)| *limit)
+                .max()
+                .unwrap_or(limit)
+                .max(limit);
+            let mut lower: Vec<f32> = bounds.iter().map(|b| b.0).collect();
+            if widest < lower.len() {
+                lower.select_nth_unstable_by(widest - 1, descending);
+                lower.truncate(widest);
+            }
+            lower
+        });
+        let mut head = best[..].to_vec();
+        let (_, kth, _) = head.select_nth_unstable_by(limit - 1, descending);
+        *kth
+    };
+    // Each group's floor: `None` keeps all of its rows.
+    let floors: Vec<Option<f32>> = groups
+        .iter()
+        .map(|(member, limit)| {
+            if *limit == 0 {
+                return Some(f32::INFINITY);
+            }
+            match member {
+                None if rows.len() <= *limit => None,
+                None => Some(floor_of_all(*limit)),
+                Some(member) => {
+                    let mut lower: Vec<f32> =
+                        rows.iter().zip(&bounds).filter(|(r, _)| member(**r)).map(|(_, b)| b.0).collect();
+                    if lower.len() <= *limit {
+                        return None;
+                    }
+                    let (_, kth, _) = lower.select_nth_unstable_by(*limit - 1, descending);
+                    Some(*kth)
+                }
+            }
+        })
+        .collect();
+    rows.iter()
+        .zip(&bounds)
+        .filter(|(r, (_, upper))| {
+            groups.iter().zip(&floors).any(|((member, limit), floor)| {
+                *limit > 0 && member.is_none_or(|member| member(**r)) && floor.is_none_or(|floor| *upper >= floor)
+            })
+        })
+        .map(|(r, _)| *r)
+        .collect()
 }
 
 fn scan(
@@ -343,33 +418,7 @@ fn scan_groups<const N: usize>(
     // Keeps the rows within reach of any group's `limit`-th best, given approximate scores
     // and their error; a group with no more rows than its limit keeps them all.
     let keep = |rows: &[u32], approx: &[f32], error: &dyn Fn(u32, f32) -> f32| -> Vec<u32> {
-        let mut kept = vec![false; rows.len()];
-        for (member, limit) in &groups {
-            if *limit == 0 {
-                continue;
-            }
-            let reach = match member {
-                None if rows.len() <= *limit => rows.to_vec(),
-                None => within_reach(rows, approx, *limit, error),
-                Some(member) => {
-                    let (mine, scores): (Vec<u32>, Vec<f32>) =
-                        rows.iter().zip(approx).filter(|(r, _)| member(**r)).map(|(r, a)| (*r, *a)).unzip();
-                    if mine.len() <= *limit { mine } else { within_reach(&mine, &scores, *limit, error) }
-                }
-            };
-            if N == 1 {
-                return reach;
-            }
-            // `reach` is in row order, a subsequence of `rows`.
-            let mut at = 0;
-            for r in reach {
-                while rows[at] != r {
-                    at += 1;
-                }
-                kept[at] = true;
-            }
-        }
-        rows.iter().zip(kept).filter(|(_, k)| *k).map(|(r, _)| *r).collect()
+        keep_within_reach(rows, approx, error, &groups)
     };
     let wanted: usize = groups.iter().map(|g| g.1).sum();
     if screen == DenseScreen::FourBit && rows.len() >= FOUR_BIT_ROWS && rows.len() > most && !cached.scales4.is_empty()
@@ -494,6 +543,62 @@ mod tests {
         all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         all.truncate(limit);
         all.into_iter().map(|(s, i)| (cached.entries[i].id, s)).collect()
+    }
+
+    /// The groups' shared pass keeps exactly the union of what each group's plain
+    /// selection keeps, in row order: with and without a member filter, limits of 0, 1,
+    /// more than the group's rows, equal estimates (ties at the floor), and the narrow and
+    /// wide pair the probe of the archive uses.
+    #[test]
+    fn keeping_within_reach_of_several_groups_is_the_union_of_each_groups() {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for trial in 0..200 {
+            let n = [1, 2, 5, 40, 300, 2000][trial % 6];
+            // Rows in order with gaps, as an admission leaves them.
+            let rows: Vec<u32> = (0..n as u32).map(|i| i * 3 + (i % 2)).collect();
+            // Coarse estimates, so several rows share one (ties at the floor).
+            let approx: Vec<f32> = (0..n).map(|_| (next() % 64) as f32 / 16.0 - 2.0).collect();
+            let errors: Vec<f32> = (0..n).map(|_| (next() % 8) as f32 / 32.0).collect();
+            let error_of = |r: u32| errors[rows.iter().position(|&x| x == r).unwrap_or(0)];
+            let error = |r: u32, _a: f32| error_of(r);
+            let odd = |r: u32| r % 2 == 1;
+            let every_fifth = |r: u32| r % 5 == 0;
+            let limit = |k: u64| [0, 1, 3, 50, 150, 166, 5000][(k % 7) as usize];
+            let (a, b, c) = (limit(next()), limit(next()), limit(next()));
+            let cases: Vec<Vec<Group<'_>>> = vec![
+                vec![(None, a)],
+                vec![(Some(&odd), a)],
+                vec![(Some(&odd), a), (None, b)],
+                vec![(None, a), (None, b)],
+                vec![(Some(&every_fifth), a), (Some(&odd), b), (None, c)],
+            ];
+            for groups in cases {
+                let got = keep_within_reach(&rows, &approx, &error, &groups);
+                let mut want = std::collections::BTreeSet::new();
+                for (member, limit) in &groups {
+                    if *limit == 0 {
+                        continue;
+                    }
+                    let (mine, scores): (Vec<u32>, Vec<f32>) = rows
+                        .iter()
+                        .zip(&approx)
+                        .filter(|(r, _)| member.is_none_or(|m| m(**r)))
+                        .map(|(r, a)| (*r, *a))
+                        .unzip();
+                    let reach = if mine.len() <= *limit { mine } else { within_reach(&mine, &scores, *limit, &error) };
+                    want.extend(reach);
+                }
+                let want: Vec<u32> = want.into_iter().collect();
+                let limits: Vec<usize> = groups.iter().map(|g| g.1).collect();
+                assert_eq!(got, want, "trial {trial}, {n} rows, limits {limits:?}");
+            }
+        }
     }
 
     #[test]
