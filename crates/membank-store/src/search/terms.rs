@@ -22,7 +22,7 @@ use std::collections::HashMap;
 
 use membank_core::Status;
 
-use super::usercache::{Labels, RowMeta, UserCache, UserRows};
+use super::usercache::{Labels, RowMeta, UserCache, UserRows, status_only};
 use super::{Source, for_each_body_term};
 use crate::StoreError;
 use crate::cache::{CacheKind, allocation, reserve_rows};
@@ -37,6 +37,10 @@ const B: f64 = 0.75;
 #[derive(Default)]
 pub(crate) struct UserTerms {
     docs: Vec<RowMeta>,
+    /// Each document's status again, one byte a document: a search that filters by status
+    /// alone reads these instead of the documents (64 bytes each, scattered over the
+    /// documents a query's terms touch).
+    statuses: Vec<Status>,
     /// Term → index into `postings`. foldhash (seeded per process) instead of SipHash:
     /// hashing every word of 100k memories was a third of loading a user.
     terms: HashMap<Box<str>, u32, foldhash::quality::RandomState>,
@@ -87,6 +91,7 @@ impl UserRows for UserTerms {
             // Erased rows are counted and skipped: the shrink after the load returns their room.
             let n = source.count_after(CacheKind::Terms, after)?;
             self.docs.reserve_exact(n);
+            self.statuses.reserve_exact(n);
             self.lens.reserve_exact(n);
         }
         // Reused across documents: the term being cut, and the document's term indexes.
@@ -124,6 +129,8 @@ impl UserRows for UserTerms {
                 self.posting_bytes += posting_allocation(postings) - before;
             }
             self.label_bytes += meta.label_bytes();
+            reserve_rows(&mut self.statuses, 1, appending);
+            self.statuses.push(meta.status);
             reserve_rows(&mut self.docs, 1, appending);
             self.docs.push(meta);
             reserve_rows(&mut self.lens, 1, appending);
@@ -139,6 +146,7 @@ impl UserRows for UserTerms {
         // control byte.
         let table = self.terms.capacity() * 8 / 7 * (std::mem::size_of::<(Box<str>, u32)>() + 1);
         self.docs.capacity() * std::mem::size_of::<RowMeta>()
+            + self.statuses.capacity()
             + self.label_bytes
             + table
             + self.term_bytes
@@ -149,6 +157,7 @@ impl UserRows for UserTerms {
 
     fn shrink(&mut self) {
         self.docs.shrink_to_fit();
+        self.statuses.shrink_to_fit();
         self.terms.shrink_to_fit();
         self.postings.shrink_to_fit();
         for postings in &mut self.postings {
@@ -156,6 +165,11 @@ impl UserRows for UserTerms {
         }
         self.posting_bytes = self.postings.iter().map(posting_allocation).sum();
         self.lens.shrink_to_fit();
+    }
+
+    fn statuses_patched(&mut self) {
+        self.statuses.clear();
+        self.statuses.extend(self.docs.iter().map(|d| d.status));
     }
 }
 
@@ -203,11 +217,18 @@ fn rank(cached: &UserTerms, terms: &[String], filter: &SearchFilter, labels: &La
         }
     }
     // Filters apply once per matching document, not once per posting.
-    let mut ranked: Vec<(f64, u32)> = touched
-        .into_iter()
-        .filter(|&doc| cached.docs[doc as usize].admitted(filter, labels))
-        .map(|doc| (scores[doc as usize], doc))
-        .collect();
+    let mut ranked: Vec<(f64, u32)> = match status_only(filter, labels) {
+        Some(admit) => touched
+            .into_iter()
+            .filter(|&doc| admit(cached.statuses[doc as usize]))
+            .map(|doc| (scores[doc as usize], doc))
+            .collect(),
+        None => touched
+            .into_iter()
+            .filter(|&doc| cached.docs[doc as usize].admitted(filter, labels))
+            .map(|doc| (scores[doc as usize], doc))
+            .collect(),
+    };
     let by_score = |a: &(f64, u32), b: &(f64, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
     if limit < ranked.len() {
         ranked.select_nth_unstable_by(limit - 1, by_score);

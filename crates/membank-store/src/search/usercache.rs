@@ -38,6 +38,22 @@ impl<'a> Labels<'a> {
     }
 }
 
+/// When only a row's status decides whether a search with `filter` and `labels` may return
+/// it (no kinds, days or labels asked for), the test on the status, which a cache can run
+/// on a compact copy of its rows' statuses instead of reading each row's [`RowMeta`];
+/// `None` when the rest of the row must be read ([`RowMeta::admitted`]).
+pub(crate) fn status_only(filter: &SearchFilter, labels: &Labels<'_>) -> Option<impl Fn(Status) -> bool + use<>> {
+    let by_status_only = filter.kinds.is_empty()
+        && filter.day_from.is_none()
+        && filter.day_to.is_none()
+        && labels.agent.is_none()
+        && labels.session.is_none();
+    let archived = filter.include_archived;
+    by_status_only.then_some(move |s: Status| {
+        s == Status::Active || (archived && matches!(s, Status::Archived | Status::Superseded))
+    })
+}
+
 /// What a search needs to know of one cached row besides its payload.
 pub(crate) struct RowMeta {
     pub seq: i64,

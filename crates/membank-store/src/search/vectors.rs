@@ -40,7 +40,7 @@
 use membank_core::Status;
 
 use super::Source;
-use super::usercache::{Labels, RowMeta, UserCache, UserRows};
+use super::usercache::{Labels, RowMeta, UserCache, UserRows, status_only};
 use crate::cache::{CacheKind, DenseScreen, FOUR_BIT_ROWS, reserve_rows};
 use crate::types::{Hit, SearchFilter};
 use crate::{StoreError, kernels};
@@ -379,14 +379,7 @@ fn scan_tiers(
 /// The rows a search with `filter` and `labels` may return, in row order. Without kinds,
 /// days or labels only the status decides, read from the compact copy.
 fn admitted(cached: &UserVectors, filter: &SearchFilter, labels: &Labels<'_>) -> Vec<u32> {
-    let by_status_only = filter.kinds.is_empty()
-        && filter.day_from.is_none()
-        && filter.day_to.is_none()
-        && labels.agent.is_none()
-        && labels.session.is_none();
-    if by_status_only {
-        let archived = filter.include_archived;
-        let admit = |s: Status| s == Status::Active || (archived && matches!(s, Status::Archived | Status::Superseded));
+    if let Some(admit) = status_only(filter, labels) {
         return cached.statuses.iter().enumerate().filter(|(_, s)| admit(**s)).map(|(i, _)| i as u32).collect();
     }
     cached.entries.iter().enumerate().filter(|(_, e)| e.admitted(filter, labels)).map(|(i, _)| i as u32).collect()
