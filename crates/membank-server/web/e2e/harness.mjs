@@ -12,7 +12,11 @@
 //   CHROMIUM            the browser (default /usr/bin/chromium)
 //   MEMBANK_E2E_PG_URL  run the servers on PostgreSQL: each suite gets a new database on
 //                       the server this URL names (made and dropped with psql) instead of a
-//                       SQLite file (scripts/postgres-dev.sh start prints such a URL)
+//                       SQLite file (scripts/postgres-dev.sh start prints such a URL). It may
+//                       name a Citus coordinator (scripts/citus-dev.sh start prints one):
+//                       the new database is then made on the coordinator and on every
+//                       worker, with citus in each and the workers added, a cluster of its
+//                       own where membank creates its schema distributed
 
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, existsSync, createWriteStream } from 'node:fs';
@@ -41,18 +45,82 @@ export function tempDir(name) {
 }
 
 const PG_URL = process.env.MEMBANK_E2E_PG_URL || '';
+/** The databases made, each with the URLs of its copies (Citus: the coordinator's first). */
 const madeDatabases = [];
 
+function psql(url, sql) {
+  return execFileSync('psql', [url, '-qAtc', sql], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+}
+
+/** `url` with database `name`. */
+function withDatabase(url, name) {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/** With MEMBANK_E2E_PG_URL on a Citus coordinator: its active workers' `postgres`
+ * databases (the URL's user and password, the node's host and port); otherwise null. */
+let citusWorkers;
+function workersOfCitus() {
+  if (citusWorkers !== undefined) return citusWorkers;
+  const citus = psql(PG_URL, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')") === 't';
+  citusWorkers = null;
+  if (citus) {
+    const rows = psql(PG_URL, "SELECT nodename || ' ' || nodeport FROM pg_dist_node WHERE noderole = 'primary' AND isactive AND groupid <> 0 ORDER BY groupid");
+    citusWorkers = rows.split('\n').filter(Boolean).map((line) => {
+      const [host, port] = line.split(' ');
+      const u = new URL(PG_URL);
+      u.hostname = host;
+      u.port = port;
+      u.pathname = '/postgres';
+      return { host, port, url: u.toString() };
+    });
+  }
+  return citusWorkers;
+}
+
 /** The database a suite's server uses: `m.db` in `dir`, or with MEMBANK_E2E_PG_URL a new
- * PostgreSQL database on that server (dropped by `cleanup`). */
+ * PostgreSQL database on that server (dropped by `cleanup`). On a Citus coordinator, Citus
+ * 12.1 does not propagate CREATE DATABASE: the database is made on the coordinator and on
+ * every worker, with citus in each, the coordinator told its own address and the workers
+ * added, as the store's tests make theirs (membank_store::postgres::testing). */
 export function database(dir) {
   if (!PG_URL) return join(dir, 'm.db');
   const name = `e2e_${process.pid}_${madeDatabases.length}_${Date.now()}`;
-  execFileSync('psql', [PG_URL, '-qAtc', `CREATE DATABASE ${name}`], { stdio: ['ignore', 'pipe', 'pipe'] });
-  madeDatabases.push(name);
-  const url = new URL(PG_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
+  const workers = workersOfCitus();
+  const made = { name, urls: [PG_URL] };
+  // Recorded before it exists, so a failure half way still drops what was made.
+  madeDatabases.push(made);
+  psql(PG_URL, `CREATE DATABASE ${name}`);
+  const url = withDatabase(PG_URL, name);
+  if (workers) {
+    for (const worker of workers) {
+      made.urls.push(worker.url);
+      psql(worker.url, `CREATE DATABASE ${name}`);
+      psql(withDatabase(worker.url, name), 'CREATE EXTENSION citus');
+    }
+    psql(url, 'CREATE EXTENSION citus');
+    const coordinator = psql(PG_URL, 'SELECT nodename || \' \' || nodeport FROM pg_dist_node WHERE groupid = 0');
+    if (coordinator) {
+      const [host, port] = coordinator.split(' ');
+      psql(url, `SELECT citus_set_coordinator_host('${host}', ${Number(port)})`);
+    }
+    for (const worker of workers) {
+      // A worker's maintenance daemon, just started in the new database, may update the
+      // row citus_add_node does ("tuple concurrently updated"): try again a few times.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          psql(url, `SELECT citus_add_node('${worker.host}', ${Number(worker.port)})`);
+          break;
+        } catch (err) {
+          if (attempt >= 10) throw err;
+          execFileSync('sleep', [String(0.1 * (attempt + 1))]);
+        }
+      }
+    }
+  }
+  return url;
 }
 
 export async function freePort() {
@@ -273,11 +341,14 @@ export async function shots(page, name) {
 
 export function cleanup(dir) {
   while (madeDatabases.length) {
-    const name = madeDatabases.pop();
-    try {
-      execFileSync('psql', [PG_URL, '-qAtc', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`], { stdio: ['ignore', 'pipe', 'pipe'] });
-    } catch (err) {
-      console.error(`could not drop the test database ${name}: ${err.message}`);
+    const { name, urls } = madeDatabases.pop();
+    // The coordinator's copy first: its connections to the workers' copies close with it.
+    for (const url of urls) {
+      try {
+        psql(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } catch (err) {
+        console.error(`could not drop the test database ${name} on ${new URL(url).host}: ${err.message}`);
+      }
     }
   }
   if (dir && !process.env.MEMBANK_E2E_KEEP) rmSync(dir, { recursive: true, force: true });
