@@ -561,7 +561,7 @@ mod tests {
             let error_of = |r: u32| errors[rows.iter().position(|&x| x == r).unwrap_or(0)];
             let error = |r: u32, _a: f32| error_of(r);
             let odd = |r: u32| r % 2 == 1;
-            let every_fifth = |r: u32| r % 5 == 0;
+            let every_fifth = |r: u32| r.is_multiple_of(5);
             let limit = |k: u64| [0, 1, 3, 50, 150, 166, 5000][(k % 7) as usize];
             let (a, b, c) = (limit(next()), limit(next()), limit(next()));
             let cases: Vec<Vec<Group<'_>>> = vec![

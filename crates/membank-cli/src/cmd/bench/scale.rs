@@ -150,10 +150,13 @@ struct Target {
     store: Arc<dyn Backend>,
 }
 
+/// A running server: what stops it, and its task.
+type Running = (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<Result<(), membank_server::ServeError>>);
+
 /// The servers of one phase, stopped (all of them, whatever happened) by [`Servers::stop`].
 struct Servers {
     runtime: tokio::runtime::Runtime,
-    running: Vec<(tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<Result<(), membank_server::ServeError>>)>,
+    running: Vec<Running>,
     targets: Vec<Target>,
 }
 
@@ -333,7 +336,7 @@ pub fn run(ctx: &Context, args: ScaleArgs) -> Result<ScaleReport> {
     // Recall.
     let mut servers = Servers::new()?;
     let started = (|| -> Result<()> {
-        servers.add(ctx, "sqlite", Arc::new(SqliteStore::open_with(&path, store_options.clone())?), batched.clone())?;
+        servers.add(ctx, "sqlite", Arc::new(SqliteStore::open_with(&path, store_options)?), batched.clone())?;
         for (backend, store) in &copies {
             servers.add(ctx, backend, store.clone(), batched.clone())?;
         }
@@ -364,7 +367,7 @@ pub fn run(ctx: &Context, args: ScaleArgs) -> Result<ScaleReport> {
         let mut databases = Vec::new();
         let mut servers = Servers::new()?;
         let started = (|| -> Result<()> {
-            let sqlite = SqliteStore::open_with(scratch.path().join("ingest.db"), store_options.clone())?;
+            let sqlite = SqliteStore::open_with(scratch.path().join("ingest.db"), store_options)?;
             servers.add(ctx, "sqlite", Arc::new(sqlite), batched.clone())?;
             for (backend, url, _) in &remote {
                 let database = TestDatabase::try_create(url, &format!("bench_ingest_{backend}"))
