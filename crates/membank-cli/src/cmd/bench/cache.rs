@@ -217,8 +217,7 @@ fn pg_key(args: &CacheArgs, model: &EmbeddingModel) -> String {
 fn measure(ctx: &Context, args: &CacheArgs, postgres: Option<&str>) -> Result<CacheReport> {
     std::fs::create_dir_all(&args.dir).with_context(|| format!("cannot create {}", args.dir.display()))?;
     let corpus = sentences(&args.data, 4000)?;
-    let questions: Vec<String> =
-        corpus.iter().step_by(7).take(64).map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" ")).collect();
+    let questions: Vec<String> = super::dataset::questions(&corpus, 64);
     let (model, queries, built) = {
         let embedder = ctx.embedder.load()?;
         let model = EmbeddingModel { id: embedder.model_id().to_string(), dim: embedder.dim() };

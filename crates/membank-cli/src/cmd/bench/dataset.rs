@@ -63,6 +63,12 @@ pub fn sentences(data: &Path, n: usize) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// The benchmarks' queries: at most `n`, every seventh sentence of `corpus` cut to its first
+/// eight words (a question's length, and not the text of a stored memory).
+pub(crate) fn questions(corpus: &[String], n: usize) -> Vec<String> {
+    corpus.iter().step_by(7).take(n).map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" ")).collect()
+}
+
 /// Exactly `n` sentences from the public data.
 pub(crate) fn data_sentences(data: &Path, n: usize) -> Result<Vec<String>> {
     let texts = sentences(data, n)?;

@@ -170,12 +170,7 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<HttpReport> {
         args.memories.saturating_sub(have),
         start.elapsed().as_secs_f64(),
     );
-    let questions: Vec<String> = corpus
-        .iter()
-        .step_by(7)
-        .take(500)
-        .map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" "))
-        .collect();
+    let questions = super::dataset::questions(&corpus, 500);
 
     // The PostgreSQL copy of the same dataset, keyed by the SQLite build it copies.
     let postgres = match &ctx.db {

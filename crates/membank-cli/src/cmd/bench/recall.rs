@@ -76,12 +76,7 @@ pub fn recall(ctx: &Context, sizes: &[usize], queries: usize, dir: &Path, data: 
     let model = EmbeddingModel { id: embedder.model_id().to_string(), dim: embedder.dim() };
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let corpus = sentences(data, 4000)?;
-    let questions: Vec<String> = corpus
-        .iter()
-        .step_by(7)
-        .take(queries)
-        .map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" "))
-        .collect();
+    let questions = super::dataset::questions(&corpus, queries);
     let k = 10;
     let mut report = RecallReport {
         benchmark: "recall",

@@ -305,12 +305,7 @@ pub fn run(ctx: &Context, args: ScaleArgs) -> Result<ScaleReport> {
         copies.push((backend, Arc::new(store)));
     }
 
-    let questions: Vec<String> = corpus
-        .iter()
-        .step_by(7)
-        .take(500)
-        .map(|s| s.split_whitespace().take(8).collect::<Vec<_>>().join(" "))
-        .collect();
+    let questions = super::dataset::questions(&corpus, 500);
     let batched: Arc<dyn membank_embed::Embedder> =
         Arc::new(membank_embed::BatchingEmbedder::new(embedder.clone(), membank_embed::BatchOptions::default())?);
     let mut report = ScaleReport {
@@ -441,14 +436,32 @@ fn user_of(c: usize, i: usize, users: usize) -> usize {
     usize::try_from(x % users as u64).unwrap_or(0)
 }
 
-/// The blocks of one level: (target, first request of each client, requests per client),
-/// in the order A B C, C B A with half of each client's requests in each half.
-fn turns(targets: usize, per_client: usize) -> Vec<(usize, usize, usize)> {
+/// One level of load on every target, the targets taking turns in blocks A B C, C B A, each
+/// block half of each client's `per_client` requests; request j of client c is `next(c, j)`
+/// (none: that client is done), sent with `send`. Returns each target's latencies and the
+/// wall time of its blocks.
+fn in_turns<N, S>(
+    targets: &[Target],
+    clients: usize,
+    per_client: usize,
+    next: N,
+    send: S,
+) -> Result<Vec<(Vec<Duration>, f64)>>
+where
+    N: Fn(usize, usize) -> Option<(String, usize)> + Sync,
+    S: Fn(&mut Connection, &str, usize) -> Result<()> + Sync,
+{
     let half = per_client / 2;
-    let mut order: Vec<(usize, usize, usize)> = (0..targets).map(|t| (t, 0, half)).collect();
-    order.extend((0..targets).rev().map(|t| (t, half, per_client - half)));
-    order.retain(|&(_, _, n)| n > 0);
-    order
+    let mut order: Vec<(usize, usize, usize)> = (0..targets.len()).map(|t| (t, 0, half)).collect();
+    order.extend((0..targets.len()).rev().map(|t| (t, half, per_client - half)));
+    let mut out: Vec<(Vec<Duration>, f64)> = vec![(Vec::new(), 0.0); targets.len()];
+    for (t, first, n) in order.into_iter().filter(|&(_, _, n)| n > 0) {
+        let (block, seconds) =
+            load(targets[t].addr, clients, |c, i| if i < n { next(c, first + i) } else { None }, &send)?;
+        out[t].0.extend(block);
+        out[t].1 += seconds;
+    }
+    Ok(out)
 }
 
 /// The first touch of every user, then each level's turns.
@@ -479,24 +492,14 @@ fn recalls(
     }
     for &clients in &args.clients {
         let per_client = (args.requests / clients).max(10);
-        let mut times: Vec<Vec<Duration>> = vec![Vec::new(); targets.len()];
-        let mut wall = vec![0.0; targets.len()];
-        for (t, first, n) in turns(targets.len(), per_client) {
-            let (block, seconds) = load(
-                targets[t].addr,
-                clients,
-                |c, i| {
-                    (i < n).then(|| {
-                        let j = first + i;
-                        (format!("user-{}", user_of(c, j, args.users)), (c * 31 + j) % questions.len())
-                    })
-                },
-                |conn, user, q| conn.recall_of(user, &questions[q], args.k, false),
-            )?;
-            times[t].extend(block);
-            wall[t] += seconds;
-        }
-        for (target, (times, wall)) in targets.iter().zip(times.into_iter().zip(wall)) {
+        let measured = in_turns(
+            targets,
+            clients,
+            per_client,
+            |c, j| Some((format!("user-{}", user_of(c, j, args.users)), (c * 31 + j) % questions.len())),
+            |conn, user, q| conn.recall_of(user, &questions[q], args.k, false),
+        )?;
+        for (target, (times, wall)) in targets.iter().zip(measured) {
             let row = level_result(target.backend, clients, times, wall);
             if !ctx.cli_json {
                 print_row("recall", &row);
@@ -524,30 +527,24 @@ fn ingest(
     }
     for &clients in &args.clients {
         let per_client = args.ingest.div_ceil(clients);
-        let mut times: Vec<Vec<Duration>> = vec![Vec::new(); targets.len()];
-        let mut wall = vec![0.0; targets.len()];
-        for (t, first, n) in turns(targets.len(), per_client) {
-            let (block, seconds) = load(
-                targets[t].addr,
-                clients,
-                |c, i| {
-                    let j = first + i;
-                    (i < n && c * per_client + j < args.ingest)
-                        .then(|| (format!("ingest-{}", (c * 31 + j) % 100), (c * 131 + j * 7) % corpus.len()))
-                },
-                |conn, user, s| {
-                    let body = serde_json::json!({ "user_text": corpus[s], "assistant_text": "Noted." }).to_string();
-                    let (code, answer) = conn.post(&format!("/v1/users/{user}/turns"), &body)?;
-                    if code != 201 {
-                        bail!("POST /turns answered {code}: {}", String::from_utf8_lossy(&answer));
-                    }
-                    Ok(())
-                },
-            )?;
-            times[t].extend(block);
-            wall[t] += seconds;
-        }
-        for (target, (mut times, seconds)) in targets.iter().zip(times.into_iter().zip(wall)) {
+        let measured = in_turns(
+            targets,
+            clients,
+            per_client,
+            |c, j| {
+                (c * per_client + j < args.ingest)
+                    .then(|| (format!("ingest-{}", (c * 31 + j) % 100), (c * 131 + j * 7) % corpus.len()))
+            },
+            |conn, user, s| {
+                let body = serde_json::json!({ "user_text": corpus[s], "assistant_text": "Noted." }).to_string();
+                let (code, answer) = conn.post(&format!("/v1/users/{user}/turns"), &body)?;
+                if code != 201 {
+                    bail!("POST /turns answered {code}: {}", String::from_utf8_lossy(&answer));
+                }
+                Ok(())
+            },
+        )?;
+        for (target, (mut times, seconds)) in targets.iter().zip(measured) {
             let row = IngestLevel {
                 backend: target.backend,
                 clients,
