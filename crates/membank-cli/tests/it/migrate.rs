@@ -326,15 +326,17 @@ fn bad_locations_are_refused_before_anything_is_written() {
     }
     assert!(!missing.exists() && !bank.path("out.db").exists(), "nothing was created");
 
-    // An unreachable server: a clear error that never shows the password.
+    // An unreachable server: a clear error that never shows the password, and the exit code
+    // of a database that cannot be reached (10), as every command gives it.
     let out = migrate(&bank, db.as_os_str(), "postgres://someone:s3cret-pw@127.0.0.1:1/membank", &[]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(10), "{err}");
     assert!(err.contains("cannot open the target database postgres://someone:***@127.0.0.1:1/membank"), "{err}");
     assert!(!err.contains("s3cret"), "{err}");
     let out = migrate(&bank, "postgres://someone:s3cret-pw@127.0.0.1:1/membank", bank.path("out.db").as_os_str(), &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot open the source database") && !err.contains("s3cret"), "{err}");
+    assert_eq!(out.status.code(), Some(10), "{err}");
     let out = migrate(&bank, db.as_os_str(), "postgres://[bad", &[]);
     assert!(!out.status.success());
 }
