@@ -244,9 +244,6 @@ pub fn run(ctx: &Context, args: ScaleArgs) -> Result<ScaleReport> {
             _ => remote.push((backend, url.clone(), workers)),
         }
     }
-    if args.postgres.is_some() && args.postgres == args.citus {
-        bail!("--postgres and --citus name the same database");
-    }
     std::fs::create_dir_all(&args.dir).with_context(|| format!("cannot create {}", args.dir.display()))?;
     let embedder = ctx.embedder.load()?;
     let model = EmbeddingModel { id: embedder.model_id().to_string(), dim: embedder.dim() };
