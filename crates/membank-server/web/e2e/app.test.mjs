@@ -162,6 +162,8 @@ describe('membank web app (API keys, stub LLM)', () => {
     await signIn(page, bob);
     const options = await page.getByTestId('user-select').locator('option').allTextContents();
     assert.deepEqual(options, ['bob']);
+    // The page is up before its list has loaded (on PostgreSQL it once was not there yet).
+    await page.getByTestId('timeline').getByText('Bob likes chess.').first().waitFor({ timeout: TIMEOUT });
     assert.equal(await page.getByTestId('timeline').getByText('Bob likes chess.').count(), 1);
     assert.equal(await page.getByText('Miso').count(), 0);
     await page.goto(`${server.base}/#/memories?user=alice`);
