@@ -88,8 +88,10 @@ pub enum BenchCommand {
     /// SQLite's), "datasets": [{"backend", "location", "added" (memories this run built or
     /// copied), "seconds", "memories_per_second"}] and "ingest": [{"backend", "path"
     /// ("remember" | "insert"), "memories", "seconds", "memories_per_second", "latency"}].
+    /// The report has "query_batch" and "query_batch_wait_us" (the servers' micro-batcher).
     /// On SQLite with the local model each result has "query_path" ("int8-batched" |
-    /// "f32"; "f32-batched" when --query-precision f32 is configured) and the report
+    /// "f32"; "f32-batched" when --query-precision f32 is configured; "-unbatched" instead
+    /// of "-batched" with --query-batch 1) and the report
     /// "path_ratios": [{"clients", "strengthen", "p50", "p95"}] (the f32 path's over the
     /// default's).
     Http(HttpArgs),
@@ -254,6 +256,14 @@ pub struct HttpArgs {
     /// Public data folder (texts of memories and queries).
     #[arg(long, default_value = "../shared/data")]
     pub data: PathBuf,
+    /// The servers' micro-batcher, as `serve --query-batch`: most queries in one forward
+    /// pass (1: each query alone, no batcher).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub query_batch: u16,
+    /// As `serve --query-batch-wait-us`: microseconds the batcher waits for more queries
+    /// after the first of a batch.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub query_batch_wait_us: u32,
 }
 
 /// `bench scale`.

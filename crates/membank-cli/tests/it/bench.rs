@@ -290,6 +290,11 @@ fn bench_http_reports_json_per_concurrency_and_mode() {
         assert!(number(&ratio["p50"], "p50") > 0.0 && number(&ratio["p95"], "p95") > 0.0, "{ratio}");
     }
     assert!(report.get("ratios").is_none(), "backend ratios only with PostgreSQL: {report}");
+    assert_eq!(
+        (report["query_batch"].as_u64(), report["query_batch_wait_us"].as_u64()),
+        (Some(32), Some(0)),
+        "{report}"
+    );
     for row in results {
         latency(&row["latency"], "latency");
         assert!(number(&row["recalls_per_second"], "recalls_per_second") > 0.0);
@@ -302,9 +307,20 @@ fn bench_http_reports_json_per_concurrency_and_mode() {
         ["--k", "0"],
         ["--k", "100000"],
         ["--memories", "0"],
+        ["--query-batch", "0"],
+        ["--query-batch", "257"],
+        ["--query-batch-wait-us", "100001"],
+        ["--query-batch-wait-us", "-1"],
     ] {
         bank.fails(&[&args[..], &bad[..]].concat(), 2);
     }
+    // Without the batcher, as `serve --query-batch 1`, and a wait, as the flags say.
+    let (alone, _) = json_and_stderr(&bank, &[&args[..], &["--query-batch", "1"]].concat());
+    assert_eq!(alone["query_batch"], 1, "{alone}");
+    assert_eq!(alone["results"][0]["query_path"], "int8-unbatched", "{alone}");
+    let (waiting, _) = json_and_stderr(&bank, &[&args[..], &["--query-batch-wait-us", "500"]].concat());
+    assert_eq!(waiting["query_batch_wait_us"], 500, "{waiting}");
+    assert_eq!(waiting["results"][0]["query_path"], "int8-batched", "{waiting}");
 }
 
 #[test]

@@ -58,6 +58,11 @@ pub struct HttpReport {
     pub memories: usize,
     /// k of each recall.
     pub k: usize,
+    /// The servers' micro-batcher: most queries in one pass (1: none; `--query-batch`, as
+    /// `serve` takes it).
+    pub query_batch: u16,
+    /// Its wait for more queries after the first of a batch, in µs (`--query-batch-wait-us`).
+    pub query_batch_wait_us: u32,
     /// The dense scan's kernels (the servers run in this process's environment, on its CPU).
     pub scan_kernels: super::paths::ScanKernels,
     /// One entry per client concurrency (and strengthening mode), in the order asked; with
@@ -192,9 +197,17 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<HttpReport> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let mut servers = Vec::new();
     let mut targets = Vec::new();
-    // What `serve` embeds queries with: the configured model behind the micro-batcher.
-    let batched: Arc<dyn membank_embed::Embedder> =
-        Arc::new(membank_embed::BatchingEmbedder::new(embedder.clone(), membank_embed::BatchOptions::default())?);
+    // What `serve` embeds queries with: the configured model behind the micro-batcher, as
+    // `serve --query-batch` and `--query-batch-wait-us` set it.
+    let batched: Arc<dyn membank_embed::Embedder> = if args.query_batch > 1 {
+        let options = membank_embed::BatchOptions {
+            max_queries: usize::from(args.query_batch),
+            window: Duration::from_micros(u64::from(args.query_batch_wait_us)),
+        };
+        Arc::new(membank_embed::BatchingEmbedder::new(embedder.clone(), options)?)
+    } else {
+        embedder.clone()
+    };
     let backends: Vec<ServerSpec> = match (&postgres, &ctx.embedder) {
         (Some((_, pg, _)), _) => vec![
             (Some("sqlite"), None, store.clone() as Arc<dyn Backend>, batched.clone()),
@@ -210,13 +223,15 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<HttpReport> {
                 query_precision: membank_embed::QueryPrecision::F32,
             }
             .load()?;
-            let default_path = if matches!(
+            let f32_configured = matches!(
                 ctx.embedder,
                 crate::embedder::EmbedderChoice::Local { query_precision: membank_embed::QueryPrecision::F32, .. }
-            ) {
-                "f32-batched"
-            } else {
-                "int8-batched"
+            );
+            let default_path = match (f32_configured, args.query_batch > 1) {
+                (true, true) => "f32-batched",
+                (true, false) => "f32-unbatched",
+                (false, true) => "int8-batched",
+                (false, false) => "int8-unbatched",
             };
             vec![
                 (None, Some(default_path), store.clone() as Arc<dyn Backend>, batched.clone()),
@@ -301,6 +316,8 @@ fn measure(
         model_threads,
         memories: args.memories,
         k: args.k,
+        query_batch: args.query_batch,
+        query_batch_wait_us: args.query_batch_wait_us,
         scan_kernels: super::paths::scan(),
         results: Vec::new(),
         kernels: super::embed_kernels(),
