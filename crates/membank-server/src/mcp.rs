@@ -147,7 +147,7 @@ fn engine_failure(err: EngineError) -> ToolResult {
         EngineError::StorageUnavailable(_) => {
             // Which node and why is for the log; the model is told only to try later.
             tracing::warn!(error = %crate::error::chain(&err), "MCP tool failed: the database is unavailable");
-            fail(format!("membank's storage is unavailable right now; try again shortly ({})", err.code()))
+            fail(format!("{} ({})", crate::error::STORAGE_UNAVAILABLE, err.code()))
         }
         _ => {
             tracing::error!(error = %err, "MCP tool failed");
@@ -565,7 +565,7 @@ mod tests {
         let result = serde_json::to_value(engine_failure(err).unwrap()).unwrap();
         assert_eq!(result["isError"], true, "{result}");
         let text = result["content"][0]["text"].as_str().unwrap();
-        assert!(text.contains("storage is unavailable") && text.contains("(storage_unavailable)"), "{text}");
+        assert_eq!(text, format!("{} (storage_unavailable)", crate::error::STORAGE_UNAVAILABLE), "{text}");
         for internal in ["127.0.0.1", "5433", "remote node", "postgres"] {
             assert!(!text.contains(internal), "{text}");
         }

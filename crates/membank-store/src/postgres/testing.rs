@@ -125,11 +125,7 @@ pub fn citus_workers(url: &str) -> Result<Option<usize>, crate::StoreError> {
     let config: postgres::Config =
         url.parse().map_err(|e: postgres::Error| membank_core::InvalidInput::new("database URL", e.to_string()))?;
     let mut client = config.connect(postgres::NoTls).map_err(PgError::from)?;
-    let citus: bool = client
-        .query_one("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')", &[])
-        .map_err(PgError::from)?
-        .get(0);
-    if !citus {
+    if !super::schema::is_citus(&mut client)? {
         return Ok(None);
     }
     let workers: i64 = client
