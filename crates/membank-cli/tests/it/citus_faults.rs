@@ -212,18 +212,38 @@ fn recall(server: &Server, user: &str, query: &str) -> Op {
 }
 
 /// A failed request must be the fault's answer: 503 `storage_unavailable` in the error's
-/// one shape, with `Retry-After`, naming nothing of the cluster.
-fn assert_unavailable(op: &Op, cluster: &Cluster) {
-    assert_eq!(op.status, 503, "{op:?}");
-    let body: Value = serde_json::from_str(&op.body).unwrap_or_else(|e| panic!("{e}: {op:?}"));
-    assert_eq!(body["error"]["code"], UNAVAILABLE, "{op:?}");
-    let keys = |v: &Value| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
-    assert_eq!((keys(&body), keys(&body["error"])), (vec!["error".to_string()], vec!["code".into(), "message".into()]));
-    let message = body["error"]["message"].as_str().unwrap();
-    for internal in cluster.internals() {
-        assert!(!message.to_lowercase().contains(&internal.to_lowercase()), "{message:?} names {internal:?}");
+/// one shape, with `Retry-After`, naming nothing of the cluster. When it is not, the
+/// failure shows the server's log (its `request failed` line says what the store met).
+fn assert_unavailable(op: &Op, cluster: &Cluster, server: &Server) {
+    if let Err(why) = unavailable(op, cluster) {
+        panic!("{why}\n{op:#?}\nthe server's log:\n{}", server.log());
     }
-    assert!(op.retry_after, "no Retry-After: {op:?}");
+}
+
+/// Why `op` is not the fault's answer, if it is not.
+fn unavailable(op: &Op, cluster: &Cluster) -> Result<(), String> {
+    if op.status != 503 {
+        return Err(format!("status {}, not 503", op.status));
+    }
+    let body: Value = serde_json::from_str(&op.body).map_err(|e| format!("the body is not JSON: {e}"))?;
+    if body["error"]["code"] != UNAVAILABLE {
+        return Err(format!("code {}, not {UNAVAILABLE}", body["error"]["code"]));
+    }
+    let keys = |v: &Value| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
+    let shape = (keys(&body), keys(&body["error"]));
+    if shape != (vec!["error".to_string()], vec!["code".into(), "message".into()]) {
+        return Err(format!("the error's shape is {shape:?}"));
+    }
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    for internal in cluster.internals() {
+        if message.to_lowercase().contains(&internal.to_lowercase()) {
+            return Err(format!("{message:?} names {internal:?}"));
+        }
+    }
+    if !op.retry_after {
+        return Err("no Retry-After".into());
+    }
+    Ok(())
 }
 
 /// Clients writing and recalling for their users until stopped, and what each request got.
@@ -385,7 +405,7 @@ fn citus_faults_a_stopped_worker_fails_only_its_users_fast_and_loses_nothing() {
     let victim_ops = load.ops_of(&victim);
     let failures: Vec<&Op> = victim_ops.iter().filter(|op| !op.ok()).collect();
     for op in &failures {
-        assert_unavailable(op, &cluster);
+        assert_unavailable(op, &cluster, &server);
         assert!(
             op.took() < membank_store::postgres::CONNECT_TIMEOUT,
             "a request for a user on the stopped worker took {:?}, longer than the connect timeout: {op:?}",
@@ -415,6 +435,43 @@ fn citus_faults_a_stopped_worker_fails_only_its_users_fast_and_loses_nothing() {
     cluster.check(&bank);
 }
 
+/// The moment the load test above can only hit by chance (it once did: a note's request
+/// answered 500): a worker stops after a transaction's statements ran on it and before its
+/// `COMMIT`. Citus then fails the commit with `XX000` and a text of its own, not a
+/// connection code; the store must still call that the node's absence (503
+/// `storage_unavailable`, a cue to retry), not an internal error. Held open by hand on a
+/// table of the test's own, since no store operation waits between its statements and its
+/// commit.
+#[test]
+fn citus_faults_a_commit_cut_off_by_its_worker_stopping_is_unavailable() {
+    let Some(cluster) = Cluster::start("commit_cut") else { return };
+    cluster.sql("CREATE TABLE cut (k text PRIMARY KEY, v int)");
+    cluster.sql("SELECT create_distributed_table('cut', 'k')");
+    let key = (0..64)
+        .map(|i| format!("k{i}"))
+        .find(|key| {
+            let port = cluster.sql(&format!(
+                "SELECT nodeport FROM citus_shards WHERE shardid = get_shard_id_for_distribution_column('cut', '{key}')"
+            ));
+            cluster.node_on(&port) == "worker2"
+        })
+        .expect("64 keys and none on worker2");
+
+    let mut client = postgres::Client::connect(&cluster.url, postgres::NoTls).unwrap();
+    let mut transaction = client.transaction().unwrap();
+    transaction.execute("INSERT INTO cut VALUES ($1, 1)", &[&key]).unwrap();
+    cluster.script(&["node-stop", "worker2"]);
+    let err = transaction.commit().expect_err("a commit on a stopped worker succeeded");
+    eprintln!("commit cut off: {:?}", err.as_db_error().map(|db| (db.code().code(), db.message())));
+    let store: membank_store::StoreError = err.into();
+    assert!(matches!(store, membank_store::StoreError::Unavailable(_)), "{store:?}");
+    // The next statement for that worker's shard fails to connect (08006): the same.
+    let err = client.execute("INSERT INTO cut VALUES ($1, 2)", &[&key]).expect_err("a write on a stopped worker");
+    let store: membank_store::StoreError = err.into();
+    assert!(matches!(store, membank_store::StoreError::Unavailable(_)), "{store:?}");
+    cluster.script(&["node-start", "worker2"]);
+}
+
 #[test]
 fn citus_faults_serve_reconnects_after_the_coordinator_restarts() {
     let Some(cluster) = Cluster::start("coordinator_restart") else { return };
@@ -433,7 +490,7 @@ fn citus_faults_serve_reconnects_after_the_coordinator_restarts() {
     cluster.script(&["node-stop", "coordinator"]);
     // While it is down, a read and a write each answer 503 at once.
     for op in [recall(&server, user, "where does my sister live?"), note(&server, user, "I play the cello")] {
-        assert_unavailable(&op, &cluster);
+        assert_unavailable(&op, &cluster, &server);
         assert!(op.took() < membank_store::postgres::CONNECT_TIMEOUT, "{:?}: {op:?}", op.took());
         eprintln!("coordinator down: {} answered 503 in {:.0?}", op.what, op.took());
     }
@@ -452,7 +509,7 @@ fn citus_faults_serve_reconnects_after_the_coordinator_restarts() {
         if ok {
             break;
         }
-        assert_unavailable(after.last().unwrap(), &cluster);
+        assert_unavailable(after.last().unwrap(), &cluster, &server);
         assert!(after.len() < 600, "still failing after 600 requests over {:?}: {:?}", started.elapsed(), after.last());
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -569,7 +626,7 @@ fn citus_faults_a_rebalance_onto_a_new_worker_loses_nothing_and_fails_no_recall_
                 }
             } else {
                 failures += 1;
-                assert_unavailable(op, &cluster);
+                assert_unavailable(op, &cluster, &server);
                 open.get_or_insert(op.started);
             }
         }

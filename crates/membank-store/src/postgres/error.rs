@@ -86,8 +86,13 @@ fn client_connection_failure(err: &postgres::Error) -> bool {
 
 /// What Citus says, under SQLSTATE `XX000`, when a worker's connection failed without a
 /// code of its own: libpq's messages for a connection that broke (Citus passes them on
-/// as the error's text), and Citus's own for one it could not open. Lower case.
-const REMOTE_CONNECTION_FAILURES: [&str; 12] = [
+/// as the error's text), Citus's own for one it could not open, and its two for a commit
+/// a worker's connection failed under: the node went away after the transaction's
+/// statements and before its `COMMIT` was answered (the worker's warning, "failed to
+/// commit transaction on …", goes to the client as a notice; the error is the shard's, or
+/// the critical connection's). Citus would say the first of those also for a deferred
+/// constraint failing at commit; membank's schema defers none. Lower case.
+const REMOTE_CONNECTION_FAILURES: [&str; 14] = [
     "connection to the remote node",
     "could not establish any connections to the node",
     "connection establishment for node",
@@ -100,6 +105,8 @@ const REMOTE_CONNECTION_FAILURES: [&str; 12] = [
     "ssl connection has been closed unexpectedly",
     "terminating connection",
     "connection refused",
+    "could not commit transaction for shard",
+    "failure on connection marked as essential",
 ];
 
 /// Whether a server error with SQLSTATE `code` and `message` is a connection's failure:
@@ -160,6 +167,10 @@ mod tests {
             ("XX000", "SSL SYSCALL error: EOF detected"),
             ("XX000", "connection not open"),
             ("XX000", "Connection to the remote node localhost:9701 failed"),
+            // What a commit in flight gets when its worker stops (seen on Citus 12.1 with
+            // `citus-dev.sh node-stop`; the fault tests reproduce it).
+            ("XX000", "could not commit transaction for shard 102014 on at least one active node"),
+            ("XX000", "failure on connection marked as essential: 127.0.0.1:25956"),
         ] {
             assert!(connection_failure_state(code, message), "{code} {message:?} should be a connection failure");
         }
