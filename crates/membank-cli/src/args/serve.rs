@@ -44,7 +44,9 @@ pub struct ServeArgs {
     pub no_maintenance: bool,
     /// Most recall queries embedded together in one forward pass (micro-batching: queries
     /// that arrive while a pass runs share the next one, so the model's weights are read
-    /// once per batch); 1 embeds each query alone. From 1 to 256.
+    /// once per batch); the same bound holds for the texts of memories stored one request
+    /// at a time (turns, notes), batched the same way after any waiting queries. 1 embeds
+    /// each text alone. From 1 to 256.
     #[arg(long, env = "MEMBANK_QUERY_BATCH", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub query_batch: u16,
     /// Microseconds the batcher waits for more queries after the first of a batch (0: none;

@@ -107,7 +107,8 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
         lazy = lazy.with_query_cache(cache);
     }
     let embedder: Arc<LazyEmbedder> = Arc::new(lazy);
-    // Recall queries go through the micro-batcher; documents go straight to the model.
+    // Recall queries, and the texts of memories stored one request at a time (their vectors
+    // and the importance probe's layer means), go through the micro-batcher.
     let queries: Arc<dyn membank_embed::Embedder> = if args.query_batch > 1 {
         let options = membank_embed::BatchOptions {
             max_queries: usize::from(args.query_batch),

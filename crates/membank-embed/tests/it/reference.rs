@@ -119,3 +119,33 @@ fn int8_queries_agree_with_f32_and_do_not_depend_on_the_batch() {
     eprintln!("int8: minimum cosine to the f32 path over {} utterances {worst}", texts.len());
     assert!(worst >= 0.999, "cosine {worst}");
 }
+
+/// What `serve`'s micro-batcher relies on for stored memories: on the int8 path (documents
+/// take it where the CPU has VNNI or AMX) a document's vector and the importance probe's
+/// layer mean of a text are the same alone as inside a batch of others, bit for bit. On the
+/// f32 path the documents agree to cosine 0.99999 (`one_at_a_time_equals_batched`).
+#[test]
+fn int8_documents_and_layer_means_do_not_depend_on_the_batch() {
+    let int8 = embedder();
+    let texts: Vec<String> = fixture().cases.into_iter().map(|c| c.text).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    // Layer means are computed (nothing was embedded as a document yet that could answer
+    // them from its side output), alone and in a batch, on whichever path documents take.
+    let batched = int8.layer_means(&texts, 4).expect("runs").expect("the local model shows its layers");
+    for (text, mean) in texts.iter().zip(&batched) {
+        let alone = int8.layer_means(&[text], 4).expect("runs").expect("layers");
+        if int8.document_precision() == membank_embed::QueryPrecision::Int8 {
+            assert_eq!(&alone[0], mean, "{text:?}: layer mean alone and in a batch");
+        } else {
+            assert!(cosine(&alone[0], mean) > 0.99999, "{text:?}");
+        }
+    }
+    if int8.document_precision() != membank_embed::QueryPrecision::Int8 {
+        eprintln!("documents take the f32 path on this CPU (no VNNI or AMX): bit-identity not expected");
+        return;
+    }
+    let documents = int8.embed(&texts).expect("embedding works");
+    for (text, vector) in texts.iter().zip(&documents) {
+        assert_eq!(&int8.embed(&[text]).expect("embeds")[0], vector, "{text:?}: document alone and in a batch");
+    }
+}
