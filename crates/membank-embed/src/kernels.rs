@@ -636,7 +636,12 @@ pub(crate) fn matmul_q8_on(
     let rows = QRows::quantize(&a[..m * k], m, k, path);
     let panels = n.div_ceil(PANEL);
     let weights = Weights { q: w, f32: w_f32 };
-    if threads < 2 || panels < 4 {
+    // Splitting the columns over a second thread costs a thread for each product, and only
+    // the scalar path is slow enough to pay for it. A lone 12-token query's 24 products of
+    // MiniLM (`split_timing` below, an Intel Xeon with AMX), one thread against two:
+    // AMX 1.06 against 2.90 ms, AVX-512 VNNI 1.31 / 2.60, AVX-VNNI 2.0 / 2.9, AVX2 3.2 / 4.6,
+    // portable 62 / 33 ms.
+    if threads < 2 || panels < 4 || path != Int8Path::Portable {
         q8_panels(path, &rows, m, weights, 0, panels, c, n, 0);
     } else {
         q8_panels_split(path, &rows, m, weights, panels, c);
@@ -1726,6 +1731,12 @@ mod tests {
         let mut split = start.clone();
         matmul_q8(&a, m, &q, &w, &mut split, 2);
         assert_eq!(batch, split, "two threads");
+        // The split itself runs on the portable path only (see `matmul_q8_on`).
+        let mut portable = start.clone();
+        matmul_q8_on(Int8Path::Portable, &a, m, &q, &w, &mut portable, 1);
+        let mut portable_split = start.clone();
+        matmul_q8_on(Int8Path::Portable, &a, m, &q, &w, &mut portable_split, 2);
+        assert_eq!(portable, portable_split, "two threads, portable");
         for i in 0..m {
             let mut alone = start[i * n..(i + 1) * n].to_vec();
             matmul_q8(&a[i * k..(i + 1) * k], 1, &q, &w, &mut alone, 1);
@@ -1838,5 +1849,62 @@ mod tests {
         let mut zero = vec![0.0f32; 4];
         l2_normalize(&mut zero);
         assert_eq!(zero, vec![0.0; 4]);
+    }
+}
+
+#[cfg(test)]
+mod split_timing {
+    use super::*;
+
+    /// Not a test: `cargo test --release -p membank-embed --lib split_timing -- --ignored
+    /// --nocapture` prints, for each int8 path this CPU has, a lone query's linear layers
+    /// (MiniLM's shapes, 12 tokens) on one thread and split over two (forced, whatever
+    /// `matmul_q8_on` would choose).
+    #[test]
+    #[ignore]
+    fn split_timing() {
+        let m = 12;
+        let shapes = [(384usize, 1152usize), (384, 384), (384, 1536), (1536, 384)];
+        let mut x = 11u64;
+        let mut next = move || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((x >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        };
+        let layers: Vec<(Vec<f32>, QMatrix, Vec<f32>)> = shapes
+            .iter()
+            .map(|&(k, n)| {
+                let w: Vec<f32> = (0..k * n).map(|_| next() * 0.1).collect();
+                let a: Vec<f32> = (0..m * k).map(|_| next()).collect();
+                (a, QMatrix::quantize(&w, k, n).expect("finite"), w)
+            })
+            .collect();
+        for path in Int8Path::ALL {
+            if path.missing_feature().is_some() {
+                continue;
+            }
+            for threads in [1, 2, 1, 2] {
+                let mut times = Vec::new();
+                for _ in 0..41 {
+                    let start = std::time::Instant::now();
+                    // A layer's four products, six times: one query's linear layers.
+                    for _ in 0..6 {
+                        for (a, q, w) in &layers {
+                            let mut c = vec![0f32; m * q.n];
+                            // What `matmul_q8_on` does, with the split forced on every path.
+                            let rows = QRows::quantize(a, m, q.k, path);
+                            let (panels, weights) = (q.n.div_ceil(PANEL), Weights { q, f32: w });
+                            if threads == 2 {
+                                q8_panels_split(path, &rows, m, weights, panels, &mut c);
+                            } else {
+                                q8_panels(path, &rows, m, weights, 0, panels, &mut c, q.n, 0);
+                            }
+                        }
+                    }
+                    times.push(start.elapsed().as_secs_f64() * 1e3);
+                }
+                times.sort_by(f64::total_cmp);
+                eprintln!("{:>12} threads {threads}: {:.3} ms (median of 41)", path.name(), times[20]);
+            }
+        }
     }
 }
