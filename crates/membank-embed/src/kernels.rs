@@ -639,8 +639,8 @@ pub(crate) fn matmul_q8_on(
     // Splitting the columns over a second thread costs a thread for each product, and only
     // the scalar path is slow enough to pay for it. A lone 12-token query's 24 products of
     // MiniLM (`split_timing` below, an Intel Xeon with AMX), one thread against two:
-    // AMX 1.06 against 2.90 ms, AVX-512 VNNI 1.31 / 2.60, AVX-VNNI 2.0 / 2.9, AVX2 3.2 / 4.6,
-    // portable 62 / 33 ms.
+    // AMX 1.06 against 3.09 ms, AVX-512 VNNI 1.29 / 2.50, AVX-VNNI 1.8 / 3.0, AVX2 3.2 / 3.7,
+    // portable 61 / 32 ms.
     if threads < 2 || panels < 4 || path != Int8Path::Portable {
         q8_panels(path, &rows, m, weights, 0, panels, c, n, 0);
     } else {
