@@ -255,6 +255,19 @@ impl LazyEmbedder {
     }
 }
 
+/// `embedder` behind `serve`'s micro-batcher (`--query-batch`, `--query-batch-wait-us`), or
+/// as it is when `batch` is 1: what `serve` and `bench http` embed with.
+pub fn micro_batched(embedder: Arc<dyn Embedder>, batch: u16, wait_us: u32) -> Result<Arc<dyn Embedder>, EmbedError> {
+    if batch <= 1 {
+        return Ok(embedder);
+    }
+    let options = membank_embed::BatchOptions {
+        max_queries: usize::from(batch),
+        window: Duration::from_micros(u64::from(wait_us)),
+    };
+    Ok(Arc::new(membank_embed::BatchingEmbedder::new(embedder, options)?))
+}
+
 /// The model a batch of texts needs: multilingual-e5-small when at least half of its
 /// units are in scripts other than Latin, all-MiniLM-L6-v2 otherwise.
 pub fn model_for_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> KnownModel {

@@ -274,14 +274,14 @@ impl Embedder for BatchingEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        if texts.len() >= self.max || self.max == 1 {
+        if texts.len() >= self.max {
             return self.inner.embed(texts);
         }
         self.vectors(Kind::Document, texts)
     }
 
     fn layer_means(&self, texts: &[&str], layer: usize) -> Result<Option<Vec<Vec<f32>>>, EmbedError> {
-        if texts.len() >= self.max || self.max == 1 {
+        if texts.len() >= self.max {
             return self.inner.layer_means(texts, layer);
         }
         let means = self.through_queue(Kind::LayerMean(layer), texts)?;

@@ -109,18 +109,8 @@ pub fn serve(ctx: &Context, args: ServeArgs) -> Result<()> {
     let embedder: Arc<LazyEmbedder> = Arc::new(lazy);
     // Recall queries, and the texts of memories stored one request at a time (their vectors
     // and the importance probe's layer means), go through the micro-batcher.
-    let queries: Arc<dyn membank_embed::Embedder> = if args.query_batch > 1 {
-        let options = membank_embed::BatchOptions {
-            max_queries: usize::from(args.query_batch),
-            window: Duration::from_micros(u64::from(args.query_batch_wait_us)),
-        };
-        Arc::new(
-            membank_embed::BatchingEmbedder::new(embedder.clone(), options)
-                .context("cannot start the query batcher")?,
-        )
-    } else {
-        embedder.clone()
-    };
+    let queries = crate::embedder::micro_batched(embedder.clone(), args.query_batch, args.query_batch_wait_us)
+        .context("cannot start the query batcher")?;
     let mut engine = Engine::new(store.clone(), queries, Arc::new(SystemClock), ctx.engine_config.clone())?
         .with_switch_advice(crate::language::switch_advice(ctx.switch_flags(), &ctx.db));
     // Chat and summarize need an LLM; without one the server still serves memory and

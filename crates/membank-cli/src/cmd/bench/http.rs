@@ -199,15 +199,7 @@ pub fn run(ctx: &Context, args: HttpArgs) -> Result<HttpReport> {
     let mut targets = Vec::new();
     // What `serve` embeds queries with: the configured model behind the micro-batcher, as
     // `serve --query-batch` and `--query-batch-wait-us` set it.
-    let batched: Arc<dyn membank_embed::Embedder> = if args.query_batch > 1 {
-        let options = membank_embed::BatchOptions {
-            max_queries: usize::from(args.query_batch),
-            window: Duration::from_micros(u64::from(args.query_batch_wait_us)),
-        };
-        Arc::new(membank_embed::BatchingEmbedder::new(embedder.clone(), options)?)
-    } else {
-        embedder.clone()
-    };
+    let batched = crate::embedder::micro_batched(embedder.clone(), args.query_batch, args.query_batch_wait_us)?;
     let backends: Vec<ServerSpec> = match (&postgres, &ctx.embedder) {
         (Some((_, pg, _)), _) => vec![
             (Some("sqlite"), None, store.clone() as Arc<dyn Backend>, batched.clone()),
