@@ -207,8 +207,11 @@ fn load_after(source: &mut dyn Source, dim: usize, after: i64, cached: &mut User
 /// Scores `rows` into `out` with `score` (a kernel over some of the rows), on two threads
 /// from [`PARALLEL_ROWS`] rows on.
 fn score_rows(rows: &[u32], out: &mut [f32], score: impl Fn(&[u32], &mut [f32]) + Sync) {
+    // Asked once: on Linux the answer reads the cgroup's quota files, a few system calls
+    // that a profile of a 100k recall showed beside the scan itself.
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let threads = if rows.len() >= PARALLEL_ROWS {
-        std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
+        *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(2)))
     } else {
         1
     };
@@ -226,8 +229,8 @@ fn score_rows(rows: &[u32], out: &mut [f32], score: impl Fn(&[u32], &mut [f32]) 
 }
 
 /// Which of some rows go on to the next pass, given their approximate scores and each
-/// one's error.
-type Keep<'a> = dyn Fn(&[u32], &[f32], &dyn Fn(u32, f32) -> f32) -> Vec<u32> + 'a;
+/// one's error (both in the rows' order).
+type Keep<'a> = dyn Fn(&[u32], &[f32], &[f32]) -> Vec<u32> + 'a;
 
 /// The 4-bit pre-screen (see the module docs): the rows of `rows` that `keep` keeps given
 /// their estimates and margins (those whose estimate may reach a group's `limit`-th best).
@@ -246,95 +249,122 @@ fn four_bit_screen(cached: &UserVectors, dim: usize, query: &[f32], rows: &[u32]
     let row_sigma = l2 / 12f32.sqrt();
     let query_sigma = quantised.scale * 7.0 * (dim as f32).sqrt() / 12f32.sqrt();
     let sigma = (row_sigma * row_sigma + query_sigma * query_sigma).sqrt();
-    let margin = |r: u32, a: f32| {
-        let e = cached.scales4[r as usize] * 6.0 * sigma;
-        e + 64.0 * f32::EPSILON * (e + a.abs() + 1.0)
-    };
-    keep(rows, &approx, &margin)
+    let margins: Vec<f32> = rows
+        .iter()
+        .zip(&approx)
+        .map(|(&r, a)| {
+            let e = cached.scales4[r as usize] * 6.0 * sigma;
+            e + 64.0 * f32::EPSILON * (e + a.abs() + 1.0)
+        })
+        .collect();
+    keep(rows, &approx, &margins)
 }
 
 /// The rows whose estimate plus its error can reach the `limit`-th best estimate minus its
 /// error (`limit` ≤ rows): one group's rows kept, computed plainly; the reference that
 /// [`keep_within_reach`] is tested against.
 #[cfg(test)]
-fn within_reach(rows: &[u32], approx: &[f32], limit: usize, error: &dyn Fn(u32, f32) -> f32) -> Vec<u32> {
-    let mut lower: Vec<f32> = rows.iter().zip(approx).map(|(&r, &a)| a - error(r, a)).collect();
+fn within_reach(rows: &[u32], approx: &[f32], limit: usize, errors: &[f32]) -> Vec<u32> {
+    let mut lower: Vec<f32> = approx.iter().zip(errors).map(|(&a, &e)| a - e).collect();
     let (_, kth, _) = lower.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
     let floor = *kth;
-    rows.iter().zip(approx).filter(|&(&r, &a)| a + error(r, a) >= floor).map(|(&r, _)| r).collect()
+    rows.iter().zip(approx.iter().zip(errors)).filter(|&(_, (&a, &e))| a + e >= floor).map(|(&r, _)| r).collect()
 }
 
 /// The rows of `rows` whose estimate plus its error can reach the `limit`-th best estimate
 /// minus its error among the rows of some group (a group with no more rows than its limit
-/// keeps all of its rows), in row order: what every screening pass keeps. Each row's error
-/// is computed once, and the groups share one pass: a group's floor is the `limit`-th best
-/// lower bound among its rows, found by a selection (over the rows' lower bounds when the
-/// group has them all, taken once for the widest such group and narrowed for the others).
-fn keep_within_reach(rows: &[u32], approx: &[f32], error: &dyn Fn(u32, f32) -> f32, groups: &[Group<'_>]) -> Vec<u32> {
-    let bounds: Vec<(f32, f32)> = rows
-        .iter()
-        .zip(approx)
-        .map(|(&r, &a)| {
-            let e = error(r, a);
-            (a - e, a + e)
-        })
-        .collect();
-    let descending = |a: &f32, b: &f32| b.total_cmp(a);
-    // The best lower bounds of all rows, as many as the largest limit of a group that has
-    // every row, the first of them in order up to that limit (a selection leaves the
-    // `limit`-th in place and the better ones before it).
-    let mut best_of_all: Option<Vec<f32>> = None;
-    let mut floor_of_all = |limit: usize| -> f32 {
-        let best = best_of_all.get_or_insert_with(|| {
-            let widest = groups
-                .iter()
-                .filter(|(member, _)| member.is_none())
-                .map(|(_, limit)| *limit)
-                .max()
-                .unwrap_or(limit)
-                .max(limit);
-            let mut lower: Vec<f32> = bounds.iter().map(|b| b.0).collect();
-            if widest < lower.len() {
-                lower.select_nth_unstable_by(widest - 1, descending);
-                lower.truncate(widest);
+/// keeps all of its rows), in row order: what every screening pass keeps.
+///
+/// Two passes over the rows, each mostly one comparison a row (at 100k rows this was a
+/// third of a large user's scan when each group collected and selected its lower bounds):
+/// 1. each row's bounds are computed once; a group keeps its `limit` best lower bounds so
+///    far in a small heap, and a row whose lower bound does not beat the worst of a full
+///    heap is passed over without asking whether it belongs to the group. A group's floor
+///    is then its heap's worst (its `limit`-th best lower bound); a group whose heap never
+///    filled has at most `limit` rows and keeps them all. (A group of exactly `limit` rows
+///    gets its worst lower bound as its floor, which keeps them all too: every row's upper
+///    bound is at least its lower one.)
+/// 2. a row whose upper bound is below every group's floor is dropped at once; the others
+///    are kept if they belong to a group whose floor they reach.
+fn keep_within_reach(rows: &[u32], approx: &[f32], errors: &[f32], groups: &[Group<'_>]) -> Vec<u32> {
+    let mut best: Vec<LowestKept> = groups.iter().map(|(_, limit)| LowestKept::new(*limit)).collect();
+    for ((&r, &a), &e) in rows.iter().zip(approx).zip(errors) {
+        let lower = total_key(a - e);
+        for ((member, _), best) in groups.iter().zip(best.iter_mut()) {
+            if best.would_take(lower) && member.is_none_or(|member| member(r)) {
+                best.take(lower);
             }
-            lower
-        });
-        let mut head = best[..].to_vec();
-        let (_, kth, _) = head.select_nth_unstable_by(limit - 1, descending);
-        *kth
-    };
-    // Each group's floor: `None` keeps all of its rows.
+        }
+    }
+    // Each group's floor: `None` keeps all of its rows; a group of limit 0 keeps none.
     let floors: Vec<Option<f32>> = groups
         .iter()
-        .map(|(member, limit)| {
-            if *limit == 0 {
-                return Some(f32::INFINITY);
-            }
-            match member {
-                None if rows.len() <= *limit => None,
-                None => Some(floor_of_all(*limit)),
-                Some(member) => {
-                    let mut lower: Vec<f32> =
-                        rows.iter().zip(&bounds).filter(|(r, _)| member(**r)).map(|(_, b)| b.0).collect();
-                    if lower.len() <= *limit {
-                        return None;
-                    }
-                    let (_, kth, _) = lower.select_nth_unstable_by(*limit - 1, descending);
-                    Some(*kth)
-                }
-            }
-        })
+        .zip(&best)
+        .map(|((_, limit), best)| if *limit == 0 { Some(f32::INFINITY) } else { best.floor() })
         .collect();
+    let lowest = floors.iter().map(|f| f.unwrap_or(f32::NEG_INFINITY)).fold(f32::INFINITY, f32::min);
     rows.iter()
-        .zip(&bounds)
-        .filter(|(r, (_, upper))| {
-            groups.iter().zip(&floors).any(|((member, limit), floor)| {
-                *limit > 0 && member.is_none_or(|member| member(**r)) && floor.is_none_or(|floor| *upper >= floor)
-            })
+        .zip(approx.iter().zip(errors))
+        .filter(|&(r, (&a, &e))| {
+            let upper = a + e;
+            // `!(<)` lets a NaN bound through to the groups' own tests, as they had it.
+            !(upper < lowest)
+                && groups.iter().zip(&floors).any(|((member, limit), floor)| {
+                    *limit > 0 && floor.is_none_or(|floor| upper >= floor) && member.is_none_or(|member| member(*r))
+                })
         })
         .map(|(r, _)| *r)
         .collect()
+}
+
+/// `x`'s bits as an integer that orders like [`f32::total_cmp`] (the transform it uses).
+fn total_key(x: f32) -> i32 {
+    let bits = x.to_bits() as i32;
+    bits ^ (((bits >> 31) as u32) >> 1) as i32
+}
+
+/// The `f32` of a [`total_key`] (the transform is its own inverse).
+fn from_total_key(key: i32) -> f32 {
+    f32::from_bits((key ^ (((key >> 31) as u32) >> 1) as i32) as u32)
+}
+
+/// The `limit` largest of some values, as [`total_key`]s, in a min-heap: what
+/// [`keep_within_reach`] keeps of a group's lower bounds.
+struct LowestKept {
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<i32>>,
+    limit: usize,
+    /// The heap's worst once it is full; `i32::MIN` before (`i32::MAX` for a limit of 0,
+    /// which takes nothing).
+    worst: i32,
+}
+
+impl LowestKept {
+    fn new(limit: usize) -> Self {
+        let worst = if limit == 0 { i32::MAX } else { i32::MIN };
+        Self { heap: std::collections::BinaryHeap::with_capacity(limit.min(4096)), limit, worst }
+    }
+
+    /// Whether `key` would enter: it beats the worst of a full heap, or the heap has room.
+    fn would_take(&self, key: i32) -> bool {
+        key > self.worst || (self.heap.len() < self.limit)
+    }
+
+    /// Adds `key`, which [`LowestKept::would_take`], dropping the worst if the heap is full.
+    fn take(&mut self, key: i32) {
+        if self.heap.len() == self.limit {
+            self.heap.pop();
+        }
+        self.heap.push(std::cmp::Reverse(key));
+        if self.heap.len() == self.limit {
+            self.worst = self.heap.peek().map_or(i32::MIN, |w| w.0);
+        }
+    }
+
+    /// The `limit`-th largest value, once `limit` values were taken; `None` before.
+    fn floor(&self) -> Option<f32> {
+        (self.limit > 0 && self.heap.len() == self.limit)
+            .then(|| self.heap.peek().map_or(f32::INFINITY, |w| from_total_key(w.0)))
+    }
 }
 
 fn scan(
@@ -410,9 +440,8 @@ fn scan_groups<const N: usize>(
     }
     // Keeps the rows within reach of any group's `limit`-th best, given approximate scores
     // and their error; a group with no more rows than its limit keeps them all.
-    let keep = |rows: &[u32], approx: &[f32], error: &dyn Fn(u32, f32) -> f32| -> Vec<u32> {
-        keep_within_reach(rows, approx, error, &groups)
-    };
+    let keep =
+        |rows: &[u32], approx: &[f32], errors: &[f32]| -> Vec<u32> { keep_within_reach(rows, approx, errors, &groups) };
     let wanted: usize = groups.iter().map(|g| g.1).sum();
     if screen == DenseScreen::FourBit && rows.len() >= FOUR_BIT_ROWS && rows.len() > most && !cached.scales4.is_empty()
     {
@@ -436,11 +465,16 @@ fn scan_groups<const N: usize>(
         let query_step = 0.5 * quantised.scale * 127.0 * dim as f32;
         // A few more ulps of `a` and of the bound cover the roundings of computing `a`
         // (two products and a conversion), the bound itself, and `a ± bound`.
-        let bound = |r: u32, a: f32| {
-            let e = cached.scales[r as usize] * (l1 * (0.5 + rounding) + query_step);
-            e + 8.0 * f32::EPSILON * (e + a.abs())
-        };
-        rows = keep(&rows, &approx, &bound);
+        let per_scale = l1 * (0.5 + rounding) + query_step;
+        let bounds: Vec<f32> = rows
+            .iter()
+            .zip(&approx)
+            .map(|(&r, a)| {
+                let e = cached.scales[r as usize] * per_scale;
+                e + 8.0 * f32::EPSILON * (e + a.abs())
+            })
+            .collect();
+        rows = keep(&rows, &approx, &bounds);
     }
     // Pass 2: exact f32 scores of the candidates only.
     let scored: Vec<(f32, usize)> = rows
@@ -558,8 +592,6 @@ mod tests {
             // Coarse estimates, so several rows share one (ties at the floor).
             let approx: Vec<f32> = (0..n).map(|_| (next() % 64) as f32 / 16.0 - 2.0).collect();
             let errors: Vec<f32> = (0..n).map(|_| (next() % 8) as f32 / 32.0).collect();
-            let error_of = |r: u32| errors[rows.iter().position(|&x| x == r).unwrap_or(0)];
-            let error = |r: u32, _a: f32| error_of(r);
             let odd = |r: u32| r % 2 == 1;
             let every_fifth = |r: u32| r.is_multiple_of(5);
             let limit = |k: u64| [0, 1, 3, 50, 150, 166, 5000][(k % 7) as usize];
@@ -572,19 +604,20 @@ mod tests {
                 vec![(Some(&every_fifth), a), (Some(&odd), b), (None, c)],
             ];
             for groups in cases {
-                let got = keep_within_reach(&rows, &approx, &error, &groups);
+                let got = keep_within_reach(&rows, &approx, &errors, &groups);
                 let mut want = std::collections::BTreeSet::new();
                 for (member, limit) in &groups {
                     if *limit == 0 {
                         continue;
                     }
-                    let (mine, scores): (Vec<u32>, Vec<f32>) = rows
+                    let mine: Vec<(u32, (f32, f32))> = rows
                         .iter()
-                        .zip(&approx)
+                        .zip(approx.iter().zip(&errors))
                         .filter(|(r, _)| member.is_none_or(|m| m(**r)))
-                        .map(|(r, a)| (*r, *a))
-                        .unzip();
-                    let reach = if mine.len() <= *limit { mine } else { within_reach(&mine, &scores, *limit, &error) };
+                        .map(|(r, (a, e))| (*r, (*a, *e)))
+                        .collect();
+                    let (mine, (scores, errors)): (Vec<u32>, (Vec<f32>, Vec<f32>)) = mine.into_iter().unzip();
+                    let reach = if mine.len() <= *limit { mine } else { within_reach(&mine, &scores, *limit, &errors) };
                     want.extend(reach);
                 }
                 let want: Vec<u32> = want.into_iter().collect();
@@ -601,8 +634,8 @@ mod tests {
         let rows: Vec<u32> = (0..n as u32).collect();
         for q in 0..4 {
             let query = cache(1, dim, 500 + q).data;
-            let kept = four_bit_screen(&cached, dim, &query, &rows, &|rows, approx, error| {
-                within_reach(rows, approx, 50, error)
+            let kept = four_bit_screen(&cached, dim, &query, &rows, &|rows, approx, errors| {
+                within_reach(rows, approx, 50, errors)
             });
             // It must leave out rows (else it would only cost time)…
             assert!(kept.len() < n / 2, "query {q}: kept {} of {n}", kept.len());
@@ -719,17 +752,36 @@ mod timing {
                 .collect();
             admit.push(start.elapsed().as_secs_f64() * 1e3);
             let start = std::time::Instant::now();
-            let kept = four_bit_screen(&cached, dim, &query, &rows, &|rows, approx, error| {
-                within_reach(rows, approx, 50, error)
+            let kept = four_bit_screen(&cached, dim, &query, &rows, &|rows, approx, errors| {
+                within_reach(rows, approx, 50, errors)
             });
             screen.push(start.elapsed().as_secs_f64() * 1e3);
             assert!(kept.len() >= 50);
         }
+        // The tiers' scan and the keeping step alone, as a recall's probe of the archive
+        // runs them (every seventh row is archived in this cache).
+        let rows: Vec<u32> = (0..n as u32).collect();
+        let approx: Vec<f32> = rows.iter().map(|&r| cached.data[r as usize * dim]).collect();
+        let active = |r: u32| cached.statuses[r as usize] == Status::Active;
+        let errors: Vec<f32> = rows.iter().map(|&r| cached.scales4[r as usize] * 0.1).collect();
+        let (mut tiers, mut keeping) = (Vec::new(), Vec::new());
+        for _ in 0..41 {
+            let start = std::time::Instant::now();
+            let (best, wide) = scan_tiers(&cached, dim, &query, &filter, &labels, 10, 26, DenseScreen::FourBit);
+            tiers.push(start.elapsed().as_secs_f64() * 1e3);
+            assert_eq!((best.len(), wide.len()), (10, 26));
+            let start = std::time::Instant::now();
+            let kept = keep_within_reach(&rows, &approx, &errors, &[(Some(&active), 10), (None, 26)]);
+            keeping.push(start.elapsed().as_secs_f64() * 1e3);
+            assert!(kept.len() >= 26);
+        }
         eprintln!(
-            "scan of {n} rows: {:.3} ms; admission {:.3} ms, 4-bit screen {:.3} ms (medians of 41, {})",
+            "scan of {n} rows: {:.3} ms; admission {:.3} ms, 4-bit screen {:.3} ms; tiers {:.3} ms, keeping {:.3} ms (medians of 41, {})",
             median(whole),
             median(admit),
             median(screen),
+            median(tiers),
+            median(keeping),
             kernels::scan_path()
         );
     }
