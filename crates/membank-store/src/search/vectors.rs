@@ -307,8 +307,8 @@ fn keep_within_reach(rows: &[u32], approx: &[f32], errors: &[f32], groups: &[Gro
         .zip(approx.iter().zip(errors))
         .filter(|&(r, (&a, &e))| {
             let upper = a + e;
-            // `!(<)` lets a NaN bound through to the groups' own tests, as they had it.
-            !(upper < lowest)
+            // A NaN bound goes on to the groups' own tests, as they had it.
+            upper.partial_cmp(&lowest) != Some(std::cmp::Ordering::Less)
                 && groups.iter().zip(&floors).any(|((member, limit), floor)| {
                     *limit > 0 && floor.is_none_or(|floor| upper >= floor) && member.is_none_or(|member| member(*r))
                 })
