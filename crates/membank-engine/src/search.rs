@@ -6,7 +6,9 @@
 //! user's caches are cold — the first recall after a server starts loads 100k vectors and
 //! builds the BM25 index of 100k texts, and doing both at once halves that wait — and it
 //! takes a millisecond or so off a warm 100k-memory recall. The thread costs tens of
-//! microseconds, against a recall of several milliseconds at any size.
+//! microseconds, against a recall of several milliseconds at any size. Under load, when
+//! every core already runs a recall, the two run one after the other instead
+//! (`membank_store::parallel`).
 
 use membank_core::Scope;
 use membank_store::{EmbeddingModel, Hit, SearchFilter, Store};
@@ -23,7 +25,10 @@ pub(crate) fn first_stage(
     filter: &SearchFilter,
     limit: usize,
 ) -> Result<(Vec<Hit>, Vec<Hit>), EngineError> {
-    if terms.is_empty() {
+    // Side by side only while a core is spare (`membank_store::parallel`): under load the
+    // thread would only queue behind other recalls.
+    let _working = membank_store::parallel::working();
+    if terms.is_empty() || !membank_store::parallel::spare_core() {
         let dense = store.dense_search(scope, model, vector, filter, limit)?;
         let lexical = store.lexical_search(scope, terms, filter, limit)?;
         return Ok((dense, lexical));

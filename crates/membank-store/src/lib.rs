@@ -29,6 +29,7 @@ mod idempotency;
 mod kernels;
 mod keys;
 mod maintenance;
+pub mod parallel;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod search;

@@ -57,8 +57,12 @@ impl Engine {
         let model = self.model();
         // The lexical candidates under the active filter, beside the scan: most recalls do
         // not consult the archive and use them as they are.
+        // Side by side only while a core is spare (`membank_store::parallel`): under load
+        // the thread would only queue behind other recalls.
+        let _working = membank_store::parallel::working();
+        let beside = !terms.is_empty() && membank_store::parallel::spare_core();
         let (tiers, lexical) = std::thread::scope(|threads| {
-            let lexical = (!terms.is_empty())
+            let lexical = beside
                 .then(|| threads.spawn(|| self.store.lexical_search(scope, &terms, &setup.filter, setup.candidates)));
             let tiers =
                 self.store.dense_search_tiers(scope, &model, &vector, &setup.filter, setup.candidates, wide_limit);

@@ -43,7 +43,7 @@ use super::Source;
 use super::usercache::{Labels, RowMeta, UserCache, UserRows, status_only};
 use crate::cache::{CacheKind, DenseScreen, FOUR_BIT_ROWS, reserve_rows};
 use crate::types::{Hit, SearchFilter};
-use crate::{StoreError, kernels};
+use crate::{StoreError, kernels, parallel};
 
 /// From this many admitted rows on, the screening pass is split over two threads.
 const PARALLEL_ROWS: usize = 32_768;
@@ -205,22 +205,17 @@ fn load_after(source: &mut dyn Source, dim: usize, after: i64, cached: &mut User
 }
 
 /// Scores `rows` into `out` with `score` (a kernel over some of the rows), on two threads
-/// from [`PARALLEL_ROWS`] rows on.
+/// from [`PARALLEL_ROWS`] rows on while a core is spare ([`parallel::spare_core`]).
 fn score_rows(rows: &[u32], out: &mut [f32], score: impl Fn(&[u32], &mut [f32]) + Sync) {
-    // Asked once: on Linux the answer reads the cgroup's quota files, a few system calls
-    // that a profile of a 100k recall showed beside the scan itself.
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let threads = if rows.len() >= PARALLEL_ROWS {
-        *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(2)))
-    } else {
-        1
-    };
-    if threads > 1 {
+    if rows.len() >= PARALLEL_ROWS && parallel::cores() > 1 && parallel::spare_core() {
         let half = rows.len() / 2;
         let (rows_a, rows_b) = rows.split_at(half);
         let (out_a, out_b) = out.split_at_mut(half);
         std::thread::scope(|scope| {
-            scope.spawn(|| score(rows_b, out_b));
+            scope.spawn(|| {
+                let _working = parallel::working();
+                score(rows_b, out_b)
+            });
             score(rows_a, out_a);
         });
     } else {
