@@ -48,15 +48,14 @@ pub fn spare_core() -> bool {
 mod tests {
     use super::*;
 
-    /// The count follows the guards, and with as many guards as cores there is no spare
-    /// core. (The count is process-wide; this test holds its own guards only.)
+    /// With as many searches counted as there are cores, no core is spare. (The count is
+    /// process-wide and other tests may run searches meanwhile, so only what holds
+    /// whatever they do is asserted.)
     #[test]
-    fn spare_cores_follow_the_running_searches() {
-        let before = WORKING.load(Ordering::Relaxed);
+    fn no_core_is_spare_while_every_core_runs_a_search() {
         let guards: Vec<Working> = (0..cores()).map(|_| working()).collect();
-        assert_eq!(WORKING.load(Ordering::Relaxed), before + cores());
+        assert!(WORKING.load(Ordering::Relaxed) >= cores());
         assert!(!spare_core());
         drop(guards);
-        assert_eq!(WORKING.load(Ordering::Relaxed), before);
     }
 }

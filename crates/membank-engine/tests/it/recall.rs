@@ -20,6 +20,31 @@ fn a_turn_is_recallable_as_soon_as_remember_returns() {
     assert!(hit.score > 0.0);
 }
 
+/// A recall under load (every core counted as running a search, so the lexical search
+/// runs after the dense one instead of beside it, and no scan splits) answers exactly as
+/// one alone; the archive's probe too.
+#[test]
+fn a_recall_without_a_spare_core_answers_as_one_with_it() {
+    let w = world();
+    for text in ["tea with lemon", "coffee with milk", "tea and biscuits at noon", "my cat Miso likes tea"] {
+        w.turn("ana", text);
+    }
+    let ask = |reminisce: membank_engine::Reminisce| {
+        let mut request = RecallRequest::new(scope("ana"), "tea with my cat", 3);
+        request.strengthen = Some(false);
+        request.reminisce = reminisce;
+        let response = w.engine.recall(request).unwrap();
+        response.results.iter().map(|h| (h.memory.id, h.score.to_bits())).collect::<Vec<_>>()
+    };
+    let alone = (ask(membank_engine::Reminisce::Never), ask(membank_engine::Reminisce::Auto));
+    let guards: Vec<_> = (0..membank_store::parallel::cores()).map(|_| membank_store::parallel::working()).collect();
+    assert!(!membank_store::parallel::spare_core());
+    let loaded = (ask(membank_engine::Reminisce::Never), ask(membank_engine::Reminisce::Auto));
+    drop(guards);
+    assert_eq!(alone, loaded);
+    assert_eq!(alone.0.len(), 3);
+}
+
 #[test]
 fn every_hit_carries_its_own_scores() {
     let w = world();
