@@ -367,6 +367,7 @@ impl Bert {
         scratch.prepare(tokens, hidden, inter);
         let Scratch { column_threads, x, tmp, qkv, context, intermediate, scores } = scratch;
         let column_threads = *column_threads;
+        let lone = batch.len() == 1;
 
         // Embeddings: word + (position + token type 0), then layer norm.
         let mut row_index = 0;
@@ -401,7 +402,9 @@ impl Bert {
             // int8 copy (which also takes the f32 matrix, for each row's outliers).
             let linear = |a: &[f32], w: &[f32], q: fn(&QLayer) -> &QMatrix, c: &mut [f32], rows: usize, cols: usize| {
                 if int8 {
-                    kernels::matmul_q8(a, tokens, q(&quantized[index]), w, c, column_threads);
+                    // Only a text alone splits its int8 products: several texts in one pass
+                    // mean queries queued under load, when the other core is busy anyway.
+                    kernels::matmul_q8(a, tokens, q(&quantized[index]), w, c, if lone { column_threads } else { 1 });
                 } else {
                     kernels::matmul_columns(
                         a,

@@ -636,17 +636,23 @@ pub(crate) fn matmul_q8_on(
     let rows = QRows::quantize(&a[..m * k], m, k, path);
     let panels = n.div_ceil(PANEL);
     let weights = Weights { q: w, f32: w_f32 };
-    // Splitting the columns over a second thread costs a thread for each product, and only
-    // the scalar path is slow enough to pay for it. A lone 12-token query's 24 products of
-    // MiniLM (`split_timing` below, an Intel Xeon with AMX), one thread against two:
-    // AMX 1.06 against 3.09 ms, AVX-512 VNNI 1.29 / 2.50, AVX-VNNI 1.8 / 3.0, AVX2 3.2 / 3.7,
-    // portable 61 / 32 ms.
-    if threads < 2 || panels < 4 || path != Int8Path::Portable {
+    // Splitting the columns over a second thread cost a thread started for each product,
+    // and only the scalar path was slow enough to pay for it. A lone 12-token query's 24
+    // products of MiniLM (`split_timing` below, an Intel Xeon with AMX), one thread against
+    // two: AMX 1.06 against 3.09 ms, AVX-512 VNNI 1.29 / 2.50, AVX-VNNI 1.8 / 3.0, AVX2
+    // 3.2 / 3.7, portable 61 / 32 ms. With the kept helper thread ([`helper`]) a lone short
+    // text's products split on every path; longer batches come under load, when the
+    // other core is busy anyway, and stay on one thread but on the scalar path.
+    let lone = m <= LONE_TOKENS;
+    if threads < 2 || panels < 4 || (path != Int8Path::Portable && !lone) {
         q8_panels(path, &rows, m, weights, 0, panels, c, n, 0);
     } else {
         q8_panels_split(path, &rows, m, weights, panels, c);
     }
 }
+
+/// At most this many tokens in a product make it a lone short text's ([`matmul_q8_on`]).
+const LONE_TOKENS: usize = 32;
 
 /// A linear layer's weights in int8, and in f32 for the activations' outliers.
 #[derive(Clone, Copy)]
@@ -724,13 +730,204 @@ fn q8_panels_split(path: Int8Path, rows: &QRows, m: usize, w: Weights<'_>, panel
     for i in 0..m {
         right[i * width..(i + 1) * width].copy_from_slice(&c[i * n + first_right..(i + 1) * n]);
     }
-    std::thread::scope(|scope| {
-        let (right, rows) = (&mut right, &rows);
-        scope.spawn(move || q8_panels(path, rows, m, w, split, panels, right, width, first_right));
-        q8_panels(path, rows, m, w, 0, split, c, n, 0);
-    });
+    {
+        let (right, rows, left) = (&mut right, &rows, &mut *c);
+        helper::join(
+            move || q8_panels(path, rows, m, w, split, panels, right, width, first_right),
+            move || q8_panels(path, rows, m, w, 0, split, left, n, 0),
+        );
+    }
     for i in 0..m {
         c[i * n + first_right..(i + 1) * n].copy_from_slice(&right[i * width..(i + 1) * width]);
+    }
+}
+
+/// One thread kept for the right half of a product's columns ([`q8_panels_split`]).
+///
+/// A thread started per product cost about 50 µs to start and join here, more than a lone
+/// query's product takes. This one is started once, waits for work by spinning briefly
+/// (a forward pass hands it a product every few tens of microseconds) and then sleeping,
+/// and serves one caller at a time: a caller that finds it taken runs both halves itself,
+/// and one that finishes its half before the helper started the other takes it back.
+#[allow(unsafe_code)]
+mod helper {
+    use std::any::Any;
+    use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+    use std::time::{Duration, Instant};
+
+    /// How long the helper spins for its next job, and a caller for the helper's half,
+    /// before sleeping.
+    const SPIN: Duration = Duration::from_micros(200);
+
+    type Job = Box<dyn FnOnce() + Send + 'static>;
+
+    #[derive(Default)]
+    struct State {
+        job: Option<Job>,
+        done: bool,
+        panic: Option<Box<dyn Any + Send>>,
+    }
+
+    #[derive(Default)]
+    struct Helper {
+        claimed: AtomicBool,
+        has_job: AtomicBool,
+        finished: AtomicBool,
+        state: Mutex<State>,
+        wake_helper: Condvar,
+        wake_caller: Condvar,
+    }
+
+    fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+        // No code panics while holding the lock (jobs run outside it).
+        state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The helper, started on first use; `None` if its thread could not be started.
+    fn helper() -> Option<&'static Helper> {
+        static HELPER: OnceLock<Option<&'static Helper>> = OnceLock::new();
+        *HELPER.get_or_init(|| {
+            let helper: &'static Helper = Box::leak(Box::default());
+            std::thread::Builder::new().name("membank-products".into()).spawn(move || serve(helper)).ok()?;
+            Some(helper)
+        })
+    }
+
+    fn serve(helper: &'static Helper) {
+        loop {
+            let start = Instant::now();
+            while !helper.has_job.load(Ordering::Acquire) && start.elapsed() < SPIN {
+                std::hint::spin_loop();
+            }
+            let job = {
+                let mut state = lock(&helper.state);
+                loop {
+                    if let Some(job) = state.job.take() {
+                        break job;
+                    }
+                    state = helper.wake_helper.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+                }
+            };
+            helper.has_job.store(false, Ordering::Relaxed);
+            let outcome = catch_unwind(AssertUnwindSafe(job));
+            let mut state = lock(&helper.state);
+            state.panic = outcome.err();
+            state.done = true;
+            helper.finished.store(true, Ordering::Release);
+            drop(state);
+            helper.wake_caller.notify_one();
+        }
+    }
+
+    /// Runs `there` on the helper and `here` on this thread, and returns when both are
+    /// done (a panic in either is passed on after both finished); both here, one after
+    /// the other, when the helper is busy with another caller or could not be started, and
+    /// `there` here too when the helper has not started it by the time `here` is done (on
+    /// busy cores a handed-off half would otherwise wait for the scheduler).
+    pub(super) fn join(there: impl FnOnce() + Send, here: impl FnOnce()) {
+        let Some(helper) =
+            helper().filter(|h| h.claimed.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok())
+        else {
+            there();
+            here();
+            return;
+        };
+        let job: Box<dyn FnOnce() + Send + '_> = Box::new(there);
+        // SAFETY: only the lifetime changes (the same fat pointer). The job borrows from
+        // this call's caller; this function does not return, nor unwind, before the helper
+        // has run the job to its end (consuming the box) and said so under the lock.
+        let job: Job = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Job>(job) };
+        {
+            let mut state = lock(&helper.state);
+            state.job = Some(job);
+            state.done = false;
+            helper.finished.store(false, Ordering::Relaxed);
+        }
+        helper.has_job.store(true, Ordering::Release);
+        helper.wake_helper.notify_one();
+        let here = catch_unwind(AssertUnwindSafe(here));
+        // Not started yet (its thread not scheduled: the cores are busy): run it here
+        // instead of waiting for a core.
+        let reclaimed = lock(&helper.state).job.take();
+        if let Some(job) = reclaimed {
+            helper.has_job.store(false, Ordering::Relaxed);
+            let there = catch_unwind(AssertUnwindSafe(job));
+            helper.claimed.store(false, Ordering::Release);
+            if let Err(panic) = here.and(there) {
+                resume_unwind(panic);
+            }
+            return;
+        }
+        let start = Instant::now();
+        while !helper.finished.load(Ordering::Acquire) && start.elapsed() < SPIN {
+            std::hint::spin_loop();
+        }
+        let panic = {
+            let mut state = lock(&helper.state);
+            while !state.done {
+                state = helper.wake_caller.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+            }
+            state.panic.take()
+        };
+        helper.claimed.store(false, Ordering::Release);
+        if let Err(panic) = here {
+            resume_unwind(panic);
+        }
+        if let Some(panic) = panic {
+            resume_unwind(panic);
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// Both halves run, write what they borrow, and a caller that finds the helper
+        /// taken runs both itself; many callers at once lose nothing.
+        #[test]
+        fn both_halves_run_whoever_runs_them() {
+            let results: Vec<(u64, u64)> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..8u64)
+                    .map(|t| {
+                        scope.spawn(move || {
+                            let mut total = (0, 0);
+                            for i in 0..200u64 {
+                                let (mut a, mut b) = (0u64, 0u64);
+                                join(|| a = t * 1000 + i, || b = i + 1);
+                                total.0 += a;
+                                total.1 += b;
+                            }
+                            total
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().expect("no panic")).collect()
+            });
+            for (t, (a, b)) in results.into_iter().enumerate() {
+                let t = t as u64;
+                assert_eq!(a, (0..200).map(|i| t * 1000 + i).sum::<u64>());
+                assert_eq!(b, (1..=200).sum::<u64>());
+            }
+        }
+
+        /// A panic on either side reaches the caller after both sides finished, and the
+        /// helper serves the next caller.
+        #[test]
+        fn a_panic_on_either_side_reaches_the_caller() {
+            let mut other = 0;
+            let there = catch_unwind(AssertUnwindSafe(|| join(|| panic!("there"), || other = 1)));
+            assert!(there.is_err());
+            assert_eq!(other, 1);
+            let mut other = 0;
+            let here = catch_unwind(AssertUnwindSafe(|| join(|| other = 2, || panic!("here"))));
+            assert!(here.is_err());
+            assert_eq!(other, 2);
+            let (mut a, mut b) = (0, 0);
+            join(|| a = 3, || b = 4);
+            assert_eq!((a, b), (3, 4));
+        }
     }
 }
 
@@ -1731,7 +1928,8 @@ mod tests {
         let mut split = start.clone();
         matmul_q8(&a, m, &q, &w, &mut split, 2);
         assert_eq!(batch, split, "two threads");
-        // The split itself runs on the portable path only (see `matmul_q8_on`).
+        // Eleven rows are a lone short text's: the split runs on every path (see
+        // `matmul_q8_on`); the portable one is checked as well.
         let mut portable = start.clone();
         matmul_q8_on(Int8Path::Portable, &a, m, &q, &w, &mut portable, 1);
         let mut portable_split = start.clone();
