@@ -8,11 +8,13 @@
 //! This is the one module that is allowed `unsafe`: `sgemm` takes raw pointers, the SIMD
 //! variants may only be called on a CPU that has them, and the AMX path is inline assembly
 //! (stable Rust has no AMX intrinsics) after a system call that asks Linux for the tile
-//! state. The wrappers check every index a product can touch against the slices' lengths
-//! before the call, so no caller can make one read or write out of bounds. It deliberately
-//! does not parallelise beyond two column halves: the caller splits work across threads and
-//! each thread runs single-threaded products, which behaves better than a spinning pool on
-//! a small, shared machine.
+//! state, and the one helper thread that takes the right half of a lone text's products is
+//! handed borrowed data (see [`helper`]). The wrappers check every index a product can touch
+//! against the slices' lengths before the call, so no caller can make one read or write out
+//! of bounds. It deliberately does not parallelise beyond two column halves: the caller
+//! splits work across threads and each thread runs single-threaded products, which behaves
+//! better than a spinning pool on a small, shared machine; the helper spins only for 200 µs
+//! after each product, and a half it has not started is taken back.
 //!
 //! Why matrixmultiply and not the `gemm` crate: both were measured on this workload
 //! (all-MiniLM-L6-v2 shapes, one thread, Zen 3) and were within noise of each other, and
