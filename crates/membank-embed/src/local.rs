@@ -413,7 +413,8 @@ impl LocalEmbedder {
         let next = AtomicUsize::new(0);
         // `column_threads`: with one batch only (a lone query) the other threads would be
         // idle, so its linear layers may split their columns over two of them instead (the
-        // f32 products do; the int8 ones only on the scalar path, where a thread pays).
+        // f32 products do; the int8 ones only for a text alone in the batch, through the
+        // kernels' kept helper thread: see `kernels::matmul_q8_on`).
         let worker = |column_threads: usize| {
             let mut scratch = Scratch::default();
             scratch.column_threads = column_threads;
