@@ -283,11 +283,21 @@ fn within_reach(rows: &[u32], approx: &[f32], limit: usize, errors: &[f32]) -> V
 ///    are kept if they belong to a group whose floor they reach.
 fn keep_within_reach(rows: &[u32], approx: &[f32], errors: &[f32], groups: &[Group<'_>]) -> Vec<u32> {
     let mut best: Vec<LowestKept> = groups.iter().map(|(_, limit)| LowestKept::new(*limit)).collect();
-    for ((&r, &a), &e) in rows.iter().zip(approx).zip(errors) {
-        let lower = total_key(a - e);
-        for ((member, _), best) in groups.iter().zip(best.iter_mut()) {
-            if best.would_take(lower) && member.is_none_or(|member| member(r)) {
-                best.take(lower);
+    // Rows go by in chunks: a chunk none of whose lower bounds beats the lowest of the
+    // groups' worst kept is passed over after one branch-free maximum (the worst kept only
+    // rises, so one taken earlier in the chunk would not change that).
+    let chunks = rows.chunks(KEEP_CHUNK).zip(approx.chunks(KEEP_CHUNK)).zip(errors.chunks(KEEP_CHUNK));
+    for ((rows, approx), errors) in chunks {
+        let highest = approx.iter().zip(errors).fold(i32::MIN, |m, (&a, &e)| m.max(total_key(a - e)));
+        if best.iter().all(|best| highest <= best.worst && best.heap.len() == best.limit) {
+            continue;
+        }
+        for ((&r, &a), &e) in rows.iter().zip(approx).zip(errors) {
+            let lower = total_key(a - e);
+            for ((member, _), best) in groups.iter().zip(best.iter_mut()) {
+                if best.would_take(lower) && member.is_none_or(|member| member(r)) {
+                    best.take(lower);
+                }
             }
         }
     }
@@ -298,19 +308,35 @@ fn keep_within_reach(rows: &[u32], approx: &[f32], errors: &[f32], groups: &[Gro
         .map(|((_, limit), best)| if *limit == 0 { Some(f32::INFINITY) } else { best.floor() })
         .collect();
     let lowest = floors.iter().map(|f| f.unwrap_or(f32::NEG_INFINITY)).fold(f32::INFINITY, f32::min);
-    rows.iter()
-        .zip(approx.iter().zip(errors))
-        .filter(|&(r, (&a, &e))| {
-            let upper = a + e;
-            // A NaN bound goes on to the groups' own tests, as they had it.
-            upper.partial_cmp(&lowest) != Some(std::cmp::Ordering::Less)
-                && groups.iter().zip(&floors).any(|((member, limit), floor)| {
-                    *limit > 0 && floor.is_none_or(|floor| upper >= floor) && member.is_none_or(|member| member(*r))
+    let mut kept = Vec::new();
+    let chunks = rows.chunks(KEEP_CHUNK).zip(approx.chunks(KEEP_CHUNK)).zip(errors.chunks(KEEP_CHUNK));
+    for ((rows, approx), errors) in chunks {
+        // Most chunks hold no row within reach of any group: one branch-free pass says so.
+        // (`!(upper < lowest)` is true for a NaN bound too, which goes on to the groups'
+        // own tests, as they had it.)
+        if !approx.iter().zip(errors).fold(false, |any, (&a, &e)| any | !(a + e < lowest)) {
+            continue;
+        }
+        kept.extend(
+            rows.iter()
+                .zip(approx.iter().zip(errors))
+                .filter(|&(r, (&a, &e))| {
+                    let upper = a + e;
+                    upper.partial_cmp(&lowest) != Some(std::cmp::Ordering::Less)
+                        && groups.iter().zip(&floors).any(|((member, limit), floor)| {
+                            *limit > 0
+                                && floor.is_none_or(|floor| upper >= floor)
+                                && member.is_none_or(|member| member(*r))
+                        })
                 })
-        })
-        .map(|(r, _)| *r)
-        .collect()
+                .map(|(r, _)| *r),
+        );
+    }
+    kept
 }
+
+/// Rows [`keep_within_reach`] tests at a time before looking at each.
+const KEEP_CHUNK: usize = 32;
 
 /// `x`'s bits as an integer that orders like [`f32::total_cmp`] (the transform it uses).
 fn total_key(x: f32) -> i32 {
