@@ -281,6 +281,8 @@ fn within_reach(rows: &[u32], approx: &[f32], limit: usize, errors: &[f32]) -> V
 ///    bound is at least its lower one.)
 /// 2. a row whose upper bound is below every group's floor is dropped at once; the others
 ///    are kept if they belong to a group whose floor they reach.
+// `!(upper < lowest)` is meant: true for a NaN bound too, and branch-free.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
 fn keep_within_reach(rows: &[u32], approx: &[f32], errors: &[f32], groups: &[Group<'_>]) -> Vec<u32> {
     let mut best: Vec<LowestKept> = groups.iter().map(|(_, limit)| LowestKept::new(*limit)).collect();
     // Rows go by in chunks: a chunk none of whose lower bounds beats the lowest of the
