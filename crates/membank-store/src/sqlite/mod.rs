@@ -387,23 +387,28 @@ fn user_record(conn: &Connection, row: i64) -> Result<UserRecord, StoreError> {
         })?)
 }
 
-/// The row's owner, for `get_many`, which finds its rows by id (`:user` bound by the caller).
+/// The row's owner, for statements that find their rows by id (`:user` bound by the caller).
 ///
 /// The unary `+` keeps the planner from weighing the user's indexes for this term. Written
-/// as a plain `m.user_row = :user`, SQLite marked the statement to be compiled again
-/// whenever `:user` was bound, so every `get_many` of a recall parsed and planned its SQL
-/// anew: 5 % of all CPU time of a server under 32 clients (`sqlite3Reprepare` in a
-/// profile; the test below reads the statement's counter). The id is unique, so the plan
-/// is one seek per id either way.
+/// as a plain `m.user_row = :user`, SQLite (the bundled 3.4x) marked the statement to be
+/// compiled again whenever `:user` was bound, so every `get_many` of a recall parsed and
+/// planned its SQL anew: 5 % of all CPU time of a server under 32 clients
+/// (`sqlite3Reprepare` in a profile; the test below reads the statements' counters). The
+/// id is unique, so the plan is one seek per id either way.
 const SAME_USER: &str = "+m.user_row = :user";
+
+/// A row by its id (`:id` bound by the caller). As a bare `m.id = :id`, the statement was
+/// compiled again at every bind too (`fetch_one`, ten times in a strengthening recall's
+/// write); as an expression, `+:id`, it is not, and the plan is still the id index's seek.
+const BY_ID: &str = "m.id = +:id";
 
 /// SQL narrowing to the scope's agent/session labels (`?A` and `?S` bound by the caller).
 const LABEL_FILTER: &str = "AND (:agent IS NULL OR m.agent = :agent) AND (:session IS NULL OR m.session = :session)";
 
-/// One memory by id, of the user `:user`, in the scope's labels.
+/// One memory by id `:id`, of the user `:user`, in the scope's labels.
 fn fetch_one_sql() -> String {
     format!(
-        "SELECT {MEMORY_COLUMNS} FROM memories m JOIN users u ON u.id = m.user_row WHERE m.id = :id AND m.user_row = :user {LABEL_FILTER}"
+        "SELECT {MEMORY_COLUMNS} FROM memories m JOIN users u ON u.id = m.user_row WHERE {BY_ID} AND {SAME_USER} {LABEL_FILTER}"
     )
 }
 
@@ -782,7 +787,7 @@ impl Store for SqliteStore {
             let reminisced: std::collections::HashSet<MemoryId> = recall.reminisced.iter().copied().collect();
             let mut eligible = Vec::with_capacity(recall.results.len());
             let mut from_archive: Vec<(usize, MemoryId, f64)> = Vec::new();
-            let sql = format!("SELECT m.status FROM memories m WHERE m.id = :id AND m.user_row = :user {LABEL_FILTER}");
+            let sql = format!("SELECT m.status FROM memories m WHERE {BY_ID} AND {SAME_USER} {LABEL_FILTER}");
             for (id, score) in &recall.results {
                 let status: Option<String> = tx
                     .prepare_cached(&sql)?
@@ -1317,9 +1322,10 @@ mod tests {
     use super::*;
     use crate::{NewMemory, Store};
 
-    /// A recall reads its candidates with `get_many`: its statement must run again as it is,
-    /// whatever ids and user are bound, not be parsed and planned anew at every use (as a
-    /// bare `m.user_row = :user` made it).
+    /// A recall reads its candidates with `get_many`, a strengthening one its results with
+    /// `fetch_one`: their statements must run again as they are, whatever ids and user are
+    /// bound, not be parsed and planned anew at every use (as a bare `m.user_row = :user`
+    /// or `m.id = :id` made them).
     #[test]
     fn reading_memories_by_id_never_compiles_its_statement_again() {
         let dir = tempfile::tempdir().unwrap();
@@ -1342,6 +1348,7 @@ mod tests {
                 let mine: Vec<MemoryId> =
                     ids.iter().filter(|(s, _)| s == scope).map(|(_, id)| *id).skip(round).collect();
                 assert_eq!(store.get_many(scope, &mine).unwrap().len(), mine.len());
+                assert_eq!(store.get(scope, mine[0]).unwrap().id, mine[0]);
             }
         }
         store
@@ -1349,6 +1356,14 @@ mod tests {
                 let stmt = conn.prepare_cached(&get_many_sql())?;
                 assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);
                 assert!(stmt.get_status(StatementStatus::Run) >= 24, "get_many's statement did not run on this reader");
+                // `fetch_one` runs through `query_row`, which the `Run` counter does not
+                // count; its virtual machine steps say it ran here.
+                let stmt = conn.prepare_cached(&fetch_one_sql())?;
+                assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);
+                assert!(
+                    stmt.get_status(StatementStatus::VmStep) > 0,
+                    "fetch_one's statement did not run on this reader"
+                );
                 Ok(())
             })
             .unwrap();
