@@ -4,7 +4,9 @@
 //! [`apply`] carries out the engine's plan by the rules of `crate::maintenance`.
 
 use membank_core::{MemoryId, Scope, Status, TenantId, Timestamp, UserId};
-use rusqlite::{OptionalExtension, Transaction, named_params, params};
+use rusqlite::{OptionalExtension, named_params, params};
+
+use super::group_commit::Tx;
 
 use super::txn::UserWriter;
 use super::{LABEL_FILTER, SqliteStore, from_millis, insert_in, millis, user_row};
@@ -15,7 +17,7 @@ use crate::types::{MaintenanceApplied, MaintenancePlan, MaintenanceState, NewMem
 /// Keeps a recall query's vector among the user's recent ones, at most `keep` per user,
 /// in the caller's (recall's) transaction.
 pub(super) fn remember_query(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: i64,
     vector: &[f32],
     at: Timestamp,

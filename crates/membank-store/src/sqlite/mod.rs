@@ -7,6 +7,7 @@
 mod derived;
 mod edit;
 mod erasure;
+mod group_commit;
 mod idempotency;
 mod keys;
 mod lookup;
@@ -28,7 +29,9 @@ use membank_core::forgetting::ForgettingPolicy;
 use membank_core::{
     EventId, ForgettingState, Memory, MemoryId, Scope, Status, Strength, TenantId, Timestamp, UserId, text,
 };
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
+
+use group_commit::Tx;
 
 pub use crate::keys::{ApiKeyRecord, ApiKeyStore, NewApiKey};
 pub use schema::CURRENT_VERSION;
@@ -46,6 +49,8 @@ use crate::{Store, StoreError};
 pub struct SqliteStore {
     path: PathBuf,
     writer: Mutex<Connection>,
+    /// Writes waiting for `writer`, committed in groups.
+    group_commit: group_commit::GroupCommit,
     readers: Mutex<Vec<Connection>>,
     /// Where both caches keep their users, under one byte budget.
     cache: Arc<CacheBudget>,
@@ -88,6 +93,7 @@ impl SqliteStore {
             purger,
             path,
             writer: Mutex::new(writer),
+            group_commit: group_commit::GroupCommit::default(),
             readers: Mutex::new(Vec::new()),
             cache,
             vectors,
@@ -188,6 +194,9 @@ impl SqliteStore {
     /// erased".
     pub(super) fn purge_wal(&self, due: i64) {
         let conn = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        // A checkpoint runs outside any transaction: one left open for queued writes
+        // commits first.
+        self.group_commit.end_open(&conn);
         let attempt = (|| {
             conn.busy_timeout(ERASURE_PURGE_WAIT)?;
             let done = wal_purge::checkpoint(&conn);
@@ -235,12 +244,10 @@ impl SqliteStore {
         result
     }
 
-    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let mut conn = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let value = f(&tx)?;
-        tx.commit()?;
-        Ok(value)
+    /// Runs `f` in a write transaction, shared with the other writes waiting at that
+    /// moment ([`group_commit`]); returns once its commit is on disk.
+    fn write<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        self.group_commit.write(&self.writer, f)
     }
 }
 
@@ -432,7 +439,7 @@ fn fetch_one(conn: &Connection, user: i64, scope: &Scope, id: MemoryId) -> Resul
         .ok_or_else(|| StoreError::memory_not_found(id))
 }
 
-fn append_event(tx: &Transaction<'_>, user: i64, event: &NewEvent) -> Result<(), StoreError> {
+fn append_event(tx: &Tx<'_>, user: i64, event: &NewEvent) -> Result<(), StoreError> {
     tx.prepare_cached("INSERT INTO events (id, user_row, memory_id, kind, at, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?
         .execute(params![
             EventId::generate(event.at).to_string(),
@@ -445,7 +452,7 @@ fn append_event(tx: &Transaction<'_>, user: i64, event: &NewEvent) -> Result<(),
     Ok(())
 }
 
-fn bump_revision(tx: &Transaction<'_>, user: i64) -> Result<(), StoreError> {
+fn bump_revision(tx: &Tx<'_>, user: i64) -> Result<(), StoreError> {
     tx.prepare_cached("UPDATE users SET revision = revision + 1 WHERE id = ?1")?.execute([user])?;
     Ok(())
 }
@@ -515,7 +522,7 @@ fn script_census(conn: &Connection) -> Result<crate::ScriptCensus, StoreError> {
 type PlannedSweep = (i64, Vec<(MemoryId, i64)>, membank_core::forgetting::SweepPlan);
 
 /// Changes a memory's status and logs why, in the caller's transaction.
-fn set_status(tx: &Transaction<'_>, user: i64, seq: i64, status: Status) -> Result<(), StoreError> {
+fn set_status(tx: &Tx<'_>, user: i64, seq: i64, status: Status) -> Result<(), StoreError> {
     tx.prepare_cached("UPDATE memories SET status = ?1 WHERE seq = ?2 AND user_row = ?3")?.execute(params![
         status.as_str(),
         seq,
@@ -536,7 +543,7 @@ impl SqliteStore {
         &self,
         scope: &Scope,
         id: MemoryId,
-        f: impl FnOnce(&Transaction<'_>, i64, i64, &Memory) -> Result<(), StoreError>,
+        f: impl FnOnce(&Tx<'_>, i64, i64, &Memory) -> Result<(), StoreError>,
     ) -> Result<Memory, StoreError> {
         self.write(|tx| {
             let user = Self::existing_user(tx, scope).map_err(|_| StoreError::memory_not_found(id))?;
@@ -1119,7 +1126,7 @@ impl Store for SqliteStore {
 }
 
 /// Inserts one memory with its vector, index row and event, in the caller's transaction.
-fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), StoreError> {
+fn insert_in(tx: &Tx<'_>, new: NewMemory) -> Result<(i64, MemoryId), StoreError> {
     let (user, _, memory) = insert_row(tx, new)?;
     append_event(tx, user, &payload::created(&memory, |t| t))?;
     Ok((user, memory.id))
@@ -1127,7 +1134,7 @@ fn insert_in(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, MemoryId), St
 
 /// Inserts one memory with its vector and index row, without an event (imports bring
 /// their own log); returns the user's row, the memory's row and the memory.
-fn insert_row(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, i64, Memory), StoreError> {
+fn insert_row(tx: &Tx<'_>, new: NewMemory) -> Result<(i64, i64, Memory), StoreError> {
     let memory = new.memory;
     if let Some((model, vector)) = &new.embedding
         && (vector.len() != model.dim || vector.iter().any(|x| !x.is_finite()))
@@ -1203,7 +1210,7 @@ fn insert_row(tx: &Transaction<'_>, new: NewMemory) -> Result<(i64, i64, Memory)
 /// in the same transaction, which holds the write lock, so concurrent recalls (other
 /// threads or processes) never lose an update. Mirrors [`ForgettingPolicy::strengthen`].
 fn strengthen_all(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: i64,
     ids: &[MemoryId],
     query_id: Option<&str>,
@@ -1243,7 +1250,7 @@ fn strengthen_all(
 /// event) and logs it as `reminisced` with how it came back. Does nothing when it is no
 /// longer archived.
 fn reminisce_one(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: i64,
     id: MemoryId,
     how: Reminiscence<'_>,

@@ -2,8 +2,8 @@
 //! (`crate::write`): the plan and erasure traits are implemented beside their SQL, in
 //! `maintain.rs` and `erasure.rs`.
 
+use super::group_commit::Tx;
 use membank_core::event::NewEvent;
-use rusqlite::Transaction;
 
 use super::{append_event, bump_revision};
 use crate::StoreError;
@@ -11,7 +11,7 @@ use crate::write::UserTx;
 
 /// A write transaction and the user's row it is bound to.
 pub(super) struct UserWriter<'a, 'c> {
-    pub(super) tx: &'a Transaction<'c>,
+    pub(super) tx: &'a Tx<'c>,
     pub(super) user: i64,
 }
 

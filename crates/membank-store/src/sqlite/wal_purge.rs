@@ -147,7 +147,7 @@ pub(super) fn due(conn: &Connection) -> Result<Option<i64>, StoreError> {
 }
 
 /// Marks one more erasure due a purge, in the erasing transaction; returns the new count.
-pub(super) fn mark(tx: &rusqlite::Transaction<'_>) -> Result<i64, StoreError> {
+pub(super) fn mark(tx: &super::group_commit::Tx<'_>) -> Result<i64, StoreError> {
     Ok(tx.query_row(
         "INSERT INTO wal_purge (id, due) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET due = due + 1 RETURNING due",
         [],
