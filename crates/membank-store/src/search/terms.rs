@@ -241,16 +241,12 @@ impl Ord for Ranked {
     }
 }
 
-/// The `limit` best documents for `terms` by BM25 (ties by document order), those the
-/// filter admits.
-fn rank(cached: &UserTerms, terms: &[String], filter: &SearchFilter, labels: &Labels<'_>, limit: usize) -> Vec<Hit> {
+/// Adds each document's BM25 score for `terms` (each distinct term once) into `scores`
+/// (zero at first, at least one entry per document); the documents touched, in the order
+/// first touched.
+fn accumulate(cached: &UserTerms, terms: &[String], scores: &mut [f64]) -> Vec<u32> {
     let n = cached.docs.len();
-    if n == 0 || limit == 0 {
-        return Vec::new();
-    }
     let average = cached.total_len as f64 / n as f64;
-    // Dense accumulators: a posting costs one add, however common its term.
-    let mut scores = take_scores(n);
     let mut touched: Vec<u32> = Vec::new();
     let mut seen_terms = std::collections::HashSet::new();
     for term in terms {
@@ -271,6 +267,19 @@ fn rank(cached: &UserTerms, terms: &[String], filter: &SearchFilter, labels: &La
             *slot += idf * tf * (K1 + 1.0) / (tf + norm);
         }
     }
+    touched
+}
+
+/// The `limit` best documents for `terms` by BM25 (ties by document order), those the
+/// filter admits.
+fn rank(cached: &UserTerms, terms: &[String], filter: &SearchFilter, labels: &Labels<'_>, limit: usize) -> Vec<Hit> {
+    let n = cached.docs.len();
+    if n == 0 || limit == 0 {
+        return Vec::new();
+    }
+    // Dense accumulators: a posting costs one add, however common its term.
+    let mut scores = take_scores(n);
+    let touched = accumulate(cached, terms, &mut scores);
     // The best `limit` in a heap whose top is the worst kept: most matching documents are
     // compared with it once and passed over, where collecting every match and selecting
     // among them cost more than the scoring. Filters apply once per matching document.
@@ -311,29 +320,8 @@ fn rank_plainly(
     if n == 0 || limit == 0 {
         return Vec::new();
     }
-    let average = cached.total_len as f64 / n as f64;
-    // Dense accumulators: a posting costs one add, however common its term.
     let mut scores = vec![0f64; n];
-    let mut touched: Vec<u32> = Vec::new();
-    let mut seen_terms = std::collections::HashSet::new();
-    for term in terms {
-        if !seen_terms.insert(term.as_str()) {
-            continue;
-        }
-        let Some(&index) = cached.terms.get(term.as_str()) else { continue };
-        let postings = &cached.postings[index as usize];
-        let df = postings.len() as f64;
-        let idf = idf(n as f64, df);
-        for &(doc, tf) in postings {
-            let tf = f64::from(tf);
-            let norm = K1 * (1.0 - B + B * f64::from(cached.lens[doc as usize]) / average);
-            let slot = &mut scores[doc as usize];
-            if *slot == 0.0 {
-                touched.push(doc);
-            }
-            *slot += idf * tf * (K1 + 1.0) / (tf + norm);
-        }
-    }
+    let touched = accumulate(cached, terms, &mut scores);
     // Filters apply once per matching document, not once per posting.
     let mut ranked: Vec<(f64, u32)> = match status_only(filter, labels) {
         Some(admit) => touched
