@@ -397,7 +397,7 @@ fn user_record(conn: &Connection, row: i64) -> Result<UserRecord, StoreError> {
 /// The row's owner, for statements that find their rows by id (`:user` bound by the caller).
 ///
 /// The unary `+` keeps the planner from weighing the user's indexes for this term. Written
-/// as a plain `m.user_row = :user`, SQLite (the bundled 3.4x) marked the statement to be
+/// as a plain `m.user_row = :user`, SQLite (the bundled 3.54) marked the statement to be
 /// compiled again whenever `:user` was bound, so every `get_many` of a recall parsed and
 /// planned its SQL anew: 5 % of all CPU time of a server under 32 clients
 /// (`sqlite3Reprepare` in a profile; the test below reads the statements' counters). The
