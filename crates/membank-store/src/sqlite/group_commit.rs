@@ -55,11 +55,18 @@ impl std::ops::Deref for Tx<'_> {
 }
 
 /// The writes waiting for, or sharing, the writer's transaction.
-#[derive(Default)]
 pub(super) struct GroupCommit {
     state: Mutex<State>,
     /// Signalled when a transaction ended (committed, failed, or rolled back).
     ended: Condvar,
+    /// [`LONGEST`], longer in tests that must not depend on how fast threads start.
+    longest: Duration,
+}
+
+impl Default for GroupCommit {
+    fn default() -> Self {
+        Self { state: Mutex::default(), ended: Condvar::new(), longest: LONGEST }
+    }
 }
 
 #[derive(Default)]
@@ -145,7 +152,7 @@ impl GroupCommit {
         let queued = state.queued;
         let open = state.open.as_mut().expect("a transaction is open while its writes run");
         open.writes += 1;
-        let stays_open = settled.is_ok() && queued > 0 && open.writes < MOST && open.since.elapsed() < LONGEST;
+        let stays_open = settled.is_ok() && queued > 0 && open.writes < MOST && open.since.elapsed() < self.longest;
         if stays_open {
             if ok {
                 open.waiting += 1;
@@ -264,7 +271,8 @@ mod tests {
     fn concurrent_writes_share_transactions_and_fail_alone() {
         let dir = tempfile::tempdir().unwrap();
         let writer = writer(&dir);
-        let group = GroupCommit::default();
+        // Grouping then depends on writes being queued, not on how fast threads start.
+        let group = GroupCommit { longest: Duration::from_secs(3600), ..GroupCommit::default() };
         let succeeded = AtomicUsize::new(0);
         std::thread::scope(|scope| {
             for thread in 0..8i64 {
@@ -321,6 +329,51 @@ mod tests {
         let begun = group.lock().begun as usize;
         assert!(begun < 8 * 40, "every write had a transaction of its own ({begun})");
         assert!(group.lock().ended.is_empty(), "every ending was read");
+    }
+
+    /// When a write's statements end the shared transaction (as SQLite does itself after
+    /// some errors: a full disk, an I/O error), the write that waited in it gets an error
+    /// and nothing of either is stored; the writer goes on with a new transaction.
+    #[test]
+    fn a_transaction_rolled_back_under_a_waiting_write_fails_it_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = writer(&dir);
+        let group = GroupCommit { longest: Duration::from_secs(3600), ..GroupCommit::default() };
+        let rolling_back = Mutex::new(None);
+        let (first, second) = std::thread::scope(|scope| {
+            let (writer, group, rolling_back) = (&writer, &group, &rolling_back);
+            let first = scope.spawn(move || {
+                group.write(writer, |tx| {
+                    tx.execute("INSERT INTO t VALUES (1, 1)", [])?;
+                    // Wait until the second write is queued, so this one leaves the
+                    // transaction open for it.
+                    scope.spawn(move || {
+                        let result = group.write(writer, |tx| {
+                            tx.execute("INSERT INTO t VALUES (2, 2)", [])?;
+                            tx.execute_batch("ROLLBACK")?;
+                            Ok(())
+                        });
+                        *rolling_back.lock().unwrap() = Some(result);
+                    });
+                    while group.lock().queued == 0 {
+                        std::thread::yield_now();
+                    }
+                    Ok(())
+                })
+            });
+            let first = first.join().unwrap();
+            // The second write ran after the first one left the transaction open.
+            let second =
+                group.write(writer, |tx| Ok(tx.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))?));
+            (first, second)
+        });
+        let aborted = |result: &Result<(), StoreError>| matches!(result, Err(StoreError::Database(rusqlite::Error::SqliteFailure(e, _))) if e.extended_code == rusqlite::ffi::SQLITE_ABORT);
+        assert!(aborted(&first), "{first:?}");
+        let rolling_back = rolling_back.lock().unwrap().take().expect("the second write ran");
+        assert!(aborted(&rolling_back), "{rolling_back:?}");
+        assert_eq!(second.unwrap(), 0, "nothing of the rolled-back transaction is stored");
+        assert!(writer.lock().unwrap().is_autocommit());
+        assert!(group.lock().ended.is_empty());
     }
 
     /// A lone write commits at once; a write sees the earlier ones of its transaction;
