@@ -412,25 +412,32 @@ const BY_ID: &str = "m.id = +:id";
 /// SQL narrowing to the scope's agent/session labels (`?A` and `?S` bound by the caller).
 const LABEL_FILTER: &str = "AND (:agent IS NULL OR m.agent = :agent) AND (:session IS NULL OR m.session = :session)";
 
-/// One memory by id `:id`, of the user `:user`, in the scope's labels.
-fn fetch_one_sql() -> String {
-    format!(
-        "SELECT {MEMORY_COLUMNS} FROM memories m JOIN users u ON u.id = m.user_row WHERE {BY_ID} AND {SAME_USER} {LABEL_FILTER}"
-    )
+/// One memory by id `:id`, of the user `:user`, in the scope's labels (written once: it
+/// runs ten times in a strengthening recall's write).
+fn fetch_one_sql() -> &'static str {
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories m JOIN users u ON u.id = m.user_row WHERE {BY_ID} AND {SAME_USER} {LABEL_FILTER}"
+        )
+    });
+    &SQL
 }
 
 /// The memories of a JSON array of ids `:ids`, of the user `:user`, in the scope's labels.
 /// CROSS JOIN keeps the id list as the outer loop: each id is one seek on the id index.
 /// Left to itself the planner walked all of the user's rows.
-fn get_many_sql() -> String {
-    format!(
-        "SELECT {MEMORY_COLUMNS} FROM json_each(:ids) j CROSS JOIN memories m ON m.id = j.value JOIN users u ON u.id = m.user_row
-         WHERE {SAME_USER} {LABEL_FILTER}"
-    )
+fn get_many_sql() -> &'static str {
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "SELECT {MEMORY_COLUMNS} FROM json_each(:ids) j CROSS JOIN memories m ON m.id = j.value JOIN users u ON u.id = m.user_row
+             WHERE {SAME_USER} {LABEL_FILTER}"
+        )
+    });
+    &SQL
 }
 
 fn fetch_one(conn: &Connection, user: i64, scope: &Scope, id: MemoryId) -> Result<(i64, Memory), StoreError> {
-    conn.prepare_cached(&fetch_one_sql())?
+    conn.prepare_cached(fetch_one_sql())?
         .query_row(
             rusqlite::named_params! { ":id": id.to_string(), ":user": user, ":agent": scope.agent.as_ref().map(|a| a.as_str()), ":session": scope.session.as_ref().map(|s| s.as_str()) },
             |row| Ok((row.get::<_, i64>(0)?, row_to_memory(row)?)),
@@ -651,7 +658,7 @@ impl Store for SqliteStore {
             let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
             // One statement for the whole list (ids travel as one JSON array parameter).
             let list = serde_json::to_string(&ids.iter().map(|id| id.to_string()).collect::<Vec<_>>()).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            let mut stmt = conn.prepare_cached(&get_many_sql())?;
+            let mut stmt = conn.prepare_cached(get_many_sql())?;
             let rows = stmt.query_map(
                 rusqlite::named_params! { ":ids": list, ":user": user, ":agent": scope.agent.as_ref().map(|a| a.as_str()), ":session": scope.session.as_ref().map(|s| s.as_str()) },
                 row_to_memory,
@@ -1360,12 +1367,12 @@ mod tests {
         }
         store
             .read(|conn| {
-                let stmt = conn.prepare_cached(&get_many_sql())?;
+                let stmt = conn.prepare_cached(get_many_sql())?;
                 assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);
                 assert!(stmt.get_status(StatementStatus::Run) >= 24, "get_many's statement did not run on this reader");
                 // `fetch_one` runs through `query_row`, which the `Run` counter does not
                 // count; its virtual machine steps say it ran here.
-                let stmt = conn.prepare_cached(&fetch_one_sql())?;
+                let stmt = conn.prepare_cached(fetch_one_sql())?;
                 assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);
                 assert!(
                     stmt.get_status(StatementStatus::VmStep) > 0,
