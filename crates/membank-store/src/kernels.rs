@@ -393,11 +393,14 @@ impl ByteQuery {
 
 /// For each row index `rows[i]`, `out[i] = scales[r] * query.scale * Σ_j c_rj * query.codes[j]`
 /// with `c_rj` the row's 4-bit codes ([`push_codes4`]), the integer sum exact.
+/// (The scan scores through [`dot_u4_rows_many`]; this is its one-query form, for tests.)
+#[cfg(test)]
 pub(crate) fn dot_u4_rows(codes: &[u8], scales: &[f32], dim: usize, rows: &[u32], query: &ByteQuery, out: &mut [f32]) {
     dot_u4_rows_on(chosen(), codes, scales, dim, rows, query, out)
 }
 
-/// [`dot_u4_rows`] on `path`.
+/// For each row index `rows[i]`, `out[i] = scales[r] * query.scale * Σ_j c_rj * query.codes[j]`
+/// with `c_rj` the row's 4-bit codes ([`push_codes4`]), the integer sum exact, on `path`.
 pub(crate) fn dot_u4_rows_on(
     path: Checked,
     codes: &[u8],
@@ -437,6 +440,67 @@ pub(crate) fn dot_u4_rows_on(
     for (&r, slot) in rows.iter().zip(out.iter_mut()) {
         let row = &codes[r as usize * half..(r as usize + 1) * half];
         *slot = scale(r, dot_u4_i8(row, low, high));
+    }
+}
+
+/// [`dot_u4_rows_on`] for several queries at once: `outs[q][i]` is what [`dot_u4_rows_on`] gives
+/// for `queries[q]` and row `rows[i]`, bit for bit. On the 512-bit paths each row's codes
+/// are read and unpacked once for every four queries, so a batch of queries costs little
+/// more memory traffic than one (the 4-bit pass is bound by it at 100k rows); the other
+/// paths score one query after another.
+pub(crate) fn dot_u4_rows_many(
+    codes: &[u8],
+    scales: &[f32],
+    dim: usize,
+    rows: &[u32],
+    queries: &[&ByteQuery],
+    outs: &mut [&mut [f32]],
+) {
+    dot_u4_rows_many_on(chosen(), codes, scales, dim, rows, queries, outs)
+}
+
+/// [`dot_u4_rows_many`] on `path`.
+pub(crate) fn dot_u4_rows_many_on(
+    path: Checked,
+    codes: &[u8],
+    scales: &[f32],
+    dim: usize,
+    rows: &[u32],
+    queries: &[&ByteQuery],
+    outs: &mut [&mut [f32]],
+) {
+    assert_eq!(queries.len(), outs.len(), "one output per query");
+    #[cfg(target_arch = "x86_64")]
+    if matches!(path.0, ScanPath::Avx512 | ScanPath::Avx512Vnni) && queries.len() > 1 {
+        assert!(queries.iter().all(|q| q.codes.len() == dim), "query of the wrong dimension");
+        assert!(dim.is_multiple_of(2), "4-bit codes need an even dimension");
+        assert!(outs.iter().all(|out| out.len() == rows.len()), "one output per row");
+        let half = dim / 2;
+        assert!(
+            rows.iter().all(|&r| (r as usize + 1) * half <= codes.len() && (r as usize) < scales.len()),
+            "row out of range"
+        );
+        // Σ (u − 8)·q = Σ u·q − 8·Σ q, per query.
+        let offsets: Vec<i32> =
+            queries.iter().map(|q| 8 * q.codes.iter().map(|&c| i32::from(c)).sum::<i32>()).collect();
+        let halves: Vec<(&[i8], &[i8])> = queries.iter().map(|q| q.codes.split_at(half)).collect();
+        let scale = |q: usize, r: u32, sum: i32| scales[r as usize] * queries[q].scale * (sum - offsets[q]) as f32;
+        #[allow(unsafe_code)]
+        // SAFETY: `path` is checked, so the CPU has the features of the function called;
+        // every row's `half` bytes lie inside `codes` (asserted above), each half of each
+        // query has `half` codes and each output one slot a row, which is all the kernel
+        // reads and writes.
+        unsafe {
+            if path.0 == ScanPath::Avx512Vnni {
+                x86::rows4_many_avx512_vnni(codes, half, rows, &halves, outs, scale);
+            } else {
+                x86::rows4_many_avx512(codes, half, rows, &halves, outs, scale);
+            }
+        }
+        return;
+    }
+    for (query, out) in queries.iter().zip(outs.iter_mut()) {
+        dot_u4_rows_on(path, codes, scales, dim, rows, query, out);
     }
 }
 
@@ -775,6 +839,98 @@ mod x86 {
         }
     }
 
+    /// [`rows4_avx512`] for several queries: `outs[q][i]` gets `scale(q, rows[i], sum)` with
+    /// `sum` the exact sum of row `rows[i]` against `queries[q]`'s halves.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn rows4_many_avx512(
+        codes: &[u8],
+        half: usize,
+        rows: &[u32],
+        queries: &[(&[i8], &[i8])],
+        outs: &mut [&mut [f32]],
+        scale: impl Fn(usize, u32, i32) -> f32,
+    ) {
+        // SAFETY: this function's features are the body's (no VNNI).
+        unsafe { rows4_many_512::<false>(codes, half, rows, queries, outs, scale) }
+    }
+
+    /// [`rows4_many_avx512`] with `vpdpbusd`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn rows4_many_avx512_vnni(
+        codes: &[u8],
+        half: usize,
+        rows: &[u32],
+        queries: &[(&[i8], &[i8])],
+        outs: &mut [&mut [f32]],
+        scale: impl Fn(usize, u32, i32) -> f32,
+    ) {
+        // SAFETY: this function's features are the body's.
+        unsafe { rows4_many_512::<true>(codes, half, rows, queries, outs, scale) }
+    }
+
+    /// The body of the two functions above. Each row is taken once; its 64-byte steps are
+    /// loaded and unpacked once for four queries, whose four accumulators are reduced
+    /// together ([`sum4_512`]). A group of fewer than four queries leaves the others' lanes
+    /// at zero and their sums unused.
+    #[inline(always)]
+    unsafe fn rows4_many_512<const VNNI: bool>(
+        codes: &[u8],
+        half: usize,
+        rows: &[u32],
+        queries: &[(&[i8], &[i8])],
+        outs: &mut [&mut [f32]],
+        scale: impl Fn(usize, u32, i32) -> f32,
+    ) {
+        let wide = half - half % 64;
+        // Groups of exactly four queries, the last filled up with zero queries, so that the
+        // four accumulators stay in registers (their loop is unrolled).
+        let zeros = vec![0i8; half];
+        let mut padded: Vec<(&[i8], &[i8])> = queries.to_vec();
+        padded.resize(queries.len().next_multiple_of(4), (&zeros, &zeros));
+        let groups: Vec<[(&[i8], &[i8]); 4]> =
+            padded.chunks_exact(4).map(|four| [four[0], four[1], four[2], four[3]]).collect();
+        for (i, &r) in rows.iter().enumerate() {
+            let row = &codes[r as usize * half..(r as usize + 1) * half];
+            for (group, four) in groups.iter().enumerate() {
+                // SAFETY: loads of 64 bytes of the row and of each query half at `j < wide ≤
+                // half`, then as `rest4_512` needs.
+                let sums = unsafe {
+                    let mask = _mm512_set1_epi8(0x0F);
+                    let mut acc = [_mm512_setzero_si512(); 4];
+                    let mut j = 0;
+                    while j < wide {
+                        let bytes = _mm512_loadu_si512(row.as_ptr().add(j).cast());
+                        let lo = _mm512_and_si512(bytes, mask);
+                        let hi = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), mask);
+                        for k in 0..4 {
+                            let q_lo = _mm512_loadu_si512(four[k].0.as_ptr().add(j).cast());
+                            let q_hi = _mm512_loadu_si512(four[k].1.as_ptr().add(j).cast());
+                            acc[k] = if VNNI {
+                                _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc[k], lo, q_lo), hi, q_hi)
+                            } else {
+                                let pairs =
+                                    _mm512_add_epi16(_mm512_maddubs_epi16(lo, q_lo), _mm512_maddubs_epi16(hi, q_hi));
+                                _mm512_add_epi32(acc[k], _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)))
+                            };
+                        }
+                        j += 64;
+                    }
+                    sum4_512(acc)
+                };
+                for (k, sum) in sums.into_iter().enumerate() {
+                    let q = group * 4 + k;
+                    if q >= queries.len() {
+                        break;
+                    }
+                    let (low, high) = four[k];
+                    // SAFETY: the row and both halves hold `half` bytes; the caller's features.
+                    let rest = if wide < half { unsafe { rest4_512(row, low, high, wide) } } else { 0 };
+                    outs[q][i] = scale(q, r, sum.wrapping_add(rest));
+                }
+            }
+        }
+    }
+
     /// One 64-byte step of a 4-bit row (128 dimensions) against the query halves' codes
     /// at the same place, added to `acc`.
     ///
@@ -948,6 +1104,57 @@ mod tests {
         }
     }
 
+    /// Several queries scored in one pass give each query's own scores, bit for bit, on
+    /// every path this CPU has: 1 to 9 queries (whole and partial groups of four), awkward
+    /// rows and queries, dimensions with and without tails, rows in a scattered order.
+    #[test]
+    fn many_queries_at_once_score_as_each_alone() {
+        let mut ran = Vec::new();
+        for path in ScanPath::ALL {
+            let Some(checked) = path.checked() else {
+                eprintln!("scan path {path}: skipped, this CPU lacks {}", path.missing_feature().unwrap_or("?"));
+                continue;
+            };
+            for dim in [2, 64, 126, 128, 130, 190, 254, 256, 384, 386, 1024] {
+                let rows = awkward_rows(23, dim, dim as u64 + 3);
+                let mut codes4 = Vec::new();
+                let scales4: Vec<f32> = rows
+                    .iter()
+                    .map(|r| {
+                        let scale = quantise4_scale(r);
+                        push_codes4(r, scale, &mut codes4);
+                        scale
+                    })
+                    .collect();
+                let order: Vec<u32> = (0..rows.len() as u32).map(|i| (i * 7) % rows.len() as u32).collect();
+                let mut queries = vec![vec![1.0; dim], vec![-1.0; dim], vec![0.0; dim]];
+                queries.extend((0..6).map(|s| vector(s * 11 + dim as u64, dim)));
+                let bytes: Vec<ByteQuery> = queries.iter().map(|q| ByteQuery::new(q)).collect();
+                for n in 1..=bytes.len() {
+                    let batch: Vec<&ByteQuery> = bytes[..n].iter().collect();
+                    let mut outs = vec![vec![f32::NAN; order.len()]; n];
+                    let mut slots: Vec<&mut [f32]> = outs.iter_mut().map(|o| o.as_mut_slice()).collect();
+                    dot_u4_rows_many_on(checked, &codes4, &scales4, dim, &order, &batch, &mut slots);
+                    for (q, got) in outs.iter().enumerate() {
+                        let mut alone = vec![0f32; order.len()];
+                        dot_u4_rows_on(
+                            Checked(ScanPath::Portable),
+                            &codes4,
+                            &scales4,
+                            dim,
+                            &order,
+                            batch[q],
+                            &mut alone,
+                        );
+                        assert_eq!(got, &alone, "{path}, dim {dim}, {n} queries, query {q}");
+                    }
+                }
+            }
+            ran.push(path.name());
+        }
+        eprintln!("scan paths run on this CPU: {}", ran.join(", "));
+    }
+
     #[test]
     fn scan_paths_name_and_parse_each_other() {
         for path in ScanPath::ALL {
@@ -1101,6 +1308,21 @@ mod timing {
             t4.sort_by(f64::total_cmp);
             t8.sort_by(f64::total_cmp);
             eprintln!("{path:>12}: 4-bit {:.3} ms, int8 {:.3} ms per 100k rows (medians of 21)", t4[10], t8[10]);
+            // Several queries in one pass, per query.
+            let bytes: Vec<ByteQuery> = (0..8).map(|k| ByteQuery::new(&data[k * dim..(k + 1) * dim])).collect();
+            for n in [1, 2, 4, 8] {
+                let batch: Vec<&ByteQuery> = bytes[..n].iter().collect();
+                let mut outs = vec![vec![0f32; rows.len()]; n];
+                let mut t = Vec::new();
+                for _ in 0..11 {
+                    let mut slots: Vec<&mut [f32]> = outs.iter_mut().map(|o| o.as_mut_slice()).collect();
+                    let start = std::time::Instant::now();
+                    dot_u4_rows_many_on(checked, &codes4, &scales4, dim, &rows, &batch, &mut slots);
+                    t.push(start.elapsed().as_secs_f64() * 1e3 / n as f64);
+                }
+                t.sort_by(f64::total_cmp);
+                eprintln!("{path:>12}: 4-bit, {n} queries a pass: {:.3} ms per query per 100k rows", t[5]);
+            }
         }
     }
 }

@@ -8,6 +8,7 @@
 //! user's sequence numbers rise in commit order (each backend's writes lock their user
 //! first) and that `users.revision` is bumped by every status change and erasure.
 
+pub(crate) mod batch;
 pub(crate) mod terms;
 pub(crate) mod usercache;
 pub(crate) mod vectors;

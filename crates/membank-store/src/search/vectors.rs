@@ -40,6 +40,7 @@
 use membank_core::Status;
 
 use super::Source;
+use super::batch::{ScanBatcher, ScanKey};
 use super::usercache::{Labels, RowMeta, UserCache, UserRows, status_only};
 use crate::cache::{CacheKind, DenseScreen, FOUR_BIT_ROWS, reserve_rows};
 use crate::types::{Hit, SearchFilter};
@@ -66,6 +67,8 @@ pub(crate) struct UserVectors {
     statuses: Vec<Status>,
     /// Heap bytes of the entries' label strings.
     label_bytes: usize,
+    /// Where searches of these rows running at the same time share their 4-bit pass.
+    batcher: ScanBatcher,
 }
 
 /// All cached users' vectors of one store.
@@ -223,17 +226,48 @@ fn score_rows(rows: &[u32], out: &mut [f32], score: impl Fn(&[u32], &mut [f32]) 
     }
 }
 
+/// [`score_rows`] for several outputs at once (each one slot a row), split the same way.
+fn score_rows_many(rows: &[u32], outs: &mut [&mut [f32]], score: impl Fn(&[u32], &mut [&mut [f32]]) + Sync) {
+    if rows.len() >= PARALLEL_ROWS && parallel::cores() > 1 && parallel::spare_core() {
+        let half = rows.len() / 2;
+        let (rows_a, rows_b) = rows.split_at(half);
+        let (mut outs_a, mut outs_b): (Vec<&mut [f32]>, Vec<&mut [f32]>) =
+            outs.iter_mut().map(|out| out.split_at_mut(half)).unzip();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let _working = parallel::working();
+                score(rows_b, &mut outs_b)
+            });
+            score(rows_a, &mut outs_a);
+        });
+    } else {
+        score(rows, outs);
+    }
+}
+
 /// Which of some rows go on to the next pass, given their approximate scores and each
 /// one's error (both in the rows' order).
 type Keep<'a> = dyn Fn(&[u32], &[f32], &[f32]) -> Vec<u32> + 'a;
 
 /// The 4-bit pre-screen (see the module docs): the rows of `rows` that `keep` keeps given
 /// their estimates and margins (those whose estimate may reach a group's `limit`-th best).
-fn four_bit_screen(cached: &UserVectors, dim: usize, query: &[f32], rows: &[u32], keep: &Keep<'_>) -> Vec<u32> {
+///
+/// The scores come from a pass shared with the searches of the same rows running at the
+/// same time ([`super::batch`]), the same scores as a pass of its own.
+fn four_bit_screen(
+    cached: &UserVectors,
+    dim: usize,
+    query: &[f32],
+    rows: &[u32],
+    key: &ScanKey,
+    keep: &Keep<'_>,
+) -> Vec<u32> {
     let quantised = kernels::ByteQuery::new(query);
-    let mut approx = vec![0f32; rows.len()];
-    score_rows(rows, &mut approx, |rows, out| {
-        kernels::dot_u4_rows(&cached.codes4, &cached.scales4, dim, rows, &quantised, out)
+    let query_scale = quantised.scale;
+    let approx = cached.batcher.scores(key.clone(), quantised, rows.len(), &|queries, outs| {
+        score_rows_many(rows, outs, |rows, outs| {
+            kernels::dot_u4_rows_many(&cached.codes4, &cached.scales4, dim, rows, queries, outs)
+        })
     });
     let l2 = query.iter().map(|x| x * x).sum::<f32>().sqrt();
     // Per row: six standard deviations of the two roundings, each uniform within half a
@@ -242,7 +276,7 @@ fn four_bit_screen(cached: &UserVectors, dim: usize, query: &[f32], rows: &[u32]
     // (σ ≤ q_scale · 7 · scale₄ · √dim / √12, every code at most 7 steps); plus the float
     // rounding of the exact sum.
     let row_sigma = l2 / 12f32.sqrt();
-    let query_sigma = quantised.scale * 7.0 * (dim as f32).sqrt() / 12f32.sqrt();
+    let query_sigma = query_scale * 7.0 * (dim as f32).sqrt() / 12f32.sqrt();
     let sigma = (row_sigma * row_sigma + query_sigma * query_sigma).sqrt();
     let margins: Vec<f32> = rows
         .iter()
@@ -400,7 +434,8 @@ fn scan(
     screen: DenseScreen,
 ) -> Vec<Hit> {
     let rows = admitted(cached, filter, labels);
-    let [best] = scan_groups(cached, dim, query, rows, [(None, limit)], screen);
+    let key = ScanKey::new(filter, labels);
+    let [best] = scan_groups(cached, dim, query, rows, &key, [(None, limit)], screen);
     hits(cached, best)
 }
 
@@ -424,7 +459,8 @@ fn scan_tiers(
     // archived and superseded: the narrow group is the active ones among them.
     let active = |r: u32| cached.statuses[r as usize] == Status::Active;
     let narrow: Option<&dyn Fn(u32) -> bool> = if filter.include_archived { None } else { Some(&active) };
-    let [best, best_wide] = scan_groups(cached, dim, query, rows, [(narrow, limit), (None, wide_limit)], screen);
+    let key = ScanKey::new(&wide, labels);
+    let [best, best_wide] = scan_groups(cached, dim, query, rows, &key, [(narrow, limit), (None, wide_limit)], screen);
     let statuses: Vec<Status> = best_wide.iter().map(|&(_, r)| cached.entries[r].status).collect();
     (hits(cached, best), hits(cached, best_wide).into_iter().zip(statuses).collect())
 }
@@ -454,6 +490,7 @@ fn scan_groups<const N: usize>(
     dim: usize,
     query: &[f32],
     mut rows: Vec<u32>,
+    key: &ScanKey,
     groups: [Group<'_>; N],
     screen: DenseScreen,
 ) -> [Vec<(f32, usize)>; N] {
@@ -468,7 +505,7 @@ fn scan_groups<const N: usize>(
     let wanted: usize = groups.iter().map(|g| g.1).sum();
     if screen == DenseScreen::FourBit && rows.len() >= FOUR_BIT_ROWS && rows.len() > most && !cached.scales4.is_empty()
     {
-        rows = four_bit_screen(cached, dim, query, &rows, &keep);
+        rows = four_bit_screen(cached, dim, query, &rows, key, &keep);
     }
     if rows.len() > wanted {
         // Pass 1: approximate scores of every admitted row from its int8 codes, on two
@@ -650,6 +687,47 @@ mod tests {
         }
     }
 
+    /// Searches of one user running at the same time (their 4-bit passes shared) return
+    /// exactly what each returns alone, whatever filter and limit each has.
+    #[test]
+    fn searches_at_the_same_time_return_what_each_returns_alone() {
+        let (n, dim) = (FOUR_BIT_ROWS * 2, 384);
+        let cached = cache(n, dim, 11);
+        let labels = Labels { agent: None, session: None };
+        let filters = [SearchFilter::default(), SearchFilter { include_archived: true, ..Default::default() }];
+        let threads = 8;
+        let queries: Vec<Vec<f32>> = (0..threads).map(|q| cache(1, dim, 900 + q as u64).data).collect();
+        let alone: Vec<Vec<Hit>> = (0..threads)
+            .map(|q| scan(&cached, dim, &queries[q], &filters[q % 2], &labels, 10 + q, DenseScreen::FourBit))
+            .collect();
+        let (passes_before, queries_before) = cached.batcher.counts();
+        let rounds = 10;
+        for round in 0..rounds {
+            let start = std::sync::Barrier::new(threads);
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|q| {
+                        let (cached, queries, filters, labels, start) = (&cached, &queries, &filters, &labels, &start);
+                        scope.spawn(move || {
+                            start.wait();
+                            scan(cached, dim, &queries[q], &filters[q % 2], labels, 10 + q, DenseScreen::FourBit)
+                        })
+                    })
+                    .collect();
+                for (q, handle) in handles.into_iter().enumerate() {
+                    let got = handle.join().unwrap();
+                    let same = got.len() == alone[q].len()
+                        && got.iter().zip(&alone[q]).all(|(a, b)| a.id == b.id && a.score == b.score);
+                    assert!(same, "round {round}, query {q}");
+                }
+            });
+        }
+        let (passes, scored) = cached.batcher.counts();
+        assert_eq!(scored - queries_before, (rounds * threads) as u64);
+        // Eight searches released together on a machine of a few cores: some shared a pass.
+        assert!(passes - passes_before < scored - queries_before, "no pass was shared");
+    }
+
     #[test]
     fn the_four_bit_screen_narrows_and_keeps_the_exact_top() {
         let (n, dim) = (FOUR_BIT_ROWS + 500, 384);
@@ -657,7 +735,8 @@ mod tests {
         let rows: Vec<u32> = (0..n as u32).collect();
         for q in 0..4 {
             let query = cache(1, dim, 500 + q).data;
-            let kept = four_bit_screen(&cached, dim, &query, &rows, &|rows, approx, errors| {
+            let key = ScanKey::new(&SearchFilter::default(), &Labels { agent: None, session: None });
+            let kept = four_bit_screen(&cached, dim, &query, &rows, &key, &|rows, approx, errors| {
                 within_reach(rows, approx, 50, errors)
             });
             // It must leave out rows (else it would only cost time)…
@@ -775,9 +854,14 @@ mod timing {
                 .collect();
             admit.push(start.elapsed().as_secs_f64() * 1e3);
             let start = std::time::Instant::now();
-            let kept = four_bit_screen(&cached, dim, &query, &rows, &|rows, approx, errors| {
-                within_reach(rows, approx, 50, errors)
-            });
+            let kept = four_bit_screen(
+                &cached,
+                dim,
+                &query,
+                &rows,
+                &ScanKey::new(&filter, &labels),
+                &|rows, approx, errors| within_reach(rows, approx, 50, errors),
+            );
             screen.push(start.elapsed().as_secs_f64() * 1e3);
             assert!(kept.len() >= 50);
         }
