@@ -32,10 +32,15 @@
 //! `limit` is dropped only if its rounding error, or that of one of the `limit` rows above
 //! the floor, exceeds six standard deviations (a chance of about 2·10⁻⁹ per row under that
 //! model). `membank bench recall` measures the results against the exact path on real
-//! vectors, and [`DenseScreen::Exact`] turns it off.
+//! vectors, and [`DenseScreen::Exact`] turns it off. Searches of the user running at the
+//! same time score their queries in one shared pass over the codes ([`super::batch`]),
+//! with the same scores as a pass of their own.
 //!
 //! A user's entry is charged to the store's cache budget as its arrays' capacities plus the
-//! labels' strings: about `dim · 5.5 + 74` bytes a row (2,186 at 384 dimensions).
+//! labels' strings: about `dim · 5.5 + 82` bytes a row (2,194 at 384 dimensions).
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use membank_core::Status;
 
@@ -69,6 +74,10 @@ pub(crate) struct UserVectors {
     label_bytes: usize,
     /// Where searches of these rows running at the same time share their 4-bit pass.
     batcher: ScanBatcher,
+    /// The rows a search admits when only their status decides ([`status_only`]): without
+    /// (`[0]`) and with (`[1]`) the archived and superseded, each built by the first such
+    /// search after a change of the rows (collecting them was 3 % of all CPU under load).
+    admitted_by_status: [OnceLock<Vec<u32>>; 2],
 }
 
 /// All cached users' vectors of one store.
@@ -139,6 +148,8 @@ impl UserRows for UserVectors {
             + self.codes4.capacity()
             + self.scales4.capacity() * std::mem::size_of::<f32>()
             + self.statuses.capacity()
+            // The two lists of rows admitted by status, charged whether built yet or not.
+            + 2 * self.entries.capacity() * std::mem::size_of::<u32>()
     }
 
     fn shrink(&mut self) {
@@ -152,6 +163,7 @@ impl UserRows for UserVectors {
     }
 
     fn statuses_patched(&mut self) {
+        self.admitted_by_status = Default::default();
         self.statuses.clear();
         self.statuses.extend(self.entries.iter().map(|e| e.status));
     }
@@ -159,6 +171,7 @@ impl UserRows for UserVectors {
 
 fn load_after(source: &mut dyn Source, dim: usize, after: i64, cached: &mut UserVectors) -> Result<i64, StoreError> {
     let mut last = after;
+    cached.admitted_by_status = Default::default();
     let appending = !cached.entries.is_empty();
     if !appending {
         let n = source.count_after(CacheKind::Vectors, after)?;
@@ -245,9 +258,48 @@ fn score_rows_many(rows: &[u32], outs: &mut [&mut [f32]], score: impl Fn(&[u32],
     }
 }
 
-/// Which of some rows go on to the next pass, given their approximate scores and each
-/// one's error (both in the rows' order).
-type Keep<'a> = dyn Fn(&[u32], &[f32], &[f32]) -> Vec<u32> + 'a;
+/// How far a pass's approximate score `a` of row `r` may be from the exact one:
+/// `e = scales[r] · per_scale`, widened by `relative · (e + |a| + absolute)` for the float
+/// roundings of computing `a`, the bound and `a ± e`. Computed where it is used instead of
+/// into an array (writing and reading one was 3 % of all CPU under load).
+#[derive(Clone, Copy)]
+struct Errors<'a> {
+    scales: &'a [f32],
+    per_scale: f32,
+    relative: f32,
+    absolute: f32,
+}
+
+impl<'a> Errors<'a> {
+    /// The error of an estimate `a` of a row whose scale is `scale`.
+    #[inline(always)]
+    fn of(&self, scale: f32, a: f32) -> f32 {
+        let e = scale * self.per_scale;
+        e + self.relative * (e + a.abs() + self.absolute)
+    }
+
+    /// The scales of `rows` (distinct, ascending), in their order: the scales themselves
+    /// when `rows` is every row (the usual first pass: nothing filtered out), so that
+    /// nothing is gathered or allocated.
+    fn scales_of(&self, rows: &[u32]) -> Cow<'a, [f32]> {
+        if rows.len() == self.scales.len() {
+            debug_assert!(rows.iter().enumerate().all(|(i, &r)| r as usize == i));
+            Cow::Borrowed(self.scales)
+        } else {
+            Cow::Owned(rows.iter().map(|&r| self.scales[r as usize]).collect())
+        }
+    }
+
+    /// Each row's error, in the rows' order.
+    #[cfg(test)]
+    fn each(&self, rows: &[u32], approx: &[f32]) -> Vec<f32> {
+        rows.iter().zip(approx).map(|(&r, &a)| self.of(self.scales[r as usize], a)).collect()
+    }
+}
+
+/// Which of some rows go on to the next pass, given their approximate scores (in the rows'
+/// order) and their errors.
+type Keep<'a> = dyn Fn(&[u32], &[f32], &Errors<'_>) -> Vec<u32> + 'a;
 
 /// The 4-bit pre-screen (see the module docs): the rows of `rows` that `keep` keeps given
 /// their estimates and margins (those whose estimate may reach a group's `limit`-th best).
@@ -278,15 +330,9 @@ fn four_bit_screen(
     let row_sigma = l2 / 12f32.sqrt();
     let query_sigma = query_scale * 7.0 * (dim as f32).sqrt() / 12f32.sqrt();
     let sigma = (row_sigma * row_sigma + query_sigma * query_sigma).sqrt();
-    let margins: Vec<f32> = rows
-        .iter()
-        .zip(&approx)
-        .map(|(&r, a)| {
-            let e = cached.scales4[r as usize] * 6.0 * sigma;
-            e + 64.0 * f32::EPSILON * (e + a.abs() + 1.0)
-        })
-        .collect();
-    keep(rows, &approx, &margins)
+    let errors =
+        Errors { scales: &cached.scales4, per_scale: 6.0 * sigma, relative: 64.0 * f32::EPSILON, absolute: 1.0 };
+    keep(rows, &approx, &errors)
 }
 
 /// The rows whose estimate plus its error can reach the `limit`-th best estimate minus its
@@ -317,19 +363,21 @@ fn within_reach(rows: &[u32], approx: &[f32], limit: usize, errors: &[f32]) -> V
 ///    are kept if they belong to a group whose floor they reach.
 // `!(upper < lowest)` is meant: true for a NaN bound too, and branch-free.
 #[allow(clippy::neg_cmp_op_on_partial_ord)]
-fn keep_within_reach(rows: &[u32], approx: &[f32], errors: &[f32], groups: &[Group<'_>]) -> Vec<u32> {
+fn keep_within_reach(rows: &[u32], approx: &[f32], errors: &Errors<'_>, groups: &[Group<'_>]) -> Vec<u32> {
+    assert_eq!(rows.len(), approx.len(), "one estimate a row");
+    let scales = errors.scales_of(rows);
     let mut best: Vec<LowestKept> = groups.iter().map(|(_, limit)| LowestKept::new(*limit)).collect();
     // Rows go by in chunks: a chunk none of whose lower bounds beats the lowest of the
     // groups' worst kept is passed over after one branch-free maximum (the worst kept only
     // rises, so one taken earlier in the chunk would not change that).
-    let chunks = rows.chunks(KEEP_CHUNK).zip(approx.chunks(KEEP_CHUNK)).zip(errors.chunks(KEEP_CHUNK));
-    for ((rows, approx), errors) in chunks {
-        let highest = approx.iter().zip(errors).fold(i32::MIN, |m, (&a, &e)| m.max(total_key(a - e)));
+    let chunks = || rows.chunks(KEEP_CHUNK).zip(approx.chunks(KEEP_CHUNK)).zip(scales.chunks(KEEP_CHUNK));
+    for ((rows, approx), scales) in chunks() {
+        let highest = approx.iter().zip(scales).fold(i32::MIN, |m, (&a, &s)| m.max(total_key(a - errors.of(s, a))));
         if best.iter().all(|best| highest <= best.worst && best.heap.len() == best.limit) {
             continue;
         }
-        for ((&r, &a), &e) in rows.iter().zip(approx).zip(errors) {
-            let lower = total_key(a - e);
+        for ((&r, &a), &s) in rows.iter().zip(approx).zip(scales) {
+            let lower = total_key(a - errors.of(s, a));
             for ((member, _), best) in groups.iter().zip(best.iter_mut()) {
                 if best.would_take(lower) && member.is_none_or(|member| member(r)) {
                     best.take(lower);
@@ -345,19 +393,18 @@ fn keep_within_reach(rows: &[u32], approx: &[f32], errors: &[f32], groups: &[Gro
         .collect();
     let lowest = floors.iter().map(|f| f.unwrap_or(f32::NEG_INFINITY)).fold(f32::INFINITY, f32::min);
     let mut kept = Vec::new();
-    let chunks = rows.chunks(KEEP_CHUNK).zip(approx.chunks(KEEP_CHUNK)).zip(errors.chunks(KEEP_CHUNK));
-    for ((rows, approx), errors) in chunks {
+    for ((rows, approx), scales) in chunks() {
         // Most chunks hold no row within reach of any group: one branch-free pass says so.
         // (`!(upper < lowest)` is true for a NaN bound too, which goes on to the groups'
         // own tests, as they had it.)
-        if !approx.iter().zip(errors).fold(false, |any, (&a, &e)| any | !(a + e < lowest)) {
+        if !approx.iter().zip(scales).fold(false, |any, (&a, &s)| any | !(a + errors.of(s, a) < lowest)) {
             continue;
         }
         kept.extend(
             rows.iter()
-                .zip(approx.iter().zip(errors))
-                .filter(|&(r, (&a, &e))| {
-                    let upper = a + e;
+                .zip(approx.iter().zip(scales))
+                .filter(|&(r, (&a, &s))| {
+                    let upper = a + errors.of(s, a);
                     upper.partial_cmp(&lowest) != Some(std::cmp::Ordering::Less)
                         && groups.iter().zip(&floors).any(|((member, limit), floor)| {
                             *limit > 0
@@ -467,11 +514,16 @@ fn scan_tiers(
 
 /// The rows a search with `filter` and `labels` may return, in row order. Without kinds,
 /// days or labels only the status decides, read from the compact copy.
-fn admitted(cached: &UserVectors, filter: &SearchFilter, labels: &Labels<'_>) -> Vec<u32> {
+fn admitted<'a>(cached: &'a UserVectors, filter: &SearchFilter, labels: &Labels<'_>) -> Cow<'a, [u32]> {
     if let Some(admit) = status_only(filter, labels) {
-        return cached.statuses.iter().enumerate().filter(|(_, s)| admit(**s)).map(|(i, _)| i as u32).collect();
+        let list = &cached.admitted_by_status[usize::from(filter.include_archived)];
+        return Cow::Borrowed(list.get_or_init(|| {
+            cached.statuses.iter().enumerate().filter(|(_, s)| admit(**s)).map(|(i, _)| i as u32).collect()
+        }));
     }
-    cached.entries.iter().enumerate().filter(|(_, e)| e.admitted(filter, labels)).map(|(i, _)| i as u32).collect()
+    Cow::Owned(
+        cached.entries.iter().enumerate().filter(|(_, e)| e.admitted(filter, labels)).map(|(i, _)| i as u32).collect(),
+    )
 }
 
 fn hits(cached: &UserVectors, scored: Vec<(f32, usize)>) -> Vec<Hit> {
@@ -489,7 +541,7 @@ fn scan_groups<const N: usize>(
     cached: &UserVectors,
     dim: usize,
     query: &[f32],
-    mut rows: Vec<u32>,
+    mut rows: Cow<'_, [u32]>,
     key: &ScanKey,
     groups: [Group<'_>; N],
     screen: DenseScreen,
@@ -500,12 +552,13 @@ fn scan_groups<const N: usize>(
     }
     // Keeps the rows within reach of any group's `limit`-th best, given approximate scores
     // and their error; a group with no more rows than its limit keeps them all.
-    let keep =
-        |rows: &[u32], approx: &[f32], errors: &[f32]| -> Vec<u32> { keep_within_reach(rows, approx, errors, &groups) };
+    let keep = |rows: &[u32], approx: &[f32], errors: &Errors<'_>| -> Vec<u32> {
+        keep_within_reach(rows, approx, errors, &groups)
+    };
     let wanted: usize = groups.iter().map(|g| g.1).sum();
     if screen == DenseScreen::FourBit && rows.len() >= FOUR_BIT_ROWS && rows.len() > most && !cached.scales4.is_empty()
     {
-        rows = four_bit_screen(cached, dim, query, &rows, key, &keep);
+        rows = Cow::Owned(four_bit_screen(cached, dim, query, &rows, key, &keep));
     }
     if rows.len() > wanted {
         // Pass 1: approximate scores of every admitted row from its int8 codes, on two
@@ -526,15 +579,8 @@ fn scan_groups<const N: usize>(
         // A few more ulps of `a` and of the bound cover the roundings of computing `a`
         // (two products and a conversion), the bound itself, and `a ± bound`.
         let per_scale = l1 * (0.5 + rounding) + query_step;
-        let bounds: Vec<f32> = rows
-            .iter()
-            .zip(&approx)
-            .map(|(&r, a)| {
-                let e = cached.scales[r as usize] * per_scale;
-                e + 8.0 * f32::EPSILON * (e + a.abs())
-            })
-            .collect();
-        rows = keep(&rows, &approx, &bounds);
+        let errors = Errors { scales: &cached.scales, per_scale, relative: 8.0 * f32::EPSILON, absolute: 0.0 };
+        rows = Cow::Owned(keep(&rows, &approx, &errors));
     }
     // Pass 2: exact f32 scores of the candidates only.
     let scored: Vec<(f32, usize)> = rows
@@ -647,11 +693,20 @@ mod tests {
         };
         for trial in 0..200 {
             let n = [1, 2, 5, 40, 300, 2000][trial % 6];
-            // Rows in order with gaps, as an admission leaves them.
-            let rows: Vec<u32> = (0..n as u32).map(|i| i * 3 + (i % 2)).collect();
+            // Rows in order with gaps, as an admission leaves them, or every row (whose
+            // scales are read in place).
+            let rows: Vec<u32> =
+                if trial % 12 < 6 { (0..n as u32).map(|i| i * 3 + (i % 2)).collect() } else { (0..n as u32).collect() };
             // Coarse estimates, so several rows share one (ties at the floor).
             let approx: Vec<f32> = (0..n).map(|_| (next() % 64) as f32 / 16.0 - 2.0).collect();
             let errors: Vec<f32> = (0..n).map(|_| (next() % 8) as f32 / 32.0).collect();
+            // The same errors as an error model: each row's error is its "scale".
+            let mut row_errors = vec![f32::NAN; rows.last().map_or(0, |&r| r as usize + 1)];
+            for (&r, &e) in rows.iter().zip(&errors) {
+                row_errors[r as usize] = e;
+            }
+            let model = Errors { scales: &row_errors, per_scale: 1.0, relative: 0.0, absolute: 0.0 };
+            assert_eq!(model.each(&rows, &approx), errors);
             let odd = |r: u32| r % 2 == 1;
             let every_fifth = |r: u32| r.is_multiple_of(5);
             let limit = |k: u64| [0, 1, 3, 50, 150, 166, 5000][(k % 7) as usize];
@@ -664,7 +719,7 @@ mod tests {
                 vec![(Some(&every_fifth), a), (Some(&odd), b), (None, c)],
             ];
             for groups in cases {
-                let got = keep_within_reach(&rows, &approx, &errors, &groups);
+                let got = keep_within_reach(&rows, &approx, &model, &groups);
                 let mut want = std::collections::BTreeSet::new();
                 for (member, limit) in &groups {
                     if *limit == 0 {
@@ -737,7 +792,7 @@ mod tests {
             let query = cache(1, dim, 500 + q).data;
             let key = ScanKey::new(&SearchFilter::default(), &Labels { agent: None, session: None });
             let kept = four_bit_screen(&cached, dim, &query, &rows, &key, &|rows, approx, errors| {
-                within_reach(rows, approx, 50, errors)
+                within_reach(rows, approx, 50, &errors.each(rows, approx))
             });
             // It must leave out rows (else it would only cost time)…
             assert!(kept.len() < n / 2, "query {q}: kept {} of {n}", kept.len());
@@ -860,7 +915,7 @@ mod timing {
                 &query,
                 &rows,
                 &ScanKey::new(&filter, &labels),
-                &|rows, approx, errors| within_reach(rows, approx, 50, errors),
+                &|rows, approx, errors| within_reach(rows, approx, 50, &errors.each(rows, approx)),
             );
             screen.push(start.elapsed().as_secs_f64() * 1e3);
             assert!(kept.len() >= 50);
@@ -870,7 +925,7 @@ mod timing {
         let rows: Vec<u32> = (0..n as u32).collect();
         let approx: Vec<f32> = rows.iter().map(|&r| cached.data[r as usize * dim]).collect();
         let active = |r: u32| cached.statuses[r as usize] == Status::Active;
-        let errors: Vec<f32> = rows.iter().map(|&r| cached.scales4[r as usize] * 0.1).collect();
+        let errors = Errors { scales: &cached.scales4, per_scale: 0.1, relative: 0.0, absolute: 0.0 };
         let (mut tiers, mut keeping) = (Vec::new(), Vec::new());
         for _ in 0..41 {
             let start = std::time::Instant::now();
