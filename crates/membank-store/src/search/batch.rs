@@ -5,18 +5,19 @@
 //! under 32 clients. [`crate::kernels::dot_u4_rows_many`] reads and unpacks each row once
 //! for several queries. This module brings the queries together, without waiting for any
 //! longer than a pass already running takes:
-//! - A search that finds no pass of the entry running runs its own at once (the *leader*),
+//! - A search that finds no pass over its rows running runs its own at once (the *leader*),
 //!   taking with it every query already waiting with the same rows, up to [`MOST`]. A lone
 //!   search therefore never waits, as before.
-//! - A search that finds a pass running waits for it to end. The queries that gathered
-//!   meanwhile then go in one pass, led by one of them.
+//! - A search that finds a pass over its rows running waits for it to end. The queries that
+//!   gathered meanwhile then go in one pass, led by one of them.
 //!
-//! One pass at a time per entry, not one per core: with two passes allowed, under 32
-//! clients on 2 cores most searches found a place free and ran alone (about 1.3 queries a
-//! pass, 355 recalls/s); with one, about 3 queries a pass and 398 recalls/s (`membank
+//! One pass at a time per entry and rows, not one per core: with two passes allowed, under
+//! 32 clients on 2 cores most searches found a place free and ran alone (about 1.3 queries
+//! a pass, 355 recalls/s); with one, about 3 queries a pass and 398 recalls/s (`membank
 //! bench http --memories 100000 --clients 32`, same binary, same hour). The scan of a
 //! lone search is still split over two threads when a core is spare. Searches of other
-//! users, or of other entries, do not meet here and run side by side as before.
+//! rows (another filter), of other users or of other entries do not wait for each other
+//! and run side by side as before.
 //!
 //! **Same rows.** Only searches that hold the lock of the same cached entry at the same
 //! moment meet here (the batcher lives inside the entry, and a search waits holding its
@@ -66,14 +67,23 @@ struct Waiting {
 #[derive(Default)]
 struct State {
     next_ticket: u64,
-    /// Whether a pass is running now.
-    running: bool,
+    /// The rows of each pass running now (one key a pass).
+    running: Vec<ScanKey>,
     waiting: Vec<Waiting>,
     /// Scores of queries whose pass ended, for their searches to pick up.
     finished: Vec<(u64, Vec<f32>)>,
     /// Passes run and queries scored, over the batcher's life (for tests and metrics).
     passes: u64,
     queries: u64,
+}
+
+impl State {
+    /// Ends a pass over the rows of `key`.
+    fn end(&mut self, key: &ScanKey) {
+        if let Some(at) = self.running.iter().position(|k| k == key) {
+            self.running.swap_remove(at);
+        }
+    }
 }
 
 /// The meeting point of one cached entry's searches.
@@ -102,9 +112,10 @@ impl ScanBatcher {
             if let Some(at) = state.finished.iter().position(|(t, _)| *t == ticket) {
                 return state.finished.swap_remove(at).1;
             }
-            // Still waiting (no pass took it) and no pass running: lead one.
-            if !state.running
-                && let Some(at) = state.waiting.iter().position(|w| w.ticket == ticket)
+            // Still waiting (no pass took it) and no pass over the same rows running: lead
+            // one.
+            if let Some(at) = state.waiting.iter().position(|w| w.ticket == ticket)
+                && !state.running.contains(&state.waiting[at].key)
             {
                 let mine = state.waiting.remove(at);
                 let mut batch = vec![mine];
@@ -116,7 +127,7 @@ impl ScanBatcher {
                         i += 1;
                     }
                 }
-                state.running = true;
+                state.running.push(batch[0].key.clone());
                 state.passes += 1;
                 state.queries += batch.len() as u64;
                 drop(state);
@@ -142,7 +153,7 @@ impl ScanBatcher {
         let mut outs = outs.into_iter();
         let mine = outs.next().expect("the leader's own query is first");
         let mut state = self.lock();
-        state.running = false;
+        state.end(&batch[0].key);
         state.finished.extend(batch.iter().skip(1).map(|w| w.ticket).zip(outs));
         drop(state);
         self.changed.notify_all();
@@ -175,7 +186,7 @@ impl Drop for Leading<'_> {
         // The pass panicked: the others' queries wait again (the leader's own is dropped,
         // its caller gets the panic).
         let mut state = self.batcher.lock();
-        state.running = false;
+        state.end(&batch[0].key);
         state.waiting.extend(batch.into_iter().skip(1));
         drop(state);
         self.batcher.changed.notify_all();
@@ -235,8 +246,9 @@ mod tests {
         handle
     }
 
-    /// While a pass runs, queries gather; when it ends, those with the first leader's key
-    /// go in one pass and the other key's in another, and each search gets its own scores.
+    /// While a pass runs, queries over the same rows gather, and one over other rows runs at
+    /// once; when the pass ends, the gathered ones go in one pass, and each search gets its
+    /// own scores.
     #[test]
     fn queries_that_wait_together_share_one_pass() {
         let batcher = Arc::new(ScanBatcher::default());
@@ -254,7 +266,9 @@ mod tests {
                 (s, got)
             }));
         }
-        wait_until(|| batcher.waiting() == 5);
+        wait_until(|| batcher.waiting() == 4 && calls.lock().unwrap().len() == 1);
+        assert_eq!(*calls.lock().unwrap(), vec![1], "the other rows' search ran beside the pass");
+        assert!(!blocker.is_finished());
         release.store(true, std::sync::atomic::Ordering::SeqCst);
         assert_eq!(blocker.join().unwrap(), vec![0.0, 100.0, 200.0]);
         for search in searches {
@@ -265,6 +279,7 @@ mod tests {
         let mut calls = calls.lock().unwrap().clone();
         calls.sort_unstable();
         assert_eq!(calls, vec![1, 4], "the four of one key in one pass, the other alone");
+        assert!(batcher.lock().running.is_empty());
         assert_eq!(batcher.counts(), (3, 6));
     }
 
@@ -317,6 +332,6 @@ mod tests {
             }
         }
         assert_eq!(batcher.waiting(), 0);
-        assert!(!batcher.lock().running);
+        assert!(batcher.lock().running.is_empty());
     }
 }
