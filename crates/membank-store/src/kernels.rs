@@ -445,9 +445,9 @@ pub(crate) fn dot_u4_rows_on(
 
 /// [`dot_u4_rows_on`] for several queries at once: `outs[q][i]` is what [`dot_u4_rows_on`] gives
 /// for `queries[q]` and row `rows[i]`, bit for bit. On the 512-bit paths each row's codes
-/// are read and unpacked once for every four queries, so a batch of queries costs little
-/// more memory traffic than one (the 4-bit pass is bound by it at 100k rows); the other
-/// paths score one query after another.
+/// are read and unpacked once for every four queries (on AVX-512 VNNI 0.65 ms per query per
+/// 100k rows four to a pass, against 1.07 alone: `kernel_timing`); the other paths score one
+/// query after another.
 pub(crate) fn dot_u4_rows_many(
     codes: &[u8],
     scales: &[f32],
@@ -870,8 +870,8 @@ mod x86 {
 
     /// The body of the two functions above. Each row is taken once; its 64-byte steps are
     /// loaded and unpacked once for four queries, whose four accumulators are reduced
-    /// together ([`sum4_512`]). A group of fewer than four queries leaves the others' lanes
-    /// at zero and their sums unused.
+    /// together ([`sum4_512`]). The last group is filled up to four with zero queries, whose
+    /// sums are not used.
     #[inline(always)]
     unsafe fn rows4_many_512<const VNNI: bool>(
         codes: &[u8],
