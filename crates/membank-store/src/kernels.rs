@@ -410,14 +410,7 @@ pub(crate) fn dot_u4_rows_on(
     query: &ByteQuery,
     out: &mut [f32],
 ) {
-    assert_eq!(query.codes.len(), dim, "query of the wrong dimension");
-    assert!(dim.is_multiple_of(2), "4-bit codes need an even dimension");
-    assert_eq!(rows.len(), out.len(), "one output per row");
-    let half = dim / 2;
-    assert!(
-        rows.iter().all(|&r| (r as usize + 1) * half <= codes.len() && (r as usize) < scales.len()),
-        "row out of range"
-    );
+    let half = check_u4_arguments(codes, scales, dim, rows, [query], [&*out]);
     // Σ (u − 8)·q = Σ u·q − 8·Σ q.
     let offset: i32 = 8 * query.codes.iter().map(|&q| i32::from(q)).sum::<i32>();
     let scale = |r: u32, sum: i32| scales[r as usize] * query.scale * (sum - offset) as f32;
@@ -472,14 +465,7 @@ pub(crate) fn dot_u4_rows_many_on(
     assert_eq!(queries.len(), outs.len(), "one output per query");
     #[cfg(target_arch = "x86_64")]
     if matches!(path.0, ScanPath::Avx512 | ScanPath::Avx512Vnni) && queries.len() > 1 {
-        assert!(queries.iter().all(|q| q.codes.len() == dim), "query of the wrong dimension");
-        assert!(dim.is_multiple_of(2), "4-bit codes need an even dimension");
-        assert!(outs.iter().all(|out| out.len() == rows.len()), "one output per row");
-        let half = dim / 2;
-        assert!(
-            rows.iter().all(|&r| (r as usize + 1) * half <= codes.len() && (r as usize) < scales.len()),
-            "row out of range"
-        );
+        let half = check_u4_arguments(codes, scales, dim, rows, queries.iter().copied(), outs.iter().map(|o| &**o));
         // Σ (u − 8)·q = Σ u·q − 8·Σ q, per query.
         let offsets: Vec<i32> =
             queries.iter().map(|q| 8 * q.codes.iter().map(|&c| i32::from(c)).sum::<i32>()).collect();
@@ -502,6 +488,28 @@ pub(crate) fn dot_u4_rows_many_on(
     for (query, out) in queries.iter().zip(outs.iter_mut()) {
         dot_u4_rows_on(path, codes, scales, dim, rows, query, out);
     }
+}
+
+/// What the 4-bit kernels read and write, checked before any is called: queries of `dim`
+/// codes, an even `dim`, one output slot a row, and every row's codes and scale in range.
+/// Returns the bytes of a row, `dim / 2`.
+fn check_u4_arguments<'a, 'b>(
+    codes: &[u8],
+    scales: &[f32],
+    dim: usize,
+    rows: &[u32],
+    queries: impl IntoIterator<Item = &'a ByteQuery>,
+    outs: impl IntoIterator<Item = &'b [f32]>,
+) -> usize {
+    assert!(queries.into_iter().all(|q| q.codes.len() == dim), "query of the wrong dimension");
+    assert!(dim.is_multiple_of(2), "4-bit codes need an even dimension");
+    assert!(outs.into_iter().all(|out| out.len() == rows.len()), "one output per row");
+    let half = dim / 2;
+    assert!(
+        rows.iter().all(|&r| (r as usize + 1) * half <= codes.len() && (r as usize) < scales.len()),
+        "row out of range"
+    );
+    half
 }
 
 /// `Σ_j (row[j] & 15)·low[j] + (row[j] >> 4)·high[j]`, exact.
@@ -895,23 +903,14 @@ mod x86 {
                 // SAFETY: loads of 64 bytes of the row and of each query half at `j < wide ≤
                 // half`, then as `rest4_512` needs.
                 let sums = unsafe {
-                    let mask = _mm512_set1_epi8(0x0F);
                     let mut acc = [_mm512_setzero_si512(); 4];
                     let mut j = 0;
                     while j < wide {
-                        let bytes = _mm512_loadu_si512(row.as_ptr().add(j).cast());
-                        let lo = _mm512_and_si512(bytes, mask);
-                        let hi = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), mask);
+                        let (lo, hi) = unpack4_512(row.as_ptr().add(j));
                         for k in 0..4 {
                             let q_lo = _mm512_loadu_si512(four[k].0.as_ptr().add(j).cast());
                             let q_hi = _mm512_loadu_si512(four[k].1.as_ptr().add(j).cast());
-                            acc[k] = if VNNI {
-                                _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc[k], lo, q_lo), hi, q_hi)
-                            } else {
-                                let pairs =
-                                    _mm512_add_epi16(_mm512_maddubs_epi16(lo, q_lo), _mm512_maddubs_epi16(hi, q_hi));
-                                _mm512_add_epi32(acc[k], _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)))
-                            };
+                            acc[k] = dot4_512::<VNNI>(acc[k], lo, hi, q_lo, q_hi);
                         }
                         j += 64;
                     }
@@ -941,10 +940,40 @@ mod x86 {
     unsafe fn step4_512<const VNNI: bool>(acc: __m512i, bytes: *const u8, q_lo: __m512i, q_hi: __m512i) -> __m512i {
         // SAFETY: the caller's.
         unsafe {
+            let (lo, hi) = unpack4_512(bytes);
+            dot4_512::<VNNI>(acc, lo, hi, q_lo, q_hi)
+        }
+    }
+
+    /// The low and high nibbles of the 64 bytes at `bytes`, one a byte.
+    ///
+    /// # Safety
+    /// 64 bytes must be readable at `bytes`; the CPU must have AVX-512 BW.
+    #[inline(always)]
+    unsafe fn unpack4_512(bytes: *const u8) -> (__m512i, __m512i) {
+        // SAFETY: the caller's.
+        unsafe {
             let mask = _mm512_set1_epi8(0x0F);
             let bytes = _mm512_loadu_si512(bytes.cast());
-            let lo = _mm512_and_si512(bytes, mask);
-            let hi = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), mask);
+            (_mm512_and_si512(bytes, mask), _mm512_and_si512(_mm512_srli_epi16(bytes, 4), mask))
+        }
+    }
+
+    /// `acc` plus the exact sums of unpacked nibbles `lo` and `hi` against the query halves'
+    /// codes, four products to a lane.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 BW (and VNNI when `VNNI`).
+    #[inline(always)]
+    unsafe fn dot4_512<const VNNI: bool>(
+        acc: __m512i,
+        lo: __m512i,
+        hi: __m512i,
+        q_lo: __m512i,
+        q_hi: __m512i,
+    ) -> __m512i {
+        // SAFETY: the caller's.
+        unsafe {
             if VNNI {
                 _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc, lo, q_lo), hi, q_hi)
             } else {

@@ -220,26 +220,15 @@ fn load_after(source: &mut dyn Source, dim: usize, after: i64, cached: &mut User
     Ok(last)
 }
 
-/// Scores `rows` into `out` with `score` (a kernel over some of the rows), on two threads
-/// from [`PARALLEL_ROWS`] rows on while a core is spare ([`parallel::spare_core`]).
+/// Scores `rows` into `out` with `score` (a kernel over some of the rows), split as
+/// [`score_rows_many`] splits.
 fn score_rows(rows: &[u32], out: &mut [f32], score: impl Fn(&[u32], &mut [f32]) + Sync) {
-    if rows.len() >= PARALLEL_ROWS && parallel::cores() > 1 && parallel::spare_core() {
-        let half = rows.len() / 2;
-        let (rows_a, rows_b) = rows.split_at(half);
-        let (out_a, out_b) = out.split_at_mut(half);
-        std::thread::scope(|scope| {
-            scope.spawn(|| {
-                let _working = parallel::working();
-                score(rows_b, out_b)
-            });
-            score(rows_a, out_a);
-        });
-    } else {
-        score(rows, out);
-    }
+    score_rows_many(rows, &mut [out], |rows, outs| score(rows, &mut *outs[0]));
 }
 
-/// [`score_rows`] for several outputs at once (each one slot a row), split the same way.
+/// Scores `rows` into each of `outs` (one slot a row) with `score` (a kernel over some of
+/// the rows), on two threads from [`PARALLEL_ROWS`] rows on while a core is spare
+/// ([`parallel::spare_core`]).
 fn score_rows_many(rows: &[u32], outs: &mut [&mut [f32]], score: impl Fn(&[u32], &mut [&mut [f32]]) + Sync) {
     if rows.len() >= PARALLEL_ROWS && parallel::cores() > 1 && parallel::spare_core() {
         let half = rows.len() / 2;
