@@ -3,7 +3,7 @@
 //! tracked bytes stay within the budget, evictions happen and are counted, an evicted user
 //! reloads, concurrent searches while evicting stay right, a user larger than the budget is
 //! served without being kept, and writes, erasures and archives made while a user is
-//! evicted are seen. The PostgreSQL store keeps the same caches under the same budget:
+//! evicted are seen, as are those made while it stays cached. The PostgreSQL store keeps the same caches under the same budget:
 //! the first of these runs on it too.
 
 use std::path::Path;
@@ -390,4 +390,47 @@ fn postgres_users_beyond_the_budget_get_the_results_of_an_unbounded_store() {
         let c = stats.of(kind);
         assert!(c.evictions > 0 && c.misses >= 2 * users as u64 && c.hits > 0, "{kind:?}: {c:?}");
     }
+}
+
+/// A user kept in the cache the whole time (no budget): each change is followed in place,
+/// and every search after it answers as a fresh handle does. An append, an archive and a
+/// restore each change the rows a status-only filter admits, which the vector cache keeps
+/// built between searches.
+#[test]
+fn changes_to_a_cached_user_are_followed_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cache.db");
+    build(&path, &[60]);
+    let kept = SqliteStore::open_with(&path, StoreOptions { cache_budget: None, ..Default::default() }).unwrap();
+    let writer = SqliteStore::open(&path).unwrap();
+    let fresh = || SqliteStore::open_with(&path, StoreOptions { cache_budget: None, ..Default::default() }).unwrap();
+    let user = scope(0);
+    let mut rng = Rng(5);
+    let dense = |store: &SqliteStore, query: &[f32], include_archived: bool| -> Vec<Hit> {
+        let filter = SearchFilter { include_archived, ..Default::default() };
+        store.dense_search(&user, &model(), query, &filter, 1_000).unwrap()
+    };
+    let memory = new_memory(&mut rng, 0, 500);
+    let vector = memory.embedding.clone().unwrap().1;
+    let ids = |hits: &[Hit]| hits.iter().map(|h| h.id).collect::<Vec<_>>();
+    // Both admitted lists built before any change.
+    let before = (dense(&kept, &vector, false), dense(&kept, &vector, true));
+    assert_eq!(before, (dense(&fresh(), &vector, false), dense(&fresh(), &vector, true)));
+
+    let added = writer.insert(memory).unwrap().id;
+    let now = (dense(&kept, &vector, false), dense(&kept, &vector, true));
+    assert_eq!(now.0[0].id, added, "an appended memory is found at once");
+    assert_eq!(now, (dense(&fresh(), &vector, false), dense(&fresh(), &vector, true)));
+
+    writer.archive(&user, added, "test", t0() + Duration::days(40)).unwrap();
+    let now = (dense(&kept, &vector, false), dense(&kept, &vector, true));
+    assert!(!ids(&now.0).contains(&added), "an archived memory leaves the active search");
+    assert!(ids(&now.1).contains(&added), "and stays in the archive's");
+    assert_eq!(now, (dense(&fresh(), &vector, false), dense(&fresh(), &vector, true)));
+
+    writer.restore(&user, added, t0() + Duration::days(41)).unwrap();
+    let now = (dense(&kept, &vector, false), dense(&kept, &vector, true));
+    assert_eq!(now.0[0].id, added, "a restored memory is active again");
+    assert_eq!(now, (dense(&fresh(), &vector, false), dense(&fresh(), &vector, true)));
+    assert_eq!(kept.cache_stats().vectors.misses, 1, "followed in place, never reloaded");
 }
