@@ -1382,4 +1382,63 @@ mod tests {
             })
             .unwrap();
     }
+    /// Every search asks the caches' freshness question (the user's last row) first: its
+    /// statements must run again as they are for any user, and stay one seek to the user's
+    /// last row however many rows the user has.
+    #[test]
+    fn the_caches_freshness_check_never_compiles_again_and_stays_one_seek() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("m.db")).unwrap();
+        let at = Utc.with_ymd_and_hms(2024, 5, 4, 9, 0, 0).unwrap();
+        let model = crate::EmbeddingModel { id: "m".into(), dim: 4 };
+        let scopes: Vec<Scope> =
+            ["ana", "bo"].iter().map(|u| Scope::user(TenantId::default_tenant(), UserId::new(u).unwrap())).collect();
+        // Ana has 3 rows, Bo 300: a scan of the user's rows would take a hundred times the steps.
+        for (scope, rows) in scopes.iter().zip([3, 300]) {
+            store.ensure_user(&scope.tenant, &scope.user, at).unwrap();
+            let batch = (0..rows)
+                .map(|i| {
+                    let memory =
+                        Memory::fixture(scope, Kind::Note, format!("note {i}"), at + chrono::Duration::minutes(i));
+                    NewMemory { memory, embedding: Some((model.clone(), vec![0.5; 4])) }
+                })
+                .collect();
+            store.insert_many(batch).unwrap();
+        }
+        let kinds = [crate::cache::CacheKind::Vectors, crate::cache::CacheKind::Terms];
+        // The virtual machine steps each statement has run on the store's reader so far.
+        let steps = || -> Vec<i32> {
+            store
+                .read(|conn| {
+                    kinds
+                        .iter()
+                        .map(|k| Ok(conn.prepare_cached(source::max_seq_sql(*k))?.get_status(StatementStatus::VmStep)))
+                        .collect()
+                })
+                .unwrap()
+        };
+        // Alternating users on one reader (the store keeps one while reads do not overlap):
+        // the steps each search took, per statement.
+        let mut per_search = Vec::new();
+        for _ in 0..3 {
+            for scope in &scopes {
+                let before = steps();
+                store.dense_search(scope, &model, &[0.5; 4], &SearchFilter::default(), 3).unwrap();
+                store.lexical_search(scope, &["note".to_string()], &SearchFilter::default(), 3).unwrap();
+                per_search.push(steps().iter().zip(&before).map(|(b, a)| b - a).collect::<Vec<_>>());
+            }
+        }
+        store
+            .read(|conn| {
+                for kind in kinds {
+                    let stmt = conn.prepare_cached(source::max_seq_sql(kind))?;
+                    assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0, "{}", source::max_seq_sql(kind));
+                }
+                Ok(())
+            })
+            .unwrap();
+        // Bo's searches took as many steps as Ana's.
+        assert!(per_search.iter().all(|s| s.iter().all(|&n| n > 0)), "a search did not ask: {per_search:?}");
+        assert!(per_search.windows(2).all(|w| w[0] == w[1]), "steps differ between users: {per_search:?}");
+    }
 }
