@@ -97,8 +97,7 @@ impl Engine {
         let fused = self.feedback(setup, &search, &mut rankings)?;
         let (weight, exchange_weight) = (config.neighbour_weight, config.exchange_neighbour_weight);
         let fused = self.expand_neighbours(&request.scope, &setup.filter, &fused, weight, exchange_weight)?;
-        let seen = std::mem::take(&mut search.seen);
-        let hits = self.select(setup, seen, &rankings, fused)?;
+        let hits = self.select(setup, &rankings, fused)?;
         Ok(Ranked { hits, rankings, vector: search.vector })
     }
 }

@@ -1,13 +1,11 @@
 //! The first searches of a recall: the query (without its time expression) searched
 //! densely and lexically, and searched again without the names of participants it names.
 
-use std::collections::HashMap;
-
-use membank_core::{Memory, MemoryId, text};
+use membank_core::{MemoryId, text};
 use membank_store::{Hit, SearchFilter};
 
 use super::setup::Setup;
-use super::speakers::named_speakers;
+use super::speakers::{SPEAKER, named_among};
 use crate::feedback;
 use crate::{Engine, EngineError};
 
@@ -24,9 +22,6 @@ pub(super) struct Search {
     pub dense: Vec<Hit>,
     /// The lexical candidates, best first.
     pub lexical: Vec<Hit>,
-    /// The rows read to learn the candidates' speakers, kept for selection, which needs
-    /// most of them again.
-    pub seen: HashMap<MemoryId, Memory>,
 }
 
 impl Engine {
@@ -48,7 +43,7 @@ impl Engine {
             }
             None => self.searches(setup, &vector, &terms, &setup.filter)?,
         };
-        Ok(Search { text, vector, terms, dense, lexical, seen: HashMap::new() })
+        Ok(Search { text, vector, terms, dense, lexical })
     }
 
     /// A participant named in the query is found by the speaker boost; searched for, the
@@ -65,8 +60,11 @@ impl Engine {
             .chain(search.lexical.iter().take(feedback::SPEAKER_PROBE))
             .map(|h| h.id)
             .collect();
-        search.seen = self.store.get_many(&setup.request.scope, &probe)?.into_iter().map(|m| (m.id, m)).collect();
-        let named = named_speakers(&setup.request.query, search.seen.values());
+        // Only their speakers are read: selection reads whole rows later, and only those
+        // that can still reach the top k (whole rows here were a tenth of a loaded
+        // server's CPU time).
+        let speakers = self.store.metadata_values(&setup.request.scope, &probe, SPEAKER)?;
+        let named = named_among(&setup.request.query, speakers.iter().map(|(_, speaker)| speaker.as_str()));
         if let Some(stripped) = feedback::without_names(&search.text, &named) {
             search.vector = self.embedder.embed_query(stripped.as_str())?;
             search.terms = text::query_terms(&stripped);

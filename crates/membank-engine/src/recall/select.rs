@@ -19,11 +19,10 @@ use crate::{Engine, EngineError};
 impl Engine {
     /// Reads the fused candidates that can still reach the top k and makes them hits:
     /// their fused score times the speaker and retention factors, best first (equal scores
-    /// keep fusion order). `seen` holds rows already read by the speaker re-query.
+    /// keep fusion order).
     pub(super) fn select(
         &self,
         setup: &Setup,
-        mut seen: HashMap<MemoryId, Memory>,
         rankings: &Rankings,
         fused: Vec<(MemoryId, f64, Option<f64>)>,
     ) -> Result<Vec<RecallHit>, EngineError> {
@@ -51,10 +50,8 @@ impl Engine {
             Status::Superseded => request.include_archived,
             Status::Erased => false,
         };
-        let unread: Vec<MemoryId> = fused_ids.iter().filter(|id| !seen.contains_key(id)).copied().collect();
-        let read = self.store.get_many(&request.scope, &unread)?;
         let memories: HashMap<MemoryId, Memory> =
-            fused_ids.iter().filter_map(|id| seen.remove(id)).chain(read).filter(eligible).map(|m| (m.id, m)).collect();
+            self.store.get_many(&request.scope, &fused_ids)?.into_iter().filter(eligible).map(|m| (m.id, m)).collect();
         let named = if config.speaker_weight > 0.0 {
             named_speakers(&request.query, memories.values())
         } else {

@@ -626,6 +626,55 @@ conformance! {
         assert_eq!(store.counts(&helper).unwrap().active, 1);
     }
 
+    fn metadata_values_read_one_key_of_many_memories(fx: Fixture) {
+        let store = fx.store.as_ref();
+        let (ana, bo) = (scope("ana"), scope("bo"));
+        ensure(store, &ana);
+        ensure(store, &bo);
+        let with = |scope: &Scope, text: &str, minutes: i64, metadata: &[(&str, &str)]| {
+            let mut m = memory(scope, Kind::Turn, text, t0() + Duration::minutes(minutes));
+            m.metadata = metadata.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            plain(store, m)
+        };
+        let caroline = with(&ana, "hi", 0, &[("speaker", "Caroline"), ("mood", "glad")]);
+        let silent = with(&ana, "no speaker", 1, &[("mood", "calm")]);
+        let melanie = with(&ana, "hello", 2, &[("speaker", "Mary Ann \"Mel\" O'Neil; DROP TABLE memories")]);
+        let dotted = with(&ana, "dotted", 3, &[("a.b", "one key"), ("a", "not this")]);
+        let helper = Scope { agent: Some(membank_core::AgentLabel::new("helper").unwrap()), ..ana.clone() };
+        let by_helper = with(&helper, "the helper's", 4, &[("speaker", "Helper")]);
+        let bos = with(&bo, "bo's", 5, &[("speaker", "Bo")]);
+        let unknown = MemoryId::generate(t0());
+        let values = |scope: &Scope, ids: &[MemoryId], key: &str| store.metadata_values(scope, ids, key).unwrap();
+        // In the order asked; memories without the key, of another user, or unknown are skipped.
+        assert_eq!(
+            values(&ana, &[melanie, silent, bos, unknown, caroline, by_helper], "speaker"),
+            [
+                (melanie, "Mary Ann \"Mel\" O'Neil; DROP TABLE memories".to_string()),
+                (caroline, "Caroline".to_string()),
+                (by_helper, "Helper".to_string())
+            ]
+        );
+        assert_eq!(values(&ana, &[caroline, silent], "mood"), [(caroline, "glad".into()), (silent, "calm".into())]);
+        // A key with a dot is one key, not a path.
+        assert_eq!(values(&ana, &[dotted], "a.b"), [(dotted, "one key".to_string())]);
+        assert!(values(&ana, &[dotted], "a[0]").is_empty());
+        // Labels narrow; another user sees nothing of Ana's.
+        assert_eq!(values(&helper, &[caroline, by_helper], "speaker"), [(by_helper, "Helper".to_string())]);
+        assert!(values(&bo, &[caroline, melanie], "speaker").is_empty());
+        assert!(values(&scope("nobody"), &[caroline], "speaker").is_empty());
+        assert!(values(&ana, &[], "speaker").is_empty());
+        // A key that could not be asked as one label is refused, naming the argument.
+        for key in ["", "a\"b", "a\\b"] {
+            match store.metadata_values(&ana, &[caroline], key) {
+                Err(StoreError::Invalid(e)) => assert_eq!(e.field, "key", "{key:?}"),
+                other => panic!("{key:?}: {other:?}"),
+            }
+        }
+        // Many ids at once; an id asked again is answered again.
+        let many: Vec<MemoryId> = std::iter::repeat_n(caroline, 3).chain((0..500).map(|_| unknown)).collect();
+        assert_eq!(values(&ana, &many, "speaker").len(), 3);
+    }
+
     fn lists_filter_page_and_order(fx: Fixture) {
         let store = fx.store.as_ref();
         let ana = scope("ana");
