@@ -33,7 +33,7 @@ pub use forgetting::{
     DecisionMode, DecisionModeName, ForgettingPolicy, ImportanceForm, PolicyKind, RecallMode, retention,
 };
 pub use id::{EventId, MemoryId};
-pub use memory::{Kind, Memory, Source, Status};
+pub use memory::{Kind, Memory, SPEAKER_KEY, Source, Status};
 pub use scope::{AgentLabel, Scope, TenantId, UserId};
 pub use state::{ClockFrom, ForgettingState, Layer, Strength};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

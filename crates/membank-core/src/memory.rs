@@ -109,9 +109,15 @@ pub struct Memory {
     pub superseded_by: Option<MemoryId>,
     /// The memories a derived memory was made from.
     pub derived_from: Vec<MemoryId>,
-    /// Free-form string metadata (import keys, turn ids for evaluation).
+    /// Free-form string metadata (import keys, turn ids for evaluation; who said a turn of
+    /// a group conversation under [`SPEAKER_KEY`]).
     pub metadata: BTreeMap<String, String>,
 }
+
+/// The metadata key naming who said a memory (a participant of a group conversation). The
+/// search caches keep it beside each row, and search hits carry it, so that a recall learns
+/// its candidates' speakers without reading their rows.
+pub const SPEAKER_KEY: &str = "speaker";
 
 impl Memory {
     /// A plain active memory for tests, benchmarks and examples: `content` said by the user

@@ -87,17 +87,6 @@ pub trait Store: Send + Sync {
     fn get(&self, scope: &Scope, id: MemoryId) -> Result<Memory, StoreError>;
     /// The memories of this scope among `ids`, in the order of `ids`; ids of other scopes are skipped.
     fn get_many(&self, scope: &Scope, ids: &[MemoryId]) -> Result<Vec<Memory>, StoreError>;
-    /// The value of metadata key `key` of each memory of this scope among `ids` that has
-    /// it, in the order of `ids` (ids of other scopes, and memories without the key, are
-    /// skipped): one field of many candidates without reading their rows whole (a recall
-    /// asks its first candidates' speakers). A key that is empty or holds `"` or `\` is
-    /// refused.
-    fn metadata_values(
-        &self,
-        scope: &Scope,
-        ids: &[MemoryId],
-        key: &str,
-    ) -> Result<Vec<(MemoryId, String)>, StoreError>;
     /// Memories of this scope, newest first by `occurred_at`, filtered and paged.
     fn list(&self, scope: &Scope, query: &ListQuery) -> Result<Vec<Memory>, StoreError>;
     /// How many memories of this scope are in each status.
@@ -282,17 +271,4 @@ pub trait Store: Send + Sync {
     /// like [`Store::users_due_for_maintenance`]: it returns numbers, never what anyone
     /// remembers.
     fn script_census(&self) -> Result<ScriptCensus, StoreError>;
-}
-
-/// Refuses a metadata key [`Store::metadata_values`] cannot ask for: empty, or holding a
-/// character that would end a JSON path's quoted label (`"` or `\\`).
-pub(crate) fn check_metadata_key(key: &str) -> Result<(), StoreError> {
-    if key.is_empty() || key.contains(['"', '\\']) {
-        return Err(membank_core::InvalidInput::new(
-            "key",
-            format!("a metadata key must be non-empty, without \" or \\: {key:?}"),
-        )
-        .into());
-    }
-    Ok(())
 }

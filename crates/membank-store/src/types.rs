@@ -93,12 +93,15 @@ pub struct Adjacent {
 }
 
 /// A search result: a memory id and its score in that search.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
     /// The memory.
     pub id: MemoryId,
     /// Cosine similarity (dense) or BM25 score (lexical).
     pub score: f64,
+    /// The memory's speaker (its [`membank_core::SPEAKER_KEY`] metadata), if it has one:
+    /// shared with the search cache, so a hit costs no allocation for it.
+    pub speaker: Option<std::sync::Arc<str>>,
 }
 
 /// Filters and paging of a list.

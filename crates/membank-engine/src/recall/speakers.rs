@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use membank_core::{Memory, text};
 
 /// The metadata key naming who said a memory (a participant of a group conversation).
-pub const SPEAKER: &str = "speaker";
+pub const SPEAKER: &str = membank_core::SPEAKER_KEY;
 
 /// A memory's speaker as lowercase index terms (`"Mary Ann"` → `"mary ann"`), if it has one.
 pub(super) fn speaker_of(memory: &Memory) -> Option<String> {

@@ -895,34 +895,6 @@ impl Store for PgStore {
         self.pool.read(|tx| fetch_many(tx, uid, scope, ids))
     }
 
-    fn metadata_values(
-        &self,
-        scope: &Scope,
-        ids: &[MemoryId],
-        key: &str,
-    ) -> Result<Vec<(MemoryId, String)>, StoreError> {
-        crate::check_metadata_key(key)?;
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let uid = scope_uid(scope);
-        let sql = format!(
-            "SELECT m.id, m.metadata ->> $5 FROM memories m WHERE m.uid = $1 AND m.id = ANY($2) {}",
-            label_filter(3)
-        );
-        let (agent, session) = labels(scope);
-        let list: Vec<Uuid> = ids.iter().map(MemoryId::as_uuid).collect();
-        self.pool.read(|tx| {
-            let mut found: HashMap<MemoryId, String> = HashMap::with_capacity(ids.len());
-            for row in tx.query(&sql, &[&uid, &list, &agent, &session, &key])? {
-                if let Some(value) = col::<Option<String>>(&row, 1)? {
-                    found.insert(memory_id(col(&row, 0)?)?, value);
-                }
-            }
-            Ok(ids.iter().filter_map(|id| found.get(id).map(|v| (*id, v.clone()))).collect())
-        })
-    }
-
     fn list(&self, scope: &Scope, query: &ListQuery) -> Result<Vec<Memory>, StoreError> {
         let uid = scope_uid(scope);
         let statuses: Vec<&str> = if query.statuses.is_empty() {

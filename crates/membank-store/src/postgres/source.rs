@@ -39,7 +39,10 @@ pub(super) struct PgSource<'t, 'c> {
     pub uid: Uuid,
 }
 
-/// Reads `seq, id, kind, day, status, agent, session` from columns 0 to 6.
+/// The columns [`meta`] reads, 0 to 7 of a select of memories `m`.
+const META_COLUMNS: &str = "m.seq, m.id, m.kind, m.day, m.status, m.agent, m.session, m.metadata ->> 'speaker'";
+
+/// Reads `seq, id, kind, day, status, agent, session, speaker` from columns 0 to 7.
 fn meta(row: &postgres::Row) -> Result<RowMeta, StoreError> {
     Ok(RowMeta {
         seq: col(row, 0)?,
@@ -49,6 +52,7 @@ fn meta(row: &postgres::Row) -> Result<RowMeta, StoreError> {
         status: parse("status", col(row, 4)?)?,
         agent: col::<Option<String>>(row, 5)?.map(Into::into),
         session: col::<Option<String>>(row, 6)?.map(Into::into),
+        speaker: col::<Option<&str>>(row, 7)?.map(Into::into),
     })
 }
 
@@ -72,15 +76,14 @@ impl Source for PgSource<'_, '_> {
 
     fn vectors_after(&mut self, after: i64, dim: usize, each: &mut VectorSink<'_>) -> Result<(), StoreError> {
         let params: [&(dyn postgres::types::ToSql + Sync); 2] = [&self.uid, &after];
-        let mut rows = self.tx.query_iter(
-            "SELECT e.seq, m.id, m.kind, m.day, m.status, m.agent, m.session, e.vector
-             FROM embeddings e JOIN memories m ON m.uid = e.uid AND m.seq = e.seq
-             WHERE e.uid = $1 AND e.seq > $2 ORDER BY e.seq",
-            &params,
-        )?;
+        let sql = format!(
+            "SELECT {META_COLUMNS}, e.vector FROM embeddings e JOIN memories m ON m.uid = e.uid AND m.seq = e.seq
+             WHERE e.uid = $1 AND e.seq > $2 ORDER BY e.seq"
+        );
+        let mut rows = self.tx.query_iter(&sql, &params)?;
         while let Some(row) = rows.next().map_err(PgError::from)? {
             let entry = meta(&row)?;
-            let Vector(vector) = col(&row, 7)?;
+            let Vector(vector) = col(&row, 8)?;
             if vector.len() != dim {
                 return Err(StoreError::Corrupt(format!(
                     "vector of memory row {} has {} dimensions, the store {dim}",
@@ -95,15 +98,15 @@ impl Source for PgSource<'_, '_> {
 
     fn texts_after(&mut self, after: i64, each: &mut TextSink<'_>) -> Result<(), StoreError> {
         let params: [&(dyn postgres::types::ToSql + Sync); 2] = [&self.uid, &after];
-        let mut rows = self.tx.query_iter(
-            "SELECT seq, id, kind, day, status, agent, session, content, user_text, assistant_text
-             FROM memories WHERE uid = $1 AND seq > $2 ORDER BY seq",
-            &params,
-        )?;
+        let sql = format!(
+            "SELECT {META_COLUMNS}, m.content, m.user_text, m.assistant_text
+             FROM memories m WHERE m.uid = $1 AND m.seq > $2 ORDER BY m.seq"
+        );
+        let mut rows = self.tx.query_iter(&sql, &params)?;
         while let Some(row) = rows.next().map_err(PgError::from)? {
             let entry = meta(&row)?;
             let (content, user_text, assistant_text): (Option<&str>, Option<&str>, Option<&str>) =
-                (col(&row, 7)?, col(&row, 8)?, col(&row, 9)?);
+                (col(&row, 8)?, col(&row, 9)?, col(&row, 10)?);
             each(entry, content, user_text, assistant_text)?;
         }
         Ok(())

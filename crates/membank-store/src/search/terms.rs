@@ -22,7 +22,7 @@ use std::collections::HashMap;
 
 use membank_core::Status;
 
-use super::usercache::{Labels, RowMeta, UserCache, UserRows, status_only};
+use super::usercache::{Labels, RowMeta, Speakers, UserCache, UserRows, status_only};
 use super::{Source, for_each_body_term};
 use crate::StoreError;
 use crate::cache::{CacheKind, allocation, reserve_rows};
@@ -54,6 +54,8 @@ pub(crate) struct UserTerms {
     label_bytes: usize,
     term_bytes: usize,
     posting_bytes: usize,
+    /// The documents' distinct speakers (counted in `label_bytes` as they come).
+    speakers: Speakers,
 }
 
 /// All cached users' lexical indexes of one store.
@@ -97,7 +99,7 @@ impl UserRows for UserTerms {
         // Reused across documents: the term being cut, and the document's term indexes.
         let mut buffer = String::new();
         let mut doc_terms: Vec<u32> = Vec::new();
-        source.texts_after(after, &mut |meta, content, user_text, assistant_text| {
+        source.texts_after(after, &mut |mut meta, content, user_text, assistant_text| {
             last = meta.seq;
             if meta.status == Status::Erased {
                 return Ok(());
@@ -128,7 +130,9 @@ impl UserRows for UserTerms {
                 postings.push((doc, run.len() as u32));
                 self.posting_bytes += posting_allocation(postings) - before;
             }
-            self.label_bytes += meta.label_bytes();
+            let (speaker, speaker_bytes) = self.speakers.intern(meta.speaker.take());
+            meta.speaker = speaker;
+            self.label_bytes += meta.label_bytes() + speaker_bytes;
             reserve_rows(&mut self.statuses, 1, appending);
             self.statuses.push(meta.status);
             reserve_rows(&mut self.docs, 1, appending);
@@ -148,6 +152,7 @@ impl UserRows for UserTerms {
         self.docs.capacity() * std::mem::size_of::<RowMeta>()
             + self.statuses.capacity()
             + self.label_bytes
+            + self.speakers.table_bytes()
             + table
             + self.term_bytes
             + self.postings.capacity() * std::mem::size_of::<Vec<(u32, u32)>>()
@@ -303,7 +308,14 @@ fn rank(cached: &UserTerms, terms: &[String], filter: &SearchFilter, labels: &La
     }
     let ranked = best.into_sorted_vec();
     give_scores(scores, &touched);
-    ranked.into_iter().map(|Ranked(score, doc)| Hit { id: cached.docs[doc as usize].id, score }).collect()
+    ranked
+        .into_iter()
+        .map(|Ranked(score, doc)| Hit {
+            id: cached.docs[doc as usize].id,
+            score,
+            speaker: cached.docs[doc as usize].speaker.clone(),
+        })
+        .collect()
 }
 
 /// [`rank`] computed plainly (every match collected, then selected and sorted): the
@@ -341,7 +353,14 @@ fn rank_plainly(
         ranked.truncate(limit);
     }
     ranked.sort_by(by_score);
-    ranked.into_iter().map(|(score, doc)| Hit { id: cached.docs[doc as usize].id, score }).collect()
+    ranked
+        .into_iter()
+        .map(|(score, doc)| Hit {
+            id: cached.docs[doc as usize].id,
+            score,
+            speaker: cached.docs[doc as usize].speaker.clone(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -379,6 +398,7 @@ mod tests {
                 status,
                 agent: None,
                 session: None,
+                speaker: None,
             });
             cached.statuses.push(status);
             cached.lens.push(words.len() as u32);

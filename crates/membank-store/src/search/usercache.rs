@@ -63,6 +63,36 @@ pub(crate) struct RowMeta {
     pub status: Status,
     pub agent: Option<Box<str>>,
     pub session: Option<Box<str>>,
+    /// Its [`membank_core::SPEAKER_KEY`] metadata, one allocation per distinct speaker of
+    /// the user ([`Speakers`]). Metadata changes only when a memory is erased, which
+    /// reloads the user whole, so a cached speaker never goes stale.
+    pub speaker: Option<Arc<str>>,
+}
+
+/// The distinct speakers of one user's cached rows: each row's speaker points into this
+/// set, so a user whose 100k turns were said by two people holds two strings.
+#[derive(Default)]
+pub(crate) struct Speakers {
+    names: std::collections::HashSet<Arc<str>>,
+}
+
+impl Speakers {
+    /// The shared copy of `speaker` (added to the set if new) and the heap bytes this added.
+    pub(crate) fn intern(&mut self, speaker: Option<Arc<str>>) -> (Option<Arc<str>>, usize) {
+        let Some(speaker) = speaker else { return (None, 0) };
+        if let Some(shared) = self.names.get(&*speaker) {
+            return (Some(shared.clone()), 0);
+        }
+        self.names.insert(speaker.clone());
+        // The string with Arc's two counters.
+        (Some(speaker.clone()), allocation(speaker.len() + 16))
+    }
+
+    /// The heap bytes of the set's table, a pointer and a length and a control byte a slot
+    /// (its strings are counted as they were added).
+    pub(crate) fn table_bytes(&self) -> usize {
+        self.names.capacity() * 17
+    }
 }
 
 impl RowMeta {

@@ -46,7 +46,7 @@ use membank_core::Status;
 
 use super::Source;
 use super::batch::{ScanBatcher, ScanKey};
-use super::usercache::{Labels, RowMeta, UserCache, UserRows, status_only};
+use super::usercache::{Labels, RowMeta, Speakers, UserCache, UserRows, status_only};
 use crate::cache::{CacheKind, DenseScreen, FOUR_BIT_ROWS, reserve_rows};
 use crate::types::{Hit, SearchFilter};
 use crate::{StoreError, kernels, parallel};
@@ -70,8 +70,10 @@ pub(crate) struct UserVectors {
     /// Each entry's status again, one byte a row: the admission of a search with no other
     /// filter reads these instead of the entries (64 bytes a row).
     statuses: Vec<Status>,
-    /// Heap bytes of the entries' label strings.
+    /// Heap bytes of the entries' label strings (speakers counted once each).
     label_bytes: usize,
+    /// The entries' distinct speakers.
+    speakers: Speakers,
     /// Where searches of these rows running at the same time share their 4-bit pass.
     batcher: ScanBatcher,
     /// The rows a search admits when only their status decides ([`status_only`]): without
@@ -142,6 +144,7 @@ impl UserRows for UserVectors {
     fn heap_bytes(&self) -> usize {
         self.entries.capacity() * std::mem::size_of::<RowMeta>()
             + self.label_bytes
+            + self.speakers.table_bytes()
             + self.data.capacity() * std::mem::size_of::<f32>()
             + self.codes.capacity()
             + self.scales.capacity() * std::mem::size_of::<f32>()
@@ -185,7 +188,7 @@ fn load_after(source: &mut dyn Source, dim: usize, after: i64, cached: &mut User
             cached.scales4.reserve_exact(n);
         }
     }
-    source.vectors_after(after, dim, &mut |entry, vector| {
+    source.vectors_after(after, dim, &mut |mut entry, vector| {
         if vector.len() != dim {
             return Err(StoreError::Corrupt(format!(
                 "vector of memory row {} has {} dimensions, the store {dim}",
@@ -194,7 +197,9 @@ fn load_after(source: &mut dyn Source, dim: usize, after: i64, cached: &mut User
             )));
         }
         last = entry.seq;
-        cached.label_bytes += entry.label_bytes();
+        let (speaker, speaker_bytes) = cached.speakers.intern(entry.speaker.take());
+        entry.speaker = speaker;
+        cached.label_bytes += entry.label_bytes() + speaker_bytes;
         reserve_rows(&mut cached.entries, 1, appending);
         reserve_rows(&mut cached.statuses, 1, appending);
         cached.statuses.push(entry.status);
@@ -516,7 +521,14 @@ fn admitted<'a>(cached: &'a UserVectors, filter: &SearchFilter, labels: &Labels<
 }
 
 fn hits(cached: &UserVectors, scored: Vec<(f32, usize)>) -> Vec<Hit> {
-    scored.into_iter().map(|(score, index)| Hit { id: cached.entries[index].id, score: f64::from(score) }).collect()
+    scored
+        .into_iter()
+        .map(|(score, index)| Hit {
+            id: cached.entries[index].id,
+            score: f64::from(score),
+            speaker: cached.entries[index].speaker.clone(),
+        })
+        .collect()
 }
 
 /// A group of rows to rank: which of the scanned rows belong to it (`None`: all of them),
@@ -637,6 +649,7 @@ mod tests_support {
                 status,
                 agent: None,
                 session: None,
+                speaker: None,
             });
         }
         cached

@@ -436,19 +436,6 @@ fn get_many_sql() -> &'static str {
     &SQL
 }
 
-/// The text at JSON path `:path` of the metadata of the memories of a JSON array of ids
-/// `:ids`, of the user `:user`, in the scope's labels: what `get_many` reads, without the
-/// rest of each row (nor the owner's names, which `get_many` joins in).
-fn metadata_values_sql() -> &'static str {
-    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        format!(
-            "SELECT m.id, m.metadata ->> :path FROM json_each(:ids) j CROSS JOIN memories m ON m.id = j.value
-             WHERE {SAME_USER} {LABEL_FILTER}"
-        )
-    });
-    &SQL
-}
-
 fn fetch_one(conn: &Connection, user: i64, scope: &Scope, id: MemoryId) -> Result<(i64, Memory), StoreError> {
     conn.prepare_cached(fetch_one_sql())?
         .query_row(
@@ -682,41 +669,6 @@ impl Store for SqliteStore {
                 found.insert(memory.id, memory);
             }
             Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
-        })
-    }
-
-    fn metadata_values(
-        &self,
-        scope: &Scope,
-        ids: &[MemoryId],
-        key: &str,
-    ) -> Result<Vec<(MemoryId, String)>, StoreError> {
-        crate::check_metadata_key(key)?;
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.read(|conn| {
-            let Some((user, _)) = user_row(conn, &scope.tenant, &scope.user)? else { return Ok(Vec::new()) };
-            let list = serde_json::to_string(&ids.iter().map(|id| id.to_string()).collect::<Vec<_>>()).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            // A quoted label: a key with dots or brackets is one key, not a path.
-            let path = format!("$.\"{key}\"");
-            let mut stmt = conn.prepare_cached(metadata_values_sql())?;
-            let mut rows = stmt.query(rusqlite::named_params! { ":path": path, ":ids": list, ":user": user, ":agent": scope.agent.as_ref().map(|a| a.as_str()), ":session": scope.session.as_ref().map(|s| s.as_str()) })?;
-            let mut found: std::collections::HashMap<MemoryId, String> = std::collections::HashMap::with_capacity(ids.len());
-            while let Some(row) = rows.next()? {
-                let id = row.get_ref(0)?.as_str().ok().and_then(|t| t.parse::<MemoryId>().ok());
-                let id = id.ok_or_else(|| StoreError::Corrupt("bad memory id in metadata_values".into()))?;
-                // Metadata values are strings; a value stored otherwise (by hand) is read as its text.
-                let value = match row.get_ref(1)? {
-                    rusqlite::types::ValueRef::Null => continue,
-                    rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
-                    rusqlite::types::ValueRef::Integer(i) => i.to_string(),
-                    rusqlite::types::ValueRef::Real(r) => r.to_string(),
-                    rusqlite::types::ValueRef::Blob(_) => return Err(StoreError::Corrupt(format!("metadata of {id} is not text"))),
-                };
-                found.insert(id, value);
-            }
-            Ok(ids.iter().filter_map(|id| found.get(id).map(|v| (*id, v.clone()))).collect())
         })
     }
 

@@ -15,7 +15,10 @@ pub(super) struct SqliteSource<'c> {
     pub user_row: i64,
 }
 
-/// Reads `seq, id, kind, day, status, agent, session` from columns 0 to 6.
+/// The columns [`meta`] reads, 0 to 7 of a select of memories `m`.
+const META_COLUMNS: &str = "m.seq, m.id, m.kind, m.day, m.status, m.agent, m.session, m.metadata ->> '$.\"speaker\"'";
+
+/// Reads `seq, id, kind, day, status, agent, session, speaker` from columns 0 to 7.
 fn meta(row: &Row<'_>) -> Result<RowMeta, StoreError> {
     let seq: i64 = row.get(0)?;
     let bad = |what: &str| StoreError::Corrupt(format!("bad {what} in row {seq}"));
@@ -30,6 +33,14 @@ fn meta(row: &Row<'_>) -> Result<RowMeta, StoreError> {
         status: text(4)?.parse().map_err(|_| bad("status"))?,
         agent: row.get::<_, Option<String>>(5)?.map(Into::into),
         session: row.get::<_, Option<String>>(6)?.map(Into::into),
+        // Metadata values are strings; one stored otherwise (by hand) is read as its text.
+        speaker: match row.get_ref(7)? {
+            rusqlite::types::ValueRef::Null => None,
+            rusqlite::types::ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into()),
+            rusqlite::types::ValueRef::Integer(i) => Some(i.to_string().into()),
+            rusqlite::types::ValueRef::Real(r) => Some(r.to_string().into()),
+            rusqlite::types::ValueRef::Blob(_) => return Err(bad("speaker")),
+        },
     })
 }
 
@@ -61,19 +72,21 @@ impl Source for SqliteSource<'_> {
     }
 
     fn vectors_after(&mut self, after: i64, dim: usize, each: &mut VectorSink<'_>) -> Result<(), StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT e.memory_seq, m.id, m.kind, m.day, m.status, m.agent, m.session, e.dim, e.vector
-             FROM embeddings e JOIN memories m ON m.seq = e.memory_seq
-             WHERE e.user_row = ?1 AND e.memory_seq > ?2 ORDER BY e.memory_seq",
-        )?;
+        static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            format!(
+                "SELECT {META_COLUMNS}, e.dim, e.vector FROM embeddings e JOIN memories m ON m.seq = e.memory_seq
+                 WHERE e.user_row = ?1 AND e.memory_seq > ?2 ORDER BY e.memory_seq"
+            )
+        });
+        let mut stmt = self.conn.prepare_cached(&SQL)?;
         let mut rows = stmt.query(params![self.user_row, after])?;
         let mut vector = Vec::with_capacity(dim);
         while let Some(row) = rows.next()? {
             let entry = meta(row)?;
             let seq = entry.seq;
-            let row_dim: i64 = row.get(7)?;
+            let row_dim: i64 = row.get(8)?;
             let blob =
-                row.get_ref(8)?.as_blob().map_err(|e| StoreError::Corrupt(format!("vector of row {seq}: {e}")))?;
+                row.get_ref(9)?.as_blob().map_err(|e| StoreError::Corrupt(format!("vector of row {seq}: {e}")))?;
             if row_dim as usize != dim || blob.len() != dim * 4 {
                 return Err(StoreError::Corrupt(format!(
                     "vector of memory row {seq} has {row_dim} dimensions, the store {dim}"
@@ -87,17 +100,20 @@ impl Source for SqliteSource<'_> {
     }
 
     fn texts_after(&mut self, after: i64, each: &mut TextSink<'_>) -> Result<(), StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT seq, id, kind, day, status, agent, session, content, user_text, assistant_text
-             FROM memories WHERE user_row = ?1 AND seq > ?2 ORDER BY seq",
-        )?;
+        static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            format!(
+                "SELECT {META_COLUMNS}, m.content, m.user_text, m.assistant_text
+                 FROM memories m WHERE m.user_row = ?1 AND m.seq > ?2 ORDER BY m.seq"
+            )
+        });
+        let mut stmt = self.conn.prepare_cached(&SQL)?;
         let mut rows = stmt.query(params![self.user_row, after])?;
         while let Some(row) = rows.next()? {
             let entry = meta(row)?;
             let text = |col: usize| -> Result<Option<&str>, StoreError> {
                 row.get_ref(col)?.as_str_or_null().map_err(|e| StoreError::Corrupt(e.to_string()))
             };
-            each(entry, text(7)?, text(8)?, text(9)?)?;
+            each(entry, text(8)?, text(9)?, text(10)?)?;
         }
         Ok(())
     }

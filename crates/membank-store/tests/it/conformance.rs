@@ -626,53 +626,53 @@ conformance! {
         assert_eq!(store.counts(&helper).unwrap().active, 1);
     }
 
-    fn metadata_values_read_one_key_of_many_memories(fx: Fixture) {
+    fn search_hits_carry_their_memories_speakers(fx: Fixture) {
         let store = fx.store.as_ref();
-        let (ana, bo) = (scope("ana"), scope("bo"));
+        let ana = scope("ana");
         ensure(store, &ana);
-        ensure(store, &bo);
-        let with = |scope: &Scope, text: &str, minutes: i64, metadata: &[(&str, &str)]| {
-            let mut m = memory(scope, Kind::Turn, text, t0() + Duration::minutes(minutes));
-            m.metadata = metadata.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-            plain(store, m)
-        };
-        let caroline = with(&ana, "hi", 0, &[("speaker", "Caroline"), ("mood", "glad")]);
-        let silent = with(&ana, "no speaker", 1, &[("mood", "calm")]);
-        let melanie = with(&ana, "hello", 2, &[("speaker", "Mary Ann \"Mel\" O'Neil; DROP TABLE memories")]);
-        let dotted = with(&ana, "dotted", 3, &[("a.b", "one key"), ("a", "not this")]);
-        let helper = Scope { agent: Some(membank_core::AgentLabel::new("helper").unwrap()), ..ana.clone() };
-        let by_helper = with(&helper, "the helper's", 4, &[("speaker", "Helper")]);
-        let bos = with(&bo, "bo's", 5, &[("speaker", "Bo")]);
-        let unknown = MemoryId::generate(t0());
-        let values = |scope: &Scope, ids: &[MemoryId], key: &str| store.metadata_values(scope, ids, key).unwrap();
-        // In the order asked; memories without the key, of another user, or unknown are skipped.
-        assert_eq!(
-            values(&ana, &[melanie, silent, bos, unknown, caroline, by_helper], "speaker"),
-            [
-                (melanie, "Mary Ann \"Mel\" O'Neil; DROP TABLE memories".to_string()),
-                (caroline, "Caroline".to_string()),
-                (by_helper, "Helper".to_string())
-            ]
-        );
-        assert_eq!(values(&ana, &[caroline, silent], "mood"), [(caroline, "glad".into()), (silent, "calm".into())]);
-        // A key with a dot is one key, not a path.
-        assert_eq!(values(&ana, &[dotted], "a.b"), [(dotted, "one key".to_string())]);
-        assert!(values(&ana, &[dotted], "a[0]").is_empty());
-        // Labels narrow; another user sees nothing of Ana's.
-        assert_eq!(values(&helper, &[caroline, by_helper], "speaker"), [(by_helper, "Helper".to_string())]);
-        assert!(values(&bo, &[caroline, melanie], "speaker").is_empty());
-        assert!(values(&scope("nobody"), &[caroline], "speaker").is_empty());
-        assert!(values(&ana, &[], "speaker").is_empty());
-        // A key that could not be asked as one label is refused, naming the argument.
-        for key in ["", "a\"b", "a\\b"] {
-            match store.metadata_values(&ana, &[caroline], key) {
-                Err(StoreError::Invalid(e)) => assert_eq!(e.field, "key", "{key:?}"),
-                other => panic!("{key:?}: {other:?}"),
+        let said = |text: &str, minutes: i64, speaker: Option<&str>, seed: u64| {
+            let mut m = memory(&ana, Kind::Turn, text, t0() + Duration::minutes(minutes));
+            if let Some(speaker) = speaker {
+                m.metadata.insert(membank_core::SPEAKER_KEY.to_string(), speaker.to_string());
             }
-        }
-        // Many ids at once; an id asked again is answered again.
-        let many: Vec<MemoryId> = std::iter::repeat_n(caroline, 3).chain((0..500).map(|_| unknown)).collect();
-        assert_eq!(values(&ana, &many, "speaker").len(), 3);
+            m.metadata.insert("mood".into(), "glad".into());
+            store.insert(NewMemory { memory: m, embedding: Some((model(), unit(seed))) }).unwrap().id
+        };
+        let hostile = "Mary \"Mel\" O'Neil'); DROP TABLE memories; --";
+        let caroline = said("violin with caroline", 0, Some("Caroline"), 1);
+        let nobody = said("violin alone", 1, None, 2);
+        let mel = said("violin with mel", 2, Some(hostile), 3);
+        let speakers = |hits: Vec<membank_store::Hit>| -> BTreeMap<MemoryId, Option<String>> {
+            hits.into_iter().map(|h| (h.id, h.speaker.map(|s| s.to_string()))).collect()
+        };
+        let expected: BTreeMap<MemoryId, Option<String>> =
+            [(caroline, Some("Caroline".to_string())), (nobody, None), (mel, Some(hostile.to_string()))].into();
+        let terms = membank_core::text::query_terms("violin");
+        assert_eq!(speakers(store.dense_search(&ana, &model(), &unit(1), &SearchFilter::default(), 10).unwrap()), expected);
+        assert_eq!(speakers(store.lexical_search(&ana, &terms, &SearchFilter::default(), 10).unwrap()), expected);
+        // Rows added after the caches loaded carry theirs too; another Caroline line shares
+        // the cached name.
+        let again = said("violin again with caroline", 3, Some("Caroline"), 4);
+        let dense = store.dense_search(&ana, &model(), &unit(4), &SearchFilter::default(), 10).unwrap();
+        let of = |id: MemoryId| dense.iter().find(|h| h.id == id).and_then(|h| h.speaker.clone()).unwrap();
+        assert_eq!(&*of(again), "Caroline");
+        assert!(std::sync::Arc::ptr_eq(&of(again), &of(caroline)), "one cached string per speaker");
+        // Erasure empties the metadata: an erased memory is never a hit, and the others keep theirs.
+        store.erase(&ana, caroline, t0()).unwrap();
+        let (_, wide) = store.dense_search_tiers(&ana, &model(), &unit(1), &SearchFilter::default(), 10, 10).unwrap();
+        let wide: BTreeMap<MemoryId, Option<String>> =
+            wide.into_iter().map(|(h, _)| (h.id, h.speaker.map(|s| s.to_string()))).collect();
+        assert_eq!(
+            wide,
+            [(nobody, None), (mel, Some(hostile.to_string())), (again, Some("Caroline".to_string()))].into()
+        );
+        assert_eq!(speakers(store.lexical_search(&ana, &terms, &SearchFilter::default(), 10).unwrap()).len(), 3);
+        // A second handle (another process) loads the same speakers from the database.
+        let other = fx.open_other();
+        assert_eq!(
+            speakers(other.lexical_search(&ana, &terms, &SearchFilter::default(), 10).unwrap()),
+            [(nobody, None), (mel, Some(hostile.to_string())), (again, Some("Caroline".to_string()))].into()
+        );
     }
 
     fn lists_filter_page_and_order(fx: Fixture) {
@@ -750,7 +750,7 @@ conformance! {
                 assert_eq!(active, store.dense_search(&ana, &model(), &query, &filter, limit).unwrap(), "{filter:?} {limit}/{wide}");
                 let audit = SearchFilter { include_archived: true, ..filter.clone() };
                 let expected = store.dense_search(&ana, &model(), &query, &audit, wide).unwrap();
-                assert_eq!(tiers.iter().map(|(h, _)| *h).collect::<Vec<_>>(), expected, "{filter:?} {limit}/{wide}");
+                assert_eq!(tiers.iter().map(|(h, _)| h.clone()).collect::<Vec<_>>(), expected, "{filter:?} {limit}/{wide}");
                 let got: Vec<MemoryId> = tiers.iter().map(|(h, _)| h.id).collect();
                 let rows = store.get_many(&ana, &got).unwrap();
                 for (hit, status) in &tiers {
