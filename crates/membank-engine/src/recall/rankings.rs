@@ -8,6 +8,7 @@
 //! a hit's [`super::types::ScoreParts`] are read off its record.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use membank_core::MemoryId;
 use membank_core::fusion::{rank_share, reciprocal_rank_fusion};
@@ -63,6 +64,9 @@ pub(super) struct Rankings {
     /// The dense ranking of the query moved towards the first results.
     feedback: Option<Ranking>,
     candidates: HashMap<MemoryId, Candidate>,
+    /// The speaker each candidate's hit carried (`None`: it has none), for every candidate
+    /// a search found; a candidate added otherwise (a neighbour) has no entry.
+    speakers: HashMap<MemoryId, Option<Arc<str>>>,
 }
 
 impl Rankings {
@@ -79,7 +83,7 @@ impl Rankings {
             candidate.lexical_rank = Some(i + 1);
             candidate.bm25 = Some(hit.score);
         }
-        Self {
+        let mut rankings = Self {
             rrf_k: config.rrf_k,
             dense: Ranking::of(dense, config.dense_weight),
             lexical: Ranking::of(lexical, config.lexical_weight),
@@ -87,7 +91,24 @@ impl Rankings {
             rewrites: Vec::new(),
             feedback: None,
             candidates,
+            speakers: HashMap::new(),
+        };
+        rankings.note_speakers(dense);
+        rankings.note_speakers(lexical);
+        rankings
+    }
+
+    /// Records the speakers `hits` carry.
+    fn note_speakers(&mut self, hits: &[Hit]) {
+        for hit in hits {
+            self.speakers.entry(hit.id).or_insert_with(|| hit.speaker.clone());
         }
+    }
+
+    /// A candidate's speaker as its hit carried it: `Some(None)` for a memory without one,
+    /// `None` when no search found it (its speaker is not known before its row is read).
+    pub fn speaker(&self, id: &MemoryId) -> Option<Option<&str>> {
+        self.speakers.get(id).map(|speaker| speaker.as_deref())
     }
 
     /// Adds the dense and lexical rankings restricted to the query's days. Their scores
@@ -106,6 +127,8 @@ impl Rankings {
         for hit in lexical {
             self.candidates.entry(hit.id).or_default().bm25 = Some(hit.score);
         }
+        self.note_speakers(dense);
+        self.note_speakers(lexical);
     }
 
     /// Adds the dense and lexical rankings of one rewritten query.
@@ -128,6 +151,7 @@ impl Rankings {
 
     /// A second-stage ranking, its shares credited to its candidates' `feedback`.
     fn second_stage(&mut self, hits: &[Hit], weight: f64) -> Ranking {
+        self.note_speakers(hits);
         let ranking = Ranking::of(hits, weight);
         for (i, id) in ranking.ids.iter().enumerate() {
             self.candidates.entry(*id).or_default().feedback += rank_share(weight, self.rrf_k, i + 1);

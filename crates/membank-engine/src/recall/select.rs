@@ -10,7 +10,7 @@ use membank_core::{Memory, MemoryId, Status};
 
 use super::rankings::Rankings;
 use super::setup::Setup;
-use super::speakers::{named_speakers, speaker_of};
+use super::speakers::{named_among, named_speakers, speaker_name, speaker_of};
 use super::time::QueryTime;
 use super::types::{RecallHit, ScoreParts};
 use crate::feedback;
@@ -30,17 +30,44 @@ impl Engine {
         let weight = setup.weight_by_retention;
         let policy = &self.config.forgetting;
         // Read only the rows that can still reach the top k (a 100k-memory recall spent 6 ms
-        // reading every candidate). Without retention weighting, scores only grow, by the
-        // speaker boost's factor at most, and the k best fused scores stay at least the
-        // k-th one: a candidate below that score divided by the factor can never enter.
-        let needed = if weight || config.day_diversity > 0.0 || fused.len() <= request.k {
-            fused.len()
+        // reading every candidate). Without retention weighting, a score changes only by
+        // its speaker factor: known for a candidate a search found (its hit carried its
+        // speaker), between 1 and the boost for one that is not known yet. The k-th best of
+        // the scores at their least is at most the final k-th best, so a candidate whose
+        // score at its most is below it can never enter.
+        let fused_ids: Vec<MemoryId> = if weight || config.day_diversity > 0.0 || fused.len() <= request.k {
+            fused.iter().map(|(id, _, _)| *id).collect()
         } else {
-            let kth = fused[request.k - 1].1;
-            let factor = 1.0 + config.speaker_weight.max(0.0);
-            fused.iter().take_while(|(_, score, _)| score * factor >= kth).count()
+            // The boost applies only when positive (as below, where it is given).
+            let boost = 1.0 + config.speaker_weight.max(0.0);
+            let named = if boost > 1.0 {
+                named_among(&request.query, fused.iter().filter_map(|(id, _, _)| rankings.speaker(id).flatten()))
+            } else {
+                HashSet::new()
+            };
+            let factors = |id: &MemoryId| match rankings.speaker(id) {
+                Some(speaker) => {
+                    let factor = if speaker.and_then(speaker_name).is_some_and(|name| named.contains(&name)) {
+                        boost
+                    } else {
+                        1.0
+                    };
+                    (factor, factor)
+                }
+                None => (1.0, boost),
+            };
+            let bounds: Vec<(f64, f64)> = fused
+                .iter()
+                .map(|(id, score, _)| {
+                    let (low, high) = factors(id);
+                    (score * low, score * high)
+                })
+                .collect();
+            let mut lowest: Vec<f64> = bounds.iter().map(|(low, _)| *low).collect();
+            let (_, kth, _) = lowest.select_nth_unstable_by(request.k - 1, |a, b| b.total_cmp(a));
+            let kth = *kth;
+            fused.iter().zip(&bounds).filter(|(_, (_, high))| *high >= kth).map(|((id, _, _), _)| *id).collect()
         };
-        let fused_ids: Vec<MemoryId> = fused.iter().take(needed).map(|(id, _, _)| *id).collect();
         // The searches read earlier snapshots than this: a memory archived or erased since
         // is dropped here (and re-checked once more by the recall's write).
         // Reminiscence admits archived memories, never superseded ones.

@@ -13,7 +13,7 @@ pub(super) fn speaker_of(memory: &Memory) -> Option<String> {
 }
 
 /// A speaker metadata value as lowercase index terms, if it has any.
-fn speaker_name(value: &str) -> Option<String> {
+pub(super) fn speaker_name(value: &str) -> Option<String> {
     let name = text::terms(value).join(" ");
     (!name.is_empty()).then_some(name)
 }

@@ -583,3 +583,54 @@ fn a_date_question_searches_no_function_words() {
     assert!(hit(climbing.id).lexical.is_some());
     assert!(hit(shelf.id).lexical.is_none());
 }
+
+/// Selection reads only the candidates that can still reach the top k, bounding each
+/// one's speaker factor by what its hit carried: a recall of k returns exactly what a
+/// recall that reads every candidate returns (ids, scores and order), with speakers named
+/// or not, a boost or a penalty (which the engine does not apply), and neighbours that no
+/// search found (whose speakers are not known before their rows are read). The recall that
+/// reads every candidate weighs by retention, which is exactly 1 for pinned memories.
+#[test]
+fn reading_only_the_rows_that_can_reach_the_top_k_returns_what_reading_all_returns() {
+    let words = ["tea", "puppy", "violin", "garden", "lemon", "shelter", "marathon", "kitten", "noon", "river"];
+    let speakers = [Some("Ann"), Some("Mary Jo"), Some("Bo"), None];
+    for speaker_weight in [0.5, 3.0, -0.5] {
+        let mut config = membank_engine::EngineConfig::default();
+        config.recall.speaker_weight = speaker_weight;
+        // Few first-stage candidates, so that neighbours no search found come in too.
+        config.recall.candidates = 12;
+        let w = crate::world_with(config);
+        for i in 0..90usize {
+            let text = format!("{} and {} with {}", words[i % 10], words[(i * 7 + 3) % 10], words[(i * 3 + 1) % 10]);
+            let memory = match speakers[i % 4] {
+                Some(speaker) => note_by(&w, "conv", speaker, &text),
+                None => w.turn("conv", &text),
+            };
+            assert_eq!(memory.metadata.get("speaker").map(String::as_str), speakers[i % 4]);
+            w.store.set_pinned(&scope("conv"), memory.id, true, memory.recorded_at).unwrap();
+            if i % 9 == 8 {
+                w.clock.advance(chrono::Duration::days(1));
+            }
+        }
+        let ask = |query: &str, k: usize, every_row: bool| {
+            let mut request = RecallRequest::new(scope("conv"), query, k);
+            request.strengthen = Some(false);
+            request.weight_by_retention = Some(every_row);
+            let results = w.engine.recall(request).unwrap().results;
+            results.into_iter().map(|h| (h.memory.id, h.score.to_bits())).collect::<Vec<_>>()
+        };
+        for query in [
+            "tea with lemon",
+            "What did Mary Jo say about the puppy?",
+            "Did Ann play the violin at noon?",
+            "Bo and Ann in the garden",
+            "kitten shelter",
+        ] {
+            for k in [1, 3, 5, 10] {
+                let all = ask(query, k, true);
+                assert_eq!(all.len(), k, "{query}");
+                assert_eq!(ask(query, k, false), all, "{query}, k = {k}, speaker weight {speaker_weight}");
+            }
+        }
+    }
+}
