@@ -449,12 +449,42 @@ impl Int8Path {
     }
 }
 
-/// The int8 path this CPU runs: the first of [`Int8Path::ALL`] it supports, chosen (and
-/// logged, once, at info level) on first use.
+/// The environment variable that forces the encoder's int8 path (for benchmarks: how a CPU
+/// without AMX, or without VNNI, would fare); a path the CPU lacks, or an unknown name, is
+/// logged and ignored. Every path gives the same sums, so it changes speed, never vectors.
+pub const EMBED_KERNEL_ENV: &str = "MEMBANK_EMBED_KERNEL";
+
+/// The int8 path this CPU runs: the first of [`Int8Path::ALL`] it supports, or the one
+/// [`EMBED_KERNEL_ENV`] names when the CPU has it; chosen (and logged, once, at info level)
+/// on first use.
 pub(crate) fn int8_path() -> Int8Path {
     static PATH: std::sync::OnceLock<Int8Path> = std::sync::OnceLock::new();
     *PATH.get_or_init(|| {
-        let path = Int8Path::ALL.into_iter().find(|p| p.missing_feature().is_none()).unwrap_or(Int8Path::Portable);
+        let best = Int8Path::ALL.into_iter().find(|p| p.missing_feature().is_none()).unwrap_or(Int8Path::Portable);
+        let path = match std::env::var(EMBED_KERNEL_ENV) {
+            Ok(wanted) => match Int8Path::ALL.into_iter().find(|p| p.name() == wanted) {
+                Some(p) => match p.missing_feature() {
+                    None => p,
+                    Some(feature) => {
+                        tracing::warn!(
+                            "{EMBED_KERNEL_ENV}={wanted}: this CPU lacks {feature}; the encoder uses {}",
+                            best.name()
+                        );
+                        best
+                    }
+                },
+                None => {
+                    let names: Vec<&str> = Int8Path::ALL.iter().map(|p| p.name()).collect();
+                    tracing::warn!(
+                        "{EMBED_KERNEL_ENV}={wanted} is not an int8 path ({}); the encoder uses {}",
+                        names.join(", "),
+                        best.name()
+                    );
+                    best
+                }
+            },
+            Err(_) => best,
+        };
         tracing::info!(int8 = path.name(), f32 = f32_path(), "embedding kernels chosen");
         path
     })

@@ -120,6 +120,46 @@ fn bench_embed_reads_a_sentence_file_and_reports_json() {
     assert_eq!(text.lines().count(), 4, "{text}");
 }
 
+/// `MEMBANK_EMBED_KERNEL` forces the encoder's int8 path (to measure here how a CPU without
+/// AMX or VNNI fares); a name it does not know is said on stderr and ignored.
+#[test]
+fn bench_embed_runs_the_int8_path_the_environment_names() {
+    let bank = Bank::new();
+    let file = bank.path("sentences.txt");
+    write(&file, b"I adopted a grey cat named Miso\nWe went hiking on Mount Tam\n");
+    let run = |value: &str| {
+        let args = [
+            "--json",
+            "bench",
+            "embed",
+            "--sentences",
+            file.to_str().unwrap(),
+            "--n",
+            "2",
+            "--runs",
+            "1",
+            "--thread-counts",
+            "1",
+        ];
+        let out = bank.command().env("MEMBANK_EMBED_KERNEL", value).args(args).output().unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(out.status.success(), "MEMBANK_EMBED_KERNEL={value:?}: {stderr}");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (report["kernels"]["int8"].as_str().unwrap().to_string(), stderr)
+    };
+    // Every CPU has the portable path.
+    let (path, stderr) = run("portable");
+    assert_eq!(path, "portable");
+    assert!(stderr.is_empty(), "{stderr}");
+    let best = membank_embed::kernel_paths().int8;
+    let long = "x".repeat(10_000);
+    for wanted in ["amx", "", "avx512-vnni; rm -rf /", "PORTABLE", long.as_str()] {
+        let (path, stderr) = run(wanted);
+        assert_eq!(path, best, "{wanted:?}");
+        assert!(stderr.contains("MEMBANK_EMBED_KERNEL") && stderr.contains("is not an int8 path"), "{stderr}");
+    }
+}
+
 #[test]
 fn bench_embed_refuses_bad_sentence_files_and_counts() {
     let bank = Bank::new();

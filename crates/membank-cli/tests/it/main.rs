@@ -104,6 +104,8 @@ impl Bank {
         command
             .env("MEMBANK_MODEL_DIR", model_dir())
             .env_remove("MEMBANK_CONFIG")
+            .env_remove("MEMBANK_EMBED_KERNEL")
+            .env_remove("MEMBANK_SCAN_KERNEL")
             .env("HOME", self.dir.path())
             .env("XDG_CONFIG_HOME", self.dir.path().join("config"));
         command
