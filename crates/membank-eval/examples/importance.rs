@@ -120,8 +120,19 @@ fn shipped(examples: &[Example], splits: &[Split]) -> Result<Vec<f64>, Error> {
             for (&i, v) in chunk.iter().zip(means) {
                 let (p, version) =
                     membank_core::salience::estimate_importance_with(&examples[i].text, embedder.model_id(), Some(&v));
-                if version != membank_core::salience::PROBE_VERSION {
+                if !version.starts_with(membank_core::salience::PROBE_VERSION) {
                     return Err(format!("{} has no probe weights", embedder.model_id()).into());
+                }
+                if version == membank_core::salience::PROBE_ASKED_VERSION {
+                    let e = &examples[i];
+                    println!(
+                        "raised by a request to remember: {} {:?} {} critical={} {:?}",
+                        e.set.name(),
+                        e.split,
+                        e.group,
+                        e.critical,
+                        membank_core::salience::probe_text(&e.text)
+                    );
                 }
                 scores[i] = p;
             }

@@ -45,6 +45,7 @@
 //! ("celiac" was added, "shellfish" alone is not a diet cue) count only through the
 //! general cues.
 
+mod asked;
 mod chinese;
 mod counts;
 mod english;
@@ -91,8 +92,15 @@ pub fn estimate_importance(text: &str) -> f64 {
 /// its size, the probability that the memory is critical by the importance probe
 /// ([`PROBE_VERSION`]): a logistic over the features and this module's lexical estimate,
 /// fitted on labelled turns (see `probe.rs`). Otherwise the lexical [`estimate_importance`]
-/// ([`ESTIMATOR_VERSION`]).
+/// ([`ESTIMATOR_VERSION`]). Either way, when the person asks to have something remembered
+/// ([`asks_to_remember`]), at least [`ASKED_TO_REMEMBER`] (the version then ends in
+/// `+asked`).
 pub fn estimate_importance_with(text: &str, model_id: &str, features: Option<&[f32]>) -> (f64, &'static str) {
+    with_request_floor(text, read_importance(text, model_id, features))
+}
+
+/// The probe's reading, or the lexical estimate without a probe.
+fn read_importance(text: &str, model_id: &str, features: Option<&[f32]>) -> (f64, &'static str) {
     let lexical = estimate_importance(text);
     features
         .zip(probe::probe_for(model_id))
@@ -115,18 +123,59 @@ pub const AGENT_NOTE_VERSION: &str = "importance-probe-v3+agent-note";
 /// estimator reads third-person facts by their cues (health, family, work, preferences:
 /// .81 and .83 there) while still rating a saved greeting low (.31), so a note an agent
 /// saved is rated by whichever estimator sees more in it. Without a probe for the model,
-/// it is the lexical estimate alone, as for any memory.
+/// it is the lexical estimate alone, as for any memory. A request to remember in the note
+/// raises it as for any memory.
 pub fn estimate_agent_note_importance_with(
     text: &str,
     model_id: &str,
     features: Option<&[f32]>,
 ) -> (f64, &'static str) {
     let lexical = estimate_importance(text);
-    match estimate_importance_with(text, model_id, features) {
+    let read = match read_importance(text, model_id, features) {
         (probe, PROBE_VERSION) => (probe.max(lexical), AGENT_NOTE_VERSION),
         other => other,
-    }
+    };
+    with_request_floor(text, read)
 }
+
+/// The least base importance of a memory in which the person asks to have something
+/// remembered. The labelling rules call such a turn critical; .9 is about where the probes
+/// put a plain first-person fact ("I have two older sisters." .97 and .95, "My daughter
+/// starts school on Monday." .93 and .97), and under the default curve, `S·(1 + 0.4·odds)³`
+/// with the one-day unit and θ = 0.05, it keeps a memory no recall ever touched active for
+/// 291 days (`(1 + 0.4·9)³·ln 20`).
+pub const ASKED_TO_REMEMBER: f64 = 0.9;
+
+/// True if the person's words in `text` (a turn's, or a note's whole) ask to have something
+/// remembered: "Please remember that my anniversary is on June 3rd", "Keep in mind that I'm
+/// diabetic", "…, please keep that in mind", "请记住我对花生过敏". Advice to someone else
+/// ("Don't forget to take breaks"), a promise ("I'll keep that in mind") and a question
+/// about the past ("Do you remember …") are not requests. See `asked.rs` for the grammar.
+pub fn asks_to_remember(text: &str) -> bool {
+    asked::asks_to_remember(&Turn::split(text).person)
+}
+
+/// `read` raised to [`ASKED_TO_REMEMBER`] when the person asks to have something
+/// remembered, its version marked `+asked`; unchanged otherwise.
+fn with_request_floor(text: &str, read: (f64, &'static str)) -> (f64, &'static str) {
+    let (value, version) = read;
+    if value >= ASKED_TO_REMEMBER || !asks_to_remember(text) {
+        return read;
+    }
+    let version = match version {
+        PROBE_VERSION => PROBE_ASKED_VERSION,
+        AGENT_NOTE_VERSION => AGENT_NOTE_ASKED_VERSION,
+        _ => LEXICAL_ASKED_VERSION,
+    };
+    (ASKED_TO_REMEMBER, version)
+}
+
+/// Version recorded when a request to remember raised the probe's reading.
+pub const PROBE_ASKED_VERSION: &str = "importance-probe-v3+asked";
+/// Version recorded when a request to remember raised an agent's note's reading.
+pub const AGENT_NOTE_ASKED_VERSION: &str = "importance-probe-v3+agent-note+asked";
+/// Version recorded when a request to remember raised the lexical estimate.
+pub const LEXICAL_ASKED_VERSION: &str = "salience-v1+asked";
 
 /// The text the importance probe reads: a stored turn's own words (after the `"User: "` that
 /// opens a turn, up to the line that opens the assistant's reply, `"\nAssistant:"`, see

@@ -99,6 +99,45 @@ fn a_store_of_another_model_is_refused() {
     assert_eq!(err.code(), "incompatible", "{err}");
 }
 
+/// A turn or a note in which the person asks to have something remembered is rated at least
+/// `ASKED_TO_REMEMBER` (the rules call it critical) and says so (`…+asked`); the same words
+/// as a promise keep the estimate; an explicit importance still wins.
+#[test]
+fn a_request_to_remember_is_rated_at_least_the_floor_and_says_so() {
+    use membank_engine::core::salience::{ASKED_TO_REMEMBER, LEXICAL_ASKED_VERSION, estimate_importance};
+    let w = world();
+    let asked = w.turn("u", "Please keep in mind that I work night shifts.");
+    assert!(estimate_importance("User: Please keep in mind that I work night shifts.") < ASKED_TO_REMEMBER);
+    assert_eq!(asked.forgetting.base_importance, ASKED_TO_REMEMBER);
+    assert_eq!(asked.forgetting.importance, ASKED_TO_REMEMBER);
+    assert_eq!(asked.metadata.get("importance_estimator").map(String::as_str), Some(LEXICAL_ASKED_VERSION));
+    let note = w
+        .engine
+        .remember_note(membank_engine::RememberNote {
+            scope: scope("u"),
+            text: "请记住我对花生过敏。".into(),
+            source: membank_engine::core::Source::Agent,
+            occurred_at: None,
+            metadata: Default::default(),
+            importance: None,
+            clock_from: membank_engine::core::ClockFrom::Event,
+        })
+        .unwrap();
+    assert_eq!(note.forgetting.base_importance, ASKED_TO_REMEMBER);
+    assert_eq!(note.metadata.get("importance_estimator").map(String::as_str), Some(LEXICAL_ASKED_VERSION));
+    let promise = w.turn("u", "Okay, I will keep that in mind.");
+    assert_eq!(promise.forgetting.base_importance, estimate_importance("User: Okay, I will keep that in mind."));
+    assert_eq!(promise.metadata.get("importance_estimator").map(String::as_str), Some("salience-v1"));
+    let explicit = w
+        .engine
+        .remember_turn(RememberTurn {
+            importance: Some(0.2),
+            ..turn("Please keep in mind that I work night shifts.", None)
+        })
+        .unwrap();
+    assert_eq!(explicit.forgetting.base_importance, 0.2);
+}
+
 #[test]
 fn an_estimated_importance_records_its_estimator_and_an_explicit_one_does_not() {
     // The hashing embedder's model has no probe weights: the lexical estimate, unchanged.

@@ -26,7 +26,8 @@ fn scores(embedder: &LocalEmbedder, texts: &[&str]) -> Vec<f64> {
         .zip(&vectors)
         .map(|(text, v)| {
             let (p, version) = estimate_importance_with(text, embedder.model_id(), Some(v));
-            assert_eq!(version, PROBE_VERSION, "{}", embedder.model_id());
+            // The probe's reading, or that raised by a request to remember ("+asked").
+            assert!(version.starts_with(PROBE_VERSION), "{version} {}", embedder.model_id());
             assert!((0.0..=1.0).contains(&p));
             eprintln!("{p:.3}  {text:?}");
             p
@@ -59,10 +60,10 @@ fn english_probe_keeps_facts_and_drops_thanks_and_generic_questions() {
     assert!(lowest_high > highest_low, "high {high:?} vs low {low:?}");
     // Thanks, greetings and generic requests far below the labels' base rate (about .3).
     assert!(highest_low < 0.1, "high {high:?} vs low {low:?}");
-    // A fact said plainly in the first person, well above it. (A bare negation, a fact
-    // followed by "please keep that in mind" and a note in the third person score lower, near
-    // .2, with this model: a known weakness, in the README; multilingual-e5-small reads them
-    // at .7 to .9.)
+    // A fact said plainly in the first person, well above it. (A bare negation and a note in
+    // the third person score lower, near .2, with this model: a known weakness, in the README;
+    // multilingual-e5-small reads them at .7 to .9. A fact followed by "please keep that in
+    // mind" read as low too, until a request to remember raised it: see the next test.)
     let plain = scores(
         &embedder,
         &["I'm allergic to peanuts.", "I work as a nurse at the city hospital.", "I quit smoking last year."],
@@ -104,6 +105,60 @@ fn chinese_probe_keeps_facts_and_drops_small_talk() {
         ],
     );
     assert!(english.iter().all(|&p| p > 0.5), "english facts {english:?}");
+}
+
+/// A request to remember lowered the probes' reading of the fact it carries (they learned
+/// "keep that in mind" as the polite close "I'll keep that in mind"); the rules call it
+/// critical, so it is rated at least `ASKED_TO_REMEMBER` and recorded as `…+asked`. The same
+/// words as a promise, advice or a question keep the probe's own reading.
+#[test]
+fn a_request_to_remember_is_rated_critical_by_either_probe() {
+    use membank_core::salience::{ASKED_TO_REMEMBER, PROBE_ASKED_VERSION};
+    let requests = [
+        "Keep in mind that I'm diabetic.",
+        "My daughter starts school on Monday, please keep that in mind.",
+        "User: Please remember that my anniversary is on June 3rd.\nAssistant: I will!",
+        "请记住我对花生过敏。",
+        "User: 帮我记一下，我女儿的生日是五月二号。\nAssistant: 好的。",
+    ];
+    let others = [
+        "User: Okay, I will keep that in mind. Thanks again for your help.\nAssistant: You're welcome!",
+        "Don't forget to take breaks when you need to destress!",
+        "Do you remember my dog's name?",
+        "你还记得我吗？",
+    ];
+    for dir in ["all-MiniLM-L6-v2", "multilingual-e5-small"] {
+        let Some(embedder) = embedder(dir) else { return };
+        let layer = probe_layer(embedder.model_id()).expect("a probe for the local model");
+        let read = |texts: &[&str]| {
+            let words: Vec<&str> = texts.iter().map(|t| probe_text(t)).collect();
+            let means = embedder.layer_means(&words, layer).unwrap().expect("layers");
+            texts
+                .iter()
+                .zip(means)
+                .map(|(t, v)| estimate_importance_with(t, embedder.model_id(), Some(&v)))
+                .collect::<Vec<_>>()
+        };
+        let mut raised = 0;
+        for (text, (p, version)) in requests.iter().zip(read(&requests)) {
+            eprintln!("{dir} {p:.3} {version} {text:?}");
+            assert!(p >= ASKED_TO_REMEMBER, "{dir}: {text:?} rated {p}");
+            // Raised to the floor exactly, or the probe's own reading when it was higher.
+            match version {
+                PROBE_ASKED_VERSION => {
+                    assert_eq!(p, ASKED_TO_REMEMBER);
+                    raised += 1;
+                }
+                v => assert_eq!(v, PROBE_VERSION, "{dir}: {text:?}"),
+            }
+        }
+        // The probes read most of these requests below the floor (that is the weakness).
+        assert!(raised >= 2, "{dir}: only {raised} requests needed the floor");
+        for (text, (p, version)) in others.iter().zip(read(&others)) {
+            eprintln!("{dir} {p:.3} {version} {text:?}");
+            assert_eq!(version, PROBE_VERSION, "{dir}: {text:?}");
+        }
+    }
 }
 
 /// Through the engine, on a real SQLite file and the real model: a turn stored alone, turns
