@@ -1187,6 +1187,11 @@ export interface components {
             /** @description `memorybank` or `fademem`. */
             policy: string;
             /**
+             * @description Spaced strengthening: only a memory's first recall in a unit of time (a UTC day by
+             *     default) adds to `S`; later recalls in that unit restart its clock only.
+             */
+            spaced_recall: boolean;
+            /**
              * Format: int64
              * @description The unit of `t` in MemoryBank's `exp(-t/S)`, in seconds.
              */

@@ -130,7 +130,10 @@ describe('memories against a real membank serve', () => {
     assert.equal((await membank.get('fay', mem.id)).status, 'superseded');
     const strengthened = await membank.used('fay', [edited.id]);
     assert.deepEqual(strengthened.map((m) => m.id), [edited.id]);
-    assert.ok((strengthened[0]?.strength ?? 0) > edited.strength);
+    // Used the day it was written: counted as a recall; spaced strengthening adds to S only
+    // on a later day.
+    assert.equal(strengthened[0]?.recall_count, edited.recall_count + 1);
+    assert.ok((strengthened[0]?.strength ?? 0) >= edited.strength);
   });
 
   test('export streams the header, the records and the end line', async () => {

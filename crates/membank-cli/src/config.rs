@@ -247,6 +247,8 @@ pub struct ForgettingFile {
     pub importance_form: Option<String>,
     /// The scaled form's exponent `k`, in [1, 4].
     pub importance_exponent: Option<f64>,
+    /// Spaced strengthening: only a memory's first recall in a unit of time adds to `S`.
+    pub spaced_recall: Option<bool>,
 }
 
 /// `[forgetting.fademem]`: every FadeMem parameter, each optional. The defaults and where
@@ -406,6 +408,9 @@ pub fn engine_config(
     }
     if let Some(exponent) = f.importance_exponent {
         policy.importance_exponent = exponent;
+    }
+    if let Some(spaced) = f.spaced_recall {
+        policy.spaced_recall = spaced;
     }
     policy.validate()?;
     let mut recall = RecallConfig::default();

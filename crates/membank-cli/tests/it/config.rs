@@ -34,14 +34,50 @@ fn archived_with(
 #[test]
 fn flags_beat_env_beat_file_beat_defaults() {
     let bank = Bank::new();
-    // Importance .5: S counts as 1 + 2·1 = 3 under the default curve, so six days leave
-    // R = exp(-2) = 0.135.
+    // Importance .3: S counts as (1 + .3/.7)³ = 2.92 under the default curve, so six days
+    // leave R = exp(-2.06) = 0.128.
     let args = ["remember", "--user", "u", "--user-text", "an ordinary day", "--at", "2024-01-01T00:00:00Z"];
-    bank.ok(&[&args[..], &["--clock-from", "event", "--importance", "0.5"]].concat());
-    assert!(!archived_with(&bank, None, None, None), "default θ = 0.05 keeps R = 0.135");
+    bank.ok(&[&args[..], &["--clock-from", "event", "--importance", "0.3"]].concat());
+    assert!(!archived_with(&bank, None, None, None), "default θ = 0.05 keeps R = 0.128");
     assert!(archived_with(&bank, Some(0.2), None, None), "file θ = 0.2 archives");
     assert!(!archived_with(&bank, Some(0.2), Some("0.1"), None), "env beats file");
     assert!(archived_with(&bank, Some(0.2), Some("0.1"), Some("0.3")), "flag beats env");
+}
+
+/// `spaced_recall` from the file: by default a memory recalled three times on one day is no
+/// stronger than the day it was made; with `spaced_recall = false` each recall adds one.
+#[test]
+fn spaced_recall_comes_from_the_file() {
+    for (file, strength) in [(&b""[..], 1.0), (&b"[forgetting]\nspaced_recall = false\n"[..], 4.0)] {
+        let bank = Bank::new();
+        let config = bank.path("c.toml");
+        std::fs::write(&config, file).unwrap();
+        let with = |args: &[&str]| {
+            let out = bank.command().arg("--config").arg(&config).arg("--json").args(args).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+        };
+        with(&[
+            "remember",
+            "--user",
+            "u",
+            "--user-text",
+            "my cat is called Miso",
+            "--at",
+            "2024-01-01T08:00:00Z",
+            "--clock-from",
+            "event",
+        ]);
+        for hour in ["09", "12", "18"] {
+            with(&["recall", "--user", "u", "--query", "cat Miso", "--now", &format!("2024-01-01T{hour}:00:00Z")]);
+        }
+        let memory = &with(&["list", "--user", "u"])["memories"][0];
+        assert_eq!(
+            (memory["strength"].as_f64(), memory["recall_count"].as_u64()),
+            (Some(strength), Some(3)),
+            "{memory}"
+        );
+    }
 }
 
 #[test]
@@ -63,6 +99,9 @@ fn a_bad_config_file_is_a_clear_error() {
         (&b"[forgetting]\nimportance_exponent = \"three\"\n"[..], "invalid type"),
         (&b"[forgetting]\nimportance_exponent = 5\n"[..], "[1, 4]"),
         (&b"[forgetting]\nimportance_exponent = nan\n"[..], "[1, 4]"),
+        (&b"[forgetting]\nspaced_recall = \"yes\"\n"[..], "invalid type"),
+        (&b"[forgetting]\nspaced_recall = 1\n"[..], "invalid type"),
+        (&b"[forgetting]\nspaced_recalls = false\n"[..], "unknown field"),
         (&b"[recall]\nday_diversity = 1.0\n"[..], "recall.day_diversity must be at least 0 and below 1"),
         (&b"[recall]\nfeedback_depth = 0\n"[..], "recall.feedback_depth must be between 1 and 50"),
         (&b"[recall]\nfeedback_weight = -1\n"[..], "recall.feedback_weight must be between 0 and 100"),

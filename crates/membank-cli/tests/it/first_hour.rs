@@ -169,11 +169,22 @@ fn an_import_says_where_the_clocks_start_and_what_is_already_past_the_threshold(
     std::fs::write(other.path("bank.json"), crate::import::BANK).unwrap();
     let report =
         other.json(&["import", "memorybank", other.path("bank.json").to_str().unwrap(), "--clock-from", "event"]);
+    // Three years and more after the event: the hike is past the threshold; the adopted cat,
+    // a durable fact the estimator rates high, is not.
     assert_eq!(
         (report["clock_from"].as_str(), report["past_threshold"].as_u64()),
-        (Some("event"), Some(2)),
+        (Some("event"), Some(1)),
         "{report}"
     );
+    let listed = other.json(&["list", "--user", "Ann"]);
+    let kept: Vec<&str> = listed["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["retention"].as_f64().is_some_and(|r| r >= 0.05))
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(kept.len() == 1 && kept[0].contains("Miso"), "{listed}");
     let err = other
         .fails(&["import", "membank-export", other.path("bank.json").to_str().unwrap(), "--clock-from", "event"], 2);
     assert!(err.contains("--clock-from does not apply"), "{err}");

@@ -333,8 +333,12 @@ fn forget_with_a_reason_then_restore(bank: &Bank) {
     let counts = &bank.json(&["list", "--user", "dave"])["counts"];
     assert_eq!((counts["active"].as_u64(), counts["archived"].as_u64()), (Some(2), Some(0)));
 
-    // Recallable and strengthened again, from the strength it had.
-    let recall = bank.json(&["recall", "--user", "dave", "--query", query, "--k", "1", "--now", now]);
+    // Recallable and strengthened again, from the strength it had, by a recall on a later
+    // day than the restoration (which restarted its clock now; spaced strengthening counts
+    // one recall a day).
+    let tomorrow = chrono::Utc::now().date_naive().succ_opt().unwrap().and_hms_opt(0, 0, 1).unwrap();
+    let later = tomorrow.and_utc().to_rfc3339();
+    let recall = bank.json(&["recall", "--user", "dave", "--query", query, "--k", "1", "--now", &later]);
     assert_eq!(result_ids(&recall), [sister.as_str()]);
     let shown = &bank.json(&["show", "--user", "dave", &sister])["memories"][0];
     assert_eq!(shown["strength"], 2.0);

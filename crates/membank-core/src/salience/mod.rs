@@ -141,9 +141,9 @@ pub fn estimate_agent_note_importance_with(
 /// The least base importance of a memory in which the person asks to have something
 /// remembered. The labelling rules call such a turn critical; .9 is about where the probes
 /// put a plain first-person fact ("I have two older sisters." .97 and .95, "My daughter
-/// starts school on Monday." .93 and .97), and under the default curve, `S·(1 + 0.4·odds)³`
+/// starts school on Monday." .93 and .97), and under the default curve, `S·(1 + odds)³`
 /// with the one-day unit and θ = 0.05, it keeps a memory no recall ever touched active for
-/// 291 days (`(1 + 0.4·9)³·ln 20`).
+/// about eight years (`(1 + 9)³·ln 20` days).
 pub const ASKED_TO_REMEMBER: f64 = 0.9;
 
 /// True if the person's words in `text` (a turn's, or a note's whole) ask to have something

@@ -272,7 +272,8 @@ fn under_the_used_mode_a_confirmation_brings_an_archived_hit_back_with_savings()
     assert!(response.results.iter().any(|h| h.memory.id == fact.id && h.reminisced));
     assert_eq!(w.engine.show(&scope("ana"), fact.id).unwrap().0.status, Status::Archived);
     // The reply used it (twice over) and one active memory: the fact comes back with savings
-    // (S when archived, 1, plus one), the repeat is an ordinary strengthening.
+    // (S when archived, 1, plus one); the repeat is an ordinary strengthening, which on the
+    // day of its return adds nothing more (spaced strengthening), but is logged.
     w.advance_days(1);
     let now = w.clock.now();
     let used =
@@ -280,7 +281,7 @@ fn under_the_used_mode_a_confirmation_brings_an_archived_hit_back_with_savings()
     assert_eq!(used.len(), 3);
     let (stored, retention) = w.engine.show(&scope("ana"), fact.id).unwrap();
     assert_eq!((stored.status, retention), (Status::Active, 1.0));
-    assert_eq!(stored.forgetting.strength.get(), 3.0, "savings (1 + 1), then one more strengthening");
+    assert_eq!(stored.forgetting.strength.get(), 2.0, "savings (1 + 1), then a same-day strengthening");
     assert_eq!(stored.forgetting.last_recalled_at, now);
     assert_eq!(w.engine.show(&scope("ana"), others[0].id).unwrap().0.forgetting.strength.get(), 2.0);
     let events =

@@ -64,6 +64,7 @@ pub async fn about(State(state): State<AppState>, caller: Caller) -> Result<Json
             importance_weight: policy.importance_weight,
             importance_form: policy.importance_form.as_str(),
             importance_exponent: policy.importance_exponent,
+            spaced_recall: policy.spaced_recall,
         },
         embedding_model,
     }))

@@ -13,7 +13,14 @@ use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_hundred_clients_lose_no_strength_increment() {
-    let server = TestServer::new(AuthMode::Keys);
+    // Every recall strengthens (not only a memory's first of the day), so a lost update shows.
+    let forgetting = membank_engine::core::forgetting::ForgettingPolicy { spaced_recall: false, ..Default::default() };
+    let server = TestServer::with_engine(
+        AuthMode::Keys,
+        Arc::new(membank_engine::core::SystemClock),
+        membank_engine::EngineConfig { forgetting, ..Default::default() },
+        |_| {},
+    );
     let key = server.key("acme", None, false);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

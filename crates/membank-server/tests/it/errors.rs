@@ -40,7 +40,10 @@ async fn round_trip_matches_the_cli_shape() {
     assert!(body["query_id"].is_string() && body["strengthened"] == true);
     let (status, body) = call(&app, "GET", "/v1/users/alice/memories", None, None).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(body["memories"][0]["strength"], 2.0);
+    // Recalled the moment it was made: spaced strengthening adds nothing that day (the
+    // recall restarts its clock and is logged as a strengthening all the same).
+    assert_eq!(body["memories"][0]["strength"], 1.0);
+    assert_eq!(body["memories"][0]["recall_count"], 1);
     let (status, body) = call(&app, "GET", "/v1/users/alice/events", None, None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(body["events"].as_array().unwrap().iter().any(|e| e["kind"] == "strengthened"));
@@ -64,7 +67,7 @@ async fn a_recall_answers_one_moment_explains_its_scores_and_names_its_days() {
                 .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
-    clock.set(at("2025-03-20T10:00:00Z"));
+    clock.set(at("2025-05-20T10:00:00Z"));
     let (status, body) = call(
         &app,
         "POST",
@@ -82,7 +85,7 @@ async fn a_recall_answers_one_moment_explains_its_scores_and_names_its_days() {
     assert_eq!(hit["content"], "User: we went to the lake");
     assert_eq!(
         (hit["strength"].clone(), hit["last_recalled_at"].clone(), hit["retention"].clone()),
-        (json!(2.0), json!("2025-03-20T10:00:00.000Z"), json!(1.0))
+        (json!(2.0), json!("2025-05-20T10:00:00.000Z"), json!(1.0))
     );
     assert!(hit["retention_before"].as_f64().unwrap() < 0.5, "{hit}");
     let parts = &hit["score_parts"];

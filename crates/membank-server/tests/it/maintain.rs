@@ -119,10 +119,10 @@ async fn a_dry_run_changes_nothing_and_a_real_run_archives_what_the_curve_says()
     let server = server(&clock, AuthMode::LoopbackOpen, |_| {});
     let app = server.router();
     let id = note(&app, None, "alice", "Alice's old locker code was 4512").await;
-    let month_later = rfc3339(start() + chrono::Duration::days(30));
+    let two_months_later = rfc3339(start() + chrono::Duration::days(60));
 
     let (status, dry) =
-        call(&app, "POST", "/v1/users/alice/maintain", None, Some(json!({ "now": month_later, "dry_run": true })))
+        call(&app, "POST", "/v1/users/alice/maintain", None, Some(json!({ "now": two_months_later, "dry_run": true })))
             .await;
     assert_eq!(status, StatusCode::OK, "{dry}");
     assert_eq!(
@@ -144,22 +144,22 @@ async fn a_dry_run_changes_nothing_and_a_real_run_archives_what_the_curve_says()
     assert_eq!(metric(&app, "membank_maintenance_cycles_total").await, 0.0, "a dry run is not a cycle");
 
     // A cycle that writes runs at most a day ahead of the server's clock: move the clock.
-    clock.set(start() + chrono::Duration::days(30));
+    clock.set(start() + chrono::Duration::days(60));
     let (status, real) =
-        call(&app, "POST", "/v1/users/alice/maintain", None, Some(json!({ "now": month_later }))).await;
+        call(&app, "POST", "/v1/users/alice/maintain", None, Some(json!({ "now": two_months_later }))).await;
     assert_eq!(status, StatusCode::OK, "{real}");
     assert_eq!(
         (real["user"].clone(), real["dry_run"].clone(), real["archived"].clone()),
         (json!("alice"), json!(false), json!(1)),
         "{real}"
     );
-    assert_eq!(at(&real["now"]), start() + chrono::Duration::days(30));
+    assert_eq!(at(&real["now"]), start() + chrono::Duration::days(60));
     let archived = &real["archived_memories"][0];
     assert_eq!(archived["id"], id.as_str());
     // exp(-t/S) with t in the policy's units and S the effective strength, S = 1 with the
     // importance weighed in (the default's form): below the default θ = 0.05.
     let policy = server.state.engine().config().forgetting;
-    let units = 30.0 * 86_400.0 / policy.unit.num_seconds() as f64;
+    let units = 60.0 * 86_400.0 / policy.unit.num_seconds() as f64;
     let (_, stored) = call(&app, "GET", &format!("/v1/users/alice/memories/{id}"), None, None).await;
     let s = effective(&policy, 1.0, stored["base_importance"].as_f64().unwrap());
     assert!((archived["S"].as_f64().unwrap() - s).abs() < 1e-9, "{archived}");
@@ -176,7 +176,7 @@ async fn a_dry_run_changes_nothing_and_a_real_run_archives_what_the_curve_says()
     // The gauge reads the engine's clock when the cycle ended, not the machine's.
     assert_eq!(
         metric(&app, "membank_maintenance_last_cycle_timestamp_seconds").await,
-        (start() + chrono::Duration::days(30)).timestamp() as f64
+        (start() + chrono::Duration::days(60)).timestamp() as f64
     );
 }
 
@@ -271,9 +271,9 @@ async fn maintain_acts_only_in_the_callers_scope() {
     let other_tenant = server.key("globex", None, false);
     let id = note(&app, Some(&acme), "alice", "Alice's old locker code was 4512").await;
     note(&app, Some(&acme), "bob", "Bob's old locker code was 7781").await;
-    let later = json!({ "now": rfc3339(start() + chrono::Duration::days(30)) });
+    let later = json!({ "now": rfc3339(start() + chrono::Duration::days(60)) });
     // Writes run at most a day ahead of the server's clock.
-    clock.set(start() + chrono::Duration::days(30));
+    clock.set(start() + chrono::Duration::days(60));
 
     assert_error(
         &call(&app, "POST", "/v1/users/bob/maintain", Some(&alice_key), Some(later.clone())).await,
@@ -362,18 +362,17 @@ async fn a_year_of_days_archives_each_memory_on_the_day_its_curve_falls_below_th
     });
     let app = server.router();
     let forgotten = note(&app, None, "alice", "Alice parked on level 3 of the garage").await;
-    let recalled = note(&app, None, "alice", "Alice's dentist is Doctor Okafor on Elm Street").await;
+    let recalled = note(&app, None, "alice", "Alice bought bread at the Elm Street bakery").await;
     let pinned = note(&app, None, "alice", "Alice is allergic to peanuts").await;
     let (status, _) = call(&app, "POST", &format!("/v1/users/alice/memories/{pinned}/pin"), None, None).await;
     assert_eq!(status, StatusCode::OK);
-    let (_, hits) = call(
-        &app,
-        "POST",
-        "/v1/users/alice/recall",
-        None,
-        Some(json!({ "query": "dentist Doctor Okafor Elm Street", "k": 1 })),
-    )
-    .await;
+    // The next day (a recall the day a memory was made adds no strength): the year runs from
+    // there.
+    let base = start() + chrono::Duration::days(1);
+    clock.set(base);
+    let (_, hits) =
+        call(&app, "POST", "/v1/users/alice/recall", None, Some(json!({ "query": "bread Elm Street bakery", "k": 1 })))
+            .await;
     assert_eq!(hits["results"][0]["id"], recalled.as_str(), "{hits}");
 
     // The day each should go, from the engine's curve itself: the first whole day on which
@@ -395,11 +394,11 @@ async fn a_year_of_days_archives_each_memory_on_the_day_its_curve_falls_below_th
         let last = at(&memory["last_recalled_at"]);
         let day = (1..=365)
             .find(|&d| {
-                retention((start() + chrono::Duration::days(d) - last).num_milliseconds() as f64 / unit_ms, strength)
+                retention((base + chrono::Duration::days(d) - last).num_milliseconds() as f64 / unit_ms, strength)
                     < theta
             })
             .unwrap();
-        expected.push((id.clone(), start() + chrono::Duration::days(day)));
+        expected.push((id.clone(), base + chrono::Duration::days(day)));
     }
     assert!(expected[0].1 < expected[1].1, "the recalled memory lasts longer: {expected:?}");
 
@@ -413,7 +412,7 @@ async fn a_year_of_days_archives_each_memory_on_the_day_its_curve_falls_below_th
     let log = events(&app, None, "alice").await;
     let maintained = of_kind(&log, "maintained");
     assert_eq!(maintained.len(), 365, "one cycle a day");
-    assert_eq!(at(&maintained[364]["at"]), start() + chrono::Duration::days(365));
+    assert_eq!(at(&maintained[364]["at"]), base + chrono::Duration::days(365));
     for (id, day) in &expected {
         let archived = of_kind(&log, "archived")
             .into_iter()

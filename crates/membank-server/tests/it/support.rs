@@ -35,11 +35,12 @@ impl TestServer {
     }
 
     /// A server on `clock` whose engine runs the paper's curve on a three-day unit
-    /// (importance weight 0), for tests that pin its arithmetic.
+    /// (importance weight 0, every recall adding 1), for tests that pin its arithmetic.
     pub fn paper_curve(auth: AuthMode, clock: Arc<dyn Clock>) -> Self {
         let forgetting = membank_engine::core::forgetting::ForgettingPolicy {
             unit: chrono::Duration::days(3),
             importance_weight: 0.0,
+            spaced_recall: false,
             ..Default::default()
         };
         Self::with_engine(auth, clock, membank_engine::EngineConfig { forgetting, ..Default::default() }, |_| {})

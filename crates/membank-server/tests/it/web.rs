@@ -113,6 +113,7 @@ async fn about_says_who_the_caller_is_and_what_the_server_runs() {
         about["forgetting"]["importance_exponent"],
         membank_engine::core::forgetting::DEFAULT_IMPORTANCE_EXPONENT
     );
+    assert_eq!(about["forgetting"]["spaced_recall"], true);
 
     let keyed = TestServer::new(AuthMode::Keys);
     let app = keyed.router();
@@ -233,6 +234,33 @@ async fn a_memorys_curve_jumps_at_each_recall_and_projects_the_sweeps_archive_da
     let last = pinned["points"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["retention"], 1.0);
     assert_eq!(last["t"].as_f64().unwrap(), (clock.now() + Duration::days(10)).timestamp() as f64);
+
+    // Under the default curve, a memory whose retention stays above the threshold for a
+    // century has no archive date, and the note says why (the policy does have a threshold).
+    let durable =
+        TestServer::with_engine(AuthMode::Keys, clock.clone(), membank_engine::EngineConfig::default(), |_| {});
+    let app2 = durable.router();
+    let alice2 = durable.key("acme", Some("alice"), false);
+    let (_, note) = call(
+        &app2,
+        "POST",
+        "/v1/users/alice/notes",
+        Some(&alice2),
+        Some(json!({ "text": "my blood type is 0 negative", "importance": 0.99 })),
+    )
+    .await;
+    let (status, curve) = call(
+        &app2,
+        "GET",
+        &format!("/v1/users/alice/memories/{}/curve", note["id"].as_str().unwrap()),
+        Some(&alice2),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{curve}");
+    assert!(curve["projected_archive_at"].is_null() && curve["archive_below"] == 0.05, "{curve}");
+    let said = curve["note"].as_str().unwrap();
+    assert!(said.contains("stays above the threshold for a century") && !said.contains("draws or ranks"), "{said}");
 
     // Bad and hostile input, and another user's key.
     let bob = server.key("acme", Some("bob"), false);

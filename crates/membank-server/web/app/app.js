@@ -1389,6 +1389,8 @@ function eventSummary(event) {
     case 'recalled':
       return `Returned by a recall (rank ${d.rank ?? '?'}, score ${fmt(d.score, 4)}).`;
     case 'strengthened':
+      // Spaced strengthening: only a memory's first recall in a unit of time adds to S.
+      if (d.strength_before === d.strength_after) return `Recalled again within the same ${unitWords() === 'days' ? 'day' : 'unit of time'}: S stays ${fmt(d.strength_after, 2)} (a memory grows stronger once per ${unitWords() === 'days' ? 'day' : 'unit'}); its clock restarts.`;
       return `Strength S ${fmt(d.strength_before, 2)} → ${fmt(d.strength_after, 2)}.`;
     case 'archived':
       if (d.policy === 'request') return `Forgotten on request${d.reason ? `: “${d.reason}”` : ''}.`;

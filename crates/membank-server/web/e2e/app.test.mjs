@@ -143,8 +143,8 @@ describe('membank web app (API keys, stub LLM)', () => {
     assert.ok(Math.abs(Number(r.trim()) - shown.retention) < 0.01, `R shown ${r} vs API ${shown.retention}`);
     assert.equal((await card(page, ids[TURNS[1].text]).getByTestId('memory-strength').textContent()).trim(), '1.00');
     // The oldest is past the archive threshold already: its clock started 60 days ago, longer than
-    // the importance it was given buys under the default (.5: ln 20 · (1 + 0.4 · .5/.5)³ ≈ 8 days
-    // unrecalled; the probe's own .88 would keep it about half a year).
+    // the importance it was given buys under the default (.5: ln 20 · (1 + .5/.5)³ ≈ 24 days
+    // unrecalled; the probe's own .88 would keep it for years).
     assert.equal(await card(page, ids[TURNS[0].text]).getByTestId('memory-past-threshold').count(), 1);
     // Filters: only one day.
     const day = daysAgo(1).day;

@@ -636,31 +636,23 @@ fn strengthen_all(
     }
     let update_ids: Vec<Uuid> = increments.iter().map(|(id, _)| id.as_uuid()).collect();
     let counts: Vec<i64> = increments.iter().map(|(_, n)| *n).collect();
+    // The rows are locked, so each one's last step is its state now.
+    let strength: Vec<f64> = increments.iter().map(|(id, _)| states[id].strength.get()).collect();
     let fade: Vec<f64> = increments.iter().map(|(id, _)| states[id].fade_age).collect();
     let frequency: Vec<f64> = increments.iter().map(|(id, _)| states[id].access_frequency).collect();
-    let rows = tx.query(
-        "UPDATE memories m SET strength = m.strength + v.n, recall_count = m.recall_count + v.n, last_recalled_at = greatest(m.last_recalled_at, $2),
+    tx.execute(
+        "UPDATE memories m SET strength = v.strength, recall_count = m.recall_count + v.n, last_recalled_at = greatest(m.last_recalled_at, $2),
            fade_age = v.fade, access_frequency = v.frequency
-         FROM unnest($3::uuid[], $4::int8[], $5::float8[], $6::float8[]) AS v(id, n, fade, frequency)
-         WHERE m.uid = $1 AND m.id = v.id
-         RETURNING m.id, m.strength",
-        &[&uid, &millis(now), &update_ids, &counts, &fade, &frequency],
+         FROM unnest($3::uuid[], $4::int8[], $5::float8[], $6::float8[], $7::float8[]) AS v(id, n, strength, fade, frequency)
+         WHERE m.uid = $1 AND m.id = v.id",
+        &[&uid, &millis(now), &update_ids, &counts, &strength, &fade, &frequency],
     )?;
-    let mut final_strength: HashMap<MemoryId, f64> = HashMap::new();
-    for row in rows {
-        final_strength.insert(memory_id(col(&row, 0)?)?, col(&row, 1)?);
-    }
-    // The k-th of n strengthenings of one memory ended at final − (n − k).
-    let mut remaining: HashMap<MemoryId, i64> = increments.iter().copied().collect();
     let mut events = Vec::with_capacity(steps.len());
     for (id, before, after_state) in &steps {
-        let left = remaining.get_mut(id).expect("counted above");
-        *left -= 1;
-        let after = final_strength.get(id).copied().unwrap_or(after_state.strength.get()) - *left as f64;
         let change = payload::Strengthening {
             query_id,
-            strength_before: after - 1.0,
-            strength_after: after,
+            strength_before: before.strength.get(),
+            strength_after: after_state.strength.get(),
             v_before: policy.fademem.decay(before, now).strength,
             v_after: policy.fademem.decay(after_state, now).strength,
             frequency_after: after_state.access_frequency,

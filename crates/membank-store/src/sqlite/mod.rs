@@ -1233,16 +1233,21 @@ fn strengthen_all(
             .optional()?;
         let Some((seq, before)) = row else { continue };
         let after_state = policy.strengthen(&before, now);
-        let after: f64 = tx
-            .prepare_cached(
-                "UPDATE memories SET strength = strength + 1.0, recall_count = recall_count + 1, last_recalled_at = max(last_recalled_at, ?1),
-                 fade_age = ?2, access_frequency = ?3 WHERE seq = ?4 RETURNING strength",
+        tx.prepare_cached(
+                "UPDATE memories SET strength = ?5, recall_count = recall_count + 1, last_recalled_at = max(last_recalled_at, ?1),
+                 fade_age = ?2, access_frequency = ?3 WHERE seq = ?4",
             )?
-            .query_row(params![millis(now), after_state.fade_age, after_state.access_frequency, seq], |row| row.get(0))?;
+            .execute(params![
+                millis(now),
+                after_state.fade_age,
+                after_state.access_frequency,
+                seq,
+                after_state.strength.get()
+            ])?;
         let change = payload::Strengthening {
             query_id,
-            strength_before: after - 1.0,
-            strength_after: after,
+            strength_before: before.strength.get(),
+            strength_after: after_state.strength.get(),
             v_before: policy.fademem.decay(&before, now).strength,
             v_after: policy.fademem.decay(&after_state, now).strength,
             frequency_after: after_state.access_frequency,

@@ -1055,7 +1055,9 @@ conformance! {
         let store = fx.store.as_ref();
         let ana = scope("ana");
         ensure(store, &ana);
-        let policy = ForgettingPolicy::default();
+        // Every recall strengthens (the paper's reading), so each occurrence counts; spaced
+        // strengthening has its own test below.
+        let policy = ForgettingPolicy { spaced_recall: false, ..Default::default() };
         let a = note(store, &ana, "a", t0(), 1);
         let b = note(store, &ana, "b", t0(), 2);
         let gone = note(store, &ana, "c", t0(), 3);
@@ -1114,7 +1116,9 @@ conformance! {
         ensure(fx.store.as_ref(), &ana);
         let id = note(fx.store.as_ref(), &ana, "often recalled", t0(), 1);
         let handles = [fx.store.clone(), fx.open_other()];
-        let policy = ForgettingPolicy::default();
+        // Every recall strengthens, so a lost update would show (spaced strengthening would
+        // count one a day).
+        let policy = ForgettingPolicy { spaced_recall: false, ..Default::default() };
         const THREADS: usize = 8;
         const EACH: usize = 10;
         std::thread::scope(|s| {
@@ -1983,7 +1987,9 @@ conformance! {
         let store = fx.store.as_ref();
         let ana = scope("ana");
         ensure(store, &ana);
-        let policy = ForgettingPolicy::default();
+        // Every recall strengthens here; under spaced strengthening the second occurrence,
+        // the same moment as the restoration, would add nothing (tested below).
+        let policy = ForgettingPolicy { spaced_recall: false, ..Default::default() };
         let old = note(store, &ana, "archived", t0(), 1);
         store.archive(&ana, old, "x", t0()).unwrap();
         let now = t0() + Duration::days(5);
@@ -1992,5 +1998,47 @@ conformance! {
         assert_eq!(store.get(&ana, old).unwrap().forgetting.strength.get(), 3.0);
         let kinds: Vec<EventKind> = store.events(&ana, &EventQuery { memory_id: Some(old), ..Default::default() }).unwrap().iter().map(|e| e.kind).collect();
         assert_eq!(kinds, [EventKind::Created, EventKind::Archived, EventKind::Recalled, EventKind::Recalled, EventKind::Reminisced, EventKind::Strengthened]);
+    }
+
+    fn spaced_strengthening_counts_days_not_recalls(fx: Fixture) {
+        let store = fx.store.as_ref();
+        let ana = scope("ana");
+        ensure(store, &ana);
+        let policy = ForgettingPolicy::default();
+        assert!(policy.spaced_recall);
+        let id = note(store, &ana, "recalled all day", t0(), 1);
+        let recall = |query: &str, at: Timestamp, results: Vec<(MemoryId, f64)>| {
+            let record = RecallRecord { query_id: query.into(), now: at, results, query_vector: None, include_archived: false, reminisced: Vec::new() };
+            store.record_recall(&ana, &record, Some(&policy)).unwrap()
+        };
+        // The day it was made (t0 is 09:00 UTC): twice, no stronger; its clock restarts.
+        recall("a", t0() + Duration::hours(1), vec![(id, 0.9)]);
+        let m = recall("b", t0() + Duration::hours(5), vec![(id, 0.9)]).remove(0);
+        assert_eq!((m.forgetting.strength.get(), m.forgetting.recall_count), (1.0, 2));
+        assert_eq!(m.forgetting.last_recalled_at, t0() + Duration::hours(5));
+        // The next day, twice in one recall: one stronger, once.
+        let next = t0() + Duration::days(1);
+        recall("c", next, vec![(id, 0.9), (id, 0.8)]);
+        // Confirmed use the day after, twice: one more.
+        let used = store.confirm_used(&ana, &[id, id], Some("d"), &policy, next + Duration::days(1)).unwrap();
+        assert_eq!((used[0].forgetting.strength.get(), used[0].forgetting.recall_count), (3.0, 6));
+        assert_eq!(store.get(&ana, id).unwrap().forgetting, used[0].forgetting);
+        // Every recall is logged as a strengthening with the strength before and after,
+        // each seeing the one before it (a same-day one changes FadeMem's numbers and the clock).
+        let steps: Vec<(f64, f64)> = store
+            .events(&ana, &EventQuery { memory_id: Some(id), ..Default::default() })
+            .unwrap()
+            .iter()
+            .filter(|e| e.kind == EventKind::Strengthened)
+            .map(|e| (e.data["strength_before"].as_f64().unwrap(), e.data["strength_after"].as_f64().unwrap()))
+            .collect();
+        assert_eq!(steps, [(1.0, 1.0), (1.0, 1.0), (1.0, 2.0), (2.0, 2.0), (2.0, 3.0), (3.0, 3.0)]);
+        // A memory brought back from the archive gets its savings (+1), and a second
+        // occurrence in the same recall adds nothing more that day.
+        let old = note(store, &ana, "archived", t0(), 2);
+        store.archive(&ana, old, "x", t0()).unwrap();
+        let later = t0() + Duration::days(5);
+        store.record_recall(&ana, &reminiscing("e", later, &[(old, 0.5), (old, 0.4)], &[old]), Some(&policy)).unwrap();
+        assert_eq!(store.get(&ana, old).unwrap().forgetting.strength.get(), 2.0);
     }
 }
