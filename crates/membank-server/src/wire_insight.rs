@@ -80,7 +80,7 @@ impl From<&CurveResponse> for CurveOut {
             (_, true, _) => "pinned: it does not decay and no sweep archives it".to_string(),
             ("active", false, Some(at)) if at <= c.now => "its retention is already below the threshold: the next sweep archives it unless it is recalled first".to_string(),
             ("active", false, Some(_)) => "the first sweep after its retention falls below the threshold archives it; each strengthening recall restarts its clock and can add one to S (by default the first of a day does), which moves that day later".to_string(),
-            ("active", false, None) if c.archive_below.is_some() => "never recalled again, its retention stays above the threshold for a century, so no archive date is projected; each strengthening recall restarts its clock".to_string(),
+            ("active", false, None) if c.archive_below.is_some() => "without another recall its retention stays above the threshold for more than a century, so no archive date is projected; each strengthening recall restarts its clock".to_string(),
             ("active", false, None) => "the policy archives by no threshold (it draws or ranks), so there is no archive date".to_string(),
             (status, _, _) => format!("{status}: the curve shows what its retention was and would be; sweeps only look at active memories"),
         };

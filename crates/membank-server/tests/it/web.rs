@@ -260,7 +260,10 @@ async fn a_memorys_curve_jumps_at_each_recall_and_projects_the_sweeps_archive_da
     assert_eq!(status, StatusCode::OK, "{curve}");
     assert!(curve["projected_archive_at"].is_null() && curve["archive_below"] == 0.05, "{curve}");
     let said = curve["note"].as_str().unwrap();
-    assert!(said.contains("stays above the threshold for a century") && !said.contains("draws or ranks"), "{said}");
+    assert!(
+        said.contains("stays above the threshold for more than a century") && !said.contains("draws or ranks"),
+        "{said}"
+    );
 
     // Bad and hostile input, and another user's key.
     let bob = server.key("acme", Some("bob"), false);
