@@ -165,10 +165,22 @@ impl Drop for Server {
 /// without `MEMBANK_TEST_PG_URL`. They start at the same time, so both open (and migrate)
 /// the fresh database at once.
 fn two_servers(test: &str) -> Option<(Bank, Server, Server)> {
+    two_servers_with(test, "")
+}
+
+/// [`two_servers`] with `config` (TOML) as both servers' configuration file.
+fn two_servers_with(test: &str, config: &str) -> Option<(Bank, Server, Server)> {
     let bank = Bank::postgres(test)?;
+    let file = bank.path("config.toml");
+    std::fs::write(&file, config).unwrap();
+    let start = || {
+        let mut command = bank.command();
+        command.env("MEMBANK_CONFIG", &file);
+        Server::spawn(command)
+    };
     let (a, b) = std::thread::scope(|s| {
-        let a = s.spawn(|| Server::start(&bank));
-        let b = s.spawn(|| Server::start(&bank));
+        let a = s.spawn(start);
+        let b = s.spawn(start);
         (a.join().unwrap(), b.join().unwrap())
     });
     a.wait_ready();
@@ -223,7 +235,9 @@ fn postgres_two_servers_read_their_writes_across_processes() {
         assert!(ids(list["memories"].as_array().unwrap()).contains(&id.as_str()));
     }
     // A strengthening recall through one is seen through the other, and the users stay apart.
-    let recall = a.recall("hana", json!({ "query": "what is my cat called?", "k": 1 }));
+    // (On a later day than the memory was written: spaced strengthening adds to S once a day.)
+    let tomorrow = chrono::Utc::now().date_naive().succ_opt().unwrap().and_hms_opt(0, 0, 1).unwrap().and_utc();
+    let recall = a.recall("hana", json!({ "query": "what is my cat called?", "k": 1, "now": tomorrow.to_rfc3339() }));
     assert_eq!(ids(recall["results"].as_array().unwrap()), [stored[0].as_str()]);
     let seen = b.get("hana", &stored[0]);
     assert_eq!((seen["strength"].as_f64(), seen["recall_count"].as_u64()), (Some(2.0), Some(1)));
@@ -301,7 +315,13 @@ fn postgres_two_servers_lose_no_strengthening_under_concurrent_recalls() {
     const THREADS: usize = 20;
     const RECALLS_PER_THREAD: usize = 10;
     const RECALLS: usize = THREADS * RECALLS_PER_THREAD;
-    let Some((bank, a, b)) = two_servers("two_servers_concurrent_recalls") else { return };
+    // Every recall strengthens (the paper's reading), so a lost update would show; spaced
+    // strengthening would count one a day.
+    let Some((bank, a, b)) =
+        two_servers_with("two_servers_concurrent_recalls", "[forgetting]\nspaced_recall = false\n")
+    else {
+        return;
+    };
     // The user's only memory, so every recall at k = 1 returns it.
     let id = a.note("kim", "My grandmother taught me to bake rye bread");
     let initial = b.get("kim", &id);
