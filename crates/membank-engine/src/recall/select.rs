@@ -47,11 +47,10 @@ impl Engine {
             };
             let factors = |id: &MemoryId| match rankings.speaker(id) {
                 Some(speaker) => {
-                    let factor = if speaker.and_then(speaker_name).is_some_and(|name| named.contains(&name)) {
-                        boost
-                    } else {
-                        1.0
-                    };
+                    // No name to look up when the query names nobody.
+                    let named_here =
+                        !named.is_empty() && speaker.and_then(speaker_name).is_some_and(|name| named.contains(&name));
+                    let factor = if named_here { boost } else { 1.0 };
                     (factor, factor)
                 }
                 None => (1.0, boost),
