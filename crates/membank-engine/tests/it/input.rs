@@ -111,18 +111,7 @@ fn a_request_to_remember_is_rated_at_least_the_floor_and_says_so() {
     assert_eq!(asked.forgetting.base_importance, ASKED_TO_REMEMBER);
     assert_eq!(asked.forgetting.importance, ASKED_TO_REMEMBER);
     assert_eq!(asked.metadata.get("importance_estimator").map(String::as_str), Some(LEXICAL_ASKED_VERSION));
-    let note = w
-        .engine
-        .remember_note(membank_engine::RememberNote {
-            scope: scope("u"),
-            text: "请记住我对花生过敏。".into(),
-            source: membank_engine::core::Source::Agent,
-            occurred_at: None,
-            metadata: Default::default(),
-            importance: None,
-            clock_from: membank_engine::core::ClockFrom::Event,
-        })
-        .unwrap();
+    let note = w.agent_note("u", "请记住我对花生过敏。");
     assert_eq!(note.forgetting.base_importance, ASKED_TO_REMEMBER);
     assert_eq!(note.metadata.get("importance_estimator").map(String::as_str), Some(LEXICAL_ASKED_VERSION));
     let promise = w.turn("u", "Okay, I will keep that in mind.");

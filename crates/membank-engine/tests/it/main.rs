@@ -81,6 +81,21 @@ impl World {
             .unwrap()
     }
 
+    /// A note an agent saved for `user`, now, its importance left to the estimator.
+    pub fn agent_note(&self, user: &str, text: &str) -> membank_engine::core::Memory {
+        self.engine
+            .remember_note(membank_engine::RememberNote {
+                scope: scope(user),
+                text: text.into(),
+                source: membank_engine::core::Source::Agent,
+                occurred_at: None,
+                metadata: Default::default(),
+                importance: None,
+                clock_from: membank_engine::core::ClockFrom::Event,
+            })
+            .unwrap()
+    }
+
     pub fn advance_days(&self, days: i64) {
         self.clock.advance(Duration::days(days));
     }

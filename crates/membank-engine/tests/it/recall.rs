@@ -106,18 +106,7 @@ fn filters_by_kind_and_day() {
     let w = world();
     let first = w.turn("ana", "We talked about the garden");
     w.advance_days(3);
-    let note = w
-        .engine
-        .remember_note(membank_engine::RememberNote {
-            scope: scope("ana"),
-            text: "Ana's garden has tomatoes".into(),
-            source: membank_engine::core::Source::Agent,
-            occurred_at: None,
-            metadata: Default::default(),
-            importance: None,
-            clock_from: membank_engine::core::ClockFrom::Event,
-        })
-        .unwrap();
+    let note = w.agent_note("ana", "Ana's garden has tomatoes");
     let mut request = RecallRequest::new(scope("ana"), "garden", 10);
     request.kinds = vec![Kind::Note];
     let ids: Vec<_> = w.engine.recall(request).unwrap().results.into_iter().map(|h| h.memory.id).collect();
