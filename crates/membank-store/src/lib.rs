@@ -126,8 +126,9 @@ pub trait Store: Send + Sync {
         limit: usize,
     ) -> Result<Vec<Hit>, StoreError>;
 
-    /// Logs `recalled` events and, when `strengthen` is given, strengthens each memory
-    /// (`S += 1`, `last_recalled_at = now`) with atomic increments in one transaction.
+    /// Logs `recalled` events and, when `strengthen` is given, strengthens each memory as
+    /// the policy says (`S += 1`, or unchanged for a second recall in a day under spaced
+    /// strengthening; `last_recalled_at = now`), under the write lock in one transaction.
     /// An archived result the recall found in the archive (`recall.reminisced`) is brought
     /// back to active with savings instead and logged as `reminisced`.
     fn record_recall(

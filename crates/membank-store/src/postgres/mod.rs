@@ -592,11 +592,12 @@ fn read_user(tx: &mut Tx<'_>, uid: Uuid) -> Result<Option<UserRecord>, StoreErro
         .transpose()
 }
 
-/// `S += 1`, `recall_count += 1`, `last_recalled_at = max(last, now)` and FadeMem's
+/// `S` as the policy says (`S += 1`, or unchanged for a second recall in a day under spaced
+/// strengthening), `recall_count += 1`, `last_recalled_at = max(last, now)` and FadeMem's
 /// reinforcement for each of `ids` that is active (an id given twice is strengthened
-/// twice), with one `strengthened` event each, in the caller's transaction (user lock
-/// held). The counters are SQL increments; FadeMem's numbers are computed from the rows
-/// read under the lock, exactly as [`ForgettingPolicy::strengthen`] would.
+/// twice, in order), with one `strengthened` event each, in the caller's transaction (user
+/// lock held, rows `FOR UPDATE`). The new strength and FadeMem's numbers are computed by
+/// [`ForgettingPolicy::strengthen`] from the rows read under the lock.
 fn strengthen_all(
     tx: &mut Tx<'_>,
     uid: Uuid,

@@ -1211,11 +1211,12 @@ fn insert_row(tx: &Tx<'_>, new: NewMemory) -> Result<(i64, i64, Memory), StoreEr
     Ok((user, seq, memory))
 }
 
-/// `S += 1`, `recall_count += 1`, `last_recalled_at = max(last, now)` and FadeMem's
-/// reinforcement, one UPDATE per memory inside the caller's IMMEDIATE transaction. The
-/// counters are SQL increments; FadeMem's `v0` and frequency are computed from the row read
-/// in the same transaction, which holds the write lock, so concurrent recalls (other
-/// threads or processes) never lose an update. Mirrors [`ForgettingPolicy::strengthen`].
+/// `S` as the policy says (`S += 1`, or unchanged for a second recall in a day under spaced
+/// strengthening), `recall_count += 1`, `last_recalled_at = max(last, now)` and FadeMem's
+/// reinforcement, one UPDATE per memory inside the caller's IMMEDIATE transaction. The new
+/// strength, FadeMem's `v0` and frequency are computed by [`ForgettingPolicy::strengthen`]
+/// from the row read in the same transaction, which holds the write lock, so concurrent
+/// recalls (other threads or processes) never lose an update.
 fn strengthen_all(
     tx: &Tx<'_>,
     user: i64,
