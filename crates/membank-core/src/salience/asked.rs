@@ -164,7 +164,7 @@ fn is_self_at(t: &[String], at: usize) -> bool {
 /// "this" / "that" / "it", an optional "for me", then the end.
 fn is_this_at(t: &[String], at: usize) -> bool {
     let mut at = at;
-    if matches!(word(t, at), "this" | "that" | "it") {
+    if is_object(word(t, at)) {
         at += 1;
     }
     if word(t, at) == "for" && word(t, at + 1) == "me" {
@@ -275,14 +275,10 @@ fn english_request(t: &[String]) -> bool {
         }
         // 6. "For future reference, …", "…, for future reference." (not "useful for future
         // reference")
-        if (i == opening || word(t, i.wrapping_sub(1)) == ",")
-            && word(t, i) == "for"
-            && (word(t, i + 1) == "future" || (word(t, i + 1) == "your" && word(t, i + 2) == "future"))
+        if (i == opening || (i > 0 && word(t, i - 1) == ","))
+            && ["for future reference", "for your future reference"].iter().any(|p| phrase_at(t, i, p).is_some())
         {
-            let at = if word(t, i + 1) == "your" { i + 2 } else { i + 1 };
-            if word(t, at + 1) == "reference" {
-                return true;
-            }
+            return true;
         }
     }
     false
