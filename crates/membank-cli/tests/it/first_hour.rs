@@ -155,9 +155,16 @@ fn backdated_history_starts_fresh_unless_the_clock_runs_from_the_event() {
 
 #[test]
 fn an_import_says_where_the_clocks_start_and_what_is_already_past_the_threshold() {
+    // The history is dated 90 days before today, not on a fixed date: the test must not
+    // change its verdict as the calendar moves on (a fixed 2023 date once put the cat, rated
+    // .87 and so kept about 3.6 years, past the threshold in late 2026).
+    let day = (chrono::Utc::now() - chrono::Duration::days(90)).format("%Y-%m-%d");
+    let history = format!(
+        r#"{{" Ann ": {{"name": "Ann", "history": {{"{day}": [{{"query": "I adopted a grey cat named Miso", "response": "Lovely!"}}, {{"query": "Thanks, bye for now!", "response": "Bye!"}}]}}}}}}"#
+    );
     let bank = Bank::new();
     let file = bank.path("bank.json");
-    std::fs::write(&file, crate::import::BANK).unwrap();
+    std::fs::write(&file, &history).unwrap();
     let said = bank.ok(&["import", "memorybank", file.to_str().unwrap()]);
     assert!(said.contains("imported 2 of 2 records for 1 user (0 already present)"), "{said}");
     assert!(said.contains("forgetting clocks start now (--clock-from import)"), "{said}");
@@ -166,11 +173,11 @@ fn an_import_says_where_the_clocks_start_and_what_is_already_past_the_threshold(
     assert_eq!(sweep["archived"].as_array().unwrap().len(), 0, "{sweep}");
 
     let other = Bank::new();
-    std::fs::write(other.path("bank.json"), crate::import::BANK).unwrap();
+    std::fs::write(other.path("bank.json"), &history).unwrap();
     let report =
         other.json(&["import", "memorybank", other.path("bank.json").to_str().unwrap(), "--clock-from", "event"]);
-    // Three years and more after the event: the hike is past the threshold; the adopted cat,
-    // a durable fact the estimator rates high, is not.
+    // Ninety days after the event: the goodbye (rated near 0, a few days' life) is past the
+    // threshold; the adopted cat, a durable fact the estimator rates high, is not.
     assert_eq!(
         (report["clock_from"].as_str(), report["past_threshold"].as_u64()),
         (Some("event"), Some(1)),
