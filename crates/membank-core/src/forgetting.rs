@@ -123,7 +123,8 @@ impl DecisionMode {
 /// k = 1 at about the same share archived, k = 3 the most; spaced strengthening kept 2 to 6
 /// points more on every set at the same share archived; and w is the largest weight tried
 /// that still archives at least 45 % of MemoryBank in both languages (spaced, k = 3: 1.0 of
-/// 0.4, 0.6, 0.8, 1.0, 1.1, 1.2). The README has the held-apart numbers.
+/// 0.4, 0.6, 0.8, 1.0, 1.1, 1.2 with importance-probe-v3, and again 1.0 of 1.0, 1.1 with v4,
+/// out of fold and over twenty LongMemEval questions). The README has the held-apart numbers.
 /// `[forgetting] unit_seconds = 259200` with `importance_weight = 0` is the three-day unit on
 /// the paper's curve, this project's default three versions ago; `importance_form = "linear"`
 /// with `importance_weight = 14` the one after; `importance_exponent = 1` with

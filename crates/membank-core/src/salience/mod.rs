@@ -109,16 +109,16 @@ fn read_importance(text: &str, model_id: &str, features: Option<&[f32]>) -> (f64
 }
 
 /// Version recorded for a note an agent saved ([`estimate_agent_note_importance_with`]).
-pub const AGENT_NOTE_VERSION: &str = "importance-probe-v3+agent-note";
+pub const AGENT_NOTE_VERSION: &str = "importance-probe-v4+agent-note";
 
 /// The base importance of a note an agent chose to save (`source = "agent"`), and the
 /// estimator's version: the higher of the probe's reading ([`estimate_importance_with`]) and
 /// the lexical estimate ([`estimate_importance`]).
 ///
 /// The probe learned from people's own words in conversation, where a fact comes in the
-/// first person ("I am allergic to peanuts", .87 by all-MiniLM-L6-v2's probe); agents write
-/// their notes about the person in the third person ("Ana is allergic to peanuts", .20;
-/// "User prefers dark mode in every app", .06), which the probe reads as chatter. An
+/// first person ("I am allergic to peanuts", .79 by all-MiniLM-L6-v2's probe); agents write
+/// their notes about the person in the third person ("Ana is allergic to peanuts", .14;
+/// "User prefers dark mode in every app", .05), which the probe reads as chatter. An
 /// agent's choice to save a note is itself evidence that it matters, and the lexical
 /// estimator reads third-person facts by their cues (health, family, work, preferences:
 /// .81 and .83 there) while still rating a saved greeting low (.31), so a note an agent
@@ -140,8 +140,8 @@ pub fn estimate_agent_note_importance_with(
 
 /// The least base importance of a memory in which the person asks to have something
 /// remembered. The labelling rules call such a turn critical; .9 is about where the probes
-/// put a plain first-person fact ("I have two older sisters." .97 and .95, "My daughter
-/// starts school on Monday." .93 and .97), and under the default curve, `S·(1 + odds)³`
+/// put a plain first-person fact ("I have two older sisters." .96 and .91, "My daughter
+/// starts school on Monday." .95 and .99), and under the default curve, `S·(1 + odds)³`
 /// with the one-day unit and θ = 0.05, it keeps a memory no recall ever touched active for
 /// about eight years (`(1 + 9)³·ln 20` days).
 pub const ASKED_TO_REMEMBER: f64 = 0.9;
@@ -171,9 +171,9 @@ fn with_request_floor(text: &str, read: (f64, &'static str)) -> (f64, &'static s
 }
 
 /// Version recorded when a request to remember raised the probe's reading.
-pub const PROBE_ASKED_VERSION: &str = "importance-probe-v3+asked";
+pub const PROBE_ASKED_VERSION: &str = "importance-probe-v4+asked";
 /// Version recorded when a request to remember raised an agent's note's reading.
-pub const AGENT_NOTE_ASKED_VERSION: &str = "importance-probe-v3+agent-note+asked";
+pub const AGENT_NOTE_ASKED_VERSION: &str = "importance-probe-v4+agent-note+asked";
 /// Version recorded when a request to remember raised the lexical estimate.
 pub const LEXICAL_ASKED_VERSION: &str = "salience-v1+asked";
 

@@ -12,7 +12,8 @@
 //! On the tuning halves, with the same logistic and strengths, reading layer 4 of
 //! all-MiniLM-L6-v2's six instead of the final embedding raised the grouped cross-validated
 //! AUC from about .82 to .88 (v2 read the final embedding; v1 the whole turn's). The layer
-//! is the weight file's: 4 for MiniLM, 8 for e5.
+//! is the weight file's: 4 for MiniLM, 6 for e5. v4 is v3's probe refitted on the labels'
+//! third round (ten more LongMemEval tuning questions); v3 read e5's layer 8.
 //!
 //! The weights were fitted (`crates/membank-eval/examples/importance.rs fit`) on the tuning
 //! halves of the critical-turn labels in `bench/critical` (rules in `RULES.md` there):
@@ -27,12 +28,12 @@
 use std::sync::OnceLock;
 
 /// Version of the probe, recorded next to importances it produced.
-pub const PROBE_VERSION: &str = "importance-probe-v3";
+pub const PROBE_VERSION: &str = "importance-probe-v4";
 
 /// The shipped weight files, one per embedding model.
 const FILES: [&str; 2] = [
-    include_str!("../../data/importance-probe-v3.all-MiniLM-L6-v2.json"),
-    include_str!("../../data/importance-probe-v3.multilingual-e5-small.json"),
+    include_str!("../../data/importance-probe-v4.all-MiniLM-L6-v2.json"),
+    include_str!("../../data/importance-probe-v4.multilingual-e5-small.json"),
 ];
 
 /// One model's fitted probe.
