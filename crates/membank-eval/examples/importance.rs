@@ -9,7 +9,9 @@
 //!
 //! `score` reads texts, one per line, from standard input and prints each one's estimates.
 //! `dump` writes the tuning halves' hidden-state means (every layer, whole and per sentence)
-//! to `/tmp/importance-dump/` for trying other probes outside Rust (tuning halves only).
+//! to `/tmp/importance-dump/` for trying other probes outside Rust (tuning halves only);
+//! `texts` prints the tuning halves' examples with their texts as JSON lines (for
+//! `scripts/importance_finetune.py`, which fine-tunes the model's layers on them).
 //! `tune` prints the lexical estimate's AUC on the tuning halves only; `fit` cross-validates
 //! the probe on them (layer and strength) and writes its weights; `report` scores the shipped
 //! estimator (the probe) and the lexical one on both halves (look at the reporting halves
@@ -39,10 +41,13 @@ fn main() -> Result<(), Error> {
     if command == "dump" {
         return dump(&data, &longmemeval);
     }
+    if command == "texts" {
+        return texts(&data, &longmemeval);
+    }
     let splits: &[Split] = match command {
         "tune" | "fit" | "oof" => &[Split::Tune],
         "report" => &[Split::Tune, Split::Report],
-        other => return Err(format!("unknown command {other:?}: tune, fit, oof or report").into()),
+        other => return Err(format!("unknown command {other:?}: tune, fit, oof, report, score, dump or texts").into()),
     };
     let examples = load(&Sources {
         labels: &PathBuf::from("bench/critical"),
@@ -497,6 +502,30 @@ fn dump(data: &std::path::Path, longmemeval: &std::path::Path) -> Result<(), Err
             }
             println!("{dir}: layer {layer} written ({} texts, {} sentences)", texts.len(), flat.len());
         }
+    }
+    Ok(())
+}
+
+/// `texts`: the tuning halves' examples as JSON lines on standard output (set, group
+/// position, fold rank, label, lexical estimate, and the probe's text: the person's words), for
+/// trying probes that need the tokens, such as fine-tuning a layer (tuning halves only).
+fn texts(data: &std::path::Path, longmemeval: &std::path::Path) -> Result<(), Error> {
+    let examples = load(&Sources {
+        labels: &PathBuf::from("bench/critical"),
+        memorybank_en: &data.join("memorybank/memory_bank_en.json"),
+        memorybank_cn: &data.join("memorybank/memory_bank_cn.json"),
+        locomo: &data.join("locomo/locomo10.json"),
+        longmemeval,
+    })?;
+    let ids: Vec<usize> = (0..examples.len()).filter(|&i| examples[i].split == Split::Tune).collect();
+    for (&i, rank) in ids.iter().zip(ranks(&examples, &ids)) {
+        let e = &examples[i];
+        println!(
+            "{}",
+            serde_json::json!({"set": e.set.name(), "group": e.group, "position": e.position, "rank": rank,
+                "critical": e.critical, "lexical": membank_core::salience::estimate_importance(&e.text),
+                "text": membank_core::salience::probe_text(&e.text)})
+        );
     }
     Ok(())
 }
