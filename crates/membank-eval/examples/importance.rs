@@ -49,13 +49,7 @@ fn main() -> Result<(), Error> {
         "report" => &[Split::Tune, Split::Report],
         other => return Err(format!("unknown command {other:?}: tune, fit, oof, report, score, dump or texts").into()),
     };
-    let examples = load(&Sources {
-        labels: &PathBuf::from("bench/critical"),
-        memorybank_en: &data.join("memorybank/memory_bank_en.json"),
-        memorybank_cn: &data.join("memorybank/memory_bank_cn.json"),
-        locomo: &data.join("locomo/locomo10.json"),
-        longmemeval: &longmemeval,
-    })?;
+    let examples = load_labelled(&data, &longmemeval)?;
     let lexical: Vec<f64> = examples.iter().map(|e| membank_core::salience::estimate_importance(&e.text)).collect();
     let probe = if command == "report" { Some(shipped(&examples, splits)?) } else { None };
     println!("{:<14} {:<7} {:>6} {:>9} {:>8} {:>8}", "set", "half", "turns", "critical", "lexical", "probe");
@@ -77,6 +71,18 @@ fn main() -> Result<(), Error> {
         fit(&examples, &lexical, Some(half))?;
     }
     Ok(())
+}
+
+/// Every labelled turn, read from the data directory, the LongMemEval file and
+/// `bench/critical` (run from the repository root).
+fn load_labelled(data: &std::path::Path, longmemeval: &std::path::Path) -> Result<Vec<Example>, Error> {
+    Ok(load(&Sources {
+        labels: &PathBuf::from("bench/critical"),
+        memorybank_en: &data.join("memorybank/memory_bank_en.json"),
+        memorybank_cn: &data.join("memorybank/memory_bank_cn.json"),
+        locomo: &data.join("locomo/locomo10.json"),
+        longmemeval,
+    })?)
 }
 
 /// The embedding models the probe is fitted for: the directory under the model store (also
@@ -458,13 +464,7 @@ fn cholesky_solve(h: &mut [f64], g: &[f64], d: usize) -> Vec<f64> {
 /// state after each layer, whole (`whole_L<l>.f32`) and per sentence (`sent_L<l>.f32`).
 fn dump(data: &std::path::Path, longmemeval: &std::path::Path) -> Result<(), Error> {
     use std::io::Write;
-    let examples = load(&Sources {
-        labels: &PathBuf::from("bench/critical"),
-        memorybank_en: &data.join("memorybank/memory_bank_en.json"),
-        memorybank_cn: &data.join("memorybank/memory_bank_cn.json"),
-        locomo: &data.join("locomo/locomo10.json"),
-        longmemeval,
-    })?;
+    let examples = load_labelled(data, longmemeval)?;
     for (dir, sets, _) in MODELS {
         let embedder = LocalEmbedder::open(&model_store().join(dir), LocalOptions::default())?;
         let ids: Vec<usize> = (0..examples.len())
@@ -510,13 +510,7 @@ fn dump(data: &std::path::Path, longmemeval: &std::path::Path) -> Result<(), Err
 /// position, fold rank, label, lexical estimate, and the probe's text: the person's words), for
 /// trying probes that need the tokens, such as fine-tuning a layer (tuning halves only).
 fn texts(data: &std::path::Path, longmemeval: &std::path::Path) -> Result<(), Error> {
-    let examples = load(&Sources {
-        labels: &PathBuf::from("bench/critical"),
-        memorybank_en: &data.join("memorybank/memory_bank_en.json"),
-        memorybank_cn: &data.join("memorybank/memory_bank_cn.json"),
-        locomo: &data.join("locomo/locomo10.json"),
-        longmemeval,
-    })?;
+    let examples = load_labelled(data, longmemeval)?;
     let ids: Vec<usize> = (0..examples.len()).filter(|&i| examples[i].split == Split::Tune).collect();
     for (&i, rank) in ids.iter().zip(ranks(&examples, &ids)) {
         let e = &examples[i];
