@@ -32,6 +32,7 @@ reporting half.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import pickle
@@ -117,9 +118,10 @@ def padded(rows, idx, dim=None):
 def frozen_states(texts, depth, prefix, limit):
     """Token states after `depth` layers for every text (cached; float16 to fit in memory)."""
     path = f"{CACHE}/{os.path.basename(MODEL.rstrip('/'))}_L{depth}.pkl"
+    key = hashlib.sha256("\0".join(texts).encode()).hexdigest()
     if os.path.exists(path):
         cached = pickle.load(open(path, "rb"))
-        if len(cached["states"]) == len(texts):
+        if cached.get("texts") == key:
             return cached["states"]
     tok = Tokenizer.from_file(MODEL + "tokenizer.json")
     tok.no_padding()
@@ -148,7 +150,7 @@ def frozen_states(texts, depth, prefix, limit):
         for r, i in enumerate(idx):
             states[i] = h[r, : len(ids[i])].astype(np.float16)
     os.makedirs(CACHE, exist_ok=True)
-    pickle.dump({"states": states}, open(path, "wb"), protocol=4)
+    pickle.dump({"states": states, "texts": key}, open(path, "wb"), protocol=4)
     return states
 
 
