@@ -2,7 +2,7 @@
 """Would fine-tuning the embedding model on the critical-turn labels beat the shipped probe?
 
 A research script, not part of the build or the tests. The shipped importance probe
-(`importance-probe-v4`) is a logistic regression over the *frozen* model's mean hidden state
+(`importance-probe-v5`) is a logistic regression over the *frozen* model's mean hidden state
 after layer 4 (all-MiniLM-L6-v2) or 6 (multilingual-e5-small) plus the lexical estimate's
 logit. This script asks whether letting the labels change the model helps: it reads the tuning halves' examples, runs the model's first BASE
 layers frozen, then layers BASE+1..TOP either frozen (`frozen`: the shipped probe's form,
@@ -49,7 +49,7 @@ from tokenizers import Tokenizer
 
 STORE = os.path.expanduser("~/.local/share/membank/models/")
 # Per model: the sets it is fitted on (as `importance fit`), the prefix it reads documents with,
-# its token limit, and the probe's layer (the shipped `importance-probe-v4`).
+# its token limit, and the probe's layer (the shipped `importance-probe-v5`).
 MODELS = {
     "all-MiniLM-L6-v2": (["memorybank_en", "locomo", "longmemeval"], "", 256, 4),
     "multilingual-e5-small": (["memorybank_en", "memorybank_cn", "locomo", "longmemeval"], "passage: ", 512, 6),

@@ -40,7 +40,7 @@ pub fn validate_text(field: &'static str, text: &str) -> Result<(), InvalidInput
 pub const IMPORTANCE_SOURCE: &str = "importance_source";
 
 /// The metadata key naming the version of the text estimator that set an `estimator`
-/// importance: `importance-probe-v4` (the probe over an intermediate layer of the model's reading of the
+/// importance: `importance-probe-v5` (the probe over an intermediate layer of the model's reading of the
 /// person's words, for the models it has weights for) or `salience-v1` (the lexical estimate alone).
 pub const IMPORTANCE_ESTIMATOR: &str = "importance_estimator";
 

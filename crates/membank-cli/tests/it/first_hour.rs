@@ -158,7 +158,7 @@ fn an_import_says_where_the_clocks_start_and_what_is_already_past_the_threshold(
     // The history is dated 90 days before today, not on a fixed date: the test must not
     // change its verdict as the calendar moves on (a fixed 2023 date once put the cat, then
     // rated .87 and so kept about 3.6 years, past the threshold in late 2026; the probe now
-    // rates it .79, kept about 11 months).
+    // rates it .85, kept about two and a half years).
     let day = (chrono::Utc::now() - chrono::Duration::days(90)).format("%Y-%m-%d");
     let history = format!(
         r#"{{" Ann ": {{"name": "Ann", "history": {{"{day}": [{{"query": "I adopted a grey cat named Miso", "response": "Lovely!"}}, {{"query": "Thanks, bye for now!", "response": "Bye!"}}]}}}}}}"#

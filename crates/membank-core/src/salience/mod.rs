@@ -109,7 +109,7 @@ fn read_importance(text: &str, model_id: &str, features: Option<&[f32]>) -> (f64
 }
 
 /// Version recorded for a note an agent saved ([`estimate_agent_note_importance_with`]).
-pub const AGENT_NOTE_VERSION: &str = "importance-probe-v4+agent-note";
+pub const AGENT_NOTE_VERSION: &str = "importance-probe-v5+agent-note";
 
 /// The base importance of a note an agent chose to save (`source = "agent"`), and the
 /// estimator's version: the higher of the probe's reading ([`estimate_importance_with`]) and
@@ -171,9 +171,9 @@ fn with_request_floor(text: &str, read: (f64, &'static str)) -> (f64, &'static s
 }
 
 /// Version recorded when a request to remember raised the probe's reading.
-pub const PROBE_ASKED_VERSION: &str = "importance-probe-v4+asked";
+pub const PROBE_ASKED_VERSION: &str = "importance-probe-v5+asked";
 /// Version recorded when a request to remember raised an agent's note's reading.
-pub const AGENT_NOTE_ASKED_VERSION: &str = "importance-probe-v4+agent-note+asked";
+pub const AGENT_NOTE_ASKED_VERSION: &str = "importance-probe-v5+agent-note+asked";
 /// Version recorded when a request to remember raised the lexical estimate.
 pub const LEXICAL_ASKED_VERSION: &str = "salience-v1+asked";
 

@@ -28,12 +28,12 @@
 use std::sync::OnceLock;
 
 /// Version of the probe, recorded next to importances it produced.
-pub const PROBE_VERSION: &str = "importance-probe-v4";
+pub const PROBE_VERSION: &str = "importance-probe-v5";
 
 /// The shipped weight files, one per embedding model.
 const FILES: [&str; 2] = [
-    include_str!("../../data/importance-probe-v4.all-MiniLM-L6-v2.json"),
-    include_str!("../../data/importance-probe-v4.multilingual-e5-small.json"),
+    include_str!("../../data/importance-probe-v5.all-MiniLM-L6-v2.json"),
+    include_str!("../../data/importance-probe-v5.multilingual-e5-small.json"),
 ];
 
 /// One model's fitted probe.

@@ -161,7 +161,7 @@ fn a_request_to_remember_is_rated_critical_by_either_probe() {
 /// Through the engine, on a real SQLite file and the real model: a turn stored alone, turns
 /// and a note stored in one batch, and a turn with an explicit importance. The estimator's
 /// importance is the probe's reading of the person's words at its layer, recorded as
-/// `importance-probe-v4` (a note an agent saved: `importance-probe-v4+agent-note`, the higher
+/// `importance-probe-v5` (a note an agent saved: `importance-probe-v5+agent-note`, the higher
 /// of that and the lexical estimate); an explicit importance is left alone.
 #[test]
 fn the_engine_stores_the_probes_importance_for_turns_and_notes() {
@@ -238,7 +238,7 @@ fn the_engine_stores_the_probes_importance_for_turns_and_notes() {
     let thanks = check(&batch[0]);
     assert_eq!(
         batch[1].metadata.get("importance_estimator").map(String::as_str),
-        Some("importance-probe-v4+agent-note")
+        Some("importance-probe-v5+agent-note")
     );
     assert!(check(&batch[1]) > 0.8, "the agent's note of an allergy is rated as a fact");
     assert!(high > thanks + 0.3, "a durable fact {high} above thanks {thanks}");
@@ -284,7 +284,7 @@ fn an_agents_third_person_note_is_rated_by_whichever_estimator_sees_more() {
 }
 
 /// An import rates what it stores as the live write paths do: the probe's reading of the
-/// person's words of each turn at its layer, recorded as `importance-probe-v4`.
+/// person's words of each turn at its layer, recorded as `importance-probe-v5`.
 #[test]
 fn an_import_stores_the_probes_importance_as_the_write_paths_do() {
     use std::sync::Arc;
