@@ -12,8 +12,9 @@
 //! On the tuning halves, with the same logistic and strengths, reading layer 4 of
 //! all-MiniLM-L6-v2's six instead of the final embedding raised the grouped cross-validated
 //! AUC from about .82 to .88 (v2 read the final embedding; v1 the whole turn's). The layer
-//! is the weight file's: 4 for MiniLM, 6 for e5. v4 is v3's probe refitted on the labels'
-//! third round (ten more LongMemEval tuning questions); v3 read e5's layer 8.
+//! is the weight file's: 4 for MiniLM, 6 for e5. v5 is the same fit on the labels' fourth
+//! round (sixteen more LongMemEval tuning questions), v4 on their third (ten more); v3 read
+//! e5's layer 8.
 //!
 //! The weights were fitted (`crates/membank-eval/examples/importance.rs fit`) on the tuning
 //! halves of the critical-turn labels in `bench/critical` (rules in `RULES.md` there):
