@@ -81,7 +81,7 @@ fn load_labelled(data: &std::path::Path, longmemeval: &std::path::Path) -> Resul
         memorybank_en: &data.join("memorybank/memory_bank_en.json"),
         memorybank_cn: &data.join("memorybank/memory_bank_cn.json"),
         locomo: &data.join("locomo/locomo10.json"),
-        longmemeval,
+        longmemeval: Some(longmemeval),
     })?)
 }
 
@@ -119,34 +119,24 @@ fn shipped(examples: &[Example], splits: &[Split]) -> Result<Vec<f64>, Error> {
     let mut scores = vec![f64::NAN; examples.len()];
     for (dir, chinese) in [("all-MiniLM-L6-v2", false), ("multilingual-e5-small", true)] {
         let embedder = LocalEmbedder::open(&model_store().join(dir), LocalOptions::default())?;
-        let layer = membank_core::salience::probe_layer(embedder.model_id())
-            .ok_or_else(|| format!("{} has no probe weights", embedder.model_id()))?;
         let ids: Vec<usize> = (0..examples.len())
             .filter(|&i| splits.contains(&examples[i].split) && examples[i].set.is_chinese() == chinese)
             .collect();
-        for chunk in ids.chunks(64) {
-            let texts: Vec<&str> =
-                chunk.iter().map(|&i| membank_core::salience::probe_text(&examples[i].text)).collect();
-            let means = embedder.layer_means(&texts, layer)?.ok_or("the local model shows no layers")?;
-            for (&i, v) in chunk.iter().zip(means) {
-                let (p, version) =
-                    membank_core::salience::estimate_importance_with(&examples[i].text, embedder.model_id(), Some(&v));
-                if !version.starts_with(membank_core::salience::PROBE_VERSION) {
-                    return Err(format!("{} has no probe weights", embedder.model_id()).into());
-                }
-                if version == membank_core::salience::PROBE_ASKED_VERSION {
-                    let e = &examples[i];
-                    println!(
-                        "raised by a request to remember: {} {:?} {} critical={} {:?}",
-                        e.set.name(),
-                        e.split,
-                        e.group,
-                        e.critical,
-                        membank_core::salience::probe_text(&e.text)
-                    );
-                }
-                scores[i] = p;
+        let read = membank_eval::importance::probe_scores(&embedder, examples, &ids)?
+            .ok_or_else(|| format!("{} has no probe weights", embedder.model_id()))?;
+        for (&i, (p, version)) in ids.iter().zip(read) {
+            if version == membank_core::salience::PROBE_ASKED_VERSION {
+                let e = &examples[i];
+                println!(
+                    "raised by a request to remember: {} {:?} {} critical={} {:?}",
+                    e.set.name(),
+                    e.split,
+                    e.group,
+                    e.critical,
+                    membank_core::salience::probe_text(&e.text)
+                );
             }
+            scores[i] = p;
         }
     }
     Ok(scores)

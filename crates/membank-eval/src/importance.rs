@@ -16,6 +16,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 
+use membank_engine::Embedder;
+use membank_engine::core::memory::{Kind, Source};
+use membank_engine::core::salience;
 use membank_engine::import::{ImportRecord, locomo, longmemeval, memorybank};
 use serde::Deserialize;
 use serde_json::Value;
@@ -83,6 +86,10 @@ pub struct Example {
     pub critical: bool,
     /// Days since the Unix epoch at which it was said (for repetition across days).
     pub day: i64,
+    /// What the importer stores it as (a turn, or a note of what the person said).
+    pub kind: Kind,
+    /// Who said it, as the importer stores it.
+    pub source: Source,
 }
 
 /// Where the data and the labels are.
@@ -96,8 +103,8 @@ pub struct Sources<'a> {
     pub memorybank_cn: &'a Path,
     /// `locomo10.json`.
     pub locomo: &'a Path,
-    /// `longmemeval_s_cleaned.json`, decompressed.
-    pub longmemeval: &'a Path,
+    /// `longmemeval_s_cleaned.json`, decompressed; `None` leaves LongMemEval's labels out.
+    pub longmemeval: Option<&'a Path>,
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, EvalError> {
@@ -165,6 +172,8 @@ fn memorybank_examples(set: Set, bank: &Path, label_file: &Path, out: &mut Vec<E
             text: record.content(),
             critical: critical(&line),
             day: day(record),
+            kind: record.kind,
+            source: record.source,
         });
     }
     Ok(())
@@ -194,6 +203,8 @@ fn locomo_examples(file: &Path, label_file: &Path, out: &mut Vec<Example>) -> Re
             text: record.content(),
             critical: critical(&line),
             day: day(record),
+            kind: record.kind,
+            source: record.source,
         });
     }
     Ok(())
@@ -235,6 +246,8 @@ fn longmemeval_examples(file: &Path, label_file: &Path, out: &mut Vec<Example>) 
             text: record.content(),
             critical: critical(&line),
             day: day(record),
+            kind: record.kind,
+            source: record.source,
         });
     }
     Ok(())
@@ -249,8 +262,55 @@ pub fn load(sources: &Sources<'_>) -> Result<Vec<Example>, EvalError> {
     memorybank_examples(Set::MemoryBankEn, sources.memorybank_en, &dir.join("memorybank_en.jsonl"), &mut out)?;
     memorybank_examples(Set::MemoryBankCn, sources.memorybank_cn, &dir.join("memorybank_cn.jsonl"), &mut out)?;
     locomo_examples(sources.locomo, &dir.join("locomo.jsonl"), &mut out)?;
-    longmemeval_examples(sources.longmemeval, &dir.join("longmemeval.jsonl"), &mut out)?;
+    if let Some(file) = sources.longmemeval {
+        longmemeval_examples(file, &dir.join("longmemeval.jsonl"), &mut out)?;
+    }
     Ok(out)
+}
+
+/// At most `per_cell` examples of each set × half among `ids`, spread evenly over the
+/// cell in label-file order (the first, then every `len/per_cell`-th), so a sample of a
+/// cell reaches all of its groups rather than the first few.
+pub fn sample(examples: &[Example], ids: &[usize], per_cell: usize) -> Vec<usize> {
+    let mut cells: std::collections::BTreeMap<(Set, Split), Vec<usize>> = std::collections::BTreeMap::new();
+    for &i in ids {
+        cells.entry((examples[i].set, examples[i].split)).or_default().push(i);
+    }
+    let mut out: Vec<usize> = cells
+        .into_values()
+        .flat_map(|cell| {
+            let n = cell.len();
+            let take = per_cell.min(n);
+            (0..take).map(move |k| cell[k * n / take.max(1)]).collect::<Vec<_>>()
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// The shipped estimator's reading of `ids` by `embedder`, as the engine rates a new
+/// memory: the importance probe over the person's words (`salience::probe_text`) read at
+/// the probe's layer, with the estimator version it reports (`…+asked` when a request to
+/// remember raised it). `Ok(None)` when the model has no probe weights or shows no layers
+/// (then the engine falls back to the lexical rules).
+///
+/// Errors: the embedder fails.
+pub fn probe_scores(
+    embedder: &dyn Embedder,
+    examples: &[Example],
+    ids: &[usize],
+) -> Result<Option<Vec<(f64, &'static str)>>, EvalError> {
+    let Some(layer) = salience::probe_layer(embedder.model_id()) else { return Ok(None) };
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(64) {
+        let texts: Vec<&str> = chunk.iter().map(|&i| salience::probe_text(&examples[i].text)).collect();
+        let means = embedder.layer_means(&texts, layer).map_err(membank_engine::EngineError::from)?;
+        let Some(means) = means else { return Ok(None) };
+        for (&i, features) in chunk.iter().zip(&means) {
+            out.push(salience::estimate_importance_with(&examples[i].text, embedder.model_id(), Some(features)));
+        }
+    }
+    Ok(Some(out))
 }
 
 /// ROC AUC, ties counted half: the one in [`crate::metrics`].

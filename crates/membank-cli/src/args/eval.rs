@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use membank_eval::selection::{Conversations, Half};
 
 /// Where the evaluation database lives.
@@ -75,4 +75,60 @@ pub enum EvalCommand {
         #[command(flatten)]
         db: EvalDb,
     },
+    /// Importance estimators against the critical-turn labels (`bench/critical`): ROC AUC
+    /// per data set and half. `llm` rates the turns with the configured chat model under the
+    /// prompt the engine uses (`importance@v1`), a batch of one person's turns per call, to
+    /// measure a model before it rates a deployment's memories.
+    Importance {
+        /// The labels: memorybank_en.jsonl, memorybank_cn.jsonl, locomo.jsonl, longmemeval.jsonl
+        /// and their rules (RULES.md).
+        #[arg(long, default_value = "bench/critical")]
+        labels: PathBuf,
+        /// Folder with memorybank/memory_bank_{en,cn}.json and locomo/locomo10.json.
+        #[arg(long, default_value = "../shared/data")]
+        data: PathBuf,
+        /// longmemeval_s_cleaned.json, decompressed; without it LongMemEval's labels are left out.
+        #[arg(long)]
+        longmemeval: Option<PathBuf>,
+        /// Which estimators, comma-separated: `lexical` (salience-v1), `probe` (the importance
+        /// probe of the local models: all-MiniLM-L6-v2 for English, multilingual-e5-small for
+        /// Chinese, as a store of that language reads its memories), `llm` (the configured
+        /// chat model).
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "lexical,probe")]
+        estimator: Vec<ImportanceEstimator>,
+        /// Which halves (bench/critical/RULES.md): `tune`, the half estimators are fitted and
+        /// chosen on; `report`, the half held apart; or `all`.
+        #[arg(long, value_enum, default_value = "all")]
+        half: LabelHalf,
+        /// Score at most N turns of each set and half, spread evenly over it (an LLM's calls
+        /// cost time and money: `--sample 100` rates 800 turns).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        sample: Option<u32>,
+        /// Also write each scored turn as a JSON line: set, half, group, label and every
+        /// estimator's score (null where the model gave none).
+        #[arg(long, value_name = "FILE")]
+        scores: Option<PathBuf>,
+    },
+}
+
+/// An importance estimator `eval importance` can score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportanceEstimator {
+    /// The lexical rules (salience-v1).
+    Lexical,
+    /// The importance probe of the local embedding models.
+    Probe,
+    /// The configured chat model, prompt importance@v1.
+    Llm,
+}
+
+/// Which halves of the labelled sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LabelHalf {
+    /// The tuning halves.
+    Tune,
+    /// The reporting halves.
+    Report,
+    /// Both.
+    All,
 }

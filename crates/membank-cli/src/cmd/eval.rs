@@ -1,4 +1,4 @@
-//! `membank eval memorybank|locomo|longmemeval`: builds (or reuses) an evaluation
+//! `membank eval memorybank|locomo|longmemeval` (`eval importance` is `super::importance`): builds (or reuses) an evaluation
 //! database, runs a benchmark through `membank-eval`, prints a table, or with `--json`
 //! the report object. Questions asked but not scored are counted, with the reason, in text
 //! and JSON (MemoryBank: `asked`, `skipped`, `skipped_by_reason`; LongMemEval: `skipped`);
@@ -216,6 +216,19 @@ pub fn run(ctx: &Context, command: EvalCommand) -> Result<()> {
             );
             let which = conversations.map_or_else(String::new, |c| format!(", conversations {c}"));
             table(&format!("LoCoMo evidence recall (category codes as in the data{which})"), &columns, &rows);
+        }
+        EvalCommand::Importance { labels, data, longmemeval, estimator, half, sample, scores } => {
+            bar.finish();
+            let run = super::importance::ImportanceRun {
+                labels,
+                data,
+                longmemeval,
+                estimators: estimator,
+                half,
+                sample,
+                scores,
+            };
+            return super::importance::run(ctx, run);
         }
         EvalCommand::Longmemeval { data, limit, half, db } => {
             let engine = engine(ctx, &db, "longmemeval", &[&data], &mut scratch)?;

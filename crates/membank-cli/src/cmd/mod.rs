@@ -7,6 +7,7 @@ pub mod companion;
 pub mod eval;
 pub mod events;
 pub mod import;
+pub mod importance;
 pub mod keys;
 pub mod maintain;
 pub mod memories;

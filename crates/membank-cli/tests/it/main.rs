@@ -13,6 +13,7 @@ mod chat;
 mod citus_faults;
 mod config;
 mod durability;
+mod eval_importance;
 mod first_hour;
 mod hardening;
 mod import;
