@@ -464,7 +464,7 @@ pub fn engine_config(
         }
         recall.reminisce_margin = margin;
     }
-    Ok(EngineConfig { forgetting: policy, recall })
+    Ok(EngineConfig { forgetting: policy, recall, llm_rates_importance: file.llm.rate_importance.unwrap_or(true) })
 }
 
 #[cfg(test)]
@@ -473,6 +473,18 @@ mod tests {
 
     fn file(text: &str) -> FileConfig {
         toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn the_chat_model_rates_importance_unless_the_llm_section_says_not_to() {
+        let config = |text: &str| engine_config(&file(text), None, None, None, None, None).unwrap();
+        assert!(config("").llm_rates_importance);
+        assert!(config("[llm]\nrate_importance = true").llm_rates_importance);
+        assert!(!config("[llm]\nrate_importance = false").llm_rates_importance);
+        for bad in ["[llm]\nrate_importance = \"no\"", "[llm]\nrate_importance = 0", "[llm]\nrate_importances = false"]
+        {
+            assert!(toml::from_str::<FileConfig>(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub struct LlmFile {
     pub reply_tokens: Option<usize>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
+    /// Whether maintenance asks the model to rate memories' base importance (default true;
+    /// `false` keeps the importance estimator's values).
+    pub rate_importance: Option<bool>,
 }
 
 /// The chat model's settings, resolved; `None` parts mean "not configured".

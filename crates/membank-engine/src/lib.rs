@@ -52,12 +52,24 @@ use membank_core::forgetting::ForgettingPolicy;
 pub const MAX_NOW_SKEW: chrono::TimeDelta = chrono::TimeDelta::hours(24);
 
 /// Settings of an engine, built by the binary from its configuration.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct EngineConfig {
     /// The forgetting policy (MemoryBank).
     pub forgetting: ForgettingPolicy,
     /// Recall pipeline settings.
     pub recall: RecallConfig,
+    /// Whether maintenance asks the chat model, when one is configured, to rate the base
+    /// importance of memories the estimator rated (`importance@v1`; default true: a capable
+    /// model's rating comes first). `false` keeps the estimator's values, for a chat model
+    /// that `membank eval importance --estimator llm` shows ranks the labelled turns worse
+    /// than the probe does; summaries, portraits and chat still use the model.
+    pub llm_rates_importance: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self { forgetting: ForgettingPolicy::default(), recall: RecallConfig::default(), llm_rates_importance: true }
+    }
 }
 
 /// The memory engine: a store, an embedder, a clock and a configuration.

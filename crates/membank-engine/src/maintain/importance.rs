@@ -18,7 +18,8 @@ const MAX_RATINGS: usize = 40;
 
 impl Engine {
     /// Base importance rated by the LLM, for memories that only have the estimator's (the
-    /// newest [`MAX_RATINGS`] of them). Without an LLM, on a dry run or when the rating
+    /// newest [`MAX_RATINGS`] of them). Without an LLM, when it is not to rate
+    /// ([`crate::EngineConfig::llm_rates_importance`]), on a dry run or when the rating
     /// fails, the estimator's values stand and the report says so.
     pub(super) fn rate_importance(&self, cycle: &mut Cycle) {
         let to_rate: Vec<usize> = cycle
@@ -32,6 +33,11 @@ impl Engine {
             .collect();
         match (&self.llm, cycle.dry_run) {
             _ if to_rate.is_empty() => {}
+            (Some(_), _) if !self.config.llm_rates_importance => cycle.report.skipped.push(format!(
+                "importance rating of {} memories: the chat model does not rate importance \
+                 ([llm] rate_importance = false), the text estimator's values stand",
+                to_rate.len()
+            )),
             (None, _) => cycle.report.skipped.push(format!(
                 "importance rating of {} memories: no LLM is configured, the text estimator's values stand",
                 to_rate.len()

@@ -443,3 +443,51 @@ fn a_dry_run_makes_no_llm_calls() {
     assert!(report.skipped.iter().any(|s| s.contains("dry run")), "{:?}", report.skipped);
     assert!(stub.requests().is_empty());
 }
+
+/// Rates every memory of an `importance@v1` request at `rating`; anything else is a 500.
+fn rating_stub(rating: f64) -> StubServer {
+    StubServer::with(move |request: &Recorded| {
+        if !request.system().contains(r#""ratings""#) {
+            return Reply::error(500, "unexpected prompt");
+        }
+        let ids: Vec<String> = request
+            .prompt_text()
+            .split("<memory id=\"M")
+            .skip(1)
+            .map(|block| block.chars().take_while(char::is_ascii_digit).collect())
+            .collect();
+        let ratings: Vec<String> =
+            ids.iter().map(|id| format!(r#"{{"id": "M{id}", "importance": {rating}}}"#)).collect();
+        Reply::text(&format!(r#"{{"ratings": [{}]}}"#, ratings.join(", ")))
+    })
+}
+
+#[test]
+fn the_chat_model_rates_estimated_importance_unless_told_not_to() {
+    // By default a configured model's rating replaces the estimator's.
+    let LlmWorld { world: w, stub } = llm_world(rating_stub(0.93), EngineConfig::default());
+    let a = w.note_at("ana", "I adopted a grey cat named Miso", t0());
+    let b = w.note_at("ana", "Thanks, that was helpful", t0());
+    assert_eq!(a.metadata.get("importance_source").map(String::as_str), Some("estimator"));
+    let report = maintain(&w, "ana", t0() + Duration::hours(1));
+    assert_eq!(report.rated, 2, "{report:?}");
+    assert_eq!(stub.requests().len(), 1);
+    for id in [a.id, b.id] {
+        let m = status(&w, "ana", id);
+        assert_eq!(m.forgetting.base_importance, 0.93);
+        assert_eq!(m.metadata.get("importance_source").map(String::as_str), Some("llm"));
+    }
+
+    // `llm_rates_importance = false`: no call, the estimator's values stand, and the report
+    // says why.
+    let config = EngineConfig { llm_rates_importance: false, ..EngineConfig::default() };
+    let LlmWorld { world: w, stub } = llm_world(rating_stub(0.93), config);
+    let a = w.note_at("ana", "I adopted a grey cat named Miso", t0());
+    let report = maintain(&w, "ana", t0() + Duration::hours(1));
+    assert_eq!(report.rated, 0);
+    assert!(stub.requests().is_empty(), "{:?}", stub.requests());
+    assert!(report.skipped.iter().any(|s| s.contains("rate_importance = false")), "{:?}", report.skipped);
+    let m = status(&w, "ana", a.id);
+    assert_eq!(m.forgetting.base_importance, a.forgetting.base_importance);
+    assert_eq!(m.metadata.get("importance_source").map(String::as_str), Some("estimator"));
+}
