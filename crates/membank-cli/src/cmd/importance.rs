@@ -75,8 +75,12 @@ fn set_file(run: &ImportanceRun, set: Set) -> Option<PathBuf> {
 
 /// Runs `eval importance`.
 pub fn run(ctx: &Context, run: ImportanceRun) -> Result<()> {
-    let mut estimators = run.estimators.clone();
-    estimators.dedup();
+    let mut estimators: Vec<ImportanceEstimator> = Vec::new();
+    for e in &run.estimators {
+        if !estimators.contains(e) {
+            estimators.push(*e);
+        }
+    }
     if estimators.is_empty() {
         return Err(crate::errors::UsageError("--estimator names none: lexical, probe or llm".into()).into());
     }

@@ -125,7 +125,8 @@ fn the_lexical_rules_are_scored_per_set_and_half_and_the_scores_file_has_every_t
 fn the_probe_reads_every_turn_with_the_local_model() {
     let bank = Bank::new();
     let (data, labels) = labelled(&bank);
-    let report = bank.json(&args(&data, &labels, &["--estimator", "probe,lexical"]));
+    let report = bank.json(&args(&data, &labels, &["--estimator", "probe,lexical,probe"]));
+    assert_eq!(report["estimators"], serde_json::json!(["probe", "lexical"]), "named once each, in the order given");
     for set in ["memorybank_en", "locomo"] {
         let r = row(&report, set);
         assert_eq!(r["unrated"]["probe"], 0, "{r}");
