@@ -113,6 +113,12 @@ pub fn run(ctx: &Context, run: ImportanceRun) -> Result<()> {
         .into());
     }
 
+    // Opened before any scoring: a path that cannot be written fails now, not after hours
+    // of a model's calls.
+    let scores_file = match &run.scores {
+        Some(path) => Some(std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?),
+        None => None,
+    };
     let bar = Bar::new();
     let mut columns: BTreeMap<&'static str, Vec<Option<f64>>> = BTreeMap::new();
     let mut llm_report = None;
@@ -133,8 +139,8 @@ pub fn run(ctx: &Context, run: ImportanceRun) -> Result<()> {
     }
     bar.finish();
 
-    if let Some(path) = &run.scores {
-        write_scores(path, &examples, &ids, &estimators, &columns)?;
+    if let (Some(file), Some(path)) = (scores_file, &run.scores) {
+        write_scores(file, path, &examples, &ids, &estimators, &columns)?;
     }
     let rows = table(&examples, &ids, splits, &estimators, &columns);
     if ctx.cli_json {
@@ -317,13 +323,13 @@ fn table(
 }
 
 fn write_scores(
+    file: std::fs::File,
     path: &Path,
     examples: &[Example],
     ids: &[usize],
     estimators: &[ImportanceEstimator],
     columns: &BTreeMap<&'static str, Vec<Option<f64>>>,
 ) -> Result<()> {
-    let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut out = std::io::BufWriter::new(file);
     for (k, &i) in ids.iter().enumerate() {
         let e = &examples[i];

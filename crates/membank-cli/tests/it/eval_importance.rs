@@ -194,6 +194,15 @@ fn a_failing_or_missing_chat_model_ends_the_run_with_its_exit_code() {
     assert_eq!(out.status.code(), Some(9), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(stub.requests().len(), 1, "a refused key is not asked again for every batch");
 
+    // A scores file that cannot be written fails before the first call.
+    let stub = StubServer::with(rating_reply);
+    let nowhere = bank.path("no-such-dir/scores.jsonl");
+    let out =
+        with_llm(&bank, &stub, &args(&data, &labels, &["--estimator", "llm", "--scores", nowhere.to_str().unwrap()]));
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write"));
+    assert!(stub.requests().is_empty(), "no model call before the scores file is open");
+
     let out = bank
         .command()
         .env_remove("MEMBANK_LLM_BASE_URL")
