@@ -116,7 +116,15 @@ pub fn run(ctx: &Context, run: ImportanceRun) -> Result<()> {
     // Opened before any scoring: a path that cannot be written fails now, not after hours
     // of a model's calls.
     let scores_file = match &run.scores {
-        Some(path) => Some(std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?),
+        // Not truncated yet: a run that fails keeps the scores of an earlier one.
+        Some(path) => Some(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+        ),
         None => None,
     };
     let bar = Bar::new();
@@ -330,6 +338,7 @@ fn write_scores(
     estimators: &[ImportanceEstimator],
     columns: &BTreeMap<&'static str, Vec<Option<f64>>>,
 ) -> Result<()> {
+    file.set_len(0).with_context(|| format!("cannot write {}", path.display()))?;
     let mut out = std::io::BufWriter::new(file);
     for (k, &i) in ids.iter().enumerate() {
         let e = &examples[i];

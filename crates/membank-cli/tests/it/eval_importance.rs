@@ -99,6 +99,8 @@ fn the_lexical_rules_are_scored_per_set_and_half_and_the_scores_file_has_every_t
     let bank = Bank::new();
     let (data, labels) = labelled(&bank);
     let scores = bank.path("scores.jsonl");
+    // A longer file from an earlier run is replaced whole.
+    write(&scores, "{\"stale\": true}\n".repeat(50).as_bytes());
     let report = bank.json(&args(&data, &labels, &["--estimator", "lexical", "--scores", scores.to_str().unwrap()]));
     assert_eq!(report["scored"], 7, "{report}");
     assert_eq!(report["estimators"], serde_json::json!(["lexical"]));
@@ -189,10 +191,16 @@ fn an_unusable_reply_is_asked_again_then_counted_as_unrated() {
 fn a_failing_or_missing_chat_model_ends_the_run_with_its_exit_code() {
     let bank = Bank::new();
     let (data, labels) = labelled(&bank);
+    // An earlier run's scores survive a run that fails.
+    let scores = bank.path("scores.jsonl");
+    let earlier = "{\"set\": \"memorybank_en\", \"llm\": 0.5}\n{\"set\": \"locomo\", \"llm\": 0.25}\n";
+    write(&scores, earlier.as_bytes());
     let stub = StubServer::with(|_| Reply::error(401, "bad key"));
-    let out = with_llm(&bank, &stub, &args(&data, &labels, &["--estimator", "llm"]));
+    let out =
+        with_llm(&bank, &stub, &args(&data, &labels, &["--estimator", "llm", "--scores", scores.to_str().unwrap()]));
     assert_eq!(out.status.code(), Some(9), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(stub.requests().len(), 1, "a refused key is not asked again for every batch");
+    assert_eq!(std::fs::read_to_string(&scores).unwrap(), earlier);
 
     // A scores file that cannot be written fails before the first call.
     let stub = StubServer::with(rating_reply);
